@@ -1,0 +1,84 @@
+"""Jinja extension for cookiecutter.json: derives kbaseline's private keys at prompt time.
+
+cookiecutter puts the template root on sys.path and loads ``local_extensions.KbaselineExtension``
+(see ``_extensions`` in cookiecutter.json). It adds:
+
+- ``kbaseline_root``: the template repo's absolute path, so hooks can call ``tools/`` even though
+  cookiecutter runs them with cwd = the new workspace and ``_repo_dir`` may be relative.
+- ``kb_gpu``: ``auto`` -> the detected GPU, or ``H200`` when none is found (the pre-gen hook says so).
+- ``kb_derive(key)``: arch / target / framework / vendor of a GPU name, ``unknown`` if not a GPU.
+- ``kb_op(pattern)``: ``default`` -> the pattern's default op.
+- ``kb_abspath``: a path made absolute against the directory cookiecutter was started from.
+- ``kb_logic_function``: the function a ``pytorch_logic`` spec names (or its file's only public one).
+
+Filters never raise: bad values pass through and the pre-gen hook rejects them with a clear line.
+"""
+
+import os
+import sys
+
+from jinja2.ext import Extension
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+if os.path.join(ROOT, "tools") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import catalog  # noqa: E402
+import gpu_detect  # noqa: E402
+import validate_inputs  # noqa: E402
+
+_detected = None
+
+
+def kb_gpu(value):
+    global _detected
+    if value != "auto":
+        return value
+    if _detected is None:
+        _detected = gpu_detect.detect()
+    return _detected["name"] or "H200"
+
+
+def kb_gpu_note(value):
+    if value != "auto":
+        return ""
+    kb_gpu(value)
+    if _detected["name"]:
+        return f"gpu=auto: detected {_detected['raw']} -> {_detected['name']}"
+    if _detected["raw"]:
+        return f"gpu=auto: {_detected['raw']} is not a supported model; generating for H200 (pass gpu=<model> to choose)"
+    return "gpu=auto: no GPU found; generating for H200 (pass gpu=<model> to choose)"
+
+
+def kb_derive(gpu, key):
+    return catalog.GPUS.get(gpu, {}).get(key, "unknown")
+
+
+def kb_op(op, pattern):
+    return catalog.resolve_op(pattern, op) if pattern in catalog.PATTERNS else op
+
+
+def kb_abspath(path):
+    path = str(path).strip()
+    if not path:
+        return ""
+    file_part, sep, func = path.rpartition(":")
+    if not sep or not func.isidentifier():
+        file_part, sep, func = path, "", ""
+    return os.path.abspath(os.path.expanduser(file_part)) + sep + func
+
+
+def kb_logic_function(path):
+    return validate_inputs.logic_function(path) if str(path).strip() else ""
+
+
+class KbaselineExtension(Extension):
+    def __init__(self, environment):
+        super().__init__(environment)
+        environment.globals["kbaseline_root"] = ROOT
+        environment.filters.update(
+            kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_derive=kb_derive, kb_op=kb_op, kb_abspath=kb_abspath,
+            kb_logic_function=kb_logic_function,
+        )

@@ -1,0 +1,144 @@
+"""Bake matrix and refusals: every available cell renders cleanly; bad input stops before anything is written."""
+
+from __future__ import annotations
+
+import py_compile
+import subprocess
+import sys
+
+import pytest
+from conftest import ELEMENTWISE_OPS, HOPPER_GPUS, MATRIX_DTYPE, ROOT, bake_cli, read_json
+
+EXPECTED_FILES = {
+    ".gitignore", "README.md", "op.json", "kernel.py", "reference.py", "test_kernel.py", "baseline_report.md",
+    "plans/v0_plan.md", "memory/v0.json",
+    "tools/compute_utilization.py", "tools/memory_manager.py", "tools/run_baseline.py", "tools/report.py",
+    "tools/gpu_detect.py",
+    "reference/v_iteration.schema.json", "reference/gpu_specs.json",
+}
+
+
+def workspace_files(ws):
+    return {str(p.relative_to(ws)) for p in ws.rglob("*")
+            if p.is_file() and ".git" not in p.parts and "__pycache__" not in p.parts}
+
+
+@pytest.mark.parametrize("gpu", HOPPER_GPUS)
+@pytest.mark.parametrize("op", ELEMENTWISE_OPS)
+def test_bake_matrix_cell(matrix, gpu, op):
+    result = matrix[(gpu, op)]
+    assert result.exit_code == 0, result.exception
+    ws = result.project_path
+    assert workspace_files(ws) == EXPECTED_FILES
+    for path in ws.rglob("*"):
+        if path.is_file() and ".git" not in path.parts:
+            text = path.read_text(errors="replace")
+            assert "{{" not in text and "{%" not in text, f"Jinja leftover in {path.relative_to(ws)}"
+    for path in ws.rglob("*.py"):
+        py_compile.compile(str(path), doraise=True)
+    spec = read_json(ws / "op.json")
+    assert (spec["op"], spec["gpu"], spec["dtype"]) == (op, gpu, MATRIX_DTYPE[gpu])
+    assert (spec["arch"], spec["target"], spec["framework"]) == ("hopper", "sm_90a", "cutedsl")
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.splitlines()
+    assert len(log) == 1 and log[0].startswith(f"Scaffold {op}_{gpu.lower()}") and "V0 not run" in log[0]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
+    assert status == "", f"uncommitted files after the bake:\n{status}"
+
+
+def test_bake_matrix_is_ruff_clean(matrix):
+    dirs = [str(r.project_path) for r in matrix.values()]
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120", *dirs],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+REFUSALS = [
+    # (key=value pairs, text the one-line error must contain)
+    (["op_name=1bad"], "op_name: '1bad' is not a Python identifier"),
+    (["op_name=class"], "op_name: 'class' is not a Python identifier"),
+    (["pattern=elementwise", "op=matmul"], "op: 'matmul' is not an op of pattern=elementwise (it belongs to pattern=gemm)"),
+    (["pattern=gemm"], "not available yet: gemm/cutedsl"),
+    (["pattern=reduction", "op=softmax"], "not available yet: reduction/cutedsl"),
+    (["pattern=decode_attention"], "not available yet: decode_attention/cutedsl"),
+    (["gpu=MI300X"], "not available yet: elementwise/flydsl"),
+    (["gpu=MI355X", "op=add"], "not available yet: elementwise/flydsl"),
+    (["dtype=fp8"], "dtype: fp8 is not supported by elementwise"),
+    (["shapes=4096x"], "shapes: '4096x' is not a 1-D or 2-D shape"),
+    (["shapes=2x3x4"], "shapes: '2x3x4' is not a 1-D or 2-D shape"),
+    (["shapes=0x5"], "shapes: '0x5' is not a 1-D or 2-D shape"),
+    (["shapes=65536x65536"], "above the kernel's int32 limit"),
+    (["pytorch_logic=missing_file.py"], "pytorch_logic: file"),
+    (["pytorch_logic=notes.txt"], "is not a .py file"),
+]
+
+
+@pytest.mark.parametrize("pairs,message", REFUSALS, ids=[" ".join(p) for p, _ in REFUSALS])
+def test_refusal(tmp_path, pairs, message):
+    out = tmp_path / "out"
+    out.mkdir()
+    done = bake_cli(out, *pairs)
+    assert done.returncode != 0
+    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("kbaseline: error: ")]
+    assert len(errors) == 1 and message in errors[0], done.stderr[-2000:]
+    assert list(out.iterdir()) == [], "a refused bake must leave no directory"
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("source,spec,message", [
+    ("def f(:\n", "logic.py", "does not parse"),
+    ("def ref(x, y):\n    return x + y\n", "logic.py:other", "defines no top-level function 'other'"),
+    ("def a(x):\n    return x\n\ndef b(x):\n    return x\n", "logic.py", "defines 2 public functions (a, b)"),
+    ("def f(a, b, c):\n    return a\n", "logic.py", "cannot take this op's inputs (x, y)"),
+])
+def test_pytorch_logic_refusals(tmp_path, source, spec, message):
+    write(tmp_path / "logic.py", source)
+    out = tmp_path / "out"
+    out.mkdir()
+    done = bake_cli(out, f"pytorch_logic={tmp_path / spec}")
+    assert done.returncode != 0
+    assert message in done.stderr and "kbaseline: error: pytorch_logic:" in done.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_invalid_choice_is_refused_by_cookiecutter(tmp_path):
+    done = bake_cli(tmp_path, "gpu=A100")
+    assert done.returncode != 0
+    assert "A100 provided for choice variable gpu" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_user_logic_becomes_the_reference(tmp_path):
+    write(tmp_path / "swiglu.py", "import torch\n\n\ndef _helper(t):\n    return t\n\n\n"
+          "def swiglu(gate, up):\n    return torch.nn.functional.silu(gate) * _helper(up)\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    done = bake_cli(out, "op=silu_mul", "op_name=my_swiglu", "pytorch_logic=swiglu.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ws = out / "my_swiglu"
+    assert (ws / "user_logic.py").read_text() == (tmp_path / "swiglu.py").read_text()
+    spec = read_json(ws / "op.json")["reference"]
+    assert spec["function"] == "swiglu" and spec["mapping"] == "by position"
+    result = subprocess.run([sys.executable, "-c", (
+        "import torch, reference\n"
+        "x, y = reference.make_inputs([5, 3], torch.float64, 'cpu', 0)\n"
+        "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
+        "print('ok')")], cwd=ws, capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_gpu_auto_without_gpu_falls_back_to_h200(tmp_path):
+    done = bake_cli(tmp_path, "gpu=auto", "op_name=auto_ws")
+    assert done.returncode == 0, done.stderr
+    assert "gpu=auto: no GPU found; generating for H200" in done.stdout
+    assert read_json(tmp_path / "auto_ws" / "op.json")["gpu"] == "H200"
+
+
+def test_template_tree_is_ruff_clean():
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT / "tools"), str(ROOT / "hooks"),
+                           str(ROOT / "tests"), str(ROOT / "local_extensions.py"), str(ROOT / "benchmarks")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr

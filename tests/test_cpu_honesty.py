@@ -1,0 +1,50 @@
+"""A default bake on a machine without a GPU completes and says NOT RUN everywhere, never PASS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import jsonschema
+from conftest import ROOT, bake_cli, read_json
+
+
+def test_default_bake_on_cpu_is_honest(tmp_path):
+    done = bake_cli(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "V0 not run: no NVIDIA GPU" in done.stdout
+    (ws,) = tmp_path.iterdir()
+    spec = read_json(ws / "op.json")
+    assert (spec["pattern"], spec["op"], spec["gpu"], spec["dtype"]) == ("elementwise", "silu_mul", "H200", "bf16")
+
+    report = (ws / "baseline_report.md").read_text()
+    assert "**Status: NOT RUN**: no NVIDIA GPU" in report
+    assert "PASS" not in report.replace("NOT_RUN", "")
+
+    memory = read_json(ws / "memory" / "v0.json")
+    jsonschema.validate(memory, json.loads((ROOT / "reference" / "v_iteration.schema.json").read_text()))
+    assert memory["correctness"]["status"] == "NOT_RUN"
+    assert memory["quality_gate"]["result"] == "NOT_RUN"
+    assert memory["performance"]["latency_us"] is None
+    assert "PASS" not in json.dumps(memory)
+    assert memory["git_commit_hash"] is None or len(memory["git_commit_hash"]) >= 7
+
+    plan = (ws / "plans" / "v0_plan.md").read_text()
+    assert "Phase 1: semantics" in plan and "/tmp/gpu-wiki" in plan
+
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout
+    assert "V0 not run: no NVIDIA GPU" in log and "V0: baseline kernel" not in log
+
+
+def test_git_commit_works_without_a_user_identity(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    env = {k: v for k, v in env.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER", "EMAIL"))}
+    out = tmp_path / "out"
+    out.mkdir()
+    done = bake_cli(out, "op_name=noid", env=env)
+    assert done.returncode == 0, done.stderr
+    author = subprocess.run(["git", "log", "--format=%an <%ae>"], cwd=out / "noid", capture_output=True, text=True)
+    assert author.stdout.strip() == "kbaseline <kbaseline@localhost>"

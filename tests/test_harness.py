@@ -1,0 +1,115 @@
+"""The harness (test_kernel.py) with CPU test doubles: timeouts, unwritten outputs, NaN, the run budget, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from conftest import load_module, read_json
+
+
+@pytest.fixture(scope="module")
+def workspace(cookies_session):
+    result = cookies_session.bake(extra_context={"op": "silu_mul", "op_name": "harness_ws"})
+    assert result.exit_code == 0, result.exception
+    return result.project_path
+
+
+@pytest.fixture(scope="module")
+def harness(workspace):
+    return load_module(workspace / "test_kernel.py", "harness_under_test")
+
+
+@pytest.fixture(scope="module")
+def reference(workspace):
+    return load_module(workspace / "reference.py", "reference_under_test")
+
+
+def cases(*names):
+    return [{"name": n, "role": "boundary", "dims": [3, 17], "vars": {}, "timed": False} for n in names]
+
+
+def good_kernel(x, y, out):
+    out.copy_(torch.nn.functional.silu(x.float()) * y.float())
+
+
+def run(harness, reference, kernel, names, **kw):
+    kw.setdefault("case_timeout", 5)
+    return harness.run_cases(cases(*names), kernel, reference.reference, reference.make_inputs, device="cpu",
+                             torch_dtype=torch.bfloat16, tolerance=1e-2, **kw)
+
+
+def test_correct_kernel_passes(harness, reference):
+    records = run(harness, reference, good_kernel, ["a", "b"])
+    assert [r["status"] for r in records] == ["PASS", "PASS"]
+    assert all(0 < r["rel_err"] < 1e-2 for r in records)
+
+
+def test_hanging_case_times_out_and_later_cases_still_run(harness, reference):
+    def kernel(x, y, out):
+        if x.shape == (3, 17) and not getattr(kernel, "hung", False):
+            kernel.hung = True
+            time.sleep(60)
+        good_kernel(x, y, out)
+
+    started = time.monotonic()
+    records = run(harness, reference, kernel, ["hangs", "after"], case_timeout=1)
+    assert time.monotonic() - started < 20
+    assert [r["status"] for r in records] == ["TIMEOUT_FAIL", "PASS"]
+    assert "TEST_TIMEOUT_SEC" in records[0]["error"]
+
+
+def test_kernel_that_writes_nothing_fails(harness, reference):
+    records = run(harness, reference, lambda x, y, out: None, ["lazy"])
+    assert records[0]["status"] == "FAIL" and "NaN" in records[0]["error"] and records[0]["rel_err"] is None
+
+
+def test_kernel_that_writes_half_fails(harness, reference):
+    def half(x, y, out):
+        out[:1].copy_(torch.nn.functional.silu(x[:1]) * y[:1])
+
+    assert run(harness, reference, half, ["half"])[0]["status"] == "FAIL"
+
+
+def test_nan_output_fails(harness, reference):
+    def nan(x, y, out):
+        good_kernel(x, y, out)
+        out[0, 0] = float("nan")
+
+    records = run(harness, reference, nan, ["nan"])
+    assert records[0]["status"] == "FAIL"
+
+
+def test_wrong_answer_fails_on_tolerance(harness, reference):
+    records = run(harness, reference, lambda x, y, out: out.copy_(x * y), ["wrong"])
+    assert records[0]["status"] == "FAIL" and "tolerance" in records[0]["error"]
+
+
+def test_crash_is_a_fail_and_the_run_goes_on(harness, reference):
+    def crash(x, y, out):
+        raise RuntimeError("illegal memory access")
+
+    records = run(harness, reference, crash, ["boom"])
+    assert records[0]["status"] == "FAIL" and "illegal memory access" in records[0]["error"]
+
+
+def test_exhausted_run_budget_marks_remaining_cases(harness, reference):
+    records = run(harness, reference, good_kernel, ["a", "b"], deadline=time.monotonic() - 1)
+    assert [r["status"] for r in records] == ["TIMEOUT_FAIL", "TIMEOUT_FAIL"]
+
+
+def test_inputs_are_fresh_and_never_zero(reference):
+    a = reference.make_inputs([64], torch.float32, "cpu", 1)
+    b = reference.make_inputs([64], torch.float32, "cpu", 2)
+    assert not torch.equal(a[0], b[0]) and (a[0] != 0).all()
+
+
+def test_without_gpu_the_harness_says_not_run(workspace):
+    done = subprocess.run([sys.executable, "test_kernel.py"], cwd=workspace, capture_output=True, text=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "NOT RUN" in done.stdout and "PASS" not in done.stdout
+    results = read_json(workspace / "results" / "results.json")
+    assert results["ran"] is False and {c["status"] for c in results["cases"]} == {"NOT_RUN"}

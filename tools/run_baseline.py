@@ -1,0 +1,208 @@
+"""The whole V0 flow of this workspace, in one command:
+
+    python tools/run_baseline.py            # on a GPU of the workspace's vendor
+
+    1. python test_kernel.py --compile-only   the ISA markers of the compiled kernel
+    2. python test_kernel.py                  correctness per case (SIGALRM) + timing vs torch eager
+    3. compute_utilization                    TFLOPS, GB/s, % of the cited dense peaks, roofline position
+    4. baseline_report.md, plans/v0_plan.md   written from the results
+    5. memory/v0.json                         through memory_manager (schema-validated)
+    6. git commit -m "V0: baseline kernel"
+
+`--not-run REASON` writes the report and memory as NOT RUN (used by the template when there is no
+matching GPU). Exit codes: 0 all passed, 1 a case failed or timed out, 2 not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import compute_utilization
+import memory_manager
+import report
+
+WS = Path(__file__).resolve().parent.parent
+COMMIT_PATHS = ["kernel.py", "test_kernel.py", "reference.py", "baseline_report.md", "memory", "README.md",
+                "plans", "results", "op.json"]
+
+
+def git(ws: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True)
+
+
+def git_commit(ws: Path, message: str, paths: list[str] | None = None) -> str | None:
+    """Stage paths (default: everything) and commit, with a local identity when none is configured."""
+    if git(ws, "rev-parse", "--git-dir").returncode != 0:
+        git(ws, "init", "-q")
+    git(ws, "add", "--", *(p for p in (paths or ["."]) if (ws / p).exists()))
+    identity = []
+    if not git(ws, "config", "user.email").stdout.strip():
+        identity = ["-c", "user.name=kbaseline", "-c", "user.email=kbaseline@localhost"]
+    done = subprocess.run(["git", *identity, "commit", "-q", "-m", message], cwd=ws, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None  # nothing to commit
+    return git(ws, "rev-parse", "HEAD").stdout.strip()
+
+
+def load_op(ws: Path = WS) -> dict:
+    return json.loads((ws / "op.json").read_text())
+
+
+def headline_case(op: dict) -> dict:
+    """The timed case that moves the most bytes: the one the memory's headline numbers describe."""
+    timed = [c for c in op["cases"] if c["timed"]] or op["cases"]
+    return max(timed, key=lambda c: compute_utilization.evaluate(op["formulas"]["bytes"], c["vars"]))
+
+
+def kernel_config(op: dict, case: dict) -> dict | None:
+    sys.path.insert(0, str(WS))
+    try:
+        import kernel
+    except Exception as err:  # no DSL installed here: the report says so instead of a configuration
+        print(f"run_baseline: note: kernel.py not importable here ({type(err).__name__}: {err})", file=sys.stderr)
+        return None
+    return kernel.describe(case)
+
+
+def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
+    cases = {c["name"]: c for c in op["cases"]}
+    rows = {}
+    for rec in results.get("cases", []):
+        if "latency_us" not in rec:
+            continue
+        case = cases[rec["name"]]
+        cfg = kernel_config(op, case) or {}
+        names = case["vars"]
+        u = compute_utilization.compute(
+            op["gpu"], op["dtype"], compute_utilization.evaluate(op["formulas"]["flops"], names),
+            compute_utilization.evaluate(op["formulas"]["bytes"], names), rec["latency_us"] / 1e3,
+            cfg.get("grid_blocks"))
+        var_flags = " ".join(f"--var {k}={v}" for k, v in names.items())
+        u.update(torch_latency_us=rec["torch_latency_us"], speedup_vs_torch=rec["speedup_vs_torch"],
+                 command=f"python tools/compute_utilization.py --gpu {op['gpu']} --dtype {op['dtype']} "
+                         f"--flops-expr '{op['formulas']['flops']}' --bytes-expr '{op['formulas']['bytes']}' "
+                         f"--time-ms {rec['latency_us'] / 1e3:.6f} --grid-blocks {cfg.get('grid_blocks', 0)} {var_flags}")
+        rows[rec["name"]] = u
+    return rows
+
+
+def write_memory(ws: Path, op: dict, results: dict | None, util: dict, compile_check: dict | None,
+                 not_run_reason: str | None) -> None:
+    memory_manager.create(ws, "v0", force=True)
+    wiki_lines, wiki_refs = report.wiki_status(op)
+    values = {
+        "op": {"name": op["op_name"], "pattern": op["pattern"], "op": op["op"], "gpu": op["gpu"],
+               "target": op["target"], "framework": op["framework"], "dtype": op["dtype"]},
+        "optimization.action_category": "baseline",
+        "optimization.action_description": op["baseline_summary"],
+        "references": report.spec_sources(op) + wiki_refs,
+        "pitfalls_and_fixes": op["pitfalls"],
+        "search_log": [{"query": "gpu-wiki index", "where": op["gpu_wiki"], "finding": wiki_lines[0][2:]}],
+    }
+    head = git(ws, "rev-parse", "HEAD")
+    if head.returncode == 0:
+        values["git_commit_hash"] = head.stdout.strip()
+    if compile_check:
+        values["isa_metric_progress"] = [
+            {"metric": f"{c['marker']} ({c['meaning']})", "target": c["expect"], "current": c["count"], "met": c["ok"],
+             "source": f"compile-only PTX for {compile_check['target']}"} for c in compile_check["checks"]]
+    if not results or not results.get("ran"):
+        reason = not_run_reason or (results or {}).get("not_run_reason") or "not run"
+        values.update({"correctness.status": "NOT_RUN", "correctness.not_run_reason": reason,
+                       "quality_gate.result": "NOT_RUN", "quality_gate.failure_reason": f"not run: {reason}"})
+        memory_manager.update(ws, "v0", values=values)
+        return
+    cases = results["cases"]
+    failed = [r["name"] for r in cases if r["status"] != "PASS"]
+    statuses = {r["status"] for r in cases}
+    status = "PASS" if not failed else ("FAIL" if "FAIL" in statuses else "TIMEOUT_FAIL")
+    errs = [r["rel_err"] for r in cases if r.get("rel_err") is not None]
+    values.update({
+        "correctness.rel_err": max(errs) if errs else None, "correctness.status": status,
+        "correctness.tolerance": op["tolerance"], "correctness.cases_total": len(cases),
+        "correctness.cases_passed": len(cases) - len(failed), "correctness.failed_cases": failed,
+        "environment": {"device": results.get("device"), "torch": results.get("torch"), "date": results.get("date")},
+    })
+    head_name = headline_case(op)["name"]
+    if head_name in util:
+        u = util[head_name]
+        values.update({f"performance.{k}": u[k] for k in (
+            "latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
+            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound")})
+        values["performance.case"] = head_name
+    values["performance.device"] = results.get("device")
+    values["performance.per_case"] = [
+        {"case": n, **{k: u[k] for k in ("latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
+                                         "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch")}}
+        for n, u in util.items()]
+    if failed:
+        gate, why = "FAIL", f"{len(failed)} case(s) not PASS: {', '.join(failed)}"
+    elif head_name not in util:
+        gate, why = "FAIL", f"headline case {head_name} was not timed"
+    else:
+        gate, why = "PASS", None
+    values.update({"quality_gate.result": gate, "quality_gate.failure_reason": why})
+    memory_manager.update(ws, "v0", values=values)
+
+
+def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None = None) -> None:
+    """Steps 3-5: utilization, the plan and report, and memory, from whatever results exist."""
+    compile_check = report.load_json(ws / "results" / "compile_only.json")
+    config = kernel_config(op, headline_case(op))
+    util = utilization_rows(op, results) if results and results.get("ran") else {}
+    if util:
+        (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
+    report.write_plan(ws, op, config)
+    report.write_report(ws, op, results, util, config, not_run_reason, compile_check)
+    write_memory(ws, op, results, util, compile_check, not_run_reason)
+
+
+def run_tests(ws: Path, timeout: float) -> dict | None:
+    """Steps 1-2 in a child process, so a hang that even the watchdog misses cannot stop the flow."""
+    subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, timeout=600)
+    try:
+        subprocess.run([sys.executable, "test_kernel.py", "--timeout", str(timeout)], cwd=ws, timeout=timeout + 120)
+    except subprocess.TimeoutExpired:
+        print(f"run_baseline: test_kernel.py killed after {timeout + 120:.0f} s", file=sys.stderr)
+    results = report.load_json(ws / "results" / "results.json")
+    if results and results.get("ran"):
+        done = {r["name"] for r in results.get("cases", [])}
+        for c in load_op(ws)["cases"]:
+            if c["name"] not in done:
+                results.setdefault("cases", []).append({"name": c["name"], "role": c["role"], "dims": c["dims"],
+                                                        "status": "TIMEOUT_FAIL", "error": "run killed before this case"})
+        results["all_passed"] = all(r["status"] == "PASS" for r in results["cases"])
+    return results
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Run the V0 flow: test, measure, report, memory, commit.")
+    p.add_argument("--not-run", metavar="REASON", help="record NOT RUN (and why) without running anything")
+    p.add_argument("--timeout", type=float, default=1800, help="whole test run budget in seconds")
+    p.add_argument("--no-commit", action="store_true", help="leave the results uncommitted")
+    args = p.parse_args(argv)
+    op = load_op()
+    if args.not_run:
+        record(WS, op, None, args.not_run)
+        return 2
+    results = run_tests(WS, args.timeout)
+    if not results or not results.get("ran"):
+        reason = (results or {}).get("not_run_reason", "test_kernel.py produced no results")
+        record(WS, op, results, reason)
+        print(f"run_baseline: NOT RUN: {reason}")
+        return 2
+    record(WS, op, results)
+    if not args.no_commit:
+        sha = git_commit(WS, "V0: baseline kernel", COMMIT_PATHS)
+        print(f"run_baseline: committed {sha}" if sha else "run_baseline: nothing new to commit")
+    passed = results["all_passed"]
+    print(f"run_baseline: {'PASS' if passed else 'FAIL'}; see baseline_report.md")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

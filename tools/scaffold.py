@@ -1,0 +1,113 @@
+"""Post-gen work for a freshly rendered workspace (called by hooks/post_gen_project.py, cwd = workspace).
+
+1. write op.json, the single spec every workspace script reads;
+2. keep only this cell's files (cells/<framework>/<pattern>/ -> workspace root) and copy the shared
+   tools/ and reference/ files in from the template (one source, copied, never forked);
+3. copy the user's PyTorch logic file next to reference.py, when one was given;
+4. write the plan, and a NOT RUN report and memory that say why nothing ran yet;
+5. git init + commit the scaffold (with a local identity when user.email is unset);
+6. run the V0 flow (tools/run_baseline.py) when run_baseline allows and a GPU of the right vendor is here.
+
+It never raises: cookiecutter deletes the workspace when the post-gen hook fails, so failures are
+printed and recorded instead.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import catalog
+import gpu_detect
+from run_baseline import git_commit
+from validate_inputs import validate
+
+WORKSPACE_TOOLS = ["compute_utilization.py", "memory_manager.py", "run_baseline.py", "report.py", "gpu_detect.py"]
+REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
+
+
+def build_op_json(ctx: dict, resolved: dict) -> dict:
+    pattern, op, dtype = ctx["pattern"], resolved["op"], ctx["dtype"]
+    cell = catalog.CELLS[(pattern, resolved["framework"])]
+    logic = resolved["pytorch_logic"]
+    reference = (
+        {"source": "user", "file": "user_logic.py", "original": logic["path"], "function": logic["function"],
+         "mapping": logic["mapping"],
+         "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py), "
+                        f"given the inputs {logic['mapping']}."}
+        if logic else
+        {"source": "built-in", "description": f"Built-in PyTorch expression: {catalog.ELEMENTWISE_OPS[op]['math']}."}
+    )
+    return {
+        "op_name": ctx["op_name"], "pattern": pattern, "op": op,
+        "gpu": resolved["gpu"], "vendor": resolved["vendor"], "arch": resolved["arch"],
+        "target": resolved["target"], "framework": resolved["framework"],
+        "dtype": dtype, "torch_dtype": catalog.DTYPES[dtype]["torch"], "tolerance": catalog.DTYPES[dtype]["tolerance"],
+        "inputs": resolved["inputs"], "math": catalog.ELEMENTWISE_OPS[op]["math"],
+        "formulas": catalog.op_formulas(pattern, op),
+        "cases": catalog.build_cases(pattern, dtype, ctx["shapes"]),
+        "reference": reference,
+        "isa_markers": cell["isa_markers"], "framework_facts": cell["framework_facts"], "pitfalls": cell["pitfalls"],
+        "baseline_summary": cell["summary"],
+        "gpu_wiki": ctx["__gpu_wiki_path"] or ctx["gpu_wiki"], "run_baseline": ctx["run_baseline"],
+    }
+
+
+def keep_cell(ws: Path, framework: str, pattern: str) -> None:
+    cell = ws / "cells" / framework / pattern
+    for item in cell.iterdir():
+        shutil.move(str(item), ws / item.name)
+    shutil.rmtree(ws / "cells")
+
+
+def copy_shared(ws: Path, root: Path) -> None:
+    (ws / "tools").mkdir(exist_ok=True)
+    for name in WORKSPACE_TOOLS:
+        shutil.copy2(root / "tools" / name, ws / "tools" / name)
+    (ws / "reference").mkdir(exist_ok=True)
+    for name in REFERENCE_FILES:
+        shutil.copy2(root / "reference" / name, ws / "reference" / name)
+
+
+def run_decision(ctx: dict, vendor: str) -> tuple[bool, str]:
+    """(run now?, why not). auto and yes both need a GPU of the target's vendor; yes only says it louder."""
+    label = "AMD" if vendor == "amd" else "NVIDIA"
+    if ctx["run_baseline"] == "no":
+        return False, "run_baseline=no; run `python tools/run_baseline.py` on the GPU when ready"
+    found = gpu_detect.detect()
+    if found["vendor"] != vendor:
+        seen = f" (found {found['raw']})" if found["raw"] else ""
+        return False, f"no {label} GPU{seen}"
+    return True, ""
+
+
+def run_tool(ws: Path, *args: str) -> int:
+    return subprocess.run([sys.executable, *args], cwd=ws).returncode
+
+
+def main(ctx: dict, root: Path, ws: Path) -> None:
+    resolved = validate(ctx)
+    op = build_op_json(ctx, resolved)
+    (ws / "op.json").write_text(json.dumps(op, indent=2) + "\n")
+    keep_cell(ws, resolved["framework"], ctx["pattern"])
+    copy_shared(ws, root)
+    if resolved["pytorch_logic"]:
+        shutil.copy2(resolved["pytorch_logic"]["path"], ws / "user_logic.py")
+    (ws / ".gitignore").write_text("__pycache__/\nbuild/\n*.tmp\n")
+    (ws / "results").mkdir(exist_ok=True)
+
+    go, reason = run_decision(ctx, resolved["vendor"])
+    if ctx["run_baseline"] == "yes" and not go:
+        print(f"kbaseline: warning: run_baseline=yes but {reason}; the report and memory say NOT RUN")
+    run_tool(ws, "tools/run_baseline.py", "--not-run", reason or "V0 run starting now")
+    git_commit(ws, f"Scaffold {op['op_name']}: {op['op']} {op['dtype']} {op['pattern']} for {op['gpu']} "
+                   f"({op['framework']}, {op['target']})" + ("" if go else f"; V0 not run: {reason}"))
+    if go:
+        print(f"kbaseline: running the V0 flow on {gpu_detect.detect()['raw']} ...")
+        code = run_tool(ws, "tools/run_baseline.py")
+        print(f"kbaseline: V0 flow finished ({'all PASS' if code == 0 else 'see baseline_report.md'})")
+    else:
+        print(f"kbaseline: workspace {ws.name} ready; V0 not run: {reason}")

@@ -1,0 +1,241 @@
+"""Elementwise V0 kernel in CuTe DSL for Hopper (sm_90a): add, mul, silu, gelu, relu, silu_mul.
+
+What it computes
+    out[i] = f(x[i])  or  f(x[i], y[i])  for every element of a contiguous 1-D or 2-D tensor, with the
+    inputs loaded in bf16/fp16/fp32, the math done in fp32, and the result rounded once to the output
+    dtype. gelu is the exact erf form (torch's default, ``approximate='none'``), not the tanh one.
+
+Why this shape
+    An elementwise op does ~1-5 FLOP per 2-4 bytes moved, far left of the H200 ridge point (~206
+    FLOP/byte for bf16), so the only goal is to move bytes at the speed of HBM: every byte read once,
+    written once, with wide, coalesced accesses and enough loads in flight to cover DRAM latency.
+
+The tensor is flattened to 1-D (n elements) and cut into CTA tiles of ``THREADS * VEC * UNROLL``
+elements. Inside a tile, the thread/value (TV) layout says which elements each thread owns::
+
+    tv = ((THREADS,), (VEC, UNROLL)) : ((VEC,), (1, THREADS*VEC))
+
+    thread t, value (v, u)  ->  element  u*THREADS*VEC + t*VEC + v   of the tile
+
+    u = 0:  | T0: v0..v7 | T1: v0..v7 | ... | T127: v0..v7 |    <- one 128-bit access per thread,
+    u = 1:  | T0: v0..v7 | T1: v0..v7 | ... | T127: v0..v7 |       a warp covers 512 contiguous bytes
+                                                                     (fully coalesced)
+
+- ``VEC = 128 / bits(dtype)`` (8 for bf16/fp16, 4 for fp32): the v-mode is contiguous, so one copy
+  atom of ``num_bits_per_copy=128`` moves it as a single ``ld.global.v4`` / ``st.global.v4``.
+- ``UNROLL = 2``: each thread issues 2 independent 128-bit loads per input before the first use.
+  Hopper needs about bandwidth x latency (4.8 TB/s x ~600 ns ~ 2.9 MB, ~22 KiB per SM) of loads in
+  flight to keep HBM busy. A 128-thread CTA has 4 KiB per input in flight and 16 CTAs fit on an SM
+  (2048 threads), so an SM has 64-128 KiB in flight: enough, without the register pressure of more.
+- ``THREADS = 128``: 4 warps. Measured on the H200 (benchmarks/), 128 x 2 was the best of
+  {128, 256, 512} threads x {2, 4, 8} unroll for silu_mul and within 1% of the best for add.
+
+Predication (sizes that are not a multiple of the tile, or even of VEC)
+    Every CTA but the last one covers a full tile and runs the fast path with no predicates at all.
+    The last CTA (``(bidx + 1) * tile > n``) takes the guarded path: an identity tensor gives each
+    owned value its global coordinate, ``elem_less(coord, n)`` turns that into a per-element
+    predicate, and the loads and stores become scalar and guarded. Out-of-range values are never
+    read nor written, so no padding is needed and any n >= 1 works. Only one CTA pays for this.
+
+Data movement: global -> registers (128-bit, coalesced) -> fp32 math -> registers -> global. No
+shared memory: nothing is reused, so staging through SMEM or TMA would only add latency.
+
+Interface (the same in every kbaseline cell):
+    run(*inputs, out=None)      -> out         run on CUDA tensors; compiles and caches on first use
+    compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake pointers)
+    describe(case)              -> dict         tile, threads, grid and data movement, for the report
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")  # must precede `import cutlass`: unset, it targets sm_100a
+os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(Path(__file__).with_name("build")))  # where --keep-ptx drops files
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+from cutlass.cute.runtime import make_fake_stream, make_ptr  # noqa: E402
+
+OP_SPEC = json.loads(Path(__file__).with_name("op.json").read_text())
+OP = OP_SPEC["op"]
+
+THREADS = 128
+UNROLL = 2
+ACCESS_BITS = 128
+BINARY_OPS = ("add", "mul", "silu_mul")
+
+_CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def _silu(x):
+    return x / (1.0 + cute.math.exp(-x, fastmath=True))
+
+
+def _apply(op: str, a, b):
+    """The op, on fp32 TensorSSA values (a trace-time choice: only the chosen op is compiled)."""
+    if op == "add":
+        return a + b
+    if op == "mul":
+        return a * b
+    if op == "silu":
+        return _silu(a)
+    if op == "silu_mul":
+        return _silu(a) * b
+    if op == "relu":
+        return cute.where(a < 0.0, cute.full_like(a, 0.0), a)  # `a < 0` is false for NaN: NaN propagates
+    if op == "gelu":
+        return 0.5 * a * (1.0 + cute.math.erf(a * 0.7071067811865476))
+    raise ValueError(f"unknown elementwise op {op!r}")
+
+
+def _thread_view(t, tile, tv, bidx, tidx):
+    """((tile), (num_tiles)) -> this CTA's tile -> (THREADS, (VEC, UNROLL)) -> this thread's (VEC, UNROLL) values."""
+    return cute.composition(cute.zipped_divide(t, (tile,))[(None, bidx)], tv)[(tidx, None)]
+
+
+@cute.kernel
+def elementwise_kernel(
+    mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, n: cutlass.Int32,
+    vec: cutlass.Constexpr[int], op: cutlass.Constexpr[str],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    tile = THREADS * vec * UNROLL
+    binary = op in BINARY_OPS
+
+    # TV layout of one tile; slicing it at `tidx` leaves this thread's (VEC, UNROLL) values.
+    tv = cute.make_layout(((THREADS,), (vec, UNROLL)), stride=((vec,), (1, THREADS * vec)))
+
+    tA = _thread_view(mA, tile, tv, bidx, tidx)
+    tB = _thread_view(mB, tile, tv, bidx, tidx)
+    tC = _thread_view(mC, tile, tv, bidx, tidx)
+    rA = cute.make_fragment_like(tA)
+    rB = cute.make_fragment_like(tB)
+    rC = cute.make_fragment_like(tC)
+
+    if (bidx + 1) * tile <= n:
+        # Fast path: a full tile. Each (VEC) column of the view is one 128-bit access.
+        load = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mA.element_type, num_bits_per_copy=ACCESS_BITS)
+        store = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mC.element_type, num_bits_per_copy=ACCESS_BITS)
+        cute.copy(load, tA, rA)
+        if cutlass.const_expr(binary):
+            cute.copy(load, tB, rB)
+        b = rB.load().to(cutlass.Float32) if binary else None
+        rC.store(_apply(op, rA.load().to(cutlass.Float32), b).to(mC.element_type))
+        cute.copy(store, rC, tC)
+    else:
+        # Tail tile: per-element predicates from the coordinates of the values this thread owns.
+        tCoord = _thread_view(cute.make_identity_tensor(mC.shape), tile, tv, bidx, tidx)
+        pred = cute.make_rmem_tensor(tCoord.shape, cutlass.Boolean)
+        for i in cutlass.range_constexpr(cute.size(pred)):
+            pred[i] = cute.elem_less(tCoord[i], mC.shape)
+        rA.fill(0.0)
+        rB.fill(0.0)
+        for i in cutlass.range_constexpr(cute.size(pred)):
+            if pred[i]:
+                rA[i] = tA[i]
+                if cutlass.const_expr(binary):
+                    rB[i] = tB[i]
+        b = rB.load().to(cutlass.Float32) if binary else None
+        rC.store(_apply(op, rA.load().to(cutlass.Float32), b).to(mC.element_type))
+        for i in cutlass.range_constexpr(cute.size(pred)):
+            if pred[i]:
+                tC[i] = rC[i]
+
+
+@cute.jit
+def elementwise_launch(
+    pA: cute.Pointer, pB: cute.Pointer, pC: cute.Pointer, n: cutlass.Int32, stream,
+    op: cutlass.Constexpr[str],
+):
+    """Host side: wrap raw pointers as 1-D tensors of n elements and launch one CTA per tile."""
+    vec = ACCESS_BITS // pA.dtype.width
+    tile = THREADS * vec * UNROLL
+    mA = cute.make_tensor(pA, cute.make_layout(n))
+    mB = cute.make_tensor(pB, cute.make_layout(n))
+    mC = cute.make_tensor(pC, cute.make_layout(n))
+    elementwise_kernel(mA, mB, mC, n, vec, op).launch(
+        grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )
+
+
+_compiled: dict = {}  # (op, dtype) -> compiled launcher. cute.compile does not cache by itself.
+
+
+def _pointers(dtype: str, addresses):
+    return [make_ptr(_CUTLASS_DTYPES[dtype], a, cute.AddressSpace.gmem, assumed_align=16) for a in addresses]
+
+
+def _compile(op: str, dtype: str, stream):
+    key = (op, dtype)
+    if key not in _compiled:
+        # Placeholder addresses: the compiled code takes the real pointers and n at each call.
+        _compiled[key] = cute.compile(elementwise_launch, *_pointers(dtype, [16, 16, 16]), cutlass.Int32(1), stream, op)
+    return _compiled[key]
+
+
+def run(*inputs, out=None, op: str = OP):
+    """out = op(*inputs) on the current CUDA stream. Inputs: contiguous CUDA tensors of one shape and dtype."""
+    import torch
+    from cuda.bindings import driver
+
+    n_inputs = 2 if op in BINARY_OPS else 1
+    if len(inputs) != n_inputs:
+        raise ValueError(f"{op} takes {n_inputs} input(s), got {len(inputs)}")
+    x = inputs[0]
+    dtype = _TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."))
+    if dtype is None:
+        raise TypeError(f"{op}: dtype {x.dtype} is not supported (bf16, fp16, fp32)")
+    for t in inputs:
+        if t.shape != x.shape or t.dtype != x.dtype or not t.is_cuda or not t.is_contiguous():
+            raise ValueError(f"{op}: inputs must be contiguous CUDA tensors of one shape and dtype")
+    if out is None:
+        out = torch.empty_like(x)
+    tensors = [*inputs, out]
+    if any(t.data_ptr() % 16 for t in tensors):
+        raise ValueError(f"{op}: every tensor must start on a 16-byte boundary (128-bit accesses); pass a .clone()")
+    n = x.numel()
+    if n == 0:
+        return out
+    if n > 2**31 - THREADS * 8 * UNROLL:
+        raise ValueError(f"{op}: {n} elements exceed the int32 index range of this kernel")
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    launcher = _compile(op, dtype, stream)
+    b = inputs[1] if n_inputs == 2 else x  # unary ops never read B
+    launcher(*_pointers(dtype, [x.data_ptr(), b.data_ptr(), out.data_ptr()]), cutlass.Int32(n), stream)
+    return out
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP, dtype: str | None = None) -> str:
+    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    dtype = dtype or OP_SPEC["dtype"]
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    compiled = cute.compile(
+        elementwise_launch, *_pointers(dtype, [16, 16, 16]), cutlass.Int32(1), make_fake_stream(), op,
+        options="--keep-ptx",
+    )
+    ptx = compiled.artifacts.PTX
+    (out_dir / f"kernel_{op}_{dtype}.sm_90a.ptx").write_text(ptx)
+    return ptx
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    bits = {"bf16": 16, "fp16": 16, "fp32": 32}[OP_SPEC["dtype"]]
+    vec = ACCESS_BITS // bits
+    tile = THREADS * vec * UNROLL
+    n = case["vars"]["numel"]
+    return {
+        "tile_elements": tile,
+        "threads_per_cta": THREADS,
+        "values_per_thread": f"{UNROLL} x {vec} ({UNROLL} 128-bit accesses per tensor)",
+        "grid": [-(-n // tile), 1, 1],
+        "grid_blocks": -(-n // tile),
+        "data_movement": "global -> registers with 128-bit ld.global.v4, fp32 math, registers -> global with "
+        "128-bit st.global.v4; the last CTA uses scalar predicated accesses; no shared memory",
+    }

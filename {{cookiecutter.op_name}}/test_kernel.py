@@ -1,0 +1,320 @@
+"""Correctness and timing harness for this workspace's kernel (the same file serves every kbaseline cell).
+
+    python test_kernel.py                   # every case in op.json: correctness, then timing
+    python test_kernel.py --compile-only    # no GPU needed: compile for op.json's target, check ISA markers
+    python test_kernel.py --case rep_8192x8192 --no-timing
+    TEST_TIMEOUT_SEC=60 python test_kernel.py --timeout 900
+
+Each case draws fresh random inputs (never zeros), poisons the output with NaN, runs kernel.run,
+and compares against reference.py evaluated in float64: rel_err = ||out - ref|| / ||ref||. NaN
+anywhere (an unwritten or invalid output) fails. A case gets PASS, FAIL or TIMEOUT_FAIL; a case
+that could not run (no GPU) is NOT_RUN, never PASS.
+
+Timeouts: each case runs under SIGALRM (TEST_TIMEOUT_SEC, default 30) and a timeout becomes
+TIMEOUT_FAIL while later cases still run. --timeout bounds the whole run: cases that find no time
+left are TIMEOUT_FAIL. A watchdog thread backs SIGALRM up for hangs inside native code (a GPU kernel
+that never returns): it records the case and ends the process.
+
+Timing: CUDA events around each launch, L2 flushed before each one (a cold cache), median of many
+runs after warm-up. PyTorch eager (reference.py on the native dtype) is timed the same way in the
+same run, so the speedup is a ratio of like measurements.
+
+Results go to results/results.json after every case. Exit codes: 0 all passed, 1 a case failed or
+timed out, 2 not run (no matching GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import signal
+import statistics
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OP = json.loads((HERE / "op.json").read_text())
+RESULTS = HERE / "results" / "results.json"
+EXIT_OK, EXIT_FAIL, EXIT_NOT_RUN = 0, 1, 2
+
+
+class CaseTimeout(Exception):
+    """Raised by SIGALRM when a case runs past its budget."""
+
+
+def _on_alarm(signum, frame):
+    raise CaseTimeout("case exceeded its time limit")
+
+
+# --------------------------------------------------------------------------------------------
+# Correctness
+# --------------------------------------------------------------------------------------------
+
+def rel_err(out, ref) -> float:
+    """||out - ref|| / ||ref|| in float64; NaN if either side has NaN/Inf the other lacks."""
+    out64, ref64 = out.double(), ref.double()
+    denom = ref64.norm().item()
+    diff = (out64 - ref64).norm().item()
+    if math.isnan(diff) or math.isnan(denom):
+        return float("nan")
+    return diff / denom if denom > 0 else diff
+
+
+def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_dtype, tolerance: float, seed: int) -> dict:
+    """One correctness case. Raises CaseTimeout through to the caller."""
+    import torch
+
+    inputs = make_inputs(case["dims"], torch_dtype, device, seed)
+    out = torch.full_like(inputs[0], float("nan"))  # poison: an element the kernel skips stays NaN
+    kernel_run(*inputs, out=out)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    ref = reference(*[t.double() for t in inputs])
+    unwritten = int(torch.isnan(out).sum() - torch.isnan(ref).sum())
+    err = rel_err(out, ref)
+    passed = not math.isnan(err) and err < tolerance
+    record = {"rel_err": None if math.isnan(err) else err, "status": "PASS" if passed else "FAIL"}
+    if not passed:
+        record["error"] = (
+            f"{unwritten} output element(s) NaN where the reference is not (unwritten or invalid)"
+            if unwritten > 0 or math.isnan(err) else f"rel_err {err:.3e} >= tolerance {tolerance:g}"
+        )
+    return record
+
+
+class Watchdog:
+    """Ends the process if one case outlives SIGALRM (a hang in native code never returns to Python)."""
+
+    def __init__(self, on_expire):
+        self._on_expire = on_expire
+        self._timer = None
+
+    def arm(self, seconds: float, case_name: str):
+        self.disarm()
+        self._timer = threading.Timer(seconds, self._on_expire, args=(case_name,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def disarm(self):
+        if self._timer:
+            self._timer.cancel()
+            self._timer = None
+
+
+def run_cases(cases, kernel_run, reference, make_inputs, *, device, torch_dtype, tolerance,
+              case_timeout, deadline=None, on_record=lambda records: None, grace=15.0) -> list[dict]:
+    """Run every case under SIGALRM; a failure or timeout is recorded and the next case still runs."""
+    records: list[dict] = []
+
+    def hard_timeout(case_name):
+        records.append({"name": case_name, "status": "TIMEOUT_FAIL",
+                        "error": "hung in native code past the SIGALRM limit; process ended by the watchdog"})
+        on_record(records)
+        os._exit(EXIT_FAIL)
+
+    watchdog = Watchdog(hard_timeout)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        for i, case in enumerate(cases):
+            base = {"name": case["name"], "role": case["role"], "dims": case["dims"]}
+            budget = case_timeout if deadline is None else min(case_timeout, deadline - time.monotonic())
+            if budget < 1:
+                records.append({**base, "status": "TIMEOUT_FAIL", "error": "no time left in the --timeout budget"})
+                on_record(records)
+                continue
+            started = time.monotonic()
+            signal.alarm(max(1, int(budget)))
+            watchdog.arm(budget + grace, case["name"])
+            try:
+                result = run_case(case, kernel_run, reference, make_inputs, device, torch_dtype, tolerance, seed=1000 + i)
+            except CaseTimeout:
+                result = {"status": "TIMEOUT_FAIL", "error": f"exceeded {int(budget)} s (TEST_TIMEOUT_SEC)"}
+            except Exception as err:  # a crash is this case's FAIL, not the end of the run
+                result = {"status": "FAIL", "error": f"{type(err).__name__}: {err}"[:2000],
+                          "traceback": traceback.format_exc(limit=4)[-4000:]}
+            finally:
+                signal.alarm(0)
+                watchdog.disarm()
+            records.append({**base, **result, "seconds": round(time.monotonic() - started, 3)})
+            on_record(records)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
+
+def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int = 500) -> dict:
+    """Median device time of fn() in microseconds: CUDA events per launch, L2 flushed before each."""
+    import torch
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    warm = 0
+    while (time.perf_counter() - t0) * 1e3 < warmup_ms or warm < 3:
+        fn()
+        warm += 1
+        torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
+    per_iter = max((time.perf_counter() - t0) * 1e3 / warm, 1e-3)
+    iters = int(min(max_iters, max(10, rep_ms / per_iter)))
+    for i in range(iters):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts[:iters], ends[:iters])]
+    return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
+
+
+def time_case(case: dict, kernel_run, reference, make_inputs, torch_dtype, seed: int) -> dict:
+    import torch
+
+    inputs = make_inputs(case["dims"], torch_dtype, "cuda", seed)
+    out = torch.empty_like(inputs[0])
+    k = bench(lambda: kernel_run(*inputs, out=out))
+    t = bench(lambda: reference(*inputs))
+    return {"latency_us": k["median_us"], "torch_latency_us": t["median_us"],
+            "speedup_vs_torch": t["median_us"] / k["median_us"], "timing_iters": k["iters"]}
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------
+
+def gpu_state() -> tuple[bool, str, str]:
+    """(usable, device name, reason if not) for this workspace's vendor."""
+    try:
+        import torch
+    except ImportError:
+        return False, "", "torch is not installed"
+    vendor = OP["vendor"]
+    if not torch.cuda.is_available():
+        return False, "", f"no {vendor.upper() if vendor == 'amd' else 'NVIDIA'} GPU"
+    is_hip = bool(getattr(torch.version, "hip", None))
+    if (vendor == "amd") != is_hip:
+        return False, torch.cuda.get_device_name(0), f"the GPU here is not {vendor.upper()} ({torch.cuda.get_device_name(0)})"
+    return True, torch.cuda.get_device_name(0), ""
+
+
+def write_results(payload: dict) -> None:
+    RESULTS.parent.mkdir(exist_ok=True)
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    tmp.replace(RESULTS)
+
+
+def compile_only_check(out_dir: Path) -> int:
+    """Compile with no GPU, then check the ISA markers op.json expects for this cell."""
+    import kernel
+
+    started = time.monotonic()
+    text = kernel.compile_only(OP["cases"][0], out_dir)
+    seconds = time.monotonic() - started
+    checks = []
+    for marker in OP["isa_markers"]["required"]:
+        checks.append({"marker": marker["text"], "meaning": marker["meaning"], "expect": "present",
+                       "count": text.count(marker["text"]), "ok": marker["text"] in text})
+    for marker in OP["isa_markers"]["forbidden"]:
+        checks.append({"marker": marker["text"], "meaning": marker["meaning"], "expect": "absent",
+                       "count": text.count(marker["text"]), "ok": marker["text"] not in text})
+    ok = all(c["ok"] for c in checks)
+    print(f"compile-only: {OP['framework']} {OP['op']} {OP['dtype']} -> {OP['target']} in {seconds:.2f} s")
+    for c in checks:
+        print(f"  [{'ok' if c['ok'] else 'MISSING' if c['expect'] == 'present' else 'FOUND'}] "
+              f"{c['marker']!r} {c['expect']} ({c['count']}x): {c['meaning']}")
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "compile_only.json").write_text(json.dumps(
+        {"target": OP["target"], "seconds": seconds, "ok": ok, "checks": checks,
+         "isa_file": str(sorted(out_dir.glob("kernel_*"))[-1].name)}, indent=2) + "\n")
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compile-only", action="store_true", help="compile for the target with no GPU; check ISA markers")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="whole-run budget in seconds")
+    parser.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
+    parser.add_argument("--no-timing", action="store_true", help="correctness only")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+
+    if args.compile_only:
+        return compile_only_check(HERE / "build")
+
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    case_timeout = float(os.environ.get("TEST_TIMEOUT_SEC", "30"))
+    cases = [c for c in OP["cases"] if not args.case or c["name"] in args.case]
+    payload = {
+        "op": OP["op"], "pattern": OP["pattern"], "gpu": OP["gpu"], "dtype": OP["dtype"],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "tolerance": OP["tolerance"], "case_timeout_s": case_timeout,
+    }
+    usable, device_name, reason = gpu_state()
+    if not usable:
+        payload.update(ran=False, not_run_reason=reason, device=device_name or None,
+                       cases=[{"name": c["name"], "role": c["role"], "dims": c["dims"], "status": "NOT_RUN"} for c in cases])
+        write_results(payload)
+        print(f"NOT RUN: {reason}; {len(cases)} case(s) not run. Nothing was checked.")
+        return EXIT_NOT_RUN
+
+    import torch
+
+    import kernel
+    import reference
+
+    torch_dtype = getattr(torch, OP["torch_dtype"])
+    payload.update(ran=True, device=device_name, torch=torch.__version__)
+
+    def save(records):
+        payload["cases"] = records
+        write_results(payload)
+
+    records = run_cases(cases, kernel.run, reference.reference, reference.make_inputs, device="cuda",
+                        torch_dtype=torch_dtype, tolerance=OP["tolerance"], case_timeout=case_timeout,
+                        deadline=deadline, on_record=save)
+    if not args.no_timing:
+        by_name = {c["name"]: c for c in cases}
+        for i, rec in enumerate(records):
+            if rec["status"] != "PASS" or not by_name[rec["name"]]["timed"]:
+                continue
+            signal.signal(signal.SIGALRM, _on_alarm)
+            signal.alarm(max(1, int(case_timeout * 4)))
+            try:
+                rec.update(time_case(by_name[rec["name"]], kernel.run, reference.reference, reference.make_inputs,
+                                     torch_dtype, seed=2000 + i))
+            except CaseTimeout:
+                rec["timing_error"] = "timing exceeded its time limit"
+            finally:
+                signal.alarm(0)
+            save(records)
+
+    errs = [r["rel_err"] for r in records if r.get("rel_err") is not None]
+    payload.update(all_passed=all(r["status"] == "PASS" for r in records), max_rel_err=max(errs) if errs else None)
+    save(records)
+    width = max(len(r["name"]) for r in records)
+    for r in records:
+        err = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
+        perf = (f"  {r['latency_us']:9.1f} us  torch {r['torch_latency_us']:9.1f} us  {r['speedup_vs_torch']:.2f}x"
+                if "latency_us" in r else "")
+        print(f"{r['name']:<{width}}  {r['status']:<12} rel_err {err}{perf}{'  ' + r['error'] if 'error' in r else ''}")
+    print(f"{'ALL PASS' if payload['all_passed'] else 'FAILURES'}: {sum(r['status'] == 'PASS' for r in records)}/{len(records)} "
+          f"cases on {device_name}; max rel_err {payload['max_rel_err']}")
+    return EXIT_OK if payload["all_passed"] else EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
