@@ -1,0 +1,134 @@
+"""H200 benchmark of the elementwise cell: bake every op through the template, let the post-gen hook run
+the V0 flow, then add a device-copy ceiling and a launch-shape sweep measured with the same timer.
+
+    python benchmarks/bench_elementwise.py --out /tmp/bench            # on the GPU machine
+    python benchmarks/bench_elementwise.py --out /tmp/bench --sweep    # also sweep THREADS x UNROLL
+
+Writes <out>/summary.md (tables) and <out>/summary.json. The kernel-vs-torch ratios come from each
+workspace's own V0 run (results/results.json): kernel and torch eager timed in one process with
+one method (CUDA events, cold L2, median).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OPS = ["add", "mul", "silu", "gelu", "relu", "silu_mul"]
+HEADLINE = "rep_268435456"
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def bake(out: Path, op: str, dtype: str) -> Path:
+    name = f"{op}_{dtype}_h200"
+    done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(out),
+                           f"op={op}", f"dtype={dtype}", "gpu=H200", f"op_name={name}"],
+                          capture_output=True, text=True)
+    (out / f"{name}.bake.log").write_text(done.stdout + done.stderr)
+    return out / name
+
+
+def copy_ceiling(harness, n: int) -> dict:
+    import torch
+
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    t = harness.bench(lambda: y.copy_(x))
+    return {"latency_us": t["median_us"], "gbps": 2 * n * 2 / (t["median_us"] * 1e-6) / 1e9}
+
+
+def sweep(ws: Path, ops: list[str]) -> list[dict]:
+    """Time THREADS x UNROLL launch shapes of the kernel for 2^28 bf16 elements, against torch eager."""
+    import torch
+
+    kernel = load(ws / "kernel.py", "sweep_kernel")
+    harness = load(ws / "test_kernel.py", "sweep_harness")
+    n = 2**28
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn_like(x)
+    out = torch.empty_like(x)
+    eager = {"add": lambda: x + y, "silu_mul": lambda: torch.nn.functional.silu(x) * y}
+    rows = []
+    torch_us = {op: harness.bench(eager[op])["median_us"] for op in ops}
+    for threads in (128, 256, 512):
+        for unroll in (2, 4, 8):
+            kernel.THREADS, kernel.UNROLL = threads, unroll
+            kernel._compiled.clear()
+            for op in ops:
+                t = harness.bench(lambda op=op: kernel.run(x, y, out=out, op=op))["median_us"]
+                rows.append({"threads": threads, "unroll": unroll, "op": op, "latency_us": t,
+                             "gbps": 3 * n * 2 / (t * 1e-6) / 1e9, "speedup_vs_torch": torch_us[op] / t})
+    return rows
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--sweep", action="store_true")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    device = torch.cuda.get_device_name(0)
+    workspaces = {op: bake(args.out, op, args.dtype) for op in OPS}
+    harness = load(workspaces["add"] / "test_kernel.py", "bench_harness")
+    copy = copy_ceiling(harness, 2**28)
+    cited = json.loads((ROOT / "reference" / "gpu_specs.json").read_text())["gpus"]["H200"]["hbm_bandwidth_gbps"]["value"]
+
+    rows, cases = [], {}
+    for op, ws in workspaces.items():
+        results = json.loads((ws / "results" / "results.json").read_text())
+        util = json.loads((ws / "results" / "utilization.json").read_text()) if (ws / "results" / "utilization.json").exists() else {}
+        memory = json.loads((ws / "memory" / "v0.json").read_text())
+        log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.split("\n")
+        cases[op] = results["cases"]
+        head = next(r for r in results["cases"] if r["name"] == HEADLINE)
+        u = util.get(HEADLINE, {})
+        rows.append({
+            "op": op, "passed": sum(r["status"] == "PASS" for r in results["cases"]), "total": len(results["cases"]),
+            "max_rel_err": results.get("max_rel_err"), "latency_us": head.get("latency_us"),
+            "gbps": u.get("bandwidth_gbps"), "pct_cited": u.get("bandwidth_peak_utilization_pct"),
+            "pct_copy": 100 * u["bandwidth_gbps"] / copy["gbps"] if u else None,
+            "torch_us": head.get("torch_latency_us"), "speedup": head.get("speedup_vs_torch"),
+            "quality_gate": memory["quality_gate"]["result"], "commits": [c for c in log if c],
+        })
+
+    summary = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
+               "dtype": args.dtype, "copy": copy, "cited_gbps": cited, "rows": rows, "cases": cases}
+    if args.sweep:
+        summary["sweep"] = sweep(workspaces["add"], ["add", "silu_mul"])
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    md = [f"Device: {device}; torch {torch.__version__}; dtype {args.dtype}; date {summary['date']}",
+          f"Device copy (2^28 bf16, same timer): {copy['gbps']:.0f} GB/s", "",
+          "| op | correctness | max rel_err | latency (us) | GB/s | % of cited 4800 | % of measured copy | torch eager (us) | speedup | gate |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['op']} | {r['passed']}/{r['total']} PASS | {r['max_rel_err']:.2e} | {r['latency_us']:.1f} | "
+                  f"{r['gbps']:.0f} | {r['pct_cited']:.1f} | {r['pct_copy']:.1f} | {r['torch_us']:.1f} | "
+                  f"{r['speedup']:.3f}x | {r['quality_gate']} |")
+    if args.sweep:
+        md += ["", "| threads | unroll | op | latency (us) | GB/s | speedup vs torch |", "|---|---|---|---|---|---|"]
+        md += [f"| {s['threads']} | {s['unroll']} | {s['op']} | {s['latency_us']:.1f} | {s['gbps']:.0f} | "
+               f"{s['speedup_vs_torch']:.3f}x |" for s in summary["sweep"]]
+    (args.out / "summary.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
