@@ -50,8 +50,23 @@ def copy_ceiling(harness, n: int) -> dict:
     return {"latency_us": t["median_us"], "gbps": 2 * n * 2 / (t["median_us"] * 1e-6) / 1e9}
 
 
+def hint_variants():
+    import cutlass.cute as cute
+
+    nv = cute.nvgpu
+    return {
+        "none": ({}, {}),
+        "ld.nc": ({"invariant": True}, {}),
+        "ld.L1::no_allocate + st.cs": ({"l1c_evict_priority": nv.CacheEvictionPriority.NO_ALLOCATE},
+                                       {"store_cache_mode": nv.StoreCacheMode.STREAMING}),
+        "ld.cs + st.cs": ({"load_cache_mode": nv.LoadCacheMode.STREAMING}, {"store_cache_mode": nv.StoreCacheMode.STREAMING}),
+        "L1::evict_first": ({"l1c_evict_priority": nv.CacheEvictionPriority.EVICT_FIRST},
+                            {"l1c_evict_priority": nv.CacheEvictionPriority.EVICT_FIRST}),
+    }
+
+
 def sweep(ws: Path, ops: list[str]) -> list[dict]:
-    """Time THREADS x UNROLL launch shapes of the kernel for 2^28 bf16 elements, against torch eager."""
+    """Time launch shapes (THREADS x UNROLL) and cache hints for 2^28 bf16 elements, against torch eager."""
     import torch
 
     kernel = load(ws / "kernel.py", "sweep_kernel")
@@ -60,17 +75,26 @@ def sweep(ws: Path, ops: list[str]) -> list[dict]:
     x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     y = torch.randn_like(x)
     out = torch.empty_like(x)
-    eager = {"add": lambda: x + y, "silu_mul": lambda: torch.nn.functional.silu(x) * y}
-    rows = []
+    eager = {"add": lambda: x + y, "silu": lambda: torch.nn.functional.silu(x),
+             "silu_mul": lambda: torch.nn.functional.silu(x) * y}
     torch_us = {op: harness.bench(eager[op])["median_us"] for op in ops}
-    for threads in (128, 256, 512):
-        for unroll in (2, 4, 8):
-            kernel.THREADS, kernel.UNROLL = threads, unroll
-            kernel._compiled.clear()
-            for op in ops:
-                t = harness.bench(lambda op=op: kernel.run(x, y, out=out, op=op))["median_us"]
-                rows.append({"threads": threads, "unroll": unroll, "op": op, "latency_us": t,
-                             "gbps": 3 * n * 2 / (t * 1e-6) / 1e9, "speedup_vs_torch": torch_us[op] / t})
+    hints = hint_variants()
+    configs = [(t, u, "none") for t in (128, 256, 512) for u in (2, 4, 8)]
+    configs += [(128, 2, h) for h in hints if h != "none"] + [(128, 8, h) for h in hints if h != "none"]
+    rows = []
+    for threads, unroll, hint in configs:
+        kernel.THREADS, kernel.UNROLL = threads, unroll
+        kernel.LOAD_HINTS.clear()
+        kernel.LOAD_HINTS.update(hints[hint][0])
+        kernel.STORE_HINTS.clear()
+        kernel.STORE_HINTS.update(hints[hint][1])
+        kernel._compiled.clear()
+        for op in ops:
+            args = (x, y) if op in kernel.BINARY_OPS else (x,)
+            t = harness.bench(lambda op=op, args=args: kernel.run(*args, out=out, op=op))["median_us"]
+            nbytes = (len(args) + 1) * n * 2
+            rows.append({"threads": threads, "unroll": unroll, "hints": hint, "op": op, "latency_us": t,
+                         "gbps": nbytes / (t * 1e-6) / 1e9, "speedup_vs_torch": torch_us[op] / t})
     return rows
 
 
@@ -110,7 +134,7 @@ def main() -> int:
     summary = {"date": datetime.date.today().isoformat(), "device": device, "torch": torch.__version__,
                "dtype": args.dtype, "copy": copy, "cited_gbps": cited, "rows": rows, "cases": cases}
     if args.sweep:
-        summary["sweep"] = sweep(workspaces["add"], ["add", "silu_mul"])
+        summary["sweep"] = sweep(workspaces["add"], ["add", "silu", "silu_mul"])
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
     md = [f"Device: {device}; torch {torch.__version__}; dtype {args.dtype}; date {summary['date']}",
@@ -122,8 +146,9 @@ def main() -> int:
                   f"{r['gbps']:.0f} | {r['pct_cited']:.1f} | {r['pct_copy']:.1f} | {r['torch_us']:.1f} | "
                   f"{r['speedup']:.3f}x | {r['quality_gate']} |")
     if args.sweep:
-        md += ["", "| threads | unroll | op | latency (us) | GB/s | speedup vs torch |", "|---|---|---|---|---|---|"]
-        md += [f"| {s['threads']} | {s['unroll']} | {s['op']} | {s['latency_us']:.1f} | {s['gbps']:.0f} | "
+        md += ["", "| threads | unroll | cache hints | op | latency (us) | GB/s | speedup vs torch |",
+               "|---|---|---|---|---|---|---|"]
+        md += [f"| {s['threads']} | {s['unroll']} | {s['hints']} | {s['op']} | {s['latency_us']:.1f} | {s['gbps']:.0f} | "
                f"{s['speedup_vs_torch']:.3f}x |" for s in summary["sweep"]]
     (args.out / "summary.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
