@@ -80,10 +80,11 @@ def sweep(ws: Path, ops: list[str]) -> list[dict]:
     torch_us = {op: harness.bench(eager[op])["median_us"] for op in ops}
     hints = hint_variants()
     configs = [(t, u, "none") for t in (128, 256, 512) for u in (2, 4, 8)]
-    configs += [(128, 2, h) for h in hints if h != "none"] + [(128, 8, h) for h in hints if h != "none"]
+    configs += [(128, 2, h) for h in hints if h != "none"]
     rows = []
     for threads, unroll, hint in configs:
-        kernel.THREADS, kernel.UNROLL = threads, unroll
+        kernel.THREADS = threads
+        kernel.UNROLL.update({op: unroll for op in ops})
         kernel.LOAD_HINTS.clear()
         kernel.LOAD_HINTS.update(hints[hint][0])
         kernel.STORE_HINTS.clear()

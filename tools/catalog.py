@@ -177,8 +177,8 @@ def op_formulas(pattern: str, op: str) -> dict:
 # framework facts the kernel depends on, and the pitfalls met while writing it (they seed memory/v0.json).
 CELLS = {
     ("elementwise", "cutedsl"): {
-        "summary": "CuTe DSL elementwise kernel: 1-D view, 128-thread CTAs, 2 x 128-bit accesses per thread per "
-                   "tensor, fp32 math, predicated tail CTA",
+        "summary": "CuTe DSL elementwise kernel: 1-D view, 128-thread CTAs, 2 (8 for add/mul) 128-bit accesses per "
+                   "thread per tensor, fp32 math, predicated tail CTA",
         "isa_markers": {
             "required": [
                 {"text": "ld.global.v4", "meaning": "128-bit global loads (fast path)"},

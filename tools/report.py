@@ -171,12 +171,17 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         for case_name, u in utilization.items():
             rows.append([case_name, f"{u['latency_us']:.1f}", f"{u['tflops']:.3f}", f"{u['bandwidth_gbps']:.0f}",
                          f"{u['tflops_peak_utilization_pct']:.2f}", f"{u['bandwidth_peak_utilization_pct']:.1f}",
-                         f"{u.get('torch_latency_us', 0):.1f}", f"{u.get('speedup_vs_torch', 0):.2f}x",
-                         f"{u['waves']:.1f}", u["bound"]])
+                         _fmt(u.get("copy_bandwidth_utilization_pct"), ".1f"),
+                         f"{u['torch_latency_us']:.1f}", f"{u['speedup_vs_torch']:.2f}x",
+                         _fmt(u.get("waves"), ".1f"), u["bound"]])
         any_u = next(iter(utilization.values()))
+        copy = results.get("device_copy")
         lines += [
-            _table(["case", "latency (us)", "TFLOPS", "GB/s", "TFLOPS % of peak", "BW % of peak", "torch eager (us)",
-                    "speedup", "waves", "bound"], rows),
+            _table(["case", "latency (us)", "TFLOPS", "GB/s", "TFLOPS % of peak", "BW % of peak", "BW % of copy",
+                    "torch eager (us)", "speedup", "waves", "bound"], rows),
+            "",
+            (f"Measured ceiling in the same run: a 1 GiB device-to-device copy moved {copy['gbps']:.0f} GB/s "
+             "(read + write bytes), the 'BW % of copy' column's denominator." if copy else ""),
             "",
             f"Peaks (dense): {any_u['peak_tflops']:g} TFLOP/s {op['dtype']} ({any_u['sources']['compute']['title']}); "
             f"{any_u['peak_bandwidth_gbps']:g} GB/s HBM ({any_u['sources']['bandwidth']['title']}). Latency is the "

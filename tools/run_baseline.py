@@ -70,6 +70,7 @@ def kernel_config(op: dict, case: dict) -> dict | None:
 
 def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
     cases = {c["name"]: c for c in op["cases"]}
+    copy_gbps = results.get("device_copy", {}).get("gbps")
     rows = {}
     for rec in results.get("cases", []):
         if "latency_us" not in rec:
@@ -80,12 +81,13 @@ def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
         u = compute_utilization.compute(
             op["gpu"], op["dtype"], compute_utilization.evaluate(op["formulas"]["flops"], names),
             compute_utilization.evaluate(op["formulas"]["bytes"], names), rec["latency_us"] / 1e3,
-            cfg.get("grid_blocks"))
+            cfg.get("grid_blocks"), copy_gbps)
         var_flags = " ".join(f"--var {k}={v}" for k, v in names.items())
         u.update(torch_latency_us=rec["torch_latency_us"], speedup_vs_torch=rec["speedup_vs_torch"],
                  command=f"python tools/compute_utilization.py --gpu {op['gpu']} --dtype {op['dtype']} "
                          f"--flops-expr '{op['formulas']['flops']}' --bytes-expr '{op['formulas']['bytes']}' "
-                         f"--time-ms {rec['latency_us'] / 1e3:.6f} --grid-blocks {cfg.get('grid_blocks', 0)} {var_flags}")
+                         f"--time-ms {rec['latency_us'] / 1e3:.6f} --grid-blocks {cfg.get('grid_blocks', 0)} {var_flags}"
+                         + (f" --copy-gbps {copy_gbps:.0f}" if copy_gbps else ""))
         rows[rec["name"]] = u
     return rows
 
@@ -132,7 +134,10 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, compile_c
         u = util[head_name]
         values.update({f"performance.{k}": u[k] for k in (
             "latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
-            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound")})
+            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound")
+            if k in u})
+        if "copy_bandwidth_utilization_pct" in u:
+            values["performance.copy_bandwidth_utilization_pct"] = u["copy_bandwidth_utilization_pct"]
         values["performance.case"] = head_name
     values["performance.device"] = results.get("device")
     values["performance.per_case"] = [

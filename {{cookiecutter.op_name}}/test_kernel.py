@@ -17,7 +17,8 @@ that never returns): it records the case and ends the process.
 
 Timing: CUDA events around each launch, L2 flushed before each one (a cold cache), median of many
 runs after warm-up. PyTorch eager (reference.py on the native dtype) is timed the same way in the
-same run, so the speedup is a ratio of like measurements.
+same run, so the speedup is a ratio of like measurements; so is a 1 GiB device-to-device copy, the
+achievable-bandwidth ceiling the report compares against.
 
 Results go to results/results.json after every case. Exit codes: 0 all passed, 1 a case failed or
 timed out, 2 not run (no matching GPU).
@@ -191,6 +192,16 @@ def time_case(case: dict, kernel_run, reference, make_inputs, torch_dtype, seed:
             "speedup_vs_torch": t["median_us"] / k["median_us"], "timing_iters": k["iters"]}
 
 
+def copy_ceiling(nbytes: int = 1 << 30) -> dict:
+    """The achievable bandwidth here: a device-to-device copy timed by bench(), counting read + write bytes."""
+    import torch
+
+    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    t = bench(lambda: dst.copy_(src))
+    return {"gbps": 2 * nbytes / (t["median_us"] * 1e-6) / 1e9, "latency_us": t["median_us"], "bytes_copied": nbytes}
+
+
 # --------------------------------------------------------------------------------------------
 # Driver
 # --------------------------------------------------------------------------------------------
@@ -287,6 +298,7 @@ def main(argv=None) -> int:
                         torch_dtype=torch_dtype, tolerance=OP["tolerance"], case_timeout=case_timeout,
                         deadline=deadline, on_record=save)
     if not args.no_timing:
+        payload["device_copy"] = copy_ceiling()
         by_name = {c["name"]: c for c in cases}
         for i, rec in enumerate(records):
             if rec["status"] != "PASS" or not by_name[rec["name"]]["timed"]:

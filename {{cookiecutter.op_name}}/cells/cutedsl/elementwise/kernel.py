@@ -19,16 +19,19 @@ elements. Inside a tile, the thread/value (TV) layout says which elements each t
 
     u = 0:  | T0: v0..v7 | T1: v0..v7 | ... | T127: v0..v7 |    <- one 128-bit access per thread,
     u = 1:  | T0: v0..v7 | T1: v0..v7 | ... | T127: v0..v7 |       a warp covers 512 contiguous bytes
-                                                                     (fully coalesced)
+    ...                                                              (fully coalesced)
 
 - ``VEC = 128 / bits(dtype)`` (8 for bf16/fp16, 4 for fp32): the v-mode is contiguous, so one copy
   atom of ``num_bits_per_copy=128`` moves it as a single ``ld.global.v4`` / ``st.global.v4``.
-- ``UNROLL = 2``: each thread issues 2 independent 128-bit loads per input before the first use.
-  Hopper needs about bandwidth x latency (4.8 TB/s x ~600 ns ~ 2.9 MB, ~22 KiB per SM) of loads in
-  flight to keep HBM busy. A 128-thread CTA has 4 KiB per input in flight and 16 CTAs fit on an SM
-  (2048 threads), so an SM has 64-128 KiB in flight: enough, without the register pressure of more.
-- ``THREADS = 128``: 4 warps. Measured on the H200 (benchmarks/), 128 x 2 was the best of
-  {128, 256, 512} threads x {2, 4, 8} unroll for silu_mul and within 1% of the best for add.
+- ``UNROLL``: 128-bit vectors each thread loads per input before the first use; 2 for ops with
+  transcendental math, 8 for add and mul. Hopper needs about bandwidth x latency (4.8 TB/s x ~600 ns
+  ~ 2.9 MB, ~22 KiB per SM) of loads in flight to keep HBM busy. A 128-thread CTA with UNROLL=2 has
+  4 KiB per input in flight and 16 CTAs fit on an SM (2048 threads): 64-128 KiB per SM, enough.
+  More unrolling only helps the ops with no math (add, mul: +0.3%); for silu_mul it costs
+  registers and occupancy (-10%).
+- ``THREADS = 128``: 4 warps. Measured on the H200 (benchmarks/), 128 threads with these UNROLLs
+  was the best of {128, 256, 512} threads x {2, 4, 8} unroll and of four cache-hint variants, and a
+  persistent grid-stride variant was slower (the loop serialises load -> math -> store per CTA).
 
 Predication (sizes that are not a multiple of the tile, or even of VEC)
     Every CTA but the last one covers a full tile and runs the fast path with no predicates at all.
@@ -63,7 +66,7 @@ OP_SPEC = json.loads(Path(__file__).with_name("op.json").read_text())
 OP = OP_SPEC["op"]
 
 THREADS = 128
-UNROLL = 2
+UNROLL = {"add": 8, "mul": 8, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}  # vectors per thread per tensor
 ACCESS_BITS = 128
 BINARY_OPS = ("add", "mul", "silu_mul")
 # Cache hints of the 128-bit global accesses (every byte is touched once: nothing to keep in L1).
@@ -105,15 +108,15 @@ def _thread_view(t, tile, tv, bidx, tidx):
 @cute.kernel
 def elementwise_kernel(
     mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, n: cutlass.Int32,
-    vec: cutlass.Constexpr[int], op: cutlass.Constexpr[str],
+    vec: cutlass.Constexpr[int], unroll: cutlass.Constexpr[int], op: cutlass.Constexpr[str],
 ):
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
-    tile = THREADS * vec * UNROLL
+    tile = THREADS * vec * unroll
     binary = op in BINARY_OPS
 
     # TV layout of one tile; slicing it at `tidx` leaves this thread's (VEC, UNROLL) values.
-    tv = cute.make_layout(((THREADS,), (vec, UNROLL)), stride=((vec,), (1, THREADS * vec)))
+    tv = cute.make_layout(((THREADS,), (vec, unroll)), stride=((vec,), (1, THREADS * vec)))
 
     tA = _thread_view(mA, tile, tv, bidx, tidx)
     tB = _thread_view(mB, tile, tv, bidx, tidx)
@@ -159,11 +162,11 @@ def elementwise_launch(
 ):
     """Host side: wrap raw pointers as 1-D tensors of n elements and launch one CTA per tile."""
     vec = ACCESS_BITS // pA.dtype.width
-    tile = THREADS * vec * UNROLL
+    tile = THREADS * vec * UNROLL[op]
     mA = cute.make_tensor(pA, cute.make_layout(n))
     mB = cute.make_tensor(pB, cute.make_layout(n))
     mC = cute.make_tensor(pC, cute.make_layout(n))
-    elementwise_kernel(mA, mB, mC, n, vec, op).launch(
+    elementwise_kernel(mA, mB, mC, n, vec, UNROLL[op], op).launch(
         grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
     )
 
@@ -206,7 +209,7 @@ def run(*inputs, out=None, op: str = OP):
     n = x.numel()
     if n == 0:
         return out
-    if n > 2**31 - THREADS * 8 * UNROLL:
+    if n > 2**31 - THREADS * 8 * UNROLL[op]:
         raise ValueError(f"{op}: {n} elements exceed the int32 index range of this kernel")
     stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
     launcher = _compile(op, dtype, stream)
@@ -220,11 +223,14 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     dtype = dtype or OP_SPEC["dtype"]
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    Path(os.environ["CUTE_DSL_DUMP_DIR"]).mkdir(parents=True, exist_ok=True)  # the DSL only dumps into an existing dir
     compiled = cute.compile(
         elementwise_launch, *_pointers(dtype, [16, 16, 16]), cutlass.Int32(1), make_fake_stream(), op,
         options="--keep-ptx",
     )
     ptx = compiled.artifacts.PTX
+    if "\n" not in ptx and Path(ptx).is_file():  # with CUTE_DSL_DUMP_DIR set, the artifact is the dumped file's path
+        ptx = Path(ptx).read_text()
     (out_dir / f"kernel_{op}_{dtype}.sm_90a.ptx").write_text(ptx)
     return ptx
 
@@ -233,12 +239,13 @@ def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
     bits = {"bf16": 16, "fp16": 16, "fp32": 32}[OP_SPEC["dtype"]]
     vec = ACCESS_BITS // bits
-    tile = THREADS * vec * UNROLL
+    unroll = UNROLL[OP]
+    tile = THREADS * vec * unroll
     n = case["vars"]["numel"]
     return {
         "tile_elements": tile,
         "threads_per_cta": THREADS,
-        "values_per_thread": f"{UNROLL} x {vec} ({UNROLL} 128-bit accesses per tensor)",
+        "values_per_thread": f"{unroll} x {vec} ({unroll} 128-bit accesses per tensor)",
         "grid": [-(-n // tile), 1, 1],
         "grid_blocks": -(-n // tile),
         "data_movement": "global -> registers with 128-bit ld.global.v4, fp32 math, registers -> global with "
