@@ -250,7 +250,7 @@ def compile_only_check(out_dir: Path) -> int:
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "compile_only.json").write_text(json.dumps(
         {"target": OP["target"], "seconds": seconds, "ok": ok, "checks": checks,
-         "isa_file": str(sorted(out_dir.glob("kernel_*"))[-1].name)}, indent=2) + "\n")
+         "isa_file": max(out_dir.glob("kernel_*"), key=lambda f: f.stat().st_mtime).name}, indent=2) + "\n")
     return EXIT_OK if ok else EXIT_FAIL
 
 
