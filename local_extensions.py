@@ -10,10 +10,12 @@ cookiecutter puts the template root on sys.path and loads ``local_extensions.Kba
 - ``kb_op(pattern)``: ``default`` -> the pattern's default op.
 - ``kb_abspath``: a path made absolute against the directory cookiecutter was started from.
 - ``kb_logic_function``: the function a ``pytorch_logic`` spec names (or its file's only public one).
+- ``kb_op_info``, ``kb_roofline``: catalogue and cited-spec facts for the workspace README.
 
 Filters never raise: bad values pass through and the pre-gen hook rejects them with a clear line.
 """
 
+import json
 import os
 import sys
 
@@ -70,6 +72,23 @@ def kb_abspath(path):
     return os.path.abspath(os.path.expanduser(file_part)) + sep + func
 
 
+def kb_op_info(op):
+    """The catalogue entry of an elementwise op: inputs, FLOP per element, math."""
+    return catalog.ELEMENTWISE_OPS.get(op, {"inputs": ["x"], "flops": 0, "math": "?"})
+
+
+def kb_roofline(gpu, dtype):
+    """Cited dense peak, HBM bandwidth, ridge point and (where measured) copy bandwidth of a GPU."""
+    specs = json.loads(open(os.path.join(ROOT, "reference", "gpu_specs.json")).read())
+    spec = specs["gpus"].get(gpu)
+    if spec is None:
+        return {}
+    peak = spec["dense_tflops"].get(dtype, {}).get("value")
+    bw = spec["hbm_bandwidth_gbps"]["value"]
+    return {"peak_tflops": peak, "bandwidth_gbps": bw, "ridge": peak * 1e3 / bw if peak else None,
+            "copy_gbps": specs.get("measured", {}).get(gpu, {}).get("device_copy_gbps")}
+
+
 def kb_logic_function(path):
     return validate_inputs.logic_function(path) if str(path).strip() else ""
 
@@ -80,5 +99,5 @@ class KbaselineExtension(Extension):
         environment.globals["kbaseline_root"] = ROOT
         environment.filters.update(
             kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_derive=kb_derive, kb_op=kb_op, kb_abspath=kb_abspath,
-            kb_logic_function=kb_logic_function,
+            kb_logic_function=kb_logic_function, kb_op_info=kb_op_info, kb_roofline=kb_roofline,
         )

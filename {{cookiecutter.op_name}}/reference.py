@@ -1,6 +1,5 @@
 {%- set op = cookiecutter.__op -%}
-{%- set binary = op in ["add", "mul", "silu_mul"] -%}
-{%- set params = "x, y" if binary else "x" -%}
+{%- set params = (op | kb_op_info).inputs | join(", ") -%}
 """PyTorch reference for `{{ op }}` ({{ cookiecutter.pattern }}): the ground truth test_kernel.py checks against.
 
 {% if cookiecutter.pytorch_logic -%}
