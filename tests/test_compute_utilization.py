@@ -80,6 +80,7 @@ def test_every_peak_cites_a_source():
         for item in items:
             assert item["value"] is None and item["note"] or item["value"] > 0, name
             assert item["source"]["title"] and item["source"]["url"].startswith("https://"), name
+            assert item["source"]["kind"] in {"datasheet", "whitepaper", "product-page", "press", "third-party"}, name
         assert {"bf16", "fp16", "fp32"} <= set(spec["dense_tflops"]), name
     assert specs["gpus"]["H200"]["dense_tflops"]["bf16"]["value"] == 989.4  # 1979 "with sparsity" / 2
     assert specs["gpus"]["MI300X"]["dense_tflops"]["bf16"]["value"] == 1307.4  # not the 2614.9 sparsity figure

@@ -198,7 +198,8 @@ CELLS = {
             "Values captured by a helper called inside a dynamic `if` must be passed as arguments "
             "(SCOPE_CLOSURE_CAPTURE).",
             "Compile-only needs no GPU: raw pointers from `make_ptr` with a placeholder address and "
-            "`make_fake_stream()`; `options='--keep-ptx'` exposes the PTX as `compiled.artifacts.PTX`.",
+            "`make_fake_stream()`; `options='--keep-ptx'` keeps the PTX, written only into an existing "
+            "CUTE_DSL_DUMP_DIR (then `compiled.artifacts.PTX` is that file's path, otherwise the text).",
         ],
         "pitfalls": [
             {"pitfall": "cute.copy with a per-element predicate tensor failed IR verification "
@@ -207,9 +208,14 @@ CELLS = {
              "source": "CuTe DSL 4.8.1 compiler error"},
             {"pitfall": "a nested helper closing over bidx inside a dynamic if: SCOPE_CLOSURE_CAPTURE",
              "fix": "module-level helper taking bidx/tidx as arguments", "source": "CuTe DSL 4.8.1 compiler error"},
-            {"pitfall": "CUTE_DSL_KEEP/CUTE_DSL_DUMP_DIR set after import did not dump PTX",
-             "fix": "compile with options='--keep-ptx' and read compiled.artifacts.PTX",
+            {"pitfall": "CUTE_DSL_KEEP/CUTE_DSL_DUMP_DIR set after `import cutlass` did not dump PTX, and a dump dir "
+                        "that does not exist yet gets no file",
+             "fix": "set CUTE_DSL_DUMP_DIR before the import, create it, compile with options='--keep-ptx'",
              "source": "CuTe DSL 4.8.1 behaviour"},
+            {"pitfall": "silu with an IEEE fp32 division (div.rn.f32) ran at 0.97x torch eager on the H200: "
+                        "compute-bound on the division sequence",
+             "fix": "x * rcp.approx.ftz(1 + exp(-x)): 1.07x torch, 99% of the measured copy bandwidth",
+             "source": "benchmarks/2026-11-30-h200-elementwise.md"},
         ],
     },
 }

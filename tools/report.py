@@ -14,6 +14,10 @@ from pathlib import Path
 import compute_utilization
 
 
+# gpu_specs.json source kinds -> memory `references[].source_type`
+SOURCE_TYPES = {"datasheet": "datasheet", "whitepaper": "whitepaper", "product-page": "doc"}
+
+
 def _table(header: list[str], rows: list[list]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -43,7 +47,7 @@ def spec_sources(op: dict) -> list[dict]:
         src = item["source"]
         if src["url"] not in seen:
             seen.add(src["url"])
-            refs.append({"path": src["url"], "source_type": "datasheet", "note": src["title"]})
+            refs.append({"path": src["url"], "source_type": SOURCE_TYPES.get(src.get("kind"), "other"), "note": src["title"]})
     return refs
 
 
