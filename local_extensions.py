@@ -11,8 +11,10 @@ cookiecutter puts the template root on sys.path and loads ``local_extensions.Kba
 - ``kb_abspath``: a path made absolute against the directory cookiecutter was started from.
 - ``kb_logic_function``: the function a ``pytorch_logic`` spec names (or its file's only public one).
 - ``kb_op_info``, ``kb_roofline``: catalogue and cited-spec facts for the workspace README.
+- ``kb_check_op_name``: refuses a bad op_name before any folder is made (see its docstring).
 
-Filters never raise: bad values pass through and the pre-gen hook rejects them with a clear line.
+Other filters never raise: bad values pass through and the pre-gen hook rejects them with a clear line.
+
 """
 
 import json
@@ -89,6 +91,20 @@ def kb_roofline(gpu, dtype):
             "copy_gbps": specs.get("measured", {}).get(gpu, {}).get("device_copy_gbps")}
 
 
+def kb_check_op_name(name):
+    """Refuse a bad op_name while prompting, before cookiecutter makes a folder of it.
+
+    The pre-gen hook runs only after the output folder exists, and for a name like 'a/b' cookiecutter
+    would leave 'a/' behind. Same check and message as the hook (validate_inputs).
+    """
+    try:
+        validate_inputs.check_op_name(name)
+    except catalog.InputError as err:
+        print(f"kbaseline: error: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+    return name
+
+
 def kb_logic_function(path):
     return validate_inputs.logic_function(path) if str(path).strip() else ""
 
@@ -100,4 +116,5 @@ class KbaselineExtension(Extension):
         environment.filters.update(
             kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_derive=kb_derive, kb_op=kb_op, kb_abspath=kb_abspath,
             kb_logic_function=kb_logic_function, kb_op_info=kb_op_info, kb_roofline=kb_roofline,
+            kb_check_op_name=kb_check_op_name,
         )

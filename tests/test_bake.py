@@ -56,6 +56,8 @@ REFUSALS = [
     # (key=value pairs, text the one-line error must contain)
     (["op_name=1bad"], "op_name: '1bad' is not a Python identifier"),
     (["op_name=class"], "op_name: 'class' is not a Python identifier"),
+    (["op_name=a/b"], "op_name: 'a/b' is not a Python identifier"),  # refused before cookiecutter makes a/
+    (["op_name=../escape"], "op_name: '../escape' is not a Python identifier"),
     (["pattern=elementwise", "op=matmul"], "op: 'matmul' is not an op of pattern=elementwise (it belongs to pattern=gemm)"),
     (["pattern=gemm"], "not available yet: gemm/cutedsl"),
     (["pattern=reduction", "op=softmax"], "not available yet: reduction/cutedsl"),

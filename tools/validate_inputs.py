@@ -15,7 +15,7 @@ import catalog
 from catalog import InputError
 
 
-def _check_op_name(name: str) -> None:
+def check_op_name(name: str) -> None:
     if not name.isidentifier() or keyword.iskeyword(name):
         raise InputError(
             f"op_name: '{name}' is not a Python identifier; use letters, digits and '_', not starting "
@@ -131,7 +131,7 @@ def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
 
 def validate(ctx: dict) -> dict:
     """Check all inputs of a cookiecutter context; return the resolved choices."""
-    _check_op_name(ctx["op_name"])
+    check_op_name(ctx["op_name"])
     op = _check_pattern_op(ctx["pattern"], ctx["op"])
     gpu = ctx["__gpu"]
     spec = _check_gpu(gpu)
