@@ -17,7 +17,6 @@ Other filters never raise: bad values pass through and the pre-gen hook rejects 
 
 """
 
-import json
 import os
 import sys
 
@@ -30,6 +29,7 @@ if os.path.join(ROOT, "tools") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import catalog  # noqa: E402
+import compute_utilization  # noqa: E402
 import gpu_detect  # noqa: E402
 import validate_inputs  # noqa: E402
 
@@ -81,10 +81,10 @@ def kb_op_info(op):
 
 def kb_roofline(gpu, dtype):
     """Cited dense peak, HBM bandwidth, ridge point and (where measured) copy bandwidth of a GPU."""
-    specs = json.loads(open(os.path.join(ROOT, "reference", "gpu_specs.json")).read())
-    spec = specs["gpus"].get(gpu)
-    if spec is None:
+    specs = compute_utilization.load_specs()
+    if gpu not in specs["gpus"]:
         return {}
+    _name, spec = compute_utilization.gpu_spec(gpu, specs)
     peak = spec["dense_tflops"].get(dtype, {}).get("value")
     bw = spec["hbm_bandwidth_gbps"]["value"]
     return {"peak_tflops": peak, "bandwidth_gbps": bw, "ridge": peak * 1e3 / bw if peak else None,

@@ -134,10 +134,8 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, compile_c
         u = util[head_name]
         values.update({f"performance.{k}": u[k] for k in (
             "latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
-            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound")
-            if k in u})
-        if "copy_bandwidth_utilization_pct" in u:
-            values["performance.copy_bandwidth_utilization_pct"] = u["copy_bandwidth_utilization_pct"]
+            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound",
+            "copy_bandwidth_utilization_pct") if k in u})
         values["performance.case"] = head_name
     values["performance.device"] = results.get("device")
     values["performance.per_case"] = [
