@@ -10,7 +10,8 @@ cookiecutter puts the template root on sys.path and loads ``local_extensions.Kba
 - ``kb_op(pattern)``: ``default`` -> the pattern's default op.
 - ``kb_abspath``: a path made absolute against the directory cookiecutter was started from.
 - ``kb_logic_function``: the function a ``pytorch_logic`` spec names (or its file's only public one).
-- ``kb_op_info``, ``kb_roofline``: catalogue and cited-spec facts for the workspace README.
+- ``kb_op_info``, ``kb_cell``, ``kb_roofline``, ``kb_headline``, ``kb_code``: catalogue and cited-spec facts
+  for the workspace README (the op's math, the cell's design and levers, the headline case's roofline).
 - ``kb_check_op_name``: refuses a bad op_name before any folder is made (see its docstring).
 
 Other filters never raise: bad values pass through and the pre-gen hook rejects them with a clear line.
@@ -31,6 +32,7 @@ if os.path.join(ROOT, "tools") not in sys.path:
 import catalog  # noqa: E402
 import compute_utilization  # noqa: E402
 import gpu_detect  # noqa: E402
+import shapes  # noqa: E402
 import validate_inputs  # noqa: E402
 
 _detected = None
@@ -74,9 +76,9 @@ def kb_abspath(path):
     return os.path.abspath(os.path.expanduser(file_part)) + sep + func
 
 
-def kb_op_info(op):
-    """The catalogue entry of an elementwise op: inputs, FLOP per element, math."""
-    return catalog.ELEMENTWISE_OPS.get(op, {"inputs": ["x"], "flops": 0, "math": "?"})
+def kb_op_info(op, pattern):
+    """The catalogue entry of an op: inputs, math, FLOP and byte formulas, params."""
+    return catalog.OPS.get(pattern, {}).get(op, {"inputs": ["x"], "flops": "0", "bytes": "0", "math": "?"})
 
 
 def kb_roofline(gpu, dtype):
@@ -87,8 +89,39 @@ def kb_roofline(gpu, dtype):
     _name, spec = compute_utilization.gpu_spec(gpu, specs)
     peak = spec["dense_tflops"].get(dtype, {}).get("value")
     bw = spec["hbm_bandwidth_gbps"]["value"]
+    measured = specs.get("measured", {}).get(gpu, {})
     return {"peak_tflops": peak, "bandwidth_gbps": bw, "ridge": peak * 1e3 / bw if peak else None,
-            "copy_gbps": specs.get("measured", {}).get(gpu, {}).get("device_copy_gbps")}
+            "copy_gbps": measured.get("device_copy_gbps"), "matmul_tflops": measured.get("cublas_bf16_8192_tflops")}
+
+
+def kb_cell(pattern, framework):
+    """What a built cell teaches in the workspace README: semantics notes, design, levers, ncu kernel regex."""
+    return catalog.CELLS.get((pattern, framework), {})
+
+
+def kb_headline(gpu, pattern, op, dtype, shapes_text):
+    """The first representative case on the roofline: FLOP, bytes, intensity, bound, floor time, CLI --var args."""
+    try:
+        case = shapes.build_cases(pattern, dtype, shapes_text)[0]
+        formulas = catalog.op_formulas(pattern, op)
+        roof = kb_roofline(gpu, dtype)
+        flops = compute_utilization.evaluate(formulas["flops"], case["vars"])
+        nbytes = compute_utilization.evaluate(formulas["bytes"], case["vars"])
+    except (KeyError, IndexError, catalog.InputError, compute_utilization.ExprError):
+        return {}
+    used = [k for k in case["vars"] if k in formulas["flops"] + formulas["bytes"]]
+    floors = [nbytes / (roof["bandwidth_gbps"] * 1e9)] + ([flops / (roof["peak_tflops"] * 1e12)] if roof["peak_tflops"] else [])
+    return {
+        "case": case["name"], "flops": flops, "bytes": nbytes, "intensity": flops / nbytes,
+        "flops_expr": formulas["flops"], "bytes_expr": formulas["bytes"],
+        "var_args": " ".join(f"--var {k}={case['vars'][k]}" for k in used),
+        "bound": "memory" if not roof["ridge"] or flops / nbytes < roof["ridge"] else "compute",
+        "floor_us": max(floors) * 1e6, **roof,
+    }
+
+
+def kb_code(text):
+    return f"`{text}`"
 
 
 def kb_check_op_name(name):
@@ -116,5 +149,5 @@ class KbaselineExtension(Extension):
         environment.filters.update(
             kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_derive=kb_derive, kb_op=kb_op, kb_abspath=kb_abspath,
             kb_logic_function=kb_logic_function, kb_op_info=kb_op_info, kb_roofline=kb_roofline,
-            kb_check_op_name=kb_check_op_name,
+            kb_check_op_name=kb_check_op_name, kb_cell=kb_cell, kb_headline=kb_headline, kb_code=kb_code,
         )

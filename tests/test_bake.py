@@ -62,15 +62,22 @@ REFUSALS = [
     (["pattern=gemm"], "not available yet: gemm/cutedsl"),
     (["pattern=reduction", "op=softmax"], "not available yet: reduction/cutedsl"),
     (["pattern=decode_attention"], "not available yet: decode_attention/cutedsl"),
-    (["gpu=MI300X"], "not available yet: elementwise/flydsl"),
-    (["gpu=MI355X", "op=add"], "not available yet: elementwise/flydsl"),
-    (["dtype=fp8"], "dtype: fp8 is not supported by elementwise"),
-    (["shapes=4096x"], "shapes: '4096x' is not a 1-D or 2-D shape"),
-    (["shapes=2x3x4"], "shapes: '2x3x4' is not a 1-D or 2-D shape"),
-    (["shapes=0x5"], "shapes: '0x5' is not a 1-D or 2-D shape"),
-    (["shapes=65536x65536"], "above the kernel's int32 limit"),
-    (["pytorch_logic=missing_file.py"], "pytorch_logic: file"),
-    (["pytorch_logic=notes.txt"], "is not a .py file"),
+    (["pattern=elementwise", "gpu=MI300X"], "not available yet: elementwise/flydsl"),
+    (["pattern=elementwise", "gpu=MI355X", "op=add"], "not available yet: elementwise/flydsl"),
+    (["pattern=elementwise", "dtype=fp8"], "dtype: fp8 is not supported by elementwise"),
+    (["dtype=fp8"], "dtype: fp8 is not supported by gemm"),
+    (["pattern=elementwise", "shapes=4096x"], "shapes: '4096x' is not a 1-D or 2-D shape"),
+    (["pattern=elementwise", "shapes=2x3x4"], "shapes: '2x3x4' is not a 1-D or 2-D shape"),
+    (["pattern=elementwise", "shapes=0x5"], "shapes: '0x5' is not a 1-D or 2-D shape"),
+    (["pattern=elementwise", "shapes=65536x65536"], "above the kernel's int32 limit"),
+    (["shapes=4096x4096"], "shapes: '4096x4096' is not a 3-D shape"),
+    (["shapes=4096x4096x4095"], "K=4095 is not a multiple of 8; TMA needs 16-byte-aligned rows"),
+    (["pattern=reduction", "shapes=64x64@32"], "the row stride after '@' must be an integer >= N (64)"),
+    (["pattern=decode_attention", "shapes=4x6x4x128x128"], "Hq=6 is not a multiple of Hkv=4"),
+    (["pattern=decode_attention", "shapes=4x8x8x128x96"], "head dim D=96 is not supported"),
+    (["pattern=decode_attention", "shapes=4x8x8x128x128@200"], "after '@' give a length 1..S (128) or 'mixed'"),
+    (["pattern=elementwise", "pytorch_logic=missing_file.py"], "pytorch_logic: file"),
+    (["pattern=elementwise", "pytorch_logic=notes.txt"], "is not a .py file"),
 ]
 
 
@@ -100,7 +107,7 @@ def test_pytorch_logic_refusals(tmp_path, source, spec, message):
     write(tmp_path / "logic.py", source)
     out = tmp_path / "out"
     out.mkdir()
-    done = bake_cli(out, f"pytorch_logic={tmp_path / spec}")
+    done = bake_cli(out, "pattern=elementwise", "op=silu_mul", f"pytorch_logic={tmp_path / spec}")
     assert done.returncode != 0
     assert message in done.stderr and "kbaseline: error: pytorch_logic:" in done.stderr
     assert list(out.iterdir()) == []
@@ -118,7 +125,8 @@ def test_user_logic_becomes_the_reference(tmp_path):
           "def swiglu(gate, up):\n    return torch.nn.functional.silu(gate) * _helper(up)\n")
     out = tmp_path / "out"
     out.mkdir()
-    done = bake_cli(out, "op=silu_mul", "op_name=my_swiglu", "pytorch_logic=swiglu.py", cwd=tmp_path)
+    done = bake_cli(out, "pattern=elementwise", "op=silu_mul", "op_name=my_swiglu", "pytorch_logic=swiglu.py",
+                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     ws = out / "my_swiglu"
     assert (ws / "user_logic.py").read_text() == (tmp_path / "swiglu.py").read_text()
@@ -126,7 +134,7 @@ def test_user_logic_becomes_the_reference(tmp_path):
     assert spec["function"] == "swiglu" and spec["mapping"] == "by position"
     result = subprocess.run([sys.executable, "-c", (
         "import torch, reference\n"
-        "x, y = reference.make_inputs([5, 3], torch.float64, 'cpu', 0)\n"
+        "x, y = reference.make_inputs({'dims': [5, 3]}, torch.float64, 'cpu', 0)\n"
         "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
         "print('ok')")], cwd=ws, capture_output=True, text=True)
     assert result.stdout.strip() == "ok", result.stderr

@@ -13,7 +13,7 @@ from conftest import load_module, read_json
 
 @pytest.fixture(scope="module")
 def workspace(cookies_session):
-    result = cookies_session.bake(extra_context={"op": "silu_mul", "op_name": "harness_ws"})
+    result = cookies_session.bake(extra_context={"pattern": "elementwise", "op": "silu_mul", "op_name": "harness_ws"})
     assert result.exit_code == 0, result.exception
     return result.project_path
 
@@ -102,8 +102,8 @@ def test_exhausted_run_budget_marks_remaining_cases(harness, reference):
 
 
 def test_inputs_are_fresh_and_never_zero(reference):
-    a = reference.make_inputs([64], torch.float32, "cpu", 1)
-    b = reference.make_inputs([64], torch.float32, "cpu", 2)
+    a = reference.make_inputs({"dims": [64]}, torch.float32, "cpu", 1)
+    b = reference.make_inputs({"dims": [64]}, torch.float32, "cpu", 2)
     assert not torch.equal(a[0], b[0]) and (a[0] != 0).all()
 
 

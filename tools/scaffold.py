@@ -22,6 +22,7 @@ from pathlib import Path
 
 import catalog
 import gpu_detect
+import shapes
 from run_baseline import git_commit
 from validate_inputs import validate
 
@@ -32,6 +33,7 @@ REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
 def build_op_json(ctx: dict, resolved: dict) -> dict:
     pattern, op, dtype = ctx["pattern"], resolved["op"], ctx["dtype"]
     cell = catalog.CELLS[(pattern, resolved["framework"])]
+    spec = catalog.op_spec(pattern, op)
     logic = resolved["pytorch_logic"]
     reference = (
         {"source": "user", "file": "user_logic.py", "original": logic["path"], "function": logic["function"],
@@ -47,9 +49,10 @@ def build_op_json(ctx: dict, resolved: dict) -> dict:
         "gpu": resolved["gpu"], "vendor": resolved["vendor"], "arch": resolved["arch"],
         "target": resolved["target"], "framework": resolved["framework"],
         "dtype": dtype, "torch_dtype": catalog.DTYPES[dtype]["torch"], "tolerance": catalog.DTYPES[dtype]["tolerance"],
-        "inputs": resolved["inputs"], "math": catalog.ELEMENTWISE_OPS[op]["math"],
+        "inputs": resolved["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
+        "params": spec.get("params", {}), "phase1": catalog.PHASE1[pattern],
         "formulas": catalog.op_formulas(pattern, op),
-        "cases": catalog.build_cases(pattern, dtype, ctx["shapes"]),
+        "cases": shapes.build_cases(pattern, dtype, ctx["shapes"]),
         "reference": reference,
         "isa_markers": cell["isa_markers"], "framework_facts": cell["framework_facts"], "pitfalls": cell["pitfalls"],
         "baseline_summary": cell["summary"],

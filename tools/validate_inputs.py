@@ -12,6 +12,7 @@ import keyword
 import os
 
 import catalog
+import shapes
 from catalog import InputError
 
 
@@ -58,10 +59,10 @@ def _check_dtype(pattern: str, dtype: str) -> None:
         raise InputError(f"dtype: {dtype} is not supported by {pattern}; choose one of {', '.join(allowed)}")
 
 
-def _check_shapes(pattern: str, shapes: str) -> None:
-    if shapes.strip():
+def _check_shapes(pattern: str, dtype: str, text: str) -> None:
+    if text.strip():
         try:
-            catalog.SHAPE_PARSERS[pattern](shapes)
+            shapes.check(pattern, dtype, text)
         except InputError as err:
             raise InputError(f"{err} ({catalog.PATTERNS[pattern]['shapes_help']})") from None
 
@@ -137,7 +138,7 @@ def validate(ctx: dict) -> dict:
     spec = _check_gpu(gpu)
     _check_cell(ctx["pattern"], gpu, spec["framework"])
     _check_dtype(ctx["pattern"], ctx["dtype"])
-    _check_shapes(ctx["pattern"], ctx["shapes"])
+    _check_shapes(ctx["pattern"], ctx["dtype"], ctx["shapes"])
     if ctx["run_baseline"] not in ("auto", "yes", "no"):
         raise InputError(f"run_baseline: '{ctx['run_baseline']}' is not auto, yes or no")
     inputs = catalog.op_inputs(ctx["pattern"], op)

@@ -16,7 +16,7 @@ left are TIMEOUT_FAIL. A watchdog thread backs SIGALRM up for hangs inside nativ
 that never returns): it records the case and ends the process.
 
 Timing: CUDA events around each launch, L2 flushed before each one (a cold cache), median of many
-runs after warm-up. PyTorch eager (reference.py on the native dtype) is timed the same way in the
+runs after warm-up. PyTorch (reference.baseline on the native dtype) is timed the same way in the
 same run, so the speedup is a ratio of like measurements; so is a 1 GiB device-to-device copy, the
 achievable-bandwidth ceiling the report compares against.
 
@@ -71,12 +71,12 @@ def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_
     """One correctness case. Raises CaseTimeout through to the caller."""
     import torch
 
-    inputs = make_inputs(case["dims"], torch_dtype, device, seed)
-    out = torch.full_like(inputs[0], float("nan"))  # poison: an element the kernel skips stays NaN
+    inputs = make_inputs(case, torch_dtype, device, seed)
+    ref = reference(*[t.double() if t.is_floating_point() else t for t in inputs])
+    out = torch.full(ref.shape, float("nan"), dtype=torch_dtype, device=device)  # poison: a skipped element stays NaN
     kernel_run(*inputs, out=out)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
-    ref = reference(*[t.double() for t in inputs])
     unwritten = int(torch.isnan(out).sum() - torch.isnan(ref).sum())
     err = rel_err(out, ref)
     passed = not math.isnan(err) and err < tolerance
@@ -181,13 +181,12 @@ def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int 
     return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
 
 
-def time_case(case: dict, kernel_run, reference, make_inputs, torch_dtype, seed: int) -> dict:
-    import torch
-
-    inputs = make_inputs(case["dims"], torch_dtype, "cuda", seed)
-    out = torch.empty_like(inputs[0])
+def time_case(case: dict, kernel_run, baseline, make_inputs, torch_dtype, seed: int) -> dict:
+    """Kernel and torch (reference.baseline) on the same inputs, one timer, one run."""
+    inputs = make_inputs(case, torch_dtype, "cuda", seed)
+    out = kernel_run(*inputs)  # allocates the output once; the timed launches reuse it
     k = bench(lambda: kernel_run(*inputs, out=out))
-    t = bench(lambda: reference(*inputs))
+    t = bench(lambda: baseline(*inputs))
     return {"latency_us": k["median_us"], "torch_latency_us": t["median_us"],
             "speedup_vs_torch": t["median_us"] / k["median_us"], "timing_iters": k["iters"]}
 
@@ -306,7 +305,7 @@ def main(argv=None) -> int:
             signal.signal(signal.SIGALRM, _on_alarm)
             signal.alarm(max(1, int(case_timeout * 4)))
             try:
-                rec.update(time_case(by_name[rec["name"]], kernel.run, reference.reference, reference.make_inputs,
+                rec.update(time_case(by_name[rec["name"]], kernel.run, reference.baseline, reference.make_inputs,
                                      torch_dtype, seed=2000 + i))
             except CaseTimeout:
                 rec["timing_error"] = "timing exceeded its time limit"
