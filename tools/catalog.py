@@ -11,6 +11,8 @@ A *cell* is one (pattern, framework) pair, e.g. ``elementwise × cutedsl``. Its 
 
 from __future__ import annotations
 
+from cells import CELLS
+
 
 GPUS = {
     # name: vendor, architecture family, compile target, DSL
@@ -133,8 +135,8 @@ PHASE1 = {
         "masks": "none; every op reduces over the last dim.",
         "boundaries": "N not a multiple of the 128-bit vector, rows whose start is not 16-byte aligned, "
                       "and very long rows (N >= 65536) that do not fit one CTA's registers.",
-        "special": "max and softmax propagate NaN as torch does; softmax subtracts the row max, so large inputs "
-                   "do not overflow.",
+        "special": "softmax subtracts the row max, so large inputs do not overflow; max uses fmax, which skips "
+                   "NaN where torch.amax propagates it (the test inputs hold no NaN).",
     },
     "elementwise": {
         "inputs": "each the same shape as the output; one output of that shape.",
@@ -148,9 +150,9 @@ PHASE1 = {
     },
 }
 
-# Cells that are built. Every other (pattern, framework) pair is refused by the pre-gen hook with
-# "not available yet" rather than generated as a stub.
-AVAILABLE_CELLS = {("elementwise", "cutedsl")}
+# Cells that are built: those with an entry in cells.py. Every other (pattern, framework) pair is refused by
+# the pre-gen hook with "not available yet" rather than generated as a stub.
+AVAILABLE_CELLS = set(CELLS)
 
 
 class InputError(ValueError):
@@ -190,67 +192,3 @@ def op_formulas(pattern: str, op: str) -> dict:
     }
     return {"flops": spec["flops"], "bytes": spec["bytes"],
             "flops_note": flops_notes[pattern], "bytes_note": bytes_notes[pattern]}
-
-
-# What each built cell promises, frozen into op.json: the markers its compiled ISA must show, the
-# framework facts the kernel depends on, and the pitfalls met while writing it (they seed memory/v0.json).
-CELLS = {
-    ("elementwise", "cutedsl"): {
-        "semantics": "Any contiguous 1-D or 2-D shape, one shape for all tensors; the math runs in fp32 registers "
-                     "with one rounding on the store.",
-        "design": "The tensor is viewed as 1-D. Each CTA of 128 threads owns a tile of 128 x VEC x UNROLL elements "
-                  "(VEC = 8 for 16-bit types, 4 for fp32; UNROLL per op in `kernel.py`), and each thread moves UNROLL "
-                  "128-bit vectors per tensor with `ld.global.v4`/`st.global.v4`, enough bytes in flight per SM to "
-                  "cover HBM latency. The math is fp32; only the last CTA uses per-element predicates. There is no "
-                  "shared memory because nothing is reused.",
-        "ncu_kernel": "elementwise",
-        "levers": [
-            "Fuse: the biggest win for an elementwise op is not to exist on its own. Fold it into the producer's "
-            "epilogue (e.g. silu·mul into the GEMM that makes the gate and up projections).",
-            "Cache hints: stream-once data can use evict-first loads and streaming stores so it does not evict data "
-            "another kernel reuses from L2 (measure: on the H200 they did not help the kernel alone).",
-            "Launch shape: for small tensors launch overhead, not bandwidth, sets the time; a persistent grid or "
-            "CUDA graphs remove the launch tail.",
-        ],
-        "summary": "CuTe DSL elementwise kernel: 1-D view, 128-thread CTAs, 2 (8 for add/mul) 128-bit accesses per "
-                   "thread per tensor, fp32 math, predicated tail CTA",
-        "isa_markers": {
-            "required": [
-                {"text": "ld.global.v4", "meaning": "128-bit global loads (fast path)"},
-                {"text": "st.global.v4", "meaning": "128-bit global stores (fast path)"},
-            ],
-            "forbidden": [
-                {"text": ".local", "meaning": "local memory: register spills or a stack array"},
-            ],
-        },
-        "framework_facts": [
-            "CUTE_DSL_ARCH=sm_90a must be set before `import cutlass`; unset, CuTe DSL 4.8.1 targets sm_100a.",
-            "`cute.compile` does not cache: kernel.py keeps a dict keyed by (op, dtype).",
-            "A copy atom built with `num_bits_per_copy=128` over a contiguous VEC-element mode lowers to "
-            "ld.global.v4 / st.global.v4 when the pointer is declared 16-byte aligned (`assumed_align=16`).",
-            "`cute.copy(..., pred=...)` takes one predicate per atom, not per element: per-element guards in the "
-            "tail use explicit element loads under `if pred[i]`.",
-            "Values captured by a helper called inside a dynamic `if` must be passed as arguments "
-            "(SCOPE_CLOSURE_CAPTURE).",
-            "Compile-only needs no GPU: raw pointers from `make_ptr` with a placeholder address and "
-            "`make_fake_stream()`; `options='--keep-ptx'` keeps the PTX, written only into an existing "
-            "CUTE_DSL_DUMP_DIR (then `compiled.artifacts.PTX` is that file's path, otherwise the text).",
-        ],
-        "pitfalls": [
-            {"pitfall": "cute.copy with a per-element predicate tensor failed IR verification "
-                        "('expects pred to have compatible shape with (4,(1))')",
-             "fix": "Unpredicated 128-bit copies for full tiles; explicit guarded element loads in the tail CTA",
-             "source": "CuTe DSL 4.8.1 compiler error"},
-            {"pitfall": "a nested helper closing over bidx inside a dynamic if: SCOPE_CLOSURE_CAPTURE",
-             "fix": "module-level helper taking bidx/tidx as arguments", "source": "CuTe DSL 4.8.1 compiler error"},
-            {"pitfall": "CUTE_DSL_KEEP/CUTE_DSL_DUMP_DIR set after `import cutlass` did not dump PTX, and a dump dir "
-                        "that does not exist yet gets no file",
-             "fix": "set CUTE_DSL_DUMP_DIR before the import, create it, compile with options='--keep-ptx'",
-             "source": "CuTe DSL 4.8.1 behaviour"},
-            {"pitfall": "silu with an IEEE fp32 division (div.rn.f32) ran at 0.97x torch eager on the H200: "
-                        "compute-bound on the division sequence",
-             "fix": "x * rcp.approx.ftz(1 + exp(-x)): 1.07x torch, 99% of the measured copy bandwidth",
-             "source": "benchmarks/2026-11-30-h200-elementwise.md"},
-        ],
-    },
-}

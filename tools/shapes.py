@@ -2,7 +2,7 @@
 
 Template-side. Each pattern has one grammar; every case it yields carries
 
-- ``name``  a stable id (``rep_4096x4096x4096``, ``bnd_1000x4096@4160``), used by ``--case``;
+- ``name``  a stable id (``rep_4096x4096x4096``, ``bou_1000x4096@4160``), used by ``--case``;
 - ``role``  ``representative`` (timed) or ``boundary`` (correctness only: odd sizes, tails, strides);
 - ``dims``  the pattern's dimension list, in grammar order;
 - ``vars``  the names FLOP/byte formulas may use (``M``, ``N``, ``K``, ``numel``, ``total_len``, ...);

@@ -1,0 +1,169 @@
+"""What each built cell promises and teaches, frozen into op.json and the workspace README.
+
+Template-side. A *cell* is one (pattern, framework) pair; an entry here switches it on (catalog.AVAILABLE_CELLS).
+Each entry holds:
+
+- ``summary``: one line for the plan and the report;
+- ``semantics``, ``design``, ``levers``, ``ncu_kernel``: the workspace README's teaching text (what the op
+  accepts, why the kernel is shaped as it is, the next three optimization levers, the kernel-name regex for ncu);
+- ``isa_markers``: what the compiled ISA must (``required``) and must not (``forbidden``) contain, checked by
+  ``test_kernel.py --compile-only`` on a machine without the GPU;
+- ``framework_facts`` and ``pitfalls``: what the kernel relies on and what went wrong while writing it
+  (they seed the plan and memory/v0.json).
+"""
+
+from __future__ import annotations
+
+# Facts every CuTe DSL cell relies on.
+CUTEDSL_FACTS = [
+    "CUTE_DSL_ARCH=sm_90a must be set before `import cutlass`; unset, CuTe DSL 4.8.1 targets sm_100a.",
+    "`cute.compile` does not cache: kernel.py keeps its own dict of compiled kernels.",
+    "Compile-only needs no GPU: placeholder pointers (`make_ptr`) or fake tensors (`make_fake_compact_tensor`) and "
+    "`make_fake_stream()`; `options='--keep-ptx'` keeps the PTX, written only into an existing CUTE_DSL_DUMP_DIR "
+    "(then `compiled.artifacts.PTX` is that file's path, otherwise the text).",
+]
+
+NO_LOCAL = {"text": ".local", "meaning": "local memory: register spills or a stack array"}
+
+CELLS = {
+    ("elementwise", "cutedsl"): {
+        "semantics": "Any contiguous 1-D or 2-D shape, one shape for all tensors; the math runs in fp32 registers "
+                     "with one rounding on the store.",
+        "design": "The tensor is viewed as 1-D. Each CTA of 128 threads owns a tile of 128 x VEC x UNROLL elements "
+                  "(VEC = 8 for 16-bit types, 4 for fp32; UNROLL per op in `kernel.py`), and each thread moves UNROLL "
+                  "128-bit vectors per tensor with `ld.global.v4`/`st.global.v4`, enough bytes in flight per SM to "
+                  "cover HBM latency. The math is fp32; only the last CTA uses per-element predicates. There is no "
+                  "shared memory because nothing is reused.",
+        "ncu_kernel": "elementwise",
+        "levers": [
+            "Fuse: the biggest win for an elementwise op is not to exist on its own. Fold it into the producer's "
+            "epilogue (e.g. silu·mul into the GEMM that makes the gate and up projections).",
+            "Cache hints: stream-once data can use evict-first loads and streaming stores so it does not evict data "
+            "another kernel reuses from L2 (measure: on the H200 they did not help the kernel alone).",
+            "Launch shape: for small tensors launch overhead, not bandwidth, sets the time; a persistent grid or "
+            "CUDA graphs remove the launch tail.",
+        ],
+        "summary": "CuTe DSL elementwise kernel: 1-D view, 128-thread CTAs, 2 (8 for add/mul) 128-bit accesses per "
+                   "thread per tensor, fp32 math, predicated tail CTA",
+        "isa_markers": {
+            "required": [
+                {"text": "ld.global.v4", "meaning": "128-bit global loads (fast path)"},
+                {"text": "st.global.v4", "meaning": "128-bit global stores (fast path)"},
+            ],
+            "forbidden": [
+                NO_LOCAL,
+            ],
+        },
+        "framework_facts": [
+            *CUTEDSL_FACTS,
+            "A copy atom built with `num_bits_per_copy=128` over a contiguous VEC-element mode lowers to "
+            "ld.global.v4 / st.global.v4 when the pointer is declared 16-byte aligned (`assumed_align=16`).",
+            "`cute.copy(..., pred=...)` takes one predicate per atom, not per element: per-element guards in the "
+            "tail use explicit element loads under `if pred[i]`.",
+            "Values captured by a helper called inside a dynamic `if` must be passed as arguments "
+            "(SCOPE_CLOSURE_CAPTURE).",
+        ],
+        "pitfalls": [
+            {"pitfall": "cute.copy with a per-element predicate tensor failed IR verification "
+                        "('expects pred to have compatible shape with (4,(1))')",
+             "fix": "Unpredicated 128-bit copies for full tiles; explicit guarded element loads in the tail CTA",
+             "source": "CuTe DSL 4.8.1 compiler error"},
+            {"pitfall": "a nested helper closing over bidx inside a dynamic if: SCOPE_CLOSURE_CAPTURE",
+             "fix": "module-level helper taking bidx/tidx as arguments", "source": "CuTe DSL 4.8.1 compiler error"},
+            {"pitfall": "CUTE_DSL_KEEP/CUTE_DSL_DUMP_DIR set after `import cutlass` did not dump PTX, and a dump dir "
+                        "that does not exist yet gets no file",
+             "fix": "set CUTE_DSL_DUMP_DIR before the import, create it, compile with options='--keep-ptx'",
+             "source": "CuTe DSL 4.8.1 behaviour"},
+            {"pitfall": "silu with an IEEE fp32 division (div.rn.f32) ran at 0.97x torch eager on the H200: "
+                        "compute-bound on the division sequence",
+             "fix": "x * rcp.approx.ftz(1 + exp(-x)): 1.07x torch, 99% of the measured copy bandwidth",
+             "source": "benchmarks/2026-11-30-h200-elementwise.md"},
+        ],
+    },
+}
+
+CELLS[("gemm", "cutedsl")] = {
+    "summary": "CuTe DSL Hopper GEMM: TMA loads into a multi-stage mbarrier pipeline, WGMMA from shared memory "
+               "with fp32 accumulators, TMA-store epilogue",
+    "semantics": "M and N may be anything >= 1 (partial tiles are handled by TMA's out-of-bounds fill and clip); "
+                 "K must give 16-byte rows (a multiple of 8 bf16/fp16 elements).",
+    "design": "DRAFT",
+    "ncu_kernel": "gemm",
+    "levers": [],
+    "isa_markers": {
+        "required": [
+            {"text": "wgmma.mma_async", "meaning": "warpgroup MMA on the tensor cores"},
+            {"text": "cp.async.bulk.tensor", "meaning": "TMA loads (and stores) of whole tiles"},
+        ],
+        "forbidden": [NO_LOCAL],
+    },
+    "framework_facts": [*CUTEDSL_FACTS],
+    "pitfalls": [],
+}
+
+CELLS[("reduction", "cutedsl")] = {
+    "summary": "CuTe DSL row reduction: a power-of-two group of threads per row, 128-bit loads, fp32 in-thread "
+               "reduction, warp butterfly shuffles, one shared-memory step across warps; rows stay in registers up "
+               "to 32768 elements (softmax/rmsnorm read HBM once), a looped two-pass path beyond",
+    "semantics": "Any M, N >= 1 and any row stride >= N (the row start need not be 16-byte aligned: the vector "
+                 "width drops to what the stride and offsets allow). sum, mean and max return [M]; softmax and "
+                 "rmsnorm return [M, N]. One difference from torch: max uses fmax, which skips NaN inputs where "
+                 "torch.amax propagates them.",
+    "design": "A row is owned by TPR consecutive threads (a power of two, 1 to 1024), the smallest group that keeps "
+              "each thread at 32 fp32 row values, so the whole row lives in registers: softmax and rmsnorm read x "
+              "from HBM once and write once, where torch eager's softmax reads it twice. Each thread loads "
+              "128-bit vectors (8 bf16/fp16 or 4 fp32 elements), reduces them in fp32 with no communication, "
+              "then a `shfl.sync.bfly` butterfly reduces across the warp, and when a row spans several warps "
+              "their partials meet once in shared memory (one `bar.sync`) before a second butterfly hands every "
+              "thread the row result. Rows longer than 32768 elements take a looped path: one 512-thread CTA per "
+              "row, a first pass that accumulates (softmax keeps an online max and rescaled sum), and a second "
+              "pass that re-reads the row from L2 and writes it.",
+    "ncu_kernel": "row_kernel|looped_kernel",
+    "levers": [
+        "Small M with long rows (8 x 131072 reaches ~5% of the copy bandwidth on 8 of 132 SMs): split each row "
+        "over a cluster of CTAs and combine the partials through distributed shared memory, so every SM works.",
+        "Mid-size shapes (4096 x 4096-8192 reach 47-83% of the copy): more rows per CTA or a persistent grid to "
+        "hide the ramp-up and the single barrier per reduction, and TMA bulk loads to put more bytes in flight "
+        "per thread.",
+        "Fuse the neighbours: rmsnorm with the residual add before it and the quantisation after it, softmax "
+        "with the scaling and masking in front of it; each fusion removes a full read and write of x.",
+    ],
+    "isa_markers": {
+        "required": [
+            {"text": "ld.global.v4", "meaning": "128-bit global loads of the row"},
+            {"text": "shfl.sync.bfly", "meaning": "warp butterfly reduction"},
+        ],
+        "forbidden": [NO_LOCAL],
+    },
+    "framework_facts": [
+        *CUTEDSL_FACTS,
+        "The vector width is a compile-time choice: kernel.py compiles one variant per (op, dtype, vector width, "
+        "threads per row) and picks the widest width dividing N, the row stride and every tensor's element offset.",
+        "A Constexpr flag drops the per-vector predicates when the vectors exactly fill the row (N = 4096, 8192, "
+        "...), so the loads issue back to back.",
+    ],
+    "pitfalls": [
+        {"pitfall": "16 fp32 values per thread cost rmsnorm 17% at 32768 x 8192 bf16 (3370 vs 4068 GB/s)",
+         "fix": "32 values per thread: within 2% of the best setting for sum, softmax and rmsnorm",
+         "source": "benchmarks/bench_reduction.py --sweep on the H200"},
+        {"pitfall": "an N that is not a multiple of 8 (bf16) or a padded stride like 1003 breaks 128-bit alignment",
+         "fix": "pick the vector width per call from N, the row stride and the data pointers; scalar loads stay "
+                "coalesced across threads", "source": "kernel.py _pick_vec"},
+    ],
+}
+
+CELLS[("decode_attention", "cutedsl")] = {
+    "summary": "CuTe DSL flash-decoding: split-KV online softmax per GQA group, then a log-sum-exp merge",
+    "semantics": "Variable lengths per sequence (1 <= seq_lens[b] <= S_max); stale cache slots are never read.",
+    "design": "DRAFT",
+    "ncu_kernel": "decode",
+    "levers": [],
+    "isa_markers": {
+        "required": [
+            {"text": "ld.global.v4", "meaning": "128-bit loads of K and V"},
+        ],
+        "forbidden": [NO_LOCAL],
+    },
+    "framework_facts": [*CUTEDSL_FACTS],
+    "pitfalls": [],
+}
