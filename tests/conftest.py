@@ -15,8 +15,19 @@ sys.path.insert(0, str(ROOT))  # cookiecutter loads local_extensions from the te
 sys.path.insert(0, str(ROOT / "tools"))
 
 HOPPER_GPUS = ["H100", "H20", "H200"]
-ELEMENTWISE_OPS = ["add", "mul", "silu", "gelu", "relu", "silu_mul"]
-MATRIX_DTYPE = {"H100": "fp16", "H20": "fp32", "H200": "bf16"}  # each dtype baked somewhere
+PATTERN_OPS = {
+    "elementwise": ["add", "mul", "silu", "gelu", "relu", "silu_mul"],
+    "reduction": ["sum", "mean", "max", "softmax", "rmsnorm"],
+    "gemm": ["matmul"],
+    "decode_attention": ["gqa"],
+}
+ELEMENTWISE_OPS = PATTERN_OPS["elementwise"]
+# Every op on the H200 in bf16; the other Hopper GPUs bake each pattern's default op in another dtype.
+OTHER_DTYPE = {"elementwise": {"H100": "fp16", "H20": "fp32"}, "reduction": {"H100": "fp16", "H20": "fp32"},
+               "gemm": {"H100": "fp16", "H20": "fp16"}, "decode_attention": {"H100": "fp16", "H20": "bf16"}}
+DEFAULT_OP = {"elementwise": "silu_mul", "reduction": "softmax", "gemm": "matmul", "decode_attention": "gqa"}
+MATRIX = [("H200", pattern, op, "bf16") for pattern, ops in PATTERN_OPS.items() for op in ops] + [
+    (gpu, pattern, DEFAULT_OP[pattern], dtypes[gpu]) for pattern, dtypes in OTHER_DTYPE.items() for gpu in dtypes]
 
 
 def pytest_configure(config):
@@ -45,12 +56,10 @@ def read_json(path: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def matrix(cookies_session):
-    """Every available elementwise op baked for every Hopper GPU, once per session."""
+    """Every cell baked: every op on the H200, each pattern's default op on the H100 and H20; once per session."""
     baked = {}
-    for gpu in HOPPER_GPUS:
-        for op in ELEMENTWISE_OPS:
-            result = cookies_session.bake(extra_context={
-                "pattern": "elementwise", "op": op, "gpu": gpu, "dtype": MATRIX_DTYPE[gpu], "op_name": f"{op}_{gpu.lower()}",
-            })
-            baked[(gpu, op)] = result
+    for gpu, pattern, op, dtype in MATRIX:
+        baked[(gpu, op)] = cookies_session.bake(extra_context={
+            "pattern": pattern, "op": op, "gpu": gpu, "dtype": dtype, "op_name": f"{op}_{gpu.lower()}",
+        })
     return baked

@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ELEMENTWISE_OPS, HOPPER_GPUS, MATRIX_DTYPE, ROOT, bake_cli, read_json
+from conftest import MATRIX, ROOT, bake_cli, read_json
 
 EXPECTED_FILES = {
     ".gitignore", "README.md", "op.json", "kernel.py", "reference.py", "test_kernel.py", "baseline_report.md",
     "plans/v0_plan.md", "memory/v0.json",
     "tools/compute_utilization.py", "tools/memory_manager.py", "tools/run_baseline.py", "tools/report.py",
-    "tools/gpu_detect.py",
+    "tools/gpu_detect.py", "tools/roofline.py", "tools/isa_metrics.py",
     "reference/v_iteration.schema.json", "reference/gpu_specs.json",
 }
 
@@ -23,9 +23,8 @@ def workspace_files(ws):
             if p.is_file() and ".git" not in p.parts and "__pycache__" not in p.parts}
 
 
-@pytest.mark.parametrize("gpu", HOPPER_GPUS)
-@pytest.mark.parametrize("op", ELEMENTWISE_OPS)
-def test_bake_matrix_cell(matrix, gpu, op):
+@pytest.mark.parametrize("gpu,pattern,op,dtype", MATRIX, ids=[f"{g}-{o}-{d}" for g, _, o, d in MATRIX])
+def test_bake_matrix_cell(matrix, gpu, pattern, op, dtype):
     result = matrix[(gpu, op)]
     assert result.exit_code == 0, result.exception
     ws = result.project_path
@@ -37,7 +36,7 @@ def test_bake_matrix_cell(matrix, gpu, op):
     for path in ws.rglob("*.py"):
         py_compile.compile(str(path), doraise=True)
     spec = read_json(ws / "op.json")
-    assert (spec["op"], spec["gpu"], spec["dtype"]) == (op, gpu, MATRIX_DTYPE[gpu])
+    assert (spec["pattern"], spec["op"], spec["gpu"], spec["dtype"]) == (pattern, op, gpu, dtype)
     assert (spec["arch"], spec["target"], spec["framework"]) == ("hopper", "sm_90a", "cutedsl")
     log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.splitlines()
     assert len(log) == 1 and log[0].startswith(f"Scaffold {op}_{gpu.lower()}") and "V0 not run" in log[0]

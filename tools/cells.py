@@ -83,22 +83,54 @@ CELLS = {
 }
 
 CELLS[("gemm", "cutedsl")] = {
-    "summary": "CuTe DSL Hopper GEMM: TMA loads into a multi-stage mbarrier pipeline, WGMMA from shared memory "
-               "with fp32 accumulators, TMA-store epilogue",
-    "semantics": "M and N may be anything >= 1 (partial tiles are handled by TMA's out-of-bounds fill and clip); "
-                 "K must give 16-byte rows (a multiple of 8 bf16/fp16 elements).",
-    "design": "DRAFT",
+    "summary": "CuTe DSL Hopper GEMM: 128x256x64 tiles on a persistent grid of 2x1 clusters (B multicast), a "
+               "TMA producer warpgroup feeding a 4-stage mbarrier pipeline, two consumer warpgroups issuing "
+               "wgmma m64n256k16 with fp32 accumulators, stmatrix + TMA-store epilogue; 64-row tiles for skinny M",
+    "semantics": "M and N may be anything >= 1 (tiles that stick out are zero-filled by TMA on the way in and "
+                 "clipped on the way out); K must give 16-byte rows (a multiple of 8 bf16/fp16 elements). When "
+                 "N*2 bytes is not a multiple of 16, a second compiled variant stores C with predicated st.global.",
+    "design": "A large GEMM is compute-bound (8192³ is ~2700 FLOP/byte against a ridge of ~206), so the kernel exists "
+              "to keep the tensor cores fed. The CTA tile is 128x256x64: it needs the least L2-to-shared-memory "
+              "bandwidth per FLOP that the register file allows, because its 128 KiB fp32 accumulator is split over "
+              "two consumer warpgroups (64x256 each, 232 registers by `setmaxnreg`). Two CTAs of a 2x1 cluster "
+              "share each B tile through TMA multicast, cutting the L2-to-SMEM traffic by a third. One producer "
+              "warpgroup issues TMA loads into 4 stages of 48 KiB (225 of the 227 KiB of shared memory, with the "
+              "epilogue buffers), synchronised by full/empty mbarriers; the consumers keep one K-step of "
+              "`wgmma.mma_async` in flight. A persistent grid of as many clusters as fit walks the tiles in groups "
+              "along M for L2 reuse, and the epilogue converts to the dtype, stages C in shared memory with "
+              "`stmatrix` and writes it with a TMA store.",
     "ncu_kernel": "gemm",
-    "levers": [],
+    "levers": [
+        "Ping-pong consumers: let the two consumer warpgroups work on different tiles so one's epilogue hides "
+        "under the other's MMAs (the current epilogue stalls the tensor cores at the end of every tile).",
+        "Stream-K or split-K: 4096 x 14336 x 4096 is 3.9 waves of tiles, so the last wave runs part-empty "
+        "(0.97x cuBLAS); skinny M = 16 wastes 48 of 64 tile rows and is 0.85x; splitting K fills the SMs.",
+        "Fuse the epilogue: bias, activation (silu·mul for a gate/up projection) and fp8 output quantisation "
+        "cost nothing inside the GEMM and a full memory round trip outside it.",
+    ],
     "isa_markers": {
         "required": [
             {"text": "wgmma.mma_async", "meaning": "warpgroup MMA on the tensor cores"},
-            {"text": "cp.async.bulk.tensor", "meaning": "TMA loads (and stores) of whole tiles"},
+            {"text": "cp.async.bulk.tensor", "meaning": "TMA loads and stores of whole tiles"},
+            {"text": "setmaxnreg", "meaning": "register reallocation between producer and consumer warpgroups"},
         ],
         "forbidden": [NO_LOCAL],
     },
-    "framework_facts": [*CUTEDSL_FACTS],
-    "pitfalls": [],
+    "framework_facts": [
+        *CUTEDSL_FACTS,
+        "CUTLASS's Hopper dense_gemm example rejects bf16 in its dtype check; nothing in the TMA/WGMMA path needs "
+        "that restriction, and this kernel takes bf16 and fp16.",
+        "A TMA store issued without `elect_one` is issued by all 32 lanes of the warp: the PTX showed every C tile "
+        "written 32 times until the store was put under an elected lane.",
+    ],
+    "pitfalls": [
+        {"pitfall": "the TMA store of C was issued by all 32 lanes (visible in the PTX), writing each tile 32 times",
+         "fix": "issue it from one elected lane after a named barrier per subtile",
+         "source": "PTX inspection while writing kernel.py"},
+        {"pitfall": "N*2 bytes not a multiple of 16 (N = 4097) breaks the TMA descriptor of C",
+         "fix": "a second compiled variant with predicated st.global stores for such N",
+         "source": "boundary case 4095x4097x4096"},
+    ],
 }
 
 CELLS[("reduction", "cutedsl")] = {
@@ -153,17 +185,48 @@ CELLS[("reduction", "cutedsl")] = {
 }
 
 CELLS[("decode_attention", "cutedsl")] = {
-    "summary": "CuTe DSL flash-decoding: split-KV online softmax per GQA group, then a log-sum-exp merge",
-    "semantics": "Variable lengths per sequence (1 <= seq_lens[b] <= S_max); stale cache slots are never read.",
-    "design": "DRAFT",
-    "ncu_kernel": "decode",
-    "levers": [],
+    "summary": "CuTe DSL flash-decoding: the sequence split across CTAs (splits sized from B*Hkv and the 132 SMs), "
+               "each CTA handles one GQA group so K/V are read once, online softmax in fp32, K/V streamed through "
+               "a 16-byte cp.async shared-memory pipeline, then a log-sum-exp merge kernel",
+    "semantics": "Variable lengths per sequence (1 <= seq_lens[b] <= S_max); cache slots past a length are never "
+                 "read (the test inputs fill them with large values, so a leak fails). D = 64 or 128.",
+    "design": "Decode attention reads every K/V byte for only 2*G FMAs (G = Hq/Hkv query heads per KV head), so it "
+              "is a streaming kernel, but a batch offers only B*Hkv (sequence, KV head) pairs, too few to fill 132 "
+              "SMs. Flash-decoding splits each sequence: kernel 1 gives each CTA one split of one (sequence, KV "
+              "head) for the whole query-head group, keeps a running max and sum per head in fp32 (the online "
+              "softmax) and writes a partial output with its log-sum-exp; splits past a sequence's length exit at "
+              "once. Kernel 2 merges the non-empty splits by log-sum-exp. Each thread owns a 128-bit slice of a key "
+              "row; scores are summed across the row's threads with butterfly shuffles, in base 2 so exp is one "
+              "`ex2.approx`. K and V stream into shared memory with 16-byte `cp.async` several steps ahead, so "
+              "loads in flight hold no registers.",
+    "ncu_kernel": "split|merge",
+    "levers": [
+        "Tensor cores for the group: q.K^T and P.V as `mma.sync` (or WGMMA) tiles with the G query heads padded to "
+        "16 rows; the CUDA-core FMAs and shuffles are what cap G = 8 and MQA far below the copy bandwidth.",
+        "TMA for K/V: one thread issues a bulk tensor copy per tile, freeing the other threads' issue slots, "
+        "with an mbarrier pipeline in place of per-thread cp.async groups.",
+        "Paged KV cache and fused rotary/quantised-KV loads: serving stacks store K/V in pages and often in "
+        "fp8; reading fp8 halves the bytes of this memory-bound kernel.",
+    ],
     "isa_markers": {
         "required": [
-            {"text": "ld.global.v4", "meaning": "128-bit loads of K and V"},
+            {"text": "cp.async.cg.shared.global", "meaning": "16-byte asynchronous K/V loads into shared memory"},
+            {"text": "ld.global.v4", "meaning": "128-bit loads of q"},
+            {"text": "shfl.sync.bfly", "meaning": "butterfly shuffles for the scores and reductions"},
         ],
         "forbidden": [NO_LOCAL],
     },
-    "framework_facts": [*CUTEDSL_FACTS],
-    "pitfalls": [],
+    "framework_facts": [
+        *CUTEDSL_FACTS,
+        "The grid is sized from S_max, not from seq_lens, so no host sync reads the lengths; CTAs of splits past "
+        "a sequence's length exit at once.",
+        "cp.async.wait_group orders only the calling thread's copies: a thread that reads back only the slots it "
+        "copied itself needs no CTA barrier.",
+    ],
+    "pitfalls": [
+        {"pitfall": "plain 128-bit loads into registers with no prefetch reached 64% of the copy bandwidth "
+                    "(197 us on B32 Hq32 Hkv8 S4096 bf16)",
+         "fix": "a 3-stage cp.async shared-memory pipeline: 164 us, 77% of the copy",
+         "source": "benchmarks/bench_decode_attention.py --sweep on the H200"},
+    ],
 }
