@@ -32,6 +32,7 @@ if os.path.join(ROOT, "tools") not in sys.path:
 import catalog  # noqa: E402
 import compute_utilization  # noqa: E402
 import gpu_detect  # noqa: E402
+import isa_metrics  # noqa: E402
 import shapes  # noqa: E402
 import validate_inputs  # noqa: E402
 
@@ -120,6 +121,20 @@ def kb_headline(gpu, pattern, op, dtype, shapes_text):
     }
 
 
+def kb_isa_targets(gpu, pattern, op, dtype, shapes_text):
+    """This op's ISA optimization targets (tools/isa_metrics.targets), for the workspace README's table."""
+    spec = catalog.GPUS.get(gpu)
+    if not spec or (pattern, spec["framework"]) not in catalog.CELLS:
+        return []
+    try:
+        cases = shapes.build_cases(pattern, dtype, shapes_text)
+    except catalog.InputError:
+        return []
+    op_like = {"pattern": pattern, "op": op, "gpu": gpu, "dtype": dtype, "vendor": spec["vendor"],
+               "framework": spec["framework"], "formulas": catalog.op_formulas(pattern, op), "cases": cases}
+    return isa_metrics.targets(op_like, compute_utilization.load_specs())
+
+
 def kb_code(text):
     return f"`{text}`"
 
@@ -150,4 +165,5 @@ class KbaselineExtension(Extension):
             kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_derive=kb_derive, kb_op=kb_op, kb_abspath=kb_abspath,
             kb_logic_function=kb_logic_function, kb_op_info=kb_op_info, kb_roofline=kb_roofline,
             kb_check_op_name=kb_check_op_name, kb_cell=kb_cell, kb_headline=kb_headline, kb_code=kb_code,
+            kb_isa_targets=kb_isa_targets,
         )

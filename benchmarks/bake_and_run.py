@@ -58,6 +58,20 @@ def rows_of(ws: Path) -> list[dict]:
     return rows
 
 
+def artifacts(ws: Path) -> dict:
+    """What the V0 flow left behind: the roofline PNG, the report's ISA table, memory's ISA progress, the commit."""
+    report = (ws / "baseline_report.md").read_text() if (ws / "baseline_report.md").is_file() else ""
+    memory = json.loads((ws / "memory" / "v0.json").read_text()) if (ws / "memory" / "v0.json").is_file() else {}
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout
+    return {"workspace": ws.name, "roofline_png": (ws / "results" / "roofline.png").is_file(),
+            "report_embeds_png": "![roofline](results/roofline.png)" in report,
+            "isa_table": "## ISA metrics and targets" in report and "| metric |" in report,
+            "isa_progress_rows": len(memory.get("isa_metric_progress", [])),
+            "isa_met": sum(1 for r in memory.get("isa_metric_progress", []) if r.get("met") is True),
+            "quality_gate": memory.get("quality_gate", {}).get("result"),
+            "v0_commit": "V0: baseline kernel" in log}
+
+
 def render(summary: dict) -> str:
     lines = [f"GPU: {summary.get('device')}; torch {summary.get('torch')}; same-run device copy per workspace in "
              f"the '% copy' column's denominator.", "",
@@ -71,6 +85,11 @@ def render(summary: dict) -> str:
         else:
             perf = "- | - | - | - | - | -"
         lines.append(f"| {r['workspace']} | {r['case']} | {r['status']} | {err} | {perf} |")
+    lines += ["", "| workspace | roofline.png | report embeds it | ISA table | ISA targets met | quality gate | "
+              "V0 commit |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {a['workspace']} | {a['roofline_png']} | {a['report_embeds_png']} | {a['isa_table']} | "
+              f"{a['isa_met']}/{a['isa_progress_rows']} | {a['quality_gate']} | {a['v0_commit']} |"
+              for a in summary.get("artifacts", [])]
     failed = [r for r in summary["rows"] if r["status"] != "PASS"]
     lines += ["", f"{len(summary['rows']) - len(failed)}/{len(summary['rows'])} cases PASS."]
     lines += [f"- {r['workspace']} {r['case']}: {r['status']} {r.get('error') or ''}" for r in failed]
@@ -88,12 +107,13 @@ def main() -> int:
         for spec in args.specs:
             ws = bake(args.out, spec)
             print(f"{spec}: {'baked' if ws.is_dir() else 'bake FAILED, see the log'}", flush=True)
-    rows, meta = [], {}
+    rows, meta, arts = [], {}, []
     for ws in sorted(d for d in args.out.iterdir() if (d / "results" / "results.json").is_file()):
         rows += rows_of(ws)
+        arts.append(artifacts(ws))
         res = json.loads((ws / "results" / "results.json").read_text())
         meta = {"device": res.get("device"), "torch": res.get("torch")}
-    summary = {**meta, "rows": rows}
+    summary = {**meta, "rows": rows, "artifacts": arts}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (args.out / "summary.md").write_text(render(summary))
     print(render(summary))

@@ -26,8 +26,11 @@ ELEMENTWISE_OPS = PATTERN_OPS["elementwise"]
 OTHER_DTYPE = {"elementwise": {"H100": "fp16", "H20": "fp32"}, "reduction": {"H100": "fp16", "H20": "fp32"},
                "gemm": {"H100": "fp16", "H20": "fp16"}, "decode_attention": {"H100": "fp16", "H20": "bf16"}}
 DEFAULT_OP = {"elementwise": "silu_mul", "reduction": "softmax", "gemm": "matmul", "decode_attention": "gqa"}
+AMD_MATRIX = [("MI300X", "elementwise", "silu_mul", "bf16"), ("MI308X", "elementwise", "add", "fp16"),
+              ("MI355X", "elementwise", "gelu", "fp32")]
 MATRIX = [("H200", pattern, op, "bf16") for pattern, ops in PATTERN_OPS.items() for op in ops] + [
-    (gpu, pattern, DEFAULT_OP[pattern], dtypes[gpu]) for pattern, dtypes in OTHER_DTYPE.items() for gpu in dtypes]
+    (gpu, pattern, DEFAULT_OP[pattern], dtypes[gpu]) for pattern, dtypes in OTHER_DTYPE.items() for gpu in dtypes
+] + AMD_MATRIX
 
 
 def pytest_configure(config):
@@ -56,7 +59,8 @@ def read_json(path: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def matrix(cookies_session):
-    """Every cell baked: every op on the H200, each pattern's default op on the H100 and H20; once per session."""
+    """Every cell baked: every op on the H200, each pattern's default op on the H100 and H20, the FlyDSL cell on
+    each AMD GPU; once per session."""
     baked = {}
     for gpu, pattern, op, dtype in MATRIX:
         baked[(gpu, op)] = cookies_session.bake(extra_context={

@@ -16,7 +16,7 @@ def test_default_bake_on_cpu_is_honest(tmp_path):
     assert "V0 not run: no NVIDIA GPU" in done.stdout
     (ws,) = tmp_path.iterdir()
     spec = read_json(ws / "op.json")
-    assert (spec["pattern"], spec["op"], spec["gpu"], spec["dtype"]) == ("elementwise", "silu_mul", "H200", "bf16")
+    assert (spec["pattern"], spec["op"], spec["gpu"], spec["dtype"]) == ("gemm", "matmul", "H200", "bf16")
 
     report = (ws / "baseline_report.md").read_text()
     assert "**Status: NOT RUN**: no NVIDIA GPU" in report
@@ -48,3 +48,15 @@ def test_git_commit_works_without_a_user_identity(tmp_path):
     assert done.returncode == 0, done.stderr
     author = subprocess.run(["git", "log", "--format=%an <%ae>"], cwd=out / "noid", capture_output=True, text=True)
     assert author.stdout.strip() == "kbaseline <kbaseline@localhost>"
+
+
+def test_amd_bake_on_cpu_says_compiled_not_run(matrix):
+    """No AMD GPU here: the FlyDSL kernel is compiled to real ISA at bake time, and nothing claims it ran."""
+    ws = matrix[("MI355X", "gelu")].project_path
+    check = read_json(ws / "results" / "compile_only.json")
+    assert check["ok"] and check["target"] == "gfx950"
+    report = (ws / "baseline_report.md").read_text()
+    assert "compiled for gfx950; not run on hardware: no AMD GPU" in report
+    memory = read_json(ws / "memory" / "v0.json")
+    assert memory["correctness"]["status"] == "NOT_RUN" and "PASS" not in json.dumps(memory)
+    assert "PASS" not in report.replace("NOT_RUN", "")

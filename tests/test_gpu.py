@@ -17,9 +17,13 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("op,dtype", [("silu_mul", "bf16"), ("gelu", "fp16"), ("add", "fp32")])
-def test_workspace_passes_on_the_gpu(tmp_path, op, dtype):
-    done = bake_cli(tmp_path, f"op={op}", f"dtype={dtype}", "op_name=ws", "run_baseline=no")
+@pytest.mark.parametrize("pattern,op,dtype", [
+    ("elementwise", "silu_mul", "bf16"), ("elementwise", "gelu", "fp16"), ("elementwise", "add", "fp32"),
+    ("gemm", "matmul", "fp16"), ("reduction", "rmsnorm", "fp32"), ("reduction", "max", "fp16"),
+    ("decode_attention", "gqa", "fp16"),
+])
+def test_workspace_passes_on_the_gpu(tmp_path, pattern, op, dtype):
+    done = bake_cli(tmp_path, f"pattern={pattern}", f"op={op}", f"dtype={dtype}", "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
     ws = tmp_path / "ws"
     run = subprocess.run([sys.executable, "test_kernel.py", "--no-timing"], cwd=ws, capture_output=True, text=True,

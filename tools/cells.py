@@ -195,9 +195,10 @@ CELLS[("decode_attention", "cutedsl")] = {
               "SMs. Flash-decoding splits each sequence: kernel 1 gives each CTA one split of one (sequence, KV "
               "head) for the whole query-head group, keeps a running max and sum per head in fp32 (the online "
               "softmax) and writes a partial output with its log-sum-exp; splits past a sequence's length exit at "
-              "once. Kernel 2 merges the non-empty splits by log-sum-exp. Each thread owns a 128-bit slice of a key "
-              "row; scores are summed across the row's threads with butterfly shuffles, in base 2 so exp is one "
-              "`ex2.approx`. K and V stream into shared memory with 16-byte `cp.async` several steps ahead, so "
+              "once. Kernel 2 merges the non-empty splits by log-sum-exp, launched with programmatic dependent launch so "
+              "its launch overlaps kernel 1's tail. Each thread owns two 128-bit slices of a key row (one when a CTA "
+              "holds more than 4 heads), so at D = 128 eight threads share a key and a score needs 3 butterfly "
+              "shuffles, in base 2 so exp is one `ex2.approx`. K and V stream into shared memory with 16-byte `cp.async` several steps ahead, so "
               "loads in flight hold no registers.",
     "ncu_kernel": "split|merge",
     "levers": [
@@ -228,5 +229,62 @@ CELLS[("decode_attention", "cutedsl")] = {
                     "(197 us on B32 Hq32 Hkv8 S4096 bf16)",
          "fix": "a 3-stage cp.async shared-memory pipeline: 164 us, 77% of the copy",
          "source": "benchmarks/bench_decode_attention.py --sweep on the H200"},
+        {"pitfall": "one 128-bit slice per thread put 16 threads on a D = 128 key: 4 shuffle steps per score kept "
+                    "the headline at 0.82-0.84x torch SDPA",
+         "fix": "two slices per thread (8 threads per key, 3 steps), 4 stages, 5 splits: 154 us, 0.876x",
+         "source": "benchmarks/2026-11-30-h200-decode-attention.md"},
+        {"pitfall": "the CUDA-core FMA + shuffle design is compute-bound for large groups: G = 8 reaches 0.46x and "
+                    "MQA 0.29x of torch SDPA",
+         "fix": "not fixed in V0: tensor-core mma for q.K^T and P.V is the first lever",
+         "source": "benchmarks/2026-11-30-h200-decode-attention.md"},
+    ],
+}
+
+CELLS[("elementwise", "flydsl")] = {
+    "summary": "FlyDSL elementwise kernel (CDNA3/CDNA4): 1-D view, 256-thread workgroups (4 waves of 64), 2 (4 for "
+               "add/mul) 128-bit buffer accesses per lane per tensor, fp32 math, the tail bounded by the buffer "
+               "descriptor's num_records",
+    "semantics": "Any contiguous 1-D or 2-D shape under 2 GiB per tensor (buffer offsets are 32-bit), one shape for "
+                 "all tensors; the math runs in fp32 registers with one rounding on the store.",
+    "design": "The tensor is viewed as 1-D. Each 256-thread workgroup (four 64-lane waves, one per SIMD) owns a "
+              "tile of 256 x VEC x UNROLL elements, and each lane moves UNROLL 128-bit vectors per tensor with "
+              "`buffer_load_dwordx4`/`buffer_store_dwordx4`. A buffer access is bounds-checked by the hardware "
+              "against the descriptor's num_records, so the last, partial workgroup needs no per-lane predicate: it "
+              "uses one-element buffer accesses, out-of-range loads read 0 and out-of-range stores are dropped. No "
+              "LDS: nothing is reused. Compiled for real gfx942/gfx950 ISA on a CPU; not run on AMD hardware here.",
+    "profile": "rocprofv3 --kernel-trace --stats -d results/rocprof -- python test_kernel.py --no-timing",
+    "levers": [
+        "Time it on the GPU first: UNROLL and the workgroup size were sized from bandwidth x latency on paper "
+        "(the ~1 us loaded latency is an assumption); sweep UNROLL {1, 2, 4, 8} x {128, 256, 512} threads.",
+        "Fuse it into its producer's epilogue (e.g. silu·mul into the gate/up GEMM): the op moves bytes and does "
+        "almost no math, so not existing on its own is the biggest win.",
+        "Non-temporal stores (`nt` / `sc1` bits on the buffer store) for stream-once outputs keep them from "
+        "evicting data other kernels reuse from the MI300's Infinity Cache.",
+    ],
+    "isa_markers": {
+        "required": [
+            {"text": "buffer_load_dwordx4", "meaning": "128-bit buffer loads (fast path)"},
+            {"text": "buffer_store_dwordx4", "meaning": "128-bit buffer stores (fast path)"},
+            {"text": ".private_segment_fixed_size: 0", "meaning": "no scratch memory per lane"},
+        ],
+        "forbidden": [{"text": "scratch_", "meaning": "scratch loads/stores: register spills"}],
+    },
+    "framework_facts": [
+        "Compile-only needs COMPILE_ONLY=1 ARCH=<gfx> FLYDSL_GPU_ARCH=<gfx> and a ROCM_PATH with llvm/bin/ld.lld "
+        "(LLD >= 19) and amdgcn/bitcode; tools/rocm_env.py builds one from Debian lld-19 + rocm-device-libs. Without "
+        "COMPILE_ONLY, FlyDSL aborts the process when there is no HIP runtime.",
+        "FlyDSL and CuTe DSL cannot be loaded into one process (nanobind duplicate-type abort): compile FlyDSL in a "
+        "child process.",
+        "fx.rocdl.make_buffer_tensor(t, max_size=False) sets num_records = the tensor's bytes; out-of-range buffer "
+        "loads read 0 and stores are dropped, checked per dword.",
+    ],
+    "pitfalls": [
+        {"pitfall": "make_layout_tv on a 1-D layout returns a 2-D tiler and the partition aborts "
+                    "('Mismatched ranks')",
+         "fix": "pass the layout (THREADS, VEC):(VEC, 1) and the tile (THREADS*VEC,) to make_tiled_copy directly",
+         "source": "FlyDSL 0.4.2 behaviour"},
+        {"pitfall": "gelu's erf comes from the ROCm math library and fails to link without rocm-device-libs",
+         "fix": "apt-get install rocm-device-libs (tools/rocm_env.py points ROCM_PATH/amdgcn at it)",
+         "source": "FlyDSL 0.4.2 compile error"},
     ],
 }

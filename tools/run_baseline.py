@@ -5,7 +5,8 @@
     1. python test_kernel.py --compile-only   the ISA markers of the compiled kernel
     2. python test_kernel.py                  correctness per case (SIGALRM) + timing vs torch eager
     3. compute_utilization                    TFLOPS, GB/s, % of the cited dense peaks, roofline position
-    4. baseline_report.md, plans/v0_plan.md   written from the results
+       roofline, isa_metrics                  results/roofline.png; the compiled ISA against the op's targets
+    4. baseline_report.md, plans/v0_plan.md   written from the results (the plan holds the gpu-wiki route)
     5. memory/v0.json                         through memory_manager (schema-validated)
     6. git commit -m "V0: baseline kernel"
 
@@ -22,8 +23,10 @@ import sys
 from pathlib import Path
 
 import compute_utilization
+import isa_metrics
 import memory_manager
 import report
+import roofline
 
 WS = Path(__file__).resolve().parent.parent
 COMMIT_PATHS = ["kernel.py", "test_kernel.py", "reference.py", "baseline_report.md", "memory", "README.md",
@@ -92,10 +95,11 @@ def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
     return rows
 
 
-def write_memory(ws: Path, op: dict, results: dict | None, util: dict, compile_check: dict | None,
+def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows: list[dict],
                  not_run_reason: str | None) -> None:
     memory_manager.create(ws, "v0", force=True)
-    wiki_lines, wiki_refs = report.wiki_status(op)
+    route = report.wiki_route(op)
+    _lines, wiki_refs = report.wiki_status(op, route)
     values = {
         "op": {"name": op["op_name"], "pattern": op["pattern"], "op": op["op"], "gpu": op["gpu"],
                "target": op["target"], "framework": op["framework"], "dtype": op["dtype"]},
@@ -103,15 +107,12 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, compile_c
         "optimization.action_description": op["baseline_summary"],
         "references": report.spec_sources(op) + wiki_refs,
         "pitfalls_and_fixes": op["pitfalls"],
-        "search_log": [{"query": "gpu-wiki index", "where": op["gpu_wiki"], "finding": wiki_lines[0][2:]}],
+        "search_log": report.wiki_search_log(op, route),
+        "isa_metric_progress": isa_rows,
     }
     head = git(ws, "rev-parse", "HEAD")
     if head.returncode == 0:
         values["git_commit_hash"] = head.stdout.strip()
-    if compile_check:
-        values["isa_metric_progress"] = [
-            {"metric": f"{c['marker']} ({c['meaning']})", "target": c["expect"], "current": c["count"], "met": c["ok"],
-             "source": f"compile-only PTX for {compile_check['target']}"} for c in compile_check["checks"]]
     if not results or not results.get("ran"):
         reason = not_run_reason or (results or {}).get("not_run_reason") or "not run"
         values.update({"correctness.status": "NOT_RUN", "correctness.not_run_reason": reason,
@@ -152,16 +153,33 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, compile_c
     memory_manager.update(ws, "v0", values=values)
 
 
+def with_compile_status(reason: str, op: dict, compile_check: dict | None) -> str:
+    """A NOT RUN reason that also says whether the kernel compiled for the target on this machine."""
+    if compile_check and compile_check.get("target") == op["target"]:
+        state = "compiled for" if compile_check.get("ok") else "compile-only check FAILED for"
+        return f"{state} {op['target']}; not run on hardware: {reason}"
+    return reason
+
+
 def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None = None) -> None:
     """Steps 3-5: utilization, the plan and report, and memory, from whatever results exist."""
     compile_check = report.load_json(ws / "results" / "compile_only.json")
+    if not_run_reason:
+        not_run_reason = with_compile_status(not_run_reason, op, compile_check)
     config = kernel_config(op, headline_case(op))
-    util = utilization_rows(op, results) if results and results.get("ran") else {}
+    ran = bool(results and results.get("ran"))
+    util = utilization_rows(op, results) if ran else {}
     if util:
         (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
+    specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
+    reason = None if ran else (not_run_reason or (results or {}).get("not_run_reason") or "not run")
+    metrics = isa_metrics.read_workspace(ws, op)
+    isa = {"metrics": metrics,
+           "rows": isa_metrics.progress(op, specs, metrics, util.get(headline_case(op)["name"]), reason)}
+    plot = roofline.plot(ws, op, results, specs, reason)
     report.write_plan(ws, op, config)
-    report.write_report(ws, op, results, util, config, not_run_reason, compile_check)
-    write_memory(ws, op, results, util, compile_check, not_run_reason)
+    report.write_report(ws, op, results, util, config, not_run_reason, compile_check, isa, plot)
+    write_memory(ws, op, results, util, isa["rows"], not_run_reason)
 
 
 def run_tests(ws: Path, timeout: float) -> dict | None:

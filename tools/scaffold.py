@@ -6,7 +6,9 @@
 3. copy the user's PyTorch logic file next to reference.py, when one was given;
 4. write the plan, and a NOT RUN report and memory that say why nothing ran yet;
 5. git init + commit the scaffold (with a local identity when user.email is unset);
-6. run the V0 flow (tools/run_baseline.py) when run_baseline allows and a GPU of the right vendor is here.
+6. run the V0 flow (tools/run_baseline.py) when run_baseline allows and a GPU of the right vendor is here;
+   for an AMD target without an AMD GPU, compile to the target's ISA first, so the records say
+   "compiled for gfx9xx; not run on hardware".
 
 It never raises: cookiecutter deletes the workspace when the post-gen hook fails, so failures are
 printed and recorded instead.
@@ -26,7 +28,9 @@ import shapes
 from run_baseline import git_commit
 from validate_inputs import validate
 
-WORKSPACE_TOOLS = ["compute_utilization.py", "memory_manager.py", "run_baseline.py", "report.py", "gpu_detect.py"]
+WORKSPACE_TOOLS = ["compute_utilization.py", "memory_manager.py", "run_baseline.py", "report.py", "gpu_detect.py",
+                   "roofline.py", "isa_metrics.py"]
+FRAMEWORK_TOOLS = {"cutedsl": [], "flydsl": ["rocm_env.py"]}  # FlyDSL compiles on a CPU through a stand-in ROCm tree
 REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
 
 
@@ -67,9 +71,9 @@ def keep_cell(ws: Path, framework: str, pattern: str) -> None:
     shutil.rmtree(ws / "cells")
 
 
-def copy_shared(ws: Path, root: Path) -> None:
+def copy_shared(ws: Path, root: Path, framework: str) -> None:
     (ws / "tools").mkdir(exist_ok=True)
-    for name in WORKSPACE_TOOLS:
+    for name in WORKSPACE_TOOLS + FRAMEWORK_TOOLS[framework]:
         shutil.copy2(root / "tools" / name, ws / "tools" / name)
     (ws / "reference").mkdir(exist_ok=True)
     for name in REFERENCE_FILES:
@@ -97,7 +101,7 @@ def main(ctx: dict, root: Path, ws: Path) -> None:
     op = build_op_json(ctx, resolved)
     (ws / "op.json").write_text(json.dumps(op, indent=2) + "\n")
     keep_cell(ws, resolved["framework"], ctx["pattern"])
-    copy_shared(ws, root)
+    copy_shared(ws, root, resolved["framework"])
     if resolved["pytorch_logic"]:
         shutil.copy2(resolved["pytorch_logic"]["path"], ws / "user_logic.py")
     (ws / ".gitignore").write_text("__pycache__/\nbuild/\n*.tmp\n")
@@ -106,6 +110,8 @@ def main(ctx: dict, root: Path, ws: Path) -> None:
     go, reason = run_decision(ctx, resolved["vendor"])
     if ctx["run_baseline"] == "yes" and not go:
         print(f"kbaseline: warning: run_baseline=yes but {reason}; the report and memory say NOT RUN")
+    if not go and resolved["vendor"] == "amd":  # no AMD GPU here: still prove the kernel compiles to real ISA
+        run_tool(ws, "test_kernel.py", "--compile-only")
     run_tool(ws, "tools/run_baseline.py", "--not-run", reason or "V0 run starting now")
     git_commit(ws, f"Scaffold {op['op_name']}: {op['op']} {op['dtype']} {op['pattern']} for {op['gpu']} "
                    f"({op['framework']}, {op['target']})" + ("" if go else f"; V0 not run: {reason}"))

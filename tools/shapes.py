@@ -164,10 +164,18 @@ CASE_BUILDERS = {
 }
 
 
-def check(pattern: str, dtype: str, text: str) -> None:
-    """Raise InputError when the user's shapes do not parse for this pattern and dtype."""
-    if text.strip():
-        CASE_BUILDERS[pattern](text, "representative", dtype)
+FLYDSL_MAX_TENSOR_BYTES = 2**31  # FlyDSL buffer descriptors: 32-bit num_records and per-lane byte offsets
+
+
+def check(pattern: str, dtype: str, text: str, framework: str = "cutedsl") -> None:
+    """Raise InputError when the user's shapes do not parse for this pattern, dtype and framework."""
+    if not text.strip():
+        return
+    for case in CASE_BUILDERS[pattern](text, "representative", dtype):
+        nbytes = case["vars"].get("numel", 0) * case["vars"]["elem_bytes"]
+        if framework == "flydsl" and nbytes >= FLYDSL_MAX_TENSOR_BYTES:
+            raise InputError(f"shapes: '{case['name'][4:]}' is {nbytes} bytes per tensor; FlyDSL buffer accesses "
+                             f"address under 2 GiB (32-bit offsets), so split the tensor or use smaller shapes")
 
 
 def build_cases(pattern: str, dtype: str, text: str) -> list[dict]:

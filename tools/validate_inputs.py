@@ -59,10 +59,10 @@ def _check_dtype(pattern: str, dtype: str) -> None:
         raise InputError(f"dtype: {dtype} is not supported by {pattern}; choose one of {', '.join(allowed)}")
 
 
-def _check_shapes(pattern: str, dtype: str, text: str) -> None:
+def _check_shapes(pattern: str, dtype: str, text: str, framework: str) -> None:
     if text.strip():
         try:
-            shapes.check(pattern, dtype, text)
+            shapes.check(pattern, dtype, text, framework)
         except InputError as err:
             raise InputError(f"{err} ({catalog.PATTERNS[pattern]['shapes_help']})") from None
 
@@ -138,7 +138,7 @@ def validate(ctx: dict) -> dict:
     spec = _check_gpu(gpu)
     _check_cell(ctx["pattern"], gpu, spec["framework"])
     _check_dtype(ctx["pattern"], ctx["dtype"])
-    _check_shapes(ctx["pattern"], ctx["dtype"], ctx["shapes"])
+    _check_shapes(ctx["pattern"], ctx["dtype"], ctx["shapes"], spec["framework"])
     if ctx["run_baseline"] not in ("auto", "yes", "no"):
         raise InputError(f"run_baseline: '{ctx['run_baseline']}' is not auto, yes or no")
     inputs = catalog.op_inputs(ctx["pattern"], op)

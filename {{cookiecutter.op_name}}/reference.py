@@ -30,7 +30,7 @@ import math
 
 {% endif -%}
 import torch
-{%- if op not in ["add", "mul", "sum", "mean", "max", "matmul"] %}
+{%- if op not in ["add", "mul", "sum", "mean", "max", "softmax", "matmul"] %}
 import torch.nn.functional as F
 {%- endif %}
 {% endif %}

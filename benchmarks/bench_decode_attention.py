@@ -1,0 +1,345 @@
+"""H200 check and benchmark of a decode-attention (gqa) kernel dir against torch SDPA, in one process.
+
+    python benchmarks/bench_decode_attention.py --kernel-dir <dir with kernel.py + op.json> --out /tmp/da
+    python benchmarks/bench_decode_attention.py --kernel-dir <dir> --out /tmp/da --sweep      # + knob sweep first
+    python benchmarks/bench_decode_attention.py --kernel-dir <dir> --out /tmp/da --sweep --pick-best  # then use best
+    python benchmarks/bench_decode_attention.py --out /tmp/da --summarize                     # re-render, no GPU
+
+Correctness: every case, in bf16 and fp16, draws fresh randn inputs, poisons `out` with NaN, and compares
+against a float64 masked-softmax reference: rel_err = ||out - ref|| / ||ref|| < 1e-2. Cache positions past
+seq_len hold random data; the `huge` and `nan` variants fill them with 6e4 or NaN to prove they are masked
+(and, for NaN, never read). Timing: CUDA events around each launch, L2 flushed before each, median after
+warm-up (the harness's bench()); kernel, torch SDPA and a 1 GiB device copy are timed by the same function.
+SDPA gets q4 = q[B, Hq, 1, D] and k4/v4 = the cache as [B, Hkv, S, D] (contiguous copies made before timing;
+the strided transpose view is timed too), enable_gqa=True, and a boolean key mask only when lengths differ.
+Bytes = K and V rows actually read for the real lengths + q + out. Writes <out>/summary.md and summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+TOL = 1e-2
+# (name, B, Hq, Hkv, S, D, lengths, timed, fills): lengths "full", "one", or a list / ("random", seed)
+CASES = [
+    ("B32_Hq32_Hkv8_S4096_D128", 32, 32, 8, 4096, 128, "full", True, ("random",)),
+    ("B8_Hq64_Hkv8_S16384_D128", 8, 64, 8, 16384, 128, "full", True, ("random",)),
+    ("B1_Hq32_Hkv32_S32768_D128", 1, 32, 32, 32768, 128, "full", True, ("random",)),
+    ("B16_Hq32_Hkv8_S8192_D64", 16, 32, 8, 8192, 64, "full", True, ("random",)),
+    ("MQA_B8_Hq32_Hkv1_S8192_D128", 8, 32, 1, 8192, 128, "full", True, ("random",)),
+    ("mixed_B16_Hq32_Hkv8_S8192_D128", 16, 32, 8, 8192, 128, ("random", 7), True, ("random", "huge", "nan")),
+    ("seqlen1_B4_Hq32_Hkv8_S1024_D128", 4, 32, 8, 1024, 128, "one", False, ("random", "huge", "nan")),
+    ("odd_lens_B4_Hq32_Hkv8_S4096_D128", 4, 32, 8, 4096, 128, [4093, 2029, 509, 3001], False, ("random", "huge", "nan")),
+    ("MQA_mixed_B4_Hq32_Hkv1_S3000_D128", 4, 32, 1, 3000, 128, [2999, 1, 1500, 3000], False, ("random", "huge")),
+    ("MHA_B3_Hq12_Hkv12_S777_D64", 3, 12, 12, 777, 64, [777, 5, 300], False, ("random", "huge")),
+    ("G6_B2_Hq48_Hkv8_S2000_D128", 2, 48, 8, 2000, 128, [2000, 1234], False, ("random",)),
+    ("D64_G1_B2_Hq8_Hkv8_S1000_D64", 2, 8, 8, 1000, 64, [1000, 999], False, ("random",)),
+    ("D256_B4_Hq16_Hkv2_S4096_D256", 4, 16, 2, 4096, 256, [4096, 3000, 17, 1], False, ("random", "huge")),
+]
+HEADLINE = "B32_Hq32_Hkv8_S4096_D128"
+
+
+def load_kernel(kernel_dir: Path):
+    sys.path.insert(0, str(kernel_dir))
+    spec = importlib.util.spec_from_file_location("kernel", kernel_dir / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int = 500) -> dict:
+    """Median device time of fn() in microseconds: CUDA events per launch, L2 flushed before each (harness copy)."""
+    import torch
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    warm = 0
+    while (time.perf_counter() - t0) * 1e3 < warmup_ms or warm < 3:
+        fn()
+        warm += 1
+        torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
+    per_iter = max((time.perf_counter() - t0) * 1e3 / warm, 1e-3)
+    iters = int(min(max_iters, max(10, rep_ms / per_iter)))
+    for i in range(iters):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts[:iters], ends[:iters])]
+    return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
+
+
+def copy_gbps(nbytes: int = 1 << 30) -> float:
+    import torch
+
+    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    return 2 * nbytes / (bench(lambda: dst.copy_(src))["median_us"] * 1e-6) / 1e9
+
+
+def lengths(spec, B: int, S: int) -> list[int]:
+    import random
+
+    if spec == "full":
+        return [S] * B
+    if spec == "one":
+        return [1] * B
+    if isinstance(spec, tuple):
+        rng = random.Random(spec[1])
+        lens = [rng.randint(1, S) for _ in range(B)]
+        lens[0], lens[-1] = 1, S
+        return lens
+    return list(spec)
+
+
+def make_inputs(B, Hq, Hkv, S, D, lens, dtype, fill, seed):
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(B, Hq, D, dtype=dtype, device="cuda", generator=gen)
+    k = torch.randn(B, S, Hkv, D, dtype=dtype, device="cuda", generator=gen)
+    v = torch.randn(B, S, Hkv, D, dtype=dtype, device="cuda", generator=gen)
+    if fill != "random":
+        value = 6.0e4 if fill == "huge" else float("nan")
+        for b, n in enumerate(lens):
+            k[b, n:] = value
+            v[b, n:] = value
+    return q, k, v, torch.tensor(lens, dtype=torch.int32, device="cuda")
+
+
+def reference(q, k, v, lens, scale):
+    """float64 masked softmax(q k^T * scale) v, one sequence at a time over its first lens[b] keys."""
+    import torch
+
+    B, Hq, D = q.shape
+    Hkv = k.shape[2]
+    out = torch.empty(B, Hq, D, dtype=torch.float64, device=q.device)
+    for b, n in enumerate(lens):
+        qb = q[b].double().view(Hkv, Hq // Hkv, D)
+        kb, vb = k[b, :n].double(), v[b, :n].double()
+        p = torch.softmax(torch.einsum("hgd,lhd->hgl", qb, kb) * scale, dim=-1)
+        out[b] = torch.einsum("hgl,lhd->hgd", p, vb).reshape(Hq, D)
+    return out
+
+
+def rel_err(out, ref) -> float:
+    diff = (out.double() - ref).norm().item()
+    denom = ref.norm().item()
+    return float("nan") if math.isnan(diff) else diff / denom
+
+
+def check(kernel, case, dtype, fill, seed) -> dict:
+    import torch
+
+    name, B, Hq, Hkv, S, D, spec, _, _ = case
+    lens = lengths(spec, B, S)
+    q, k, v, sl = make_inputs(B, Hq, Hkv, S, D, lens, dtype, fill, seed)
+    out = torch.full_like(q, float("nan"))
+    kernel.run(q, k, v, sl, out=out)
+    torch.cuda.synchronize()
+    scale = kernel._softmax_scale(D)
+    err = rel_err(out, reference(q, k, v, lens, scale))
+    ok = not math.isnan(err) and err < TOL
+    return {"case": name, "dtype": str(dtype).removeprefix("torch."), "fill": fill, "rel_err": err,
+            "nan_out": int(torch.isnan(out).sum()), "status": "PASS" if ok else "FAIL"}
+
+
+def time_case(kernel, case, dtype, seed, gbps_copy) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    name, B, Hq, Hkv, S, D, spec, _, _ = case
+    lens = lengths(spec, B, S)
+    q, k, v, sl = make_inputs(B, Hq, Hkv, S, D, lens, dtype, "random", seed)
+    out = torch.empty_like(q)
+    scale = kernel._softmax_scale(D)
+    q4 = q.view(B, Hq, 1, D)
+    k4c, v4c = k.transpose(1, 2).contiguous(), v.transpose(1, 2).contiguous()
+    k4v, v4v = k.transpose(1, 2), v.transpose(1, 2)
+    mask = None
+    if any(n != S for n in lens):
+        mask = (torch.arange(S, device="cuda")[None, :] < sl[:, None]).view(B, 1, 1, S)
+
+    def sdpa(kk, vv):
+        return F.scaled_dot_product_attention(q4, kk, vv, attn_mask=mask, scale=scale, enable_gqa=True)
+
+    t_k = bench(lambda: kernel.run(q, k, v, sl, out=out))["median_us"]
+    t_c = bench(lambda: sdpa(k4c, v4c))["median_us"]
+    t_v = bench(lambda: sdpa(k4v, v4v))["median_us"]
+    elt = q.element_size()
+    nbytes = sum(lens) * Hkv * D * 2 * elt + 2 * B * Hq * D * elt
+    gbps = nbytes / (t_k * 1e-6) / 1e9
+    best = min(t_c, t_v)
+    p = kernel.plan(B, Hq, Hkv, S, D)
+    return {"case": name, "dtype": str(dtype).removeprefix("torch."), "bytes": nbytes, "kernel_us": t_k,
+            "gbps": gbps, "pct_copy": 100 * gbps / gbps_copy, "torch_contig_us": t_c, "torch_view_us": t_v,
+            "torch_gbps": nbytes / (best * 1e-6) / 1e9, "speedup_vs_torch": best / t_k, "masked_sdpa": mask is not None,
+            "splits": p["splits"], "split_size": p["split_size"], "grid": p["grid"], "heads_per_cta": p["heads"],
+            "unroll": p["unroll"]}
+
+
+# Kernel module knobs tried by --sweep on the headline case (bf16); each entry overrides module globals.
+SWEEP = [
+    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 4, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 4, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": False, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 1056, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 1056, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 1, "STAGES": 5, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 64},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 64},
+]
+
+
+def sweep(kernel, gbps_copy) -> tuple[list[dict], dict | None]:
+    """Headline case, bf16: each SWEEP entry checked and timed with the same timer; returns rows and the fastest."""
+    import torch
+    import torch.nn.functional as F
+
+    case = next(c for c in CASES if c[0] == HEADLINE)
+    _, B, Hq, Hkv, S, D = case[:6]
+    q, k, v, sl = make_inputs(B, Hq, Hkv, S, D, [S] * B, torch.bfloat16, "random", 12)
+    out = torch.empty_like(q)
+    k4, v4 = k.transpose(1, 2).contiguous(), v.transpose(1, 2).contiguous()
+    q4 = q.view(B, Hq, 1, D)
+    scale = kernel._softmax_scale(D)
+    torch_us = bench(lambda: F.scaled_dot_product_attention(q4, k4, v4, scale=scale, enable_gqa=True))["median_us"]
+    nbytes = B * S * Hkv * D * 2 * 2 + 2 * B * Hq * D * 2
+    rows, best = [], None
+    saved = {name: getattr(kernel, name) for name in SWEEP[0]}
+    for knobs in SWEEP:
+        for name, value in knobs.items():
+            setattr(kernel, name, value)
+        kernel._compiled.clear()
+        kernel._workspace.clear()
+        row = dict(knobs, torch_us=torch_us)
+        try:
+            r = check(kernel, case, torch.bfloat16, "random", 11)
+            t_k = bench(lambda: kernel.run(q, k, v, sl, out=out))["median_us"]
+            p = kernel.plan(B, Hq, Hkv, S, D)
+            gbps = nbytes / (t_k * 1e-6) / 1e9
+            row.update(rel_err=r["rel_err"], status=r["status"], kernel_us=t_k, gbps=gbps,
+                       pct_copy=100 * gbps / gbps_copy, speedup_vs_torch=torch_us / t_k, splits=p["splits"],
+                       split_size=p["split_size"])
+            if r["status"] == "PASS" and (best is None or t_k < best[1]):
+                best = (knobs, t_k)
+        except Exception as err:  # a variant that fails is recorded, the sweep goes on
+            row["error"] = f"{type(err).__name__}: {err}"[:300]
+        rows.append(row)
+        print("sweep", row, flush=True)
+    for name, value in saved.items():
+        setattr(kernel, name, value)
+    kernel._compiled.clear()
+    kernel._workspace.clear()
+    return rows, (best[0] if best else None)
+
+
+def render(s: dict) -> str:
+    md = [f"Device: {s['device']}; torch {s['torch']}; {s['date']}; same-run device copy {s['copy_gbps']:.0f} GB/s", "",
+          "Correctness (float64 masked-softmax reference, tolerance 1e-2; `huge`/`nan` = cache past seq_len "
+          "filled with 6e4 / NaN):", "", "| case | dtype | fill | rel_err | status |", "|---|---|---|---|---|"]
+    md += [f"| {r['case']} | {r['dtype']} | {r['fill']} | {r['rel_err']:.2e} | {r['status']} |" if "rel_err" in r
+           else f"| {r['case']} | {r['dtype']} | {r['fill']} | - | FAIL: {r['error']} |" for r in s["checks"]]
+    md += ["", "Timing (median, cold L2). torch = faster of SDPA on contiguous [B,Hkv,S,D] copies and on the "
+           "transposed view; masked = SDPA given a key mask (mixed lengths).", "",
+           "| case | dtype | kernel (us) | GB/s | % of copy | torch contig (us) | torch view (us) | torch GB/s | "
+           "kernel vs torch | splits x keys | grid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in s["timing"]:
+        if "error" in r:
+            md.append(f"| {r['case']} | {r['dtype']} | FAIL: {r['error']} |")
+            continue
+        md.append(f"| {r['case']}{' (masked)' if r['masked_sdpa'] else ''} | {r['dtype']} | {r['kernel_us']:.1f} | "
+                  f"{r['gbps']:.0f} | {r['pct_copy']:.1f} | {r['torch_contig_us']:.1f} | {r['torch_view_us']:.1f} | "
+                  f"{r['torch_gbps']:.0f} | {r['speedup_vs_torch']:.3f}x | {r['splits']} x {r['split_size']} | "
+                  f"{r['grid']} |")
+    if s.get("sweep"):
+        md += ["", f"Sweep on {HEADLINE} bf16 (kernel module knobs; chunks = 128-bit chunks of a key row per thread, "
+               "unroll = keys per thread per step; torch SDPA timed in the same sweep):", "",
+               "| chunks | unroll | stages | threads | target CTAs | PDL | splits x keys | kernel (us) | GB/s | "
+               "% of copy | torch (us) | vs torch | rel_err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in s["sweep"]:
+            knobs = (f"| {r['CHUNKS_FEW_HEADS']} | {r['UNROLL_FEW_HEADS']} | {r['STAGES']} | {r['THREADS']} | "
+                     f"{r['TARGET_CTAS']} | {r['PDL']} |")
+            md.append(f"{knobs} FAIL: {r['error']} |" if "error" in r else
+                      f"{knobs} {r['splits']} x {r['split_size']} | {r['kernel_us']:.1f} | {r['gbps']:.0f} | "
+                      f"{r['pct_copy']:.1f} | {r['torch_us']:.1f} | {r['speedup_vs_torch']:.3f}x | "
+                      f"{r['rel_err']:.1e} {r['status']} |")
+        if s.get("picked"):
+            md += ["", f"Checks and timing above ran with the fastest passing sweep entry: {s['picked']}"]
+    return "\n".join(md) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kernel-dir", type=Path, help="folder holding kernel.py and op.json (a workspace or a scratch copy)")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--sweep", action="store_true", help="time the SWEEP knob settings on the headline case first")
+    p.add_argument("--pick-best", action="store_true", help="with --sweep: run checks and timing with the fastest entry")
+    p.add_argument("--dtype", action="append", choices=["bf16", "fp16"], help="repeatable; default both")
+    p.add_argument("--summarize", action="store_true", help="re-render <out>/summary.md from summary.json (no GPU)")
+    args = p.parse_args()
+    if args.summarize:
+        summary = json.loads((args.out / "summary.json").read_text())
+    else:
+        import torch
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        kernel = load_kernel(args.kernel_dir.resolve())
+        dtypes = [{"bf16": torch.bfloat16, "fp16": torch.float16}[d] for d in (args.dtype or ["bf16", "fp16"])]
+        summary = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "checks": [], "timing": []}
+        summary["copy_gbps"] = copy_gbps()
+        if args.sweep:  # first, so that --pick-best can run every check and timing below with the winner
+            summary["sweep"], best = sweep(kernel, summary["copy_gbps"])
+            if args.pick_best and best:
+                for name, value in best.items():
+                    setattr(kernel, name, value)
+                summary["picked"] = best
+        seed = 100
+        for case in CASES:
+            for dtype in dtypes:
+                for fill in case[8]:
+                    seed += 1
+                    try:
+                        summary["checks"].append(check(kernel, case, dtype, fill, seed))
+                    except Exception as err:
+                        summary["checks"].append({"case": case[0], "dtype": str(dtype), "fill": fill,
+                                                  "status": "FAIL", "error": f"{type(err).__name__}: {err}"[:300],
+                                                  "traceback": traceback.format_exc(limit=3)[-1500:]})
+                    print("check", summary["checks"][-1], flush=True)
+        for case in (c for c in CASES if c[7]):
+            for dtype in dtypes:
+                seed += 1
+                try:
+                    summary["timing"].append(time_case(kernel, case, dtype, seed, summary["copy_gbps"]))
+                except Exception as err:
+                    summary["timing"].append({"case": case[0], "dtype": str(dtype), "error": f"{type(err).__name__}: {err}"[:300]})
+                print("time", summary["timing"][-1], flush=True)
+        summary["copy_gbps_end"] = copy_gbps()
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    md = render(summary)
+    (args.out / "summary.md").write_text(md)
+    print(md)
+    return 0 if all(r["status"] == "PASS" for r in summary["checks"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

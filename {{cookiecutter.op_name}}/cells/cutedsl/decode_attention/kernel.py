@@ -1,0 +1,524 @@
+"""Decode attention (GQA / MHA / MQA, one query token per sequence) in CuTe DSL for Hopper (sm_90a).
+
+What it computes
+    out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
+    with q[B, Hq, D], k_cache/v_cache[B, S_max, Hkv, D] (contiguous), seq_lens[B] int32 (1 <= len <= S_max),
+    G = Hq / Hkv query heads per KV head (MHA: G = 1, MQA: Hkv = 1), D in {64, 128, 256}, bf16/fp16 in and
+    out, all math in fp32. scale = op.json params.scale, or 1/sqrt(D) when null.
+
+Why this shape (flash-decoding)
+    One query row per head means each K/V byte is used for only 2*G FMAs: at G = 4, D = 128 a sequence of
+    4096 keys is 2 MiB of K/V for 8.4 MFLOP, ~4 FLOP/byte, far left of the H200 ridge (~206). The kernel
+    must stream K/V at HBM speed, read each byte once, and put enough CTAs on the 132 SMs although a
+    batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
+
+    kernel 1  grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for
+              `heads` query heads at once (the whole GQA group when G <= 8), keeps an online softmax
+              (running max m, running sum l, fp32 accumulator) and writes a normalised partial
+              o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at or past len_b
+              (short sequences in a mixed batch) returns at once and writes nothing.
+    kernel 2  grid (Hq, B), D threads: merges the ceil(len_b / split_size) non-empty splits by
+              log-sum-exp, out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M), M = max_s lse_s, so the
+              empty splits are never read. Its loops are unrolled 4x (MERGE_UNROLL) so 4 independent L2 loads
+              are in flight instead of one dependent load per split, and it is launched with programmatic
+              dependent launch (PDL): kernel 1 calls griddepcontrol.launch_dependents at its start, kernel 2
+              waits in griddepcontrol.wait, so its launch overlaps kernel 1's tail.
+
+How many splits (plan(), numbers for the H200's 132 SMs)
+    items = B * Hkv * (G / heads) independent work items; TARGET_CTAS = 132 * 8 = 1056 CTAs (~5 waves of
+    the 2 split CTAs an SM holds at 204 registers/thread); splits = clamp(ceil(1056 / items), 1,
+    ceil(S / 256)) (a split reads >= 256 keys, so partial outputs stay ~1% of the traffic); split_size =
+    ceil(S / splits) rounded up to the CTA step, then splits = ceil(S / split_size).
+      B32 Hq32 Hkv8 S4096:   items 256 -> 5 splits x 832 keys, grid [1, 5, 256]  = 1280 CTAs
+      B8  Hq64 Hkv8 S16384:  items  64 -> 17 splits x 976 keys                    = 1088 CTAs
+      B1  Hq32 Hkv32 S32768: items  32 -> 33 -> 32 splits x 1024 keys             = 1024 CTAs
+    The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit.
+    Measured (B32 Hq32 Hkv8 S4096 bf16, 2 chunks x 2 keys, 4 stages): 5 splits 154.2 us, 9 splits 161.2 us.
+
+Thread / value layout of a split CTA (128 threads = 4 warps)
+    Each thread owns `nch` 128-bit chunks (8 dims each) of a key row: nch = 2 when the CTA holds <= 4
+    query heads, 1 for 5-8 heads (q and the accumulator cost 8*nch fp32 registers per head each). So
+    tpk = D/(8*nch) threads share a row and a step covers rows = 128/tpk keys (<= 4 heads: D=128: 8 threads
+    per key, 16 keys; D=64: 4 and 32; 5-8 heads, D=128: 16 and 8). Thread c of a row owns chunks c and
+    c + tpk, so each of its two 128-bit loads is, across the tpk threads, one contiguous 128-byte line
+    (D=128; 64 bytes at D=64):
+
+        thread t:  r = t // tpk (which key of the step), c = t % tpk (dims 8c..8c+7 and 8(c+tpk)..+7)
+        step keys: key0 + u*rows + r  for u < unroll (2): 32 keys per CTA step at D=128, <= 4 heads
+        D=128, 2 chunks: warp 0 = | key 0: T0..T7 | key 1: T8..T15 | key 2: T16..T23 | key 3: T24..T31 |
+
+    Registers per thread: q slice of each head (8*nch*heads fp32, pre-scaled by scale*log2 e so scores are
+    in base 2 and exp is one ex2.approx.ftz), accumulator (8*nch*heads fp32), m and l per head. Score of
+    (key, head): 8*nch FMAs in nch independent chains, then a butterfly shuffle-sum over the tpk threads of
+    the row (log2(tpk) shfl.bfly; every lane ends with the same bits). With 2 chunks a D=128 score costs 3
+    shuffle steps over 8 lanes instead of 4 over 16 (2.7x fewer lane-shuffles per key and head), and the
+    redundant exp2 of the softmax is done by 8 lanes instead of 16; the price is 204 registers (G=4, bf16)
+    instead of 150, i.e. 2 CTAs (8 warps) per SM instead of 3 (ptxas held to 3 CTAs by .minnctapersm 3
+    gives 168 registers and 180 bytes of spills). The
+    online softmax rescales once per step of `unroll` keys, not once per key. Keys past the split end are
+    clamped to the last valid key for the load and get score -inf, so nothing past len_b is ever read
+    (tested with the cache tail filled with NaN). At the end the `rows` key lanes of the CTA merge by
+    log-sum-exp through shared memory (rows*heads*D fp32, in the same buffer as the K/V slots).
+
+Data movement: a private cp.async pipeline
+    K/V chunks go global -> shared memory with 16-byte cp.async.cg (L2 only), STAGES = 4 steps deep: every
+    thread copies its own chunks into its own slots ([8 values][thread][chunk][key][K|V][stage], a warp's
+    slots are 512 contiguous bytes: conflict-free) and reads back only what it copied, so
+    cp.async.wait_group orders it with no CTA barrier. Loads in flight hold no registers: 3 steps x 16 KiB =
+    48 KiB per CTA, ~96 KiB per SM (2 CTAs, 66 KB smem each), above the ~30 KiB per SM that 4.3 TB/s x ~1 us
+    of latency needs. q is read once with 128-bit ld.global.v4.
+    Measured on the H200, B32 Hq32 Hkv8 S4096 bf16, torch SDPA 135.0-135.6 us in the same runs:
+      previous version (1 chunk = 16 threads/key, 4 keys, 3 stages, 9 splits, serial merge): 164.4 us
+      + unrolled merge + PDL: 161.1 us (162.8 without PDL); 1 chunk, 2 keys, 4 stages, 5 splits: 159.4 us
+      2 chunks (8 threads/key), 2 keys: 3 stages 9 splits 164.8 us, 4 stages 9 splits 161.2 us,
+      4 stages 5 splits 154.2 us (this configuration); 1 key x 5 stages 173.2 us; 64-thread CTAs 163.5 us
+    Full run with this configuration: 154.4 us bf16 = 3481 GB/s = 82% of the 4247 GB/s device copy, 0.876x
+    of torch SDPA (135.3 us); fp16 153.7 us, 0.880x (target 0.85x: met).
+
+Limits and what is left
+    All math is on CUDA cores (fp32 FMA + shuffles). That is fine for G <= 4 but compute-bound beyond: G = 8
+    (B8 Hq64 Hkv8, 1 chunk per thread) runs at ~42% of copy bandwidth (304 us bf16, 0.46x of torch; the
+    previous version, 32 splits x 3 stages, measured 292 us: the changes made for the headline left this
+    case ~4% slower, which change did it was not measured), and MQA with G = 32 is split into 4 head
+    chunks of 8 that re-read K/V from L2 (~9% of copy, 0.29-0.30x). The next lever for G >= 8 is
+    tensor-core mma (heads padded to 16 rows) for q.K^T and P.V. The KV cache must have < 2^31 elements
+    (int32 indexing).
+
+Interface (the same in every kbaseline cell):
+    run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
+    compile_only(case, out_dir) -> PTX text                 compile for sm_90a with no GPU (fake pointers)
+    describe(case) -> dict                                  grid, threads, splits and data movement
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")  # must precede `import cutlass`: unset, it targets sm_100a
+os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(Path(__file__).with_name("build")))  # where --keep-ptx drops files
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+from cutlass.cute.runtime import make_fake_stream, make_ptr  # noqa: E402
+from cutlass.memory import SmemAllocator  # noqa: E402
+
+OP_SPEC = json.loads(Path(__file__).with_name("op.json").read_text())
+OP = OP_SPEC["op"]
+SCALE = (OP_SPEC.get("params") or {}).get("scale")  # None -> 1/sqrt(D)
+
+NUM_SMS = 132            # H200
+THREADS = 128            # 4 warps per split CTA
+VEC = 8                  # 16-bit elements per 128-bit access
+MAX_HEADS = 8            # query heads one CTA keeps in registers (q and the output accumulator)
+TARGET_CTAS = NUM_SMS * 8   # ~5 waves of the 2 split CTAs an SM holds (headline: 5 splits, 1280 CTAs)
+MIN_SPLIT_KEYS = 256     # a split reads at least this many keys (partials stay ~1% of the traffic)
+STAGES = 4               # cp.async pipeline depth (0 = plain ld.global.v4 into registers, no prefetch)
+CHUNKS_FEW_HEADS = 2     # 128-bit chunks of a key row per thread when a CTA holds <= 4 query heads
+CHUNKS_MANY_HEADS = 1    # ... and when it holds 5-8 (q and the accumulator take 16*chunks registers per head)
+UNROLL_FEW_HEADS = 2     # keys per thread per step when a CTA holds <= 4 query heads
+UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
+PDL = True               # launch the merge kernel with programmatic dependent launch (hides its launch gap)
+MERGE_UNROLL = 4         # splits the merge kernel reads per loop iteration (independent loads in flight)
+LOG2E = 1.4426950408889634
+NEG_BIG = -1.0e30        # "minus infinity" for running maxima: finite, so exp2(m_old - m_new) is never NaN
+
+_CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
+
+
+# ------------------------------------------------------------------------------------------------
+# Launch plan (host side, plain Python)
+# ------------------------------------------------------------------------------------------------
+
+def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
+    """Heads per CTA, keys per thread, split count and split size for one shape."""
+    group = Hq // Hkv
+    heads = max(h for h in range(1, min(group, MAX_HEADS) + 1) if group % h == 0)
+    chunks = group // heads
+    nch = CHUNKS_FEW_HEADS if heads <= 4 else CHUNKS_MANY_HEADS  # 128-bit chunks of a row per thread
+    tpk = D // (VEC * nch)              # threads that share one key row (each owns 8*nch dims)
+    rows = THREADS // tpk               # keys one CTA reads per step
+    unroll = UNROLL_FEW_HEADS if heads <= 4 else UNROLL_MANY_HEADS  # keys per thread per step
+    block = rows * unroll               # keys per CTA per loop iteration
+    items = B * Hkv * chunks            # independent (sequence, KV head, head chunk) work items
+    want = -(-TARGET_CTAS // items)
+    splits = max(1, min(want, -(-S // MIN_SPLIT_KEYS)))
+    split_size = -(-(-(-S // splits)) // block) * block
+    splits = -(-S // split_size)
+    return {"group": group, "heads": heads, "chunks": chunks, "nch": nch, "tpk": tpk, "rows": rows, "unroll": unroll,
+            "block": block, "stages": STAGES, "pdl": PDL, "splits": splits, "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+
+
+def _row_sum(x, tpk: int):
+    """Butterfly all-reduce over the tpk lanes that share a key row (trace-time loop: log2(tpk) shuffles)."""
+    off = tpk // 2
+    while off > 0:
+        x = x + cute.arch.shuffle_sync_bfly(x, offset=off)
+        off //= 2
+    return x
+
+
+def _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, key0, rows, s1, tpk, nch, heads, unroll):
+    """One step of `unroll` keys (key0, key0 + rows, ...) for this thread: scores, online softmax, P.V."""
+    rk.store(rk16.load().to(cutlass.Float32))
+    rv.store(rv16.load().to(cutlass.Float32))
+    n = VEC * nch  # dims this thread owns; rq/acc index them as e + VEC * k (value e of chunk k)
+    # partial dot products over this thread's dims (one FMA chain per 128-bit chunk), then a butterfly sum
+    for u in range(unroll):
+        for g in range(heads):
+            part = []
+            for k in range(nch):
+                x = rq[k * VEC, g] * rk[0, k, u]
+                for e in range(1, VEC):
+                    x = x + rq[k * VEC + e, g] * rk[e, k, u]
+                part.append(x)
+            x = part[0]
+            for k in range(1, nch):
+                x = x + part[k]
+            rs[u, g] = cutlass.select_(key0 + u * rows < s1, _row_sum(x, tpk), -math.inf)
+    # online softmax, one rescale per step; scores are already in log2 units
+    for g in range(heads):
+        m_new = rm[g]
+        for u in range(unroll):
+            m_new = cute.arch.fmax(m_new, rs[u, g])
+        alpha = cute.math.exp2(rm[g] - m_new, fastmath=True)
+        rm[g] = m_new
+        psum = cutlass.Float32(0.0)
+        for u in range(unroll):
+            rp[u] = cute.math.exp2(rs[u, g] - m_new, fastmath=True)
+            psum = psum + rp[u]
+        rl[g] = rl[g] * alpha + psum
+        for i in range(n):
+            y = acc[i, g] * alpha
+            for u in range(unroll):
+                y = y + rp[u] * rv[i % VEC, i // VEC, u]
+            acc[i, g] = y
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernel 1: one CTA per (head chunk, split, sequence x KV head)
+# ------------------------------------------------------------------------------------------------
+
+@cute.kernel
+def split_kernel(
+    mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    chunk, split, bh = cute.arch.block_idx()
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_launch_dependents()  # the merge grid may be scheduled once every CTA has started
+    n = VEC * nch            # dims one thread owns
+    tpk = d // n
+    rows = THREADS // tpk
+    block = rows * unroll
+    b = bh // hkv
+    h = bh - b * hkv
+    seqlen = cutlass.min(mLens[b], seq_max)  # 1 <= len <= S is the contract; the clamp keeps reads in bounds
+    s0 = split * split_size
+    r = tidx // tpk          # which key of a step this thread reads
+    c = tidx - r * tpk       # which slice of the row: chunks c, c + tpk, ... of 8 dims
+    head0 = h * group + chunk * heads
+
+    smem = SmemAllocator()
+    sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((rows, heads)), 16)
+    sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((rows, heads)), 16)
+    # one buffer, used first as the per-thread K/V slots ([8 values][thread][chunk][key][K|V][stage], 16 B
+    # each) and after the main loop as the fp32 accumulators of the `rows` key lanes ([dim][head][lane])
+    kv_elems = VEC * THREADS * nch * unroll * 2 * stages
+    sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(max(d * heads * rows, kv_elems // 2)), 16)
+    sAcc = cute.make_tensor(sBuf.iterator, cute.make_layout((d, heads, rows)))
+    if cutlass.const_expr(stages > 0):
+        sKV = cute.make_tensor(cute.recast_ptr(sBuf.iterator, dtype=mK.element_type),
+                               cute.make_layout((VEC, THREADS, nch, unroll, 2, stages)))
+
+    if s0 < seqlen:  # splits past this sequence's length have nothing to do (the merge skips them)
+        s1 = cutlass.min(s0 + split_size, seqlen)
+        load = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), mK.element_type, num_bits_per_copy=128)
+
+        # q slice of every head in the chunk, fp32, pre-scaled by scale*log2(e) (scores in base 2)
+        rq = cute.make_rmem_tensor((n, heads), cutlass.Float32)
+        rq16 = cute.make_rmem_tensor((VEC,), mQ.element_type)
+        for g in cutlass.range_constexpr(heads):
+            for k in cutlass.range_constexpr(nch):
+                cute.copy(load, mQ[((None, c, k), head0 + g, b)], rq16)
+                qf = rq16.load().to(cutlass.Float32) * qscale
+                for e in cutlass.range_constexpr(VEC):
+                    rq[k * VEC + e, g] = qf[e]
+
+        rm = cute.make_rmem_tensor((heads,), cutlass.Float32)
+        rl = cute.make_rmem_tensor((heads,), cutlass.Float32)
+        acc = cute.make_rmem_tensor((n, heads), cutlass.Float32)
+        rm.fill(NEG_BIG)
+        rl.fill(0.0)
+        acc.fill(0.0)
+        rk16 = cute.make_rmem_tensor((VEC, nch, unroll), mK.element_type)
+        rv16 = cute.make_rmem_tensor((VEC, nch, unroll), mK.element_type)
+        rk = cute.make_rmem_tensor((VEC, nch, unroll), cutlass.Float32)
+        rv = cute.make_rmem_tensor((VEC, nch, unroll), cutlass.Float32)
+        rs = cute.make_rmem_tensor((unroll, heads), cutlass.Float32)
+        rp = cute.make_rmem_tensor((unroll,), cutlass.Float32)
+
+        n_steps = (s1 - s0 + block - 1) // block
+        if cutlass.const_expr(stages == 0):
+            # register path: issue the 2*nch*unroll 128-bit loads of a step, then wait for them and compute
+            for step in cutlass.range(n_steps, unroll=1):
+                base = s0 + step * block
+                for u in cutlass.range_constexpr(unroll):
+                    j = cutlass.min(base + u * rows + r, s1 - 1)  # keys past s1 re-read key s1-1 and are masked
+                    for k in cutlass.range_constexpr(nch):
+                        cute.copy(load, mK[((None, c, k), h, j, b)], rk16[(None, k, u)])
+                        cute.copy(load, mV[((None, c, k), h, j, b)], rv16[(None, k, u)])
+                _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, base + r, rows, s1, tpk, nch, heads, unroll)
+        else:
+            # cp.async path: each thread streams its own K/V slices `stages - 1` steps ahead into a private
+            # slot of shared memory (no registers held by loads in flight, no CTA barrier: a thread reads back
+            # only what it copied itself, so cp.async.wait_group alone orders it)
+            g2s = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
+                                      mK.element_type, num_bits_per_copy=128)
+            s2r = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mK.element_type, num_bits_per_copy=128)
+            for st in cutlass.range_constexpr(stages - 1):
+                if st < n_steps:
+                    for u in cutlass.range_constexpr(unroll):
+                        j = cutlass.min(s0 + st * block + u * rows + r, s1 - 1)
+                        for k in cutlass.range_constexpr(nch):
+                            cute.copy(g2s, mK[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 0, st)])
+                            cute.copy(g2s, mV[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 1, st)])
+                cute.arch.cp_async_commit_group()
+            for step in cutlass.range(n_steps, unroll=1):
+                cute.arch.cp_async_wait_group(stages - 2)  # this step's group has landed
+                stage = step % stages
+                for u in cutlass.range_constexpr(unroll):
+                    for k in cutlass.range_constexpr(nch):
+                        cute.copy(s2r, sKV[(None, tidx, k, u, 0, stage)], rk16[(None, k, u)])
+                        cute.copy(s2r, sKV[(None, tidx, k, u, 1, stage)], rv16[(None, k, u)])
+                ahead = step + stages - 1  # refill the slot read (and consumed) in the previous step
+                if ahead < n_steps:
+                    slot = ahead % stages
+                    for u in cutlass.range_constexpr(unroll):
+                        j = cutlass.min(s0 + ahead * block + u * rows + r, s1 - 1)
+                        for k in cutlass.range_constexpr(nch):
+                            cute.copy(g2s, mK[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 0, slot)])
+                            cute.copy(g2s, mV[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 1, slot)])
+                cute.arch.cp_async_commit_group()
+                _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, s0 + step * block + r, rows, s1, tpk,
+                             nch, heads, unroll)
+            cute.arch.cp_async_wait_group(0)  # (only empty groups remain) before sBuf is reused below
+
+        # combine the `rows` key lanes of the CTA through shared memory (log-sum-exp rescaling)
+        if c == 0:
+            for g in cutlass.range_constexpr(heads):
+                sM[r, g] = rm[g]
+        cute.arch.sync_threads()  # also: every thread is done with its K/V slots, sBuf becomes sAcc
+        for g in cutlass.range_constexpr(heads):
+            mx = sM[0, g]
+            for i in cutlass.range_constexpr(1, rows):
+                mx = cute.arch.fmax(mx, sM[i, g])
+            alpha = cute.math.exp2(rm[g] - mx, fastmath=True)
+            for k in cutlass.range_constexpr(nch):
+                for e in cutlass.range_constexpr(VEC):
+                    sAcc[(k * tpk + c) * VEC + e, g, r] = acc[k * VEC + e, g] * alpha
+            if c == 0:
+                sL[r, g] = rl[g] * alpha
+        cute.arch.sync_threads()
+        for it in cutlass.range_constexpr((d * heads + THREADS - 1) // THREADS):
+            idx = tidx + it * THREADS
+            if idx < d * heads:
+                g = idx // d
+                dd = idx - g * d
+                mx = sM[0, g]
+                tot = sL[0, g]
+                o = sAcc[dd, g, 0]
+                for i in cutlass.range_constexpr(1, rows):
+                    mx = cute.arch.fmax(mx, sM[i, g])
+                    tot = tot + sL[i, g]
+                    o = o + sAcc[dd, g, i]
+                mO[dd, split, head0 + g, b] = o / tot
+                if dd == 0:
+                    mLse[split, head0 + g, b] = mx + cute.math.log2(tot, fastmath=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernel 2: one CTA per (query head, sequence); thread t owns output dim t
+# ------------------------------------------------------------------------------------------------
+
+@cute.kernel
+def merge_kernel(
+    mO: cute.Tensor, mLse: cute.Tensor, mLens: cute.Tensor, mOut: cute.Tensor, seq_max: cutlass.Int32,
+    split_size: cutlass.Int32, pdl: cutlass.Constexpr[bool],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    hq, b, _ = cute.arch.block_idx()
+    n = (cutlass.min(mLens[b], seq_max) + split_size - 1) // split_size  # non-empty splits of this sequence
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_wait()  # the split grid has finished and its writes are visible
+    # both loops are unrolled by MERGE_UNROLL so that many independent (L2-resident) loads are in flight
+    mx = cutlass.Float32(NEG_BIG)
+    for s in cutlass.range(n, unroll=MERGE_UNROLL):
+        mx = cute.arch.fmax(mx, mLse[s, hq, b])
+    num = cutlass.Float32(0.0)
+    den = cutlass.Float32(0.0)
+    for s in cutlass.range(n, unroll=MERGE_UNROLL):
+        w = cute.math.exp2(mLse[s, hq, b] - mx, fastmath=True)
+        num = num + w * mO[tidx, s, hq, b]
+        den = den + w
+    mOut[tidx, hq, b] = (num / den).to(mOut.element_type)
+
+
+@cute.jit
+def decode_launch(
+    pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
+    pLse: cute.Pointer, pOut: cute.Pointer,
+    B: cutlass.Int32, Hq: cutlass.Int32, Hkv: cutlass.Int32, S: cutlass.Int32,
+    chunks: cutlass.Int32, splits: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    """Host side: view the raw pointers as CuTe tensors (dims fastest-first) and launch both kernels."""
+    tpk = d // (VEC * nch)
+    dims = ((VEC, tpk, nch), (1, VEC, VEC * tpk))  # D split into (8 contiguous values, tpk threads, nch chunks)
+    hd = cute.assume(Hkv * d, divby=d)
+    qd = cute.assume(Hq * d, divby=d)
+    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
+    kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
+    mK = cute.make_tensor(pK, kv_layout)
+    mV = cute.make_tensor(pV, kv_layout)
+    mLens = cute.make_tensor(pLens, cute.make_layout(B))
+    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
+    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
+    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    smem_bytes = _split_smem_bytes(d, heads, nch, unroll, stages)
+    split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll, stages,
+                 pdl).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1], smem=smem_bytes, stream=stream)
+    merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
+                                                                   use_pdl=pdl)
+
+
+def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) -> int:
+    """Shared memory of a split CTA: lane maxima and sums, plus max(K/V slots, lane accumulators)."""
+    rows = THREADS // (d // (VEC * nch))
+    kv_bytes = 2 * VEC * THREADS * nch * unroll * 2 * stages
+    return 4 * 2 * rows * heads + max(4 * d * heads * rows, kv_bytes) + 64
+
+
+# ------------------------------------------------------------------------------------------------
+# Python entry points
+# ------------------------------------------------------------------------------------------------
+
+_compiled: dict = {}   # (dtype, d, heads, nch, unroll, stages, pdl, THREADS) -> compiled launcher; cute.compile does not cache
+_workspace: dict = {}  # (device, numel) -> fp32 partial buffers, reused across calls
+
+
+def _args(dtype: str, addrs, sizes, qscale: float):
+    dt = _CUTLASS_DTYPES[dtype]
+    types = [dt, dt, dt, cutlass.Int32, cutlass.Float32, cutlass.Float32, dt]
+    ptrs = [make_ptr(t, a, cute.AddressSpace.gmem, assumed_align=16) for t, a in zip(types, addrs)]
+    return [*ptrs, *[cutlass.Int32(s) for s in sizes], cutlass.Float32(qscale)]
+
+
+def _compile(dtype: str, d: int, p: dict, stream, options: str | None = None):
+    key = (dtype, d, p["heads"], p["nch"], p["unroll"], p["stages"], p["pdl"], THREADS)
+    if key not in _compiled or options:
+        args = _args(dtype, [16] * 7, [1] * 7, 1.0)
+        kw = {"options": options} if options else {}
+        _compiled[key] = cute.compile(decode_launch, *args, stream, *key[1:-1], **kw)
+    return _compiled[key]
+
+
+def _softmax_scale(d: int) -> float:
+    return float(SCALE) if SCALE is not None else 1.0 / math.sqrt(d)
+
+
+def run(q, k_cache, v_cache, seq_lens, out=None):
+    """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math)."""
+    import torch
+    from cuda.bindings import driver
+
+    if q.dim() != 3 or k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
+        raise ValueError("gqa: expects q[B, Hq, D], k_cache/v_cache[B, S, Hkv, D], seq_lens[B]")
+    B, Hq, D = q.shape
+    Bk, S, Hkv, Dk = k_cache.shape
+    dtype = _TORCH_DTYPES.get(str(q.dtype).removeprefix("torch."))
+    if dtype is None or k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
+        raise TypeError(f"gqa: q/k_cache/v_cache must all be bf16 or fp16, got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}")
+    if Bk != B or Dk != D or D not in (64, 128, 256) or Hq % Hkv:
+        raise ValueError(f"gqa: shapes q{tuple(q.shape)} k{tuple(k_cache.shape)}: need equal B and D, D in 64/128/256, "
+                         "Hq a multiple of Hkv")
+    if seq_lens.shape != (B,) or seq_lens.dtype != torch.int32:
+        raise ValueError(f"gqa: seq_lens must be int32 of shape ({B},), got {seq_lens.dtype} {tuple(seq_lens.shape)}")
+    tensors = [q, k_cache, v_cache, seq_lens]
+    if not all(t.is_cuda and t.is_contiguous() for t in tensors):
+        raise ValueError("gqa: every input must be a contiguous CUDA tensor")
+    if any(t.data_ptr() % 16 for t in (q, k_cache, v_cache)):
+        raise ValueError("gqa: q/k_cache/v_cache must start on a 16-byte boundary (128-bit loads); pass a .clone()")
+    if k_cache.numel() >= 2**31:
+        raise ValueError("gqa: the KV cache has >= 2^31 elements; this kernel indexes with int32")
+    if out is None:
+        out = torch.empty_like(q)
+    elif out.shape != q.shape or out.dtype != q.dtype or not out.is_contiguous() or out.data_ptr() % 16:
+        raise ValueError("gqa: out must be a contiguous 16-byte aligned tensor of q's shape and dtype")
+    p = plan(B, Hq, Hkv, S, D)
+    n_part = B * Hq * p["splits"]
+    key = (q.device, n_part, D)
+    if key not in _workspace:
+        _workspace[key] = (torch.empty(n_part * D, dtype=torch.float32, device=q.device),
+                           torch.empty(n_part, dtype=torch.float32, device=q.device))
+    o_part, lse_part = _workspace[key]
+    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    launcher = _compile(dtype, D, p, stream)
+    addrs = [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), seq_lens.data_ptr(), o_part.data_ptr(),
+             lse_part.data_ptr(), out.data_ptr()]
+    sizes = [B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"]]
+    launcher(*_args(dtype, addrs, sizes, _softmax_scale(D) * LOG2E), stream)
+    return out
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
+    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    dtype = dtype or OP_SPEC["dtype"]
+    case = case or OP_SPEC["cases"][0]
+    v = case["vars"]
+    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    Path(os.environ["CUTE_DSL_DUMP_DIR"]).mkdir(parents=True, exist_ok=True)  # the DSL only dumps into an existing dir
+    args = _args(dtype, [16] * 7, [1] * 7, 1.0)
+    compiled = cute.compile(decode_launch, *args, make_fake_stream(), v["D"], p["heads"], p["nch"], p["unroll"],
+                            p["stages"], p["pdl"], options="--keep-ptx")
+    ptx = compiled.artifacts.PTX
+    if "\n" not in ptx and Path(ptx).is_file():  # with CUTE_DSL_DUMP_DIR set, the artifact is the dumped file's path
+        ptx = Path(ptx).read_text()
+    (out_dir / f"kernel_{OP}_{dtype}_d{v['D']}_h{p['heads']}.sm_90a.ptx").write_text(ptx)
+    return ptx
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    v = case["vars"]
+    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
+    return {
+        "grid": p["grid"],
+        "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
+        "threads_per_cta": THREADS,
+        "merge_grid": [v["Hq"], v["B"], 1],
+        "merge_threads_per_cta": v["D"],
+        "splits": p["splits"],
+        "split_size_keys": p["split_size"],
+        "query_heads_per_cta": p["heads"],
+        "chunks_per_thread": p["nch"],
+        "threads_per_key": p["tpk"],
+        "keys_per_cta_step": p["block"],
+        "pipeline_stages": p["stages"],
+        "smem_bytes_per_cta": _split_smem_bytes(v["D"], p["heads"], p["nch"], p["unroll"], p["stages"]),
+        "merge_pdl": p["pdl"],
+        "data_movement": f"K/V rows in {p['nch']} x 128-bit chunks per thread, global -> shared with 16-byte "
+        "cp.async.cg, a per-thread pipeline "
+        f"{p['stages']} steps deep (128-bit ld.global.v4 straight to registers when STAGES = 0); "
+        "fp32 dot products + butterfly shuffles, online softmax in registers, cross-lane merge through "
+        "shared memory, fp32 partials + log-sum-exp to global, merged by a second kernel (PDL launch)",
+    }

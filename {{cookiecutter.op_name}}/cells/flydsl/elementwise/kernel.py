@@ -1,0 +1,298 @@
+"""Elementwise V0 kernel in FlyDSL for AMD CDNA3 (gfx942, MI300X) and CDNA4 (gfx950, MI355X).
+
+What it computes
+    out[i] = f(x[i])  or  f(x[i], y[i])  for add, mul, silu, gelu, relu, silu_mul on a contiguous tensor
+    (flattened to 1-D), with the inputs loaded in bf16/fp16/fp32, the math done in fp32, and the result
+    rounded once to the output dtype. gelu is the exact erf form (torch's default), not the tanh one.
+
+Why this shape
+    An elementwise op does ~1-5 FLOP per 4-12 bytes moved; the ridge point is ~250 FLOP/byte on MI300X
+    (1307 TFLOP/s bf16 / 5.3 TB/s) and ~315 on MI355X (2517 / 8.0). So the only goal is to move bytes at
+    HBM speed: each byte read once and written once, in wide coalesced accesses, with enough loads in flight.
+
+What differs from the Hopper cell (cells/cutedsl/elementwise), and the numbers behind it
+    - Waves are 64 lanes wide (a CUDA warp is 32). A 256-thread workgroup is 4 waves, one per SIMD of a CU.
+    - CUs: 304 on MI300X, 256 on MI355X (H200: 132 SMs). The representative shapes (58.7M-268M elements)
+      give 7,168-131,072 workgroups of one tile each: >= 23 per CU on MI300X, so every CU stays busy to the end.
+    - LDS (shared memory) per CU: 64 KB on gfx942, 160 KB on gfx950 (H200: 228 KB). Unused here: nothing is
+      reused, so staging through LDS would only add latency. LDS bytes of this kernel: 0.
+    - Registers: 512 VGPRs per SIMD lane (arch + accumulation VGPRs), at most 8 waves per SIMD, so up to 64
+      VGPRs per lane keeps all 8. This kernel needs 10-65 (benchmarks/flydsl_compile.md): only gelu, at 65,
+      is just past that line.
+    - Memory: 128-bit buffer loads. A buffer access goes through a 128-bit resource descriptor (base
+      address, num_records = size in bytes, format flags) held in 4 scalar registers, plus a per-lane 32-bit
+      byte offset. One VEC of 16 bytes per lane is one `buffer_load_dwordx4` / `buffer_store_dwordx4`
+      (VEC = 8 bf16/fp16 or 4 fp32); a wave moves 64 x 16 = 1 KiB per instruction, fully coalesced.
+    - Out of bounds: the hardware checks every buffer access against num_records: an out-of-range load
+      returns 0 and an out-of-range store is dropped, with no branch and no per-lane predicate. dwordx2/x4
+      accesses are checked per 32-bit dword (LLVM AMDGPUUsage, "relaxed buffer OOB mode"), so a 16-byte
+      access that straddles the bound is exact for fp32 (one element per dword) but not for bf16/fp16, whose
+      last dword can hold one element in range and one out. Hence the two paths below.
+
+Tiling and thread/value layout
+    The tensor is cut into workgroup tiles of ``THREADS * VEC * UNROLL`` elements; inside a tile::
+
+        tv = (THREADS, VEC) : (VEC, 1), repeated UNROLL times at stride THREADS*VEC
+
+        u = 0:  | T0: v0..v7 | T1: v0..v7 | ... | T255: v0..v7 |   <- one dwordx4 per lane, 4 KiB per tile row
+        u = 1:  | T0: v0..v7 | T1: v0..v7 | ... | T255: v0..v7 |
+
+    - UNROLL: dwordx4 accesses per lane per tensor issued before the first use: 4 for add/mul (no math), 2 for
+      the ops with transcendental math (fewer registers). In flight per workgroup per input: 256 x 16 B x UNROLL
+      = 8-16 KiB; with up to 8 workgroups (32 waves) resident per CU that is 64-128 KiB per CU, above the
+      ~17 KiB (MI300X: 5.3 TB/s x ~1 us / 304 CUs) to ~31 KiB (MI355X: 8 TB/s x ~1 us / 256 CUs) needed to
+      cover DRAM latency. The ~1 us loaded latency is an assumption, and none of these choices has been timed
+      on an AMD GPU (there is none here): they are the starting point for V1 tuning, not measured optima.
+
+Two paths, chosen per workgroup (a uniform branch: every lane of a workgroup takes the same side)
+    - Full tile (all but the last workgroup): dwordx4 buffer loads and stores, no predicates.
+    - The last, partial tile: the same layout, but one element per buffer access (`buffer_load_ushort` /
+      `buffer_store_short` for 16-bit types, `_dword` for fp32), and the num_records bound does the
+      predication: elements past n read as 0 and are never written. Any n >= 1 works, no padding needed.
+      For fp32, LLVM merges the tail's 4 consecutive dword accesses back into dwordx4 (seen in the ISA):
+      still exact, because each dword is range-checked on its own.
+
+Data movement: HBM -> VGPRs (128-bit buffer loads) -> fp32 math -> VGPRs -> HBM (128-bit buffer stores).
+No LDS, no barriers, no pipeline: each lane's loads are independent, and the latency is hidden by the
+UNROLL loads per lane and by the other resident waves.
+
+Interface (the same in every kbaseline cell):
+    run(*inputs, out=None)      -> out         run on ROCm torch tensors ("cuda" device); compiles and caches.
+                                               Written for a ROCm GPU and never run here (no AMD GPU).
+    compile_only(case, out_dir) -> ISA text    compile for op.json's target (gfx942 | gfx950) with no GPU, in a
+                                               subprocess set up by tools/rocm_env.py (COMPILE_ONLY=1, a
+                                               stand-in ROCM_PATH); writes kernel_<op>_<dtype>.<gfx>.s
+    describe(case)              -> dict         tile, threads, grid and data movement, for the report
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
+OP_SPEC = json.loads(Path(__file__).with_name("op.json").read_text())
+OP = OP_SPEC["op"]
+
+THREADS = 256  # 4 waves of 64 lanes
+UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}  # dwordx4 accesses per lane per tensor
+ACCESS_BITS = 128
+BINARY_OPS = ("add", "mul", "silu_mul")
+TARGETS = ("gfx942", "gfx950")
+MAX_BYTES = 2**31  # num_records and the per-lane offsets are 32-bit (index math in i32): < 2 GiB per tensor
+
+_BITS = {"bf16": 16, "fp16": 16, "fp32": 32}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def _silu(x):
+    # x / (1 + e^-x) with approximate exp and reciprocal ('afn' lets LLVM use v_exp_f32 and v_rcp_f32, ~1 ulp):
+    # the IEEE fp32 division is a multi-instruction v_div_scale / v_div_fmas / v_div_fixup sequence.
+    with fx.fastmath("afn"):
+        return x / (1.0 + fx.exp(-x))
+
+
+def _apply(op: str, a, b):
+    """The op, on fp32 register vectors (a trace-time choice: only the chosen op is compiled)."""
+    if op == "add":
+        return a + b
+    if op == "mul":
+        return a * b
+    if op == "silu":
+        return _silu(a)
+    if op == "silu_mul":
+        return _silu(a) * b
+    if op == "relu":
+        return (a < 0.0).select(0.0, a)  # `a < 0` is false for NaN: NaN propagates, as in torch
+    if op == "gelu":
+        return 0.5 * a * (1.0 + fx.erf(a * 0.7071067811865476))
+    raise ValueError(f"unknown elementwise op {op!r}")
+
+
+def _tile_copy(op_bits: int, dtype, vec: int, tid):
+    """Copy atom of `op_bits` per access, and this lane's slice of the (THREADS, VEC) : (VEC, 1) layout."""
+    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(op_bits), dtype)
+    tiled = fx.make_tiled_copy(atom, fx.make_layout((THREADS, vec), (vec, 1)), (THREADS * vec,))
+    return atom, tiled.get_slice(tid)
+
+
+@flyc.kernel
+def elementwise_kernel(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], op: fx.Constexpr[str],
+):
+    tid = fx.thread_idx.x
+    bid = fx.block_idx.x
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(A.shape))
+    dtype = A.element_type
+    binary = op in BINARY_OPS
+
+    # Buffer views: the descriptor's num_records is the tensor's size in bytes (max_size=False), the
+    # bound every access below is checked against.
+    gA = fx.zipped_divide(fx.rocdl.make_buffer_tensor(A, max_size=False), (tile,))[None, bid]
+    gB = fx.zipped_divide(fx.rocdl.make_buffer_tensor(B, max_size=False), (tile,))[None, bid]
+    gC = fx.zipped_divide(fx.rocdl.make_buffer_tensor(C, max_size=False), (tile,))[None, bid]
+
+    if (bid + 1) * tile <= n:
+        # Full tile: each lane's (VEC, UNROLL) values, one 128-bit access per VEC.
+        atom, thr = _tile_copy(ACCESS_BITS, dtype, vec, tid)
+        tA, tB, tC = thr.partition_S(gA), thr.partition_S(gB), thr.partition_D(gC)
+        rA, rB, rC = fx.make_fragment_like(tA), fx.make_fragment_like(tB), fx.make_fragment_like(tC)
+        fx.copy(atom, tA, rA)
+        if fx.const_expr(binary):
+            fx.copy(atom, tB, rB)
+        b = rB.load().to(fx.Float32) if binary else None
+        rC.store(_apply(op, rA.load().to(fx.Float32), b).to(dtype))
+        fx.copy(atom, rC, tC)
+    else:
+        # Last, partial tile: same layout, one element per access; num_records zeroes and drops the rest.
+        atom, thr = _tile_copy(ACCESS_BITS // vec, dtype, vec, tid)
+        tA, tB, tC = thr.partition_S(gA), thr.partition_S(gB), thr.partition_D(gC)
+        rA, rB, rC = fx.make_fragment_like(tA), fx.make_fragment_like(tB), fx.make_fragment_like(tC)
+        fx.copy(atom, tA, rA)
+        if fx.const_expr(binary):
+            fx.copy(atom, tB, rB)
+        b = rB.load().to(fx.Float32) if binary else None
+        rC.store(_apply(op, rA.load().to(fx.Float32), b).to(dtype))
+        fx.copy(atom, rC, tC)
+
+
+@flyc.jit
+def elementwise_launch(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], op: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side: one workgroup of THREADS lanes per tile of THREADS * vec * unroll elements."""
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(A.shape))
+    elementwise_kernel(A, B, C, vec, unroll, op).launch(
+        grid=((n + tile - 1) // tile, 1, 1), block=(THREADS, 1, 1), stream=stream,
+    )
+
+
+_compiled: dict = {}  # (op, dtype) -> CompiledFunction; shapes are dynamic, so one compile serves every n
+
+
+def _constexprs(op: str, dtype: str) -> tuple[int, int, str]:
+    return ACCESS_BITS // _BITS[dtype], UNROLL[op], op
+
+
+def run(*inputs, out=None, op: str = OP):
+    """out = op(*inputs) on the current stream. Inputs: contiguous ROCm tensors of one shape and dtype.
+
+    Needs an AMD GPU and a ROCm build of torch; it has not been run (this project has no AMD GPU).
+    """
+    import torch
+
+    n_inputs = 2 if op in BINARY_OPS else 1
+    if len(inputs) != n_inputs:
+        raise ValueError(f"{op} takes {n_inputs} input(s), got {len(inputs)}")
+    x = inputs[0]
+    dtype = _TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."))
+    if dtype is None:
+        raise TypeError(f"{op}: dtype {x.dtype} is not supported (bf16, fp16, fp32)")
+    for t in inputs:
+        if t.shape != x.shape or t.dtype != x.dtype or not t.is_cuda or not t.is_contiguous():
+            raise ValueError(f"{op}: inputs must be contiguous GPU tensors of one shape and dtype")
+    if out is None:
+        out = torch.empty_like(x)
+    tensors = [*inputs, out]
+    if any(t.data_ptr() % 16 for t in tensors):
+        raise ValueError(f"{op}: every tensor must start on a 16-byte boundary (dwordx4 accesses); pass a .clone()")
+    if x.numel() == 0:
+        return out
+    if x.numel() * x.element_size() >= MAX_BYTES:
+        raise ValueError(f"{op}: {x.numel()} elements exceed the 2 GiB range of a buffer descriptor")
+    flat = [t.view(-1) for t in tensors]
+    b = flat[1] if n_inputs == 2 else flat[0]  # unary ops never read B
+    stream = torch.cuda.current_stream()
+    key = (op, dtype)
+    if key not in _compiled:
+        _compiled[key] = flyc.compile(elementwise_launch, flat[0], b, flat[-1], *_constexprs(op, dtype), stream)
+    _compiled[key](flat[0], b, flat[-1], *_constexprs(op, dtype), stream)
+    return out
+
+
+def _rocm_env_module():
+    """tools/rocm_env.py of the workspace (or of the template, when this file is still under cells/)."""
+    here = Path(__file__).resolve().parent
+    for folder in (here, *here.parents):
+        path = folder / "tools" / "rocm_env.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location("kbaseline_rocm_env", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError(f"tools/rocm_env.py not found next to or above {here}")
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
+                 dtype: str | None = None, arch: str | None = None) -> str:
+    """Compile for `arch` (default op.json's target) with no GPU; write and return the AMDGPU ISA text.
+
+    FlyDSL must not start without a GPU unless COMPILE_ONLY=1 is set before it initialises, and it links
+    with $ROCM_PATH/llvm/bin/ld.lld, so the compile runs in a child process (`python kernel.py --emit-isa`)
+    whose environment comes from tools/rocm_env.py. A child also keeps FlyDSL's MLIR bindings out of a
+    process that may already hold CuTe DSL's (two copies of MLIR's Python types abort the process).
+    """
+    dtype = dtype or OP_SPEC["dtype"]
+    arch = arch or OP_SPEC.get("target", "gfx942")
+    if arch not in TARGETS:
+        raise ValueError(f"compile_only: target must be one of {', '.join(TARGETS)}, got {arch!r}")
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    isa_path = out_dir / f"kernel_{op}_{dtype}.{arch}.s"
+    with tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump:
+        env = _rocm_env_module().rocm_env(arch)
+        env.update(FLYDSL_DEBUG_DUMP_ASM="1", FLYDSL_DUMP_DIR=dump, FLYDSL_RUNTIME_ENABLE_CACHE="0")
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--emit-isa", op, dtype, str(isa_path)],
+                              env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+        raise RuntimeError(f"FlyDSL compile for {arch} failed (exit {done.returncode}):\n" + "\n".join(tail))
+    return isa_path.read_text()
+
+
+def _emit_isa(op: str, dtype: str, isa_path: str) -> None:
+    """Child side of compile_only: compile with CPU placeholder tensors, copy FlyDSL's ISA dump to isa_path."""
+    import torch
+
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+    x = torch.empty(THREADS * 8 * 4, dtype=torch_dtype)  # any size: the shape is a runtime value
+    flyc.compile(elementwise_launch, x, x.clone(), x.clone(), *_constexprs(op, dtype))
+    dumps = sorted(Path(os.environ["FLYDSL_DUMP_DIR"]).glob("*/*final_isa.s"))
+    if len(dumps) != 1:
+        raise RuntimeError(f"expected one ISA dump under {os.environ['FLYDSL_DUMP_DIR']}, found {len(dumps)}")
+    Path(isa_path).write_text(dumps[0].read_text())
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    vec, unroll, _ = _constexprs(OP, OP_SPEC["dtype"])
+    tile = THREADS * vec * unroll
+    n = case["vars"]["numel"]
+    return {
+        "tile_elements": tile,
+        "threads_per_cta": THREADS,
+        "waves_per_workgroup": THREADS // 64,
+        "values_per_thread": f"{unroll} x {vec} ({unroll} dwordx4 buffer accesses per tensor)",
+        "grid": [-(-n // tile), 1, 1],
+        "grid_blocks": -(-n // tile),
+        "lds_bytes": 0,
+        "data_movement": "HBM -> VGPRs with 128-bit buffer_load_dwordx4, fp32 math, VGPRs -> HBM with "
+        "buffer_store_dwordx4; the last workgroup uses one-element buffer accesses bounded by the descriptor's "
+        "num_records (out-of-range loads read 0, stores are dropped); no LDS",
+    }
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--emit-isa"]:
+    _emit_isa(*sys.argv[2:5])
