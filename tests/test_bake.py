@@ -76,7 +76,7 @@ REFUSALS = [
     (["shapes=4096x4096x4095"], "K=4095 is not a multiple of 8; TMA needs 16-byte-aligned rows"),
     (["pattern=reduction", "shapes=64x64@32"], "the row stride after '@' must be an integer >= N (64)"),
     (["pattern=decode_attention", "shapes=4x6x4x128x128"], "Hq=6 is not a multiple of Hkv=4"),
-    (["pattern=decode_attention", "shapes=4x8x8x128x96"], "head dim D=96 is not supported"),
+    (["pattern=decode_attention", "shapes=4x8x8x128x96"], "head dim D=96 is not supported; use one of 64, 128, 256"),
     (["pattern=decode_attention", "shapes=4x8x8x128x128@200"], "after '@' give a length 1..S (128) or 'mixed'"),
     (["pattern=elementwise", "pytorch_logic=missing_file.py"], "pytorch_logic: file"),
     (["pattern=elementwise", "pytorch_logic=notes.txt"], "is not a .py file"),

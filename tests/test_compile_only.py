@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+import isa_metrics
 from conftest import ELEMENTWISE_OPS, PATTERN_OPS, load_module, read_json
 
 
@@ -78,3 +79,26 @@ def test_marker_check_can_fail(matrix, tmp_path):
     (ws / "op.json").write_text(json.dumps(spec))
     done = subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, capture_output=True, text=True)
     assert done.returncode == 1 and "MISSING" in done.stdout
+
+
+@pytest.mark.parametrize("key,expect", [
+    (("H200", "matmul"), {"tensor_core": True, "tma": True}),
+    (("H200", "softmax"), {"loads128": True, "stores128": True}),
+    (("H200", "gqa"), {"loads128": True}),
+    (("H200", "silu_mul"), {"loads128": True, "stores128": True}),
+    (("MI355X", "gelu"), {"loads128": True, "stores128": True}),  # FlyDSL: compiled to gfx950 at bake time
+])
+def test_isa_metrics_reads_every_cells_compile_output(matrix, key, expect):
+    """tools/isa_metrics.py on each cell's real compile-only output: the instructions that define the cell."""
+    ws = matrix[key].project_path
+    op = read_json(ws / "op.json")
+    if op["vendor"] == "nvidia":
+        compile_workspace(ws)
+    m = isa_metrics.read_workspace(ws, op)
+    assert m["isa"] == ("PTX" if op["vendor"] == "nvidia" else "AMDGPU") or m["isa"] == "SASS"
+    assert bool(m["tensor_core"]) == expect.get("tensor_core", False)
+    assert (m.get("tma", 0) > 0) == expect.get("tma", False)
+    assert (m["global_loads"].get(128, 0) > 0) == expect.get("loads128", False)
+    if "stores128" in expect:
+        assert m["global_stores"].get(128, 0) > 0
+    assert not m.get("local_bytes")

@@ -118,7 +118,7 @@ PHASE1 = {
     "decode_attention": {
         "inputs": "`q` [B, Hq, D]; `k_cache`, `v_cache` [B, S_max, Hkv, D] (contiguous, the usual KV-cache "
                   "layout); `seq_lens` [B] int32, 1 <= len <= S_max. Output `out` [B, Hq, D].",
-        "shapes": "Hq a multiple of Hkv (GQA; MHA when equal, MQA when Hkv = 1); D in {64, 128}; the cases below.",
+        "shapes": "Hq a multiple of Hkv (GQA; MHA when equal, MQA when Hkv = 1); D in {64, 128, 256}; the cases below.",
         "precision": "inputs and output in the dtype; scores, the online softmax (running max and sum) and the "
                      "P.V accumulation in fp32.",
         "masks": "key positions >= seq_lens[b] are masked out (they hold stale data in a real cache, and large "

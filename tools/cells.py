@@ -189,7 +189,7 @@ CELLS[("decode_attention", "cutedsl")] = {
                "each CTA handles one GQA group so K/V are read once, online softmax in fp32, K/V streamed through "
                "a 16-byte cp.async shared-memory pipeline, then a log-sum-exp merge kernel",
     "semantics": "Variable lengths per sequence (1 <= seq_lens[b] <= S_max); cache slots past a length are never "
-                 "read (the test inputs fill them with large values, so a leak fails). D = 64 or 128.",
+                 "read (the test inputs fill them with large values, so a leak fails). D = 64, 128 or 256.",
     "design": "Decode attention reads every K/V byte for only 2*G FMAs (G = Hq/Hkv query heads per KV head), so it "
               "is a streaming kernel, but a batch offers only B*Hkv (sequence, KV head) pairs, too few to fill 132 "
               "SMs. Flash-decoding splits each sequence: kernel 1 gives each CTA one split of one (sequence, KV "

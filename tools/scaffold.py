@@ -30,6 +30,14 @@ from validate_inputs import validate
 
 WORKSPACE_TOOLS = ["compute_utilization.py", "memory_manager.py", "run_baseline.py", "report.py", "gpu_detect.py",
                    "roofline.py", "isa_metrics.py"]
+# What "torch" means in each pattern's timing (reference.baseline, on the native dtype, same timer as the kernel).
+BASELINES = {
+    "elementwise": "the same expression in eager torch is the timed baseline",
+    "reduction": "the same expression in eager torch is the timed baseline",
+    "gemm": "`a @ b.T` (cuBLAS) is the timed baseline",
+    "decode_attention": "the timed baseline is torch SDPA with enable_gqa=True on the cache layout, with a key mask "
+                        "only when some sequence is shorter than S_max",
+}
 FRAMEWORK_TOOLS = {"cutedsl": [], "flydsl": ["rocm_env.py"]}  # FlyDSL compiles on a CPU through a stand-in ROCm tree
 REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
 
@@ -45,8 +53,8 @@ def build_op_json(ctx: dict, resolved: dict) -> dict:
          "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py), "
                         f"given the inputs {logic['mapping']}."}
         if logic else
-        {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the op, "
-                                             "which is also the torch-eager baseline timed against the kernel."}
+        {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the op "
+                                             f"(evaluated in float64 for correctness); {BASELINES[pattern]}."}
     )
     return {
         "op_name": ctx["op_name"], "pattern": pattern, "op": op,

@@ -27,7 +27,7 @@ from catalog import DTYPES, InputError
 
 _DIM = re.compile(r"^[1-9][0-9]*$")
 MAX_ELEMENTWISE_NUMEL = 2**31 - 2**20  # int32 indexing in the kernel, with one CTA tile of headroom
-ATTENTION_HEAD_DIMS = (64, 128)
+ATTENTION_HEAD_DIMS = (64, 128, 256)  # what the CuTe DSL kernel supports (D256 checked on the H200)
 
 DEFAULT_SHAPES = {
     "elementwise": {
@@ -48,7 +48,7 @@ DEFAULT_SHAPES = {
     "decode_attention": {
         "representative": ["32x32x8x4096x128", "8x64x8x16384x128", "1x32x32x32768x128", "32x32x8x4096x64"],
         "boundary": ["4x32x8x1024x128@1", "2x32x8x4096x128@4093", "8x32x8x4096x128@mixed", "4x16x1x2048x128@mixed",
-                     "3x8x8x777x64@mixed"],
+                     "3x8x8x777x64@mixed", "2x16x2x1000x256@mixed"],
     },
 }
 
