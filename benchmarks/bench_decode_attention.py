@@ -22,11 +22,11 @@ import datetime
 import importlib.util
 import json
 import math
-import statistics
 import sys
-import time
 import traceback
 from pathlib import Path
+
+from harness import bench, copy_ceiling
 
 TOL = 1e-2
 # (name, B, Hq, Hkv, S, D, lengths, timed, fills): lengths "full", "one", or a list / ("random", seed)
@@ -56,40 +56,9 @@ def load_kernel(kernel_dir: Path):
     return module
 
 
-def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int = 500) -> dict:
-    """Median device time of fn() in microseconds: CUDA events per launch, L2 flushed before each (harness copy)."""
-    import torch
-
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    warm = 0
-    while (time.perf_counter() - t0) * 1e3 < warmup_ms or warm < 3:
-        fn()
-        warm += 1
-        torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
-    per_iter = max((time.perf_counter() - t0) * 1e3 / warm, 1e-3)
-    iters = int(min(max_iters, max(10, rep_ms / per_iter)))
-    for i in range(iters):
-        flush.zero_()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts[:iters], ends[:iters])]
-    return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
-
-
 def copy_gbps(nbytes: int = 1 << 30) -> float:
-    import torch
-
-    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda").normal_()
-    dst = torch.empty_like(src)
-    return 2 * nbytes / (bench(lambda: dst.copy_(src))["median_us"] * 1e-6) / 1e9
+    """The achievable bandwidth here: the harness's device-copy ceiling, same timer as everything else."""
+    return copy_ceiling(nbytes)["gbps"]
 
 
 def lengths(spec, B: int, S: int) -> list[int]:

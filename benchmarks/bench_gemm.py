@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import bench
+
 PEAK_TFLOPS = 989.0  # H200 dense bf16/fp16
 TOL = 1e-2
 REPRESENTATIVE = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (4096, 4096, 14336),
@@ -43,34 +45,6 @@ def load_kernel(kernel_dir: Path, dtype: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int = 500) -> dict:
-    """Median device time of fn() in microseconds: CUDA events per launch, L2 flushed before each."""
-    import torch
-
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    warm = 0
-    while (time.perf_counter() - t0) * 1e3 < warmup_ms or warm < 3:
-        fn()
-        warm += 1
-        torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(max_iters)]
-    per_iter = max((time.perf_counter() - t0) * 1e3 / warm, 1e-3)
-    iters = int(min(max_iters, max(10, rep_ms / per_iter)))
-    for i in range(iters):
-        flush.zero_()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts[:iters], ends[:iters])]
-    return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
 
 
 def inputs(m: int, n: int, k: int, torch_dtype, seed: int):

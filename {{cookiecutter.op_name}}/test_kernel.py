@@ -40,7 +40,8 @@ import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OP = json.loads((HERE / "op.json").read_text())
+OP_PATH = HERE / "op.json"
+OP = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} outside a workspace: benchmarks/ reuse bench()
 RESULTS = HERE / "results" / "results.json"
 EXIT_OK, EXIT_FAIL, EXIT_NOT_RUN = 0, 1, 2
 
