@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -102,3 +103,7 @@ def test_isa_metrics_reads_every_cells_compile_output(matrix, key, expect):
     if "stores128" in expect:
         assert m["global_stores"].get(128, 0) > 0
     assert not m.get("local_bytes")
+    if op["vendor"] == "nvidia" and shutil.which("ptxas"):  # physical registers and spills need ptxas
+        assert m["registers"] > 0 and m["spill_bytes"] == 0, m
+    if op["vendor"] == "amd":  # the AMDGPU metadata always says: spill counts and the scratch segment
+        assert m["local_known"] and m["spill_count"] == 0 and m["local_instructions"] == 0, m
