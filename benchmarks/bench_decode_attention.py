@@ -3,6 +3,7 @@
     python benchmarks/bench_decode_attention.py --kernel-dir <dir with kernel.py + op.json> --out /tmp/da
     python benchmarks/bench_decode_attention.py --kernel-dir <dir> --out /tmp/da --sweep      # + knob sweep first
     python benchmarks/bench_decode_attention.py --kernel-dir <dir> --out /tmp/da --sweep --pick-best  # then use best
+    python benchmarks/bench_decode_attention.py --kernel-dir <dir> --out /tmp/da --sweep-mma --pick-best  # G >= 8 knobs
     python benchmarks/bench_decode_attention.py --out /tmp/da --summarize                     # re-render, no GPU
 
 Correctness: every case, in bf16 and fp16, draws fresh randn inputs, poisons `out` with NaN, and compares
@@ -39,7 +40,9 @@ CASES = [
     ("mixed_B16_Hq32_Hkv8_S8192_D128", 16, 32, 8, 8192, 128, ("random", 7), True, ("random", "huge", "nan")),
     ("seqlen1_B4_Hq32_Hkv8_S1024_D128", 4, 32, 8, 1024, 128, "one", False, ("random", "huge", "nan")),
     ("odd_lens_B4_Hq32_Hkv8_S4096_D128", 4, 32, 8, 4096, 128, [4093, 2029, 509, 3001], False, ("random", "huge", "nan")),
-    ("MQA_mixed_B4_Hq32_Hkv1_S3000_D128", 4, 32, 1, 3000, 128, [2999, 1, 1500, 3000], False, ("random", "huge")),
+    ("MQA_mixed_B4_Hq32_Hkv1_S3000_D128", 4, 32, 1, 3000, 128, [2999, 1, 1500, 3000], False, ("random", "huge", "nan")),
+    ("G8_D64_B3_Hq16_Hkv2_S777_D64", 3, 16, 2, 777, 64, [777, 5, 300], False, ("random", "huge", "nan")),
+    ("G12_B2_Hq96_Hkv8_S1000_D128", 2, 96, 8, 1000, 128, [1000, 333], False, ("random",)),
     ("MHA_B3_Hq12_Hkv12_S777_D64", 3, 12, 12, 777, 64, [777, 5, 300], False, ("random", "huge")),
     ("G6_B2_Hq48_Hkv8_S2000_D128", 2, 48, 8, 2000, 128, [2000, 1234], False, ("random",)),
     ("D64_G1_B2_Hq8_Hkv8_S1000_D64", 2, 8, 8, 1000, 64, [1000, 999], False, ("random",)),
@@ -220,6 +223,66 @@ def sweep(kernel, gbps_copy) -> tuple[list[dict], dict | None]:
     return rows, (best[0] if best else None)
 
 
+# Tensor-core path knobs tried by --sweep-mma on the G >= 8 timed cases (bf16); the first entry is the file default.
+SWEEP_MMA = [
+    {"MMA_KEYS": 16, "MMA_STAGES": 3, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256},
+    {"MMA_KEYS": 16, "MMA_STAGES": 2, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256},
+    {"MMA_KEYS": 16, "MMA_STAGES": 4, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256},
+    {"MMA_KEYS": 16, "MMA_STAGES": 3, "MMA_TARGET_CTAS": 2112, "MMA_MIN_SPLIT_KEYS": 128},
+    {"MMA_KEYS": 16, "MMA_STAGES": 2, "MMA_TARGET_CTAS": 2112, "MMA_MIN_SPLIT_KEYS": 128},
+    {"MMA_KEYS": 32, "MMA_STAGES": 2, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256},
+]
+MMA_CASES = ("B8_Hq64_Hkv8_S16384_D128", "MQA_B8_Hq32_Hkv1_S8192_D128")
+
+
+def sweep_mma(kernel) -> tuple[list[dict], dict | None]:
+    """G >= 8 timed cases, bf16: each SWEEP_MMA entry checked and timed; the best by geometric-mean speedup."""
+    import torch
+    import torch.nn.functional as F
+
+    cases = [c for c in CASES if c[0] in MMA_CASES]
+    data = []
+    for case in cases:
+        _, B, Hq, Hkv, S, D = case[:6]
+        q, k, v, sl = make_inputs(B, Hq, Hkv, S, D, [S] * B, torch.bfloat16, "random", 13)
+        k4, v4 = k.transpose(1, 2).contiguous(), v.transpose(1, 2).contiguous()
+        q4 = q.view(B, Hq, 1, D)
+        scale = kernel._softmax_scale(D)
+        t = bench(lambda: F.scaled_dot_product_attention(q4, k4, v4, scale=scale, enable_gqa=True))["median_us"]
+        data.append((case, q, k, v, sl, torch.empty_like(q), t))
+    rows, best = [], None
+    saved = {name: getattr(kernel, name) for name in SWEEP_MMA[0]}
+    for knobs in SWEEP_MMA:
+        for name, value in knobs.items():
+            setattr(kernel, name, value)
+        kernel._compiled.clear()
+        kernel._workspace.clear()
+        row = dict(knobs)
+        try:
+            logs = []
+            for case, q, k, v, sl, out, t_torch in data:
+                r = check(kernel, case, torch.bfloat16, "random", 17)
+                t_k = bench(lambda: kernel.run(q, k, v, sl, out=out))["median_us"]
+                p = kernel.plan(*case[1:6])
+                tag = case[0].split("_")[0]
+                row.update({f"{tag}_us": t_k, f"{tag}_torch_us": t_torch, f"{tag}_vs_torch": t_torch / t_k,
+                            f"{tag}_rel_err": r["rel_err"], f"{tag}_status": r["status"],
+                            f"{tag}_splits": f"{p['splits']} x {p['split_size']}"})
+                logs.append(math.log(t_torch / t_k) if r["status"] == "PASS" else -1e9)
+            row["geo_vs_torch"] = math.exp(sum(logs) / len(logs)) if min(logs) > -1e8 else 0.0
+            if row["geo_vs_torch"] > 0 and (best is None or row["geo_vs_torch"] > best[1]):
+                best = (knobs, row["geo_vs_torch"])
+        except Exception as err:
+            row["error"] = f"{type(err).__name__}: {err}"[:300]
+        rows.append(row)
+        print("sweep_mma", row, flush=True)
+    for name, value in saved.items():
+        setattr(kernel, name, value)
+    kernel._compiled.clear()
+    kernel._workspace.clear()
+    return rows, (best[0] if best else None)
+
+
 def render(s: dict) -> str:
     md = [f"Device: {s['device']}; torch {s['torch']}; {s['date']}; same-run device copy {s['copy_gbps']:.0f} GB/s", "",
           "Correctness (float64 masked-softmax reference, tolerance 1e-2; `huge`/`nan` = cache past seq_len "
@@ -252,6 +315,19 @@ def render(s: dict) -> str:
                       f"{r['rel_err']:.1e} {r['status']} |")
         if s.get("picked"):
             md += ["", f"Checks and timing above ran with the fastest passing sweep entry: {s['picked']}"]
+    if s.get("sweep_mma"):
+        md += ["", "Sweep of the tensor-core path (G >= 8) on B8 Hq64 Hkv8 S16384 and MQA B8 Hq32 Hkv1 S8192, bf16 "
+               "(keys = keys per warp tile, stages = per-warp cp.async slots):", "",
+               "| keys | stages | target CTAs | min split | G8 splits | G8 (us) | G8 torch | G8 vs torch | MQA splits | "
+               "MQA (us) | MQA torch | MQA vs torch | rel_err G8 / MQA |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in s["sweep_mma"]:
+            knobs = f"| {r['MMA_KEYS']} | {r['MMA_STAGES']} | {r['MMA_TARGET_CTAS']} | {r['MMA_MIN_SPLIT_KEYS']} |"
+            md.append(f"{knobs} FAIL: {r['error']} |" if "error" in r else
+                      f"{knobs} {r['B8_splits']} | {r['B8_us']:.1f} | {r['B8_torch_us']:.1f} | {r['B8_vs_torch']:.3f}x | "
+                      f"{r['MQA_splits']} | {r['MQA_us']:.1f} | {r['MQA_torch_us']:.1f} | {r['MQA_vs_torch']:.3f}x | "
+                      f"{r['B8_rel_err']:.1e} {r['B8_status']} / {r['MQA_rel_err']:.1e} {r['MQA_status']} |")
+        if s.get("picked_mma"):
+            md += ["", f"Checks and timing above ran with the best tensor-core sweep entry: {s['picked_mma']}"]
     return "\n".join(md) + "\n"
 
 
@@ -261,6 +337,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--sweep", action="store_true", help="time the SWEEP knob settings on the headline case first")
     p.add_argument("--pick-best", action="store_true", help="with --sweep: run checks and timing with the fastest entry")
+    p.add_argument("--sweep-mma", action="store_true", help="time the SWEEP_MMA settings on the G >= 8 cases first")
     p.add_argument("--dtype", action="append", choices=["bf16", "fp16"], help="repeatable; default both")
     p.add_argument("--summarize", action="store_true", help="re-render <out>/summary.md from summary.json (no GPU)")
     args = p.parse_args()
@@ -282,6 +359,12 @@ def main() -> int:
                 for name, value in best.items():
                     setattr(kernel, name, value)
                 summary["picked"] = best
+        if args.sweep_mma:
+            summary["sweep_mma"], best = sweep_mma(kernel)
+            if args.pick_best and best:
+                for name, value in best.items():
+                    setattr(kernel, name, value)
+                summary["picked_mma"] = best
         seed = 100
         for case in CASES:
             for dtype in dtypes:

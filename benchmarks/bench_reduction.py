@@ -11,6 +11,11 @@ come from slicing a wider tensor (x = base[:, :N]). Timing: the kernel, torch ea
 device copy measured in one process with one timer (CUDA events, L2 flushed before each launch,
 median after warm-up: the same method as the workspace harness's bench()). GB/s counts bytes read
 (x, + weight) + bytes written (out). Writes <out>/summary.md and <out>/summary.json.
+
+NaN / -inf check (max, softmax; runs with the correctness checks): rows get one NaN at varying
+positions (first, last, middle, a looped-path tail slice), some -inf values, or all -inf, and the
+padding of a strided x gets NaNs that must be ignored. Output must be NaN exactly where torch's is
+(float64 reference), +-inf where torch's is, and match it elsewhere (same tolerances).
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ CHECK_SHAPES = [
     (2, 32768, None), (3, 32769, None), (4, 40000, None), (1000, 4096, 4160), (1000, 1000, 1003),
 ]
 HEADLINE = (32768, 8192)
+# (M, N, row stride, variants): looped path (3 x 40000, 8 x 131072), register path with and without the smem
+# step, the N = 7 scalar path, a padded stride. Small-M shapes run several variants so each row kind and each
+# NaN position is seen; variant v shifts the row pattern by v.
+NAN_SHAPES = [(3, 40000, None, 8), (8, 131072, None, 4), (4096, 8192, None, 1), (4096, 4096, None, 1),
+              (4096, 1000, None, 1), (4099, 7, None, 1), (1000, 1000, 1003, 1)]
+NAN_OPS = ["max", "softmax"]
 TIME_SHAPES = [(32768, 8192), (4096, 4096), (4096, 5120), (4096, 8192), (8, 131072)]
 
 
@@ -123,6 +134,80 @@ def check(kernel, ops, dtypes) -> list[dict]:
     return rows
 
 
+def special_rows(x, base, n: int, variant: int) -> None:
+    """Poison x in place. Row kind (r + variant) % 4: 0 one NaN, 1 untouched, 2 some -inf, 3 all -inf (every
+    other such row; the rest get one NaN). NaN positions cycle over first, last, middle, a looped-path tail
+    slice and a pseudo-random one. NaNs also go into the padding columns of a strided base (must be ignored)."""
+    nan, ninf = float("nan"), float("-inf")
+    positions = [0, n - 1, n // 2, max(0, n - 1 - n // 7), 7919 % n]
+    for r in range(x.shape[0]):
+        kind, j = (r + variant) % 4, (r // 4 + variant) % len(positions)
+        if kind == 0 or (kind == 3 and (r // 4) % 2):
+            x[r, positions[(j + (kind == 3)) % len(positions)]] = nan
+        elif kind == 2:
+            x[r, positions[j]] = ninf
+            x[r, (positions[j] + n // 3) % n] = ninf
+        elif kind == 3:
+            x[r, :] = ninf
+        if base.shape[1] > n and kind == 1:
+            base[r, n:] = nan
+
+
+def compare_special(out, ref, dtype: str) -> dict:
+    """NaN and +-inf masks must equal torch's; finite elements within tolerance."""
+    import torch
+
+    out = out.double()
+    nan_o, nan_r = torch.isnan(out), torch.isnan(ref)
+    inf_o, inf_r = torch.isinf(out), torch.isinf(ref)
+    fin = ~(nan_r | inf_r)
+    nan_mismatch = int((nan_o != nan_r).sum())
+    inf_mismatch = int(((inf_o != inf_r) | (inf_r & (out != ref))).sum())
+    diff = (out[fin] - ref[fin]).norm().item() if fin.any() else 0.0
+    denom = ref[fin].norm().item() if fin.any() else 0.0
+    err = diff / denom if denom > 0 else diff
+    ok = nan_mismatch == 0 and inf_mismatch == 0 and not math.isnan(err) and err < TOLERANCE[dtype]
+    rows_nan = nan_r.reshape(ref.shape[0], -1).any(-1)
+    rec = {"nan_mismatch": nan_mismatch, "inf_mismatch": inf_mismatch, "rel_err": None if math.isnan(err) else err,
+           "ref_nan": int(nan_r.sum()), "ref_nan_rows": int(rows_nan.sum()), "status": "PASS" if ok else "FAIL"}
+    if not ok:
+        rec["error"] = f"NaN mismatches {nan_mismatch}, inf mismatches {inf_mismatch}, finite rel_err {err:.3e}"
+    return rec
+
+
+def nan_check(kernel, ops, dtypes) -> list[dict]:
+    import torch
+
+    rows = []
+    for si, (m, n, ld, variants) in enumerate(NAN_SHAPES):
+        for dtype in dtypes:
+            for v in range(variants):
+                x, w = make_inputs(m, n, ld, dtype, 5000 + 10 * si + v)
+                base = x.as_strided((m, ld or n), x.stride())
+                special_rows(x, base, n, v)
+                x64 = x.double()
+                for op in ops:
+                    rec = {"M": m, "N": n, "stride": ld or n, "dtype": dtype, "op": op, "variant": v}
+                    try:
+                        shape = (m, n) if op == "softmax" else (m,)
+                        out = torch.full(shape, 1.0, dtype=x.dtype, device="cuda")  # poison: not NaN, not inf
+                        kernel.run(x, out=out, op=op)
+                        torch.cuda.synchronize()
+                        rec.update(compare_special(out, reference(op, x64, None), dtype))
+                    except Exception as err:  # noqa: BLE001 - a crash is this case's FAIL
+                        rec.update(status="FAIL", error=f"{type(err).__name__}: {err}"[:600])
+                    rows.append(rec)
+                    if rec["status"] != "PASS":
+                        print(f"NaN-check FAIL {op} {dtype} {m}x{n} ld={ld or n} v{v}: {rec.get('error', '')}",
+                              flush=True)
+                del x, w, x64, base
+            last = rows[-variants * len(ops):]
+            print(f"nan-check {m}x{n} ld={ld or n} {dtype}: {sum(r['status'] == 'PASS' for r in last)}/{len(last)} "
+                  f"PASS, NaN rows in torch's output {sum(r.get('ref_nan_rows', 0) for r in last)}", flush=True)
+            torch.cuda.empty_cache()
+    return rows
+
+
 def nbytes(op: str, m: int, n: int, eb: int) -> int:
     if op in ("sum", "mean", "max"):
         return m * n * eb + m * eb
@@ -178,6 +263,18 @@ def render(summary: dict) -> str:
             err = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
             md.append(f"| {r['M']} | {r['N']} | {r['stride']} | {r['dtype']} | {r['op']} | {r['status']} | {err} | "
                       f"{r.get('error', '')} |")
+    nan_checks = summary.get("nan_checks", [])
+    if nan_checks:
+        passed = sum(r["status"] == "PASS" for r in nan_checks)
+        md += ["", f"NaN / -inf check: {passed}/{len(nan_checks)} PASS (output NaN exactly where torch's is, +-inf "
+               "where torch's is, finite elements within tolerance)", "",
+               "| M | N | row stride | dtype | op | variant | status | torch NaN rows | NaN mismatches | inf mismatches "
+               "| finite rel_err | note |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in nan_checks:
+            err = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
+            md.append(f"| {r['M']} | {r['N']} | {r['stride']} | {r['dtype']} | {r['op']} | {r['variant']} | "
+                      f"{r['status']} | {r.get('ref_nan_rows', '-')} | {r.get('nan_mismatch', '-')} | "
+                      f"{r.get('inf_mismatch', '-')} | {err} | {r.get('error', '')} |")
     if summary.get("timing"):
         md += ["", f"Timing (copy ceiling {summary['copy']['gbps']:.0f} GB/s, 1 GiB device copy, same process). "
                "GB/s = (read x [+ weight] + write out) / time.", "",
@@ -199,6 +296,8 @@ def main() -> int:
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--no-timing", action="store_true")
     p.add_argument("--sweep", action="store_true", help="also sweep values per thread at the headline shape")
+    p.add_argument("--time-op", action="append", choices=OPS, help="repeatable; ops to time (default: --op's)")
+    p.add_argument("--time-shape", action="append", help="repeatable MxN, e.g. 32768x8192 (default: TIME_SHAPES)")
     p.add_argument("--summarize", action="store_true", help="re-render <out>/summary.md from summary.json (no GPU)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -218,10 +317,13 @@ def main() -> int:
         if not args.no_check:
             summary["checks"] = check(kernel, ops, dtypes)
             save()
+            summary["nan_checks"] = nan_check(kernel, [op for op in NAN_OPS if op in ops], dtypes)
+            save()
         if not args.no_timing:
             summary["copy"] = copy_ceiling()
             print(f"device copy {summary['copy']['gbps']:.0f} GB/s", flush=True)
-            summary["timing"] = time_ops(kernel, ops, TIME_SHAPES, "bf16", summary["copy"]["gbps"])
+            shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.time_shape] if args.time_shape else TIME_SHAPES
+            summary["timing"] = time_ops(kernel, args.time_op or ops, shapes, "bf16", summary["copy"]["gbps"])
             save()
             if args.sweep:
                 summary["timing"] += sweep(kernel, "bf16", summary["copy"]["gbps"])
@@ -231,7 +333,7 @@ def main() -> int:
     md = render(summary)
     (args.out / "summary.md").write_text(md)
     print(md[-7000:])
-    checks = summary.get("checks", [])
+    checks = summary.get("checks", []) + summary.get("nan_checks", [])
     return 0 if all(r["status"] == "PASS" for r in checks) else 1
 
 

@@ -135,8 +135,8 @@ PHASE1 = {
         "masks": "none; every op reduces over the last dim.",
         "boundaries": "N not a multiple of the 128-bit vector, rows whose start is not 16-byte aligned, "
                       "and very long rows (N >= 65536) that do not fit one CTA's registers.",
-        "special": "softmax subtracts the row max, so large inputs do not overflow; max uses fmax, which skips "
-                   "NaN where torch.amax propagates it (the test inputs hold no NaN).",
+        "special": "softmax subtracts the row max, so large inputs do not overflow; NaN propagates as in torch "
+                   "(a NaN in a row makes its max and its whole softmax row NaN).",
     },
     "elementwise": {
         "inputs": "each the same shape as the output; one output of that shape.",

@@ -122,6 +122,14 @@ UNROLL_FEW_HEADS = 2     # keys per thread per step when a CTA holds <= 4 query 
 UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
 PDL = True               # launch the merge kernel with programmatic dependent launch (hides its launch gap)
 MERGE_UNROLL = 4         # splits the merge kernel reads per loop iteration (independent loads in flight)
+MMA_MIN_GROUP = 8        # G >= this (and D <= 128) takes the tensor-core path
+MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
+MMA_MAX_HEADS = 16       # query heads per tensor-core CTA (the largest divisor of G that is <= 16)
+MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
+MMA_KEYS = 16            # keys per warp tile (N of q.K^T, K of P.V)
+MMA_STAGES = 3           # per-warp cp.async slots (K + V tile each)
+MMA_TARGET_CTAS = NUM_SMS * 8   # split CTAs aimed for on the tensor-core path
+MMA_MIN_SPLIT_KEYS = 256 # a tensor-core split reads at least this many keys
 LOG2E = 1.4426950408889634
 NEG_BIG = -1.0e30        # "minus infinity" for running maxima: finite, so exp2(m_old - m_new) is never NaN
 
@@ -136,6 +144,8 @@ _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     """Heads per CTA, keys per thread, split count and split size for one shape."""
     group = Hq // Hkv
+    if group >= MMA_MIN_GROUP and D <= 128:
+        return _plan_mma(B, Hq, Hkv, S, D)
     heads = max(h for h in range(1, min(group, MAX_HEADS) + 1) if group % h == 0)
     chunks = group // heads
     nch = CHUNKS_FEW_HEADS if heads <= 4 else CHUNKS_MANY_HEADS  # 128-bit chunks of a row per thread
@@ -149,7 +159,23 @@ def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     split_size = -(-(-(-S // splits)) // block) * block
     splits = -(-S // split_size)
     return {"group": group, "heads": heads, "chunks": chunks, "nch": nch, "tpk": tpk, "rows": rows, "unroll": unroll,
-            "block": block, "stages": STAGES, "pdl": PDL, "splits": splits, "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+            "block": block, "stages": STAGES, "pdl": PDL, "mma": False, "splits": splits, "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+
+
+def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
+    """Tensor-core path: heads per CTA (padded to 16 rows), warp tiles of MMA_KEYS keys, split count."""
+    group = Hq // Hkv
+    heads = max(h for h in range(1, min(group, MMA_MAX_HEADS) + 1) if group % h == 0)
+    chunks = group // heads
+    block = MMA_KEYS * MMA_WARPS        # keys per CTA step (each warp one tile)
+    items = B * Hkv * chunks
+    want = -(-MMA_TARGET_CTAS // items)
+    splits = max(1, min(want, -(-S // MMA_MIN_SPLIT_KEYS)))
+    split_size = -(-(-(-S // splits)) // block) * block
+    splits = -(-S // split_size)
+    return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC, "rows": MMA_M,
+            "unroll": MMA_KEYS, "block": block, "stages": MMA_STAGES, "pdl": PDL, "mma": True, "splits": splits,
+            "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
 
 
 def _row_sum(x, tpk: int):
@@ -344,6 +370,231 @@ def split_kernel(
 
 
 # ------------------------------------------------------------------------------------------------
+# Kernel 1, tensor-core variant (G >= 8): warp-level mma.sync m16n8k16, query heads as the M rows
+# ------------------------------------------------------------------------------------------------
+
+def _mn_view(acc: cute.Tensor) -> cute.Tensor:
+    """View an m16n8 accumulator fragment ((2 cols, 2 rows), MMA_M, MMA_N) as (rows, cols) of this thread."""
+    lay = cute.make_layout(acc.layout.shape)
+    mn = cute.make_layout(((lay.shape[0][1], lay.shape[1]), (lay.shape[0][0], lay.shape[2])),
+                          stride=((lay.stride[0][1], lay.stride[1]), (lay.stride[0][0], lay.stride[2])))
+    return cute.make_tensor(acc.iterator, cute.composition(acc.layout, mn))
+
+
+def _quad_reduce(x, op):
+    """Reduce over the 4 lanes (lane % 4) that hold the columns of one accumulator row."""
+    x = op(x, cute.arch.shuffle_sync_bfly(x, offset=2))
+    return op(x, cute.arch.shuffle_sync_bfly(x, offset=1))
+
+
+def _swizzled_rows(d: int):
+    """Shared-memory atom for [rows][d] 16-bit tiles: 8 rows x 64 values, 16-byte chunk index XOR (row % 8)."""
+    return cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+
+
+@cute.jit
+def _load_kv_tile(atom, mK: cute.Tensor, mV: cute.Tensor, tKVs: cute.Tensor, key0, s1, r0, cc, h, b, slot,
+                  passes: cutlass.Constexpr[int], rpp: cutlass.Constexpr[int]):
+    """cp.async one warp tile of K and V rows into slots `slot` and `slot + 1`; rows past s1 re-read key s1 - 1."""
+    for i in cutlass.range_constexpr(passes):
+        j = cutlass.min(key0 + r0 + i * rpp, s1 - 1)
+        cute.copy(atom, mK[((None, cc), h, j, b)], tKVs[(None, i, 0, slot)])
+        cute.copy(atom, mV[((None, cc), h, j, b)], tKVs[(None, i, 0, slot + 1)])
+
+
+@cute.kernel
+def mma_split_kernel(
+    mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int], stages: cutlass.Constexpr[int],
+    pdl: cutlass.Constexpr[bool],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    chunk, split, bh = cute.arch.block_idx()
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_launch_dependents()
+    nw = MMA_WARPS
+    warp = tidx // 32
+    lane = tidx - warp * 32
+    tpr = d // VEC                # lanes that copy one key row (16-byte chunks per row)
+    rpp = 32 // tpr               # key rows one warp copies per pass
+    nt = nw * 32
+    b = bh // hkv
+    h = bh - b * hkv
+    seqlen = cutlass.min(mLens[b], seq_max)
+    s0 = split * split_size
+    head0 = h * group + chunk * heads
+    dt = mK.element_type
+
+    # shared memory: q tile [16][d]; per warp `stages` slots of a K tile and a V tile [kt][d] (swizzled);
+    # after the loop the K/V slots hold the 16 x d fp32 accumulators of the 4 warps for the merge
+    atom = _swizzled_rows(d)
+    sQ_layout = cute.tile_to_shape(atom, (MMA_M, d), (0, 1))
+    n_slots = 2 * stages * nw
+    sKV_layout = cute.tile_to_shape(atom, (kt, d, n_slots), (0, 1, 2))
+    smem = SmemAllocator()
+    sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, MMA_M)), 16)
+    sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, MMA_M)), 16)
+    sQ = smem.allocate_tensor(dt, sQ_layout, 1024)
+    kv_ptr = smem.allocate_array(dt, max(kt * d * n_slots, 2 * nw * MMA_M * (d + 4)), byte_alignment=1024)
+    sKV = cute.make_tensor(kv_ptr, sKV_layout)                           # (key, dim, slot)
+    sVt = cute.composition(sKV, cute.make_layout((d, kt, n_slots), stride=(kt, 1, kt * d)))  # (dim, key, slot)
+    # [warp][row][dim], rows padded by 4 floats: the fragment stores hit 2-way, the final row reads 1-way banks
+    sAcc = cute.make_tensor(cute.recast_ptr(kv_ptr, dtype=cutlass.Float32),
+                            cute.make_layout((nw, MMA_M, d), stride=(MMA_M * (d + 4), d + 4, 1)))
+
+    if s0 < seqlen:
+        s1 = cutlass.min(s0 + split_size, seqlen)
+        g2s_atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
+                                       dt, num_bits_per_copy=128)
+        # q rows of this head chunk -> sQ (rows >= heads are zero: the M = 16 padding)
+        q_copy = cute.make_tiled_copy_tv(g2s_atom, cute.make_layout((nt // tpr, tpr), stride=(tpr, 1)),
+                                         cute.make_layout((1, VEC)))
+        tQs = q_copy.get_slice(tidx).partition_D(sQ)
+        for i in cutlass.range_constexpr(MMA_M // (nt // tpr)):
+            row = tidx // tpr + i * (nt // tpr)
+            if row < heads:
+                cute.copy(g2s_atom, mQ[((None, tidx % tpr), head0 + row, b)], tQs[(None, i, 0)])
+            else:
+                tQs[(None, i, 0)].fill(0.0)
+        cute.arch.cp_async_commit_group()
+
+        # per-warp K/V copies: lane -> (row lane // tpr + rpp * i, 16-byte chunk lane % tpr)
+        kv_copy = cute.make_tiled_copy_tv(g2s_atom, cute.make_layout((rpp, tpr), stride=(tpr, 1)),
+                                          cute.make_layout((1, VEC)))
+        tKVs = kv_copy.get_slice(lane).partition_D(sKV)   # (CPY, kt / rpp, 1, slot)
+        r0 = lane // tpr
+        cc = lane - r0 * tpr
+        n_tiles = (s1 - s0 + kt - 1) // kt
+        n_steps = (n_tiles + nw - 1) // nw                 # warp w takes tiles w, w + nw, ... (same count each)
+
+        for st in cutlass.range_constexpr(stages - 1):
+            if st < n_steps:
+                _load_kv_tile(g2s_atom, mK, mV, tKVs, s0 + (st * nw + warp) * kt, s1, r0, cc, h, b,
+                              2 * (warp * stages + st), kt // rpp, rpp)
+            cute.arch.cp_async_commit_group()
+
+        # tensor-core partitions: one warp = one 16 x 8 x 16 atom, N tiled to 16 so ldmatrix.x4 feeds two atoms
+        tiled_mma = cute.make_tiled_mma(cute.nvgpu.warp.MmaF16BF16Op(dt, cutlass.Float32, (16, 8, 16)), (1, 1, 1),
+                                        permutation_mnk=(16, 16, 16))
+        thr_mma = tiled_mma.get_slice(lane)
+        tSrQ = thr_mma.make_fragment_A(thr_mma.partition_A(sQ))
+        tSrK = thr_mma.make_fragment_B(thr_mma.partition_B(sKV[None, None, 0]))
+        tOrVt = thr_mma.make_fragment_B(thr_mma.partition_B(sVt[None, None, 0]))
+        ld = cute.nvgpu.warp.LdMatrix8x8x16bOp
+        cp_q = cute.make_tiled_copy_A(cute.make_copy_atom(ld(transpose=False, num_matrices=4), dt), tiled_mma)
+        cp_k = cute.make_tiled_copy_B(cute.make_copy_atom(ld(transpose=False, num_matrices=4), dt), tiled_mma)
+        cp_v = cute.make_tiled_copy_B(cute.make_copy_atom(ld(transpose=True, num_matrices=4), dt), tiled_mma)
+        thr_q = cp_q.get_slice(lane)
+        thr_k = cp_k.get_slice(lane)
+        thr_v = cp_v.get_slice(lane)
+        tSsK = thr_k.partition_S(sKV)
+        tSrK_v = thr_k.retile(tSrK)
+        tOsVt = thr_v.partition_S(sVt)
+        tOrVt_v = thr_v.retile(tOrVt)
+
+        cute.arch.cp_async_wait_group(stages - 1)  # the q group (committed first) has landed
+        cute.arch.sync_threads()
+        cute.copy(cp_q, thr_q.partition_S(sQ), thr_q.retile(tSrQ))   # q stays in registers for the whole split
+
+        acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((MMA_M, d)), cutlass.Float32)
+        acc_O.fill(0.0)
+        acc_O_mn = _mn_view(acc_O)
+        cS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((MMA_M, kt))))
+        n_rows = cute.size(acc_O_mn, mode=[0])   # 2 rows per thread: lane // 4 and lane // 4 + 8
+        n_cols = cute.size(cS, mode=[1])
+        rm = cute.make_rmem_tensor((n_rows,), cutlass.Float32)
+        rl = cute.make_rmem_tensor((n_rows,), cutlass.Float32)
+        rm.fill(NEG_BIG)
+        rl.fill(0.0)
+
+        for step in cutlass.range(n_steps, unroll=1):
+            cute.arch.cp_async_wait_group(stages - 2)   # this lane's copies of the step have landed ...
+            cute.arch.sync_warp()                       # ... and every lane's (the warp reads them with ldmatrix)
+            slot = step % stages
+            ahead = step + stages - 1
+            if ahead < n_steps:                         # refill the slot the warp finished in the previous step
+                _load_kv_tile(g2s_atom, mK, mV, tKVs, s0 + (ahead * nw + warp) * kt, s1, r0, cc, h, b,
+                              2 * (warp * stages + ahead % stages), kt // rpp, rpp)
+            cute.arch.cp_async_commit_group()
+            ks = 2 * (warp * stages + slot)
+            # S = q . K^T  (16 x kt, fp32)
+            acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((MMA_M, kt)), cutlass.Float32)
+            acc_S.fill(0.0)
+            for k in cutlass.range_constexpr(cute.size(tSrK, mode=[2])):
+                cute.copy(cp_k, tSsK[None, None, k, ks], tSrK_v[None, None, k])
+            for k in cutlass.range_constexpr(cute.size(tSrK, mode=[2])):
+                cute.gemm(tiled_mma, acc_S, tSrQ[None, None, k], tSrK[None, None, k], acc_S)
+            for k in cutlass.range_constexpr(cute.size(tOrVt, mode=[2])):
+                cute.copy(cp_v, tOsVt[None, None, k, ks + 1], tOrVt_v[None, None, k])
+            # online softmax per head row (base 2), keys >= s1 masked to -inf
+            key0 = s0 + (step * nw + warp) * kt
+            s_mn = _mn_view(acc_S)
+            for r in cutlass.range_constexpr(n_rows):
+                mx = cutlass.Float32(-math.inf)
+                for c in cutlass.range_constexpr(n_cols):
+                    s = cutlass.select_(key0 + cS[0, c][1] < s1, s_mn[r, c] * qscale, -math.inf)
+                    s_mn[r, c] = s
+                    mx = cute.arch.fmax(mx, s)
+                m_new = cute.arch.fmax(rm[r], _quad_reduce(mx, cute.arch.fmax))
+                alpha = cute.math.exp2(rm[r] - m_new, fastmath=True)
+                rm[r] = m_new
+                psum = cutlass.Float32(0.0)
+                for c in cutlass.range_constexpr(n_cols):
+                    p = cute.math.exp2(s_mn[r, c] - m_new, fastmath=True)
+                    s_mn[r, c] = p
+                    psum = psum + p
+                rl[r] = rl[r] * alpha + psum
+                for c in cutlass.range_constexpr(cute.size(acc_O_mn, mode=[1])):
+                    acc_O_mn[r, c] = acc_O_mn[r, c] * alpha
+            # O += P . V  (P: the S accumulator converted to 16-bit, re-read as the A operand)
+            rP = cute.make_fragment_like(acc_S, dt)
+            rP.store(acc_S.load().to(dt))
+            pl = cute.logical_divide(rP.layout, (None, None, 2))
+            tOrP = cute.make_tensor(rP.iterator, cute.make_layout(
+                ((pl.shape[0], pl.shape[2][0]), pl.shape[1], pl.shape[2][1]),
+                stride=((pl.stride[0], pl.stride[2][0]), pl.stride[1], pl.stride[2][1])))
+            for k in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
+                cute.gemm(tiled_mma, acc_O, tOrP[None, None, k], tOrVt[None, None, k], acc_O)
+        cute.arch.cp_async_wait_group(0)
+
+        # merge the 4 warps' (m, l, acc) through shared memory, write the normalised partial + lse
+        cO = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((MMA_M, d))))
+        for r in cutlass.range_constexpr(n_rows):
+            rl[r] = _quad_reduce(rl[r], lambda x, y: x + y)
+        if lane % 4 == 0:
+            for r in cutlass.range_constexpr(n_rows):
+                sM[warp, cO[r, 0][0]] = rm[r]
+                sL[warp, cO[r, 0][0]] = rl[r]
+        cute.arch.sync_threads()   # also: every warp is done with its K/V slots, which become sAcc
+        for r in cutlass.range_constexpr(n_rows):
+            row = cO[r, 0][0]
+            mx = sM[0, row]
+            for w in cutlass.range_constexpr(1, nw):
+                mx = cute.arch.fmax(mx, sM[w, row])
+            alpha = cute.math.exp2(rm[r] - mx, fastmath=True)
+            for c in cutlass.range_constexpr(cute.size(acc_O_mn, mode=[1])):
+                sAcc[warp, row, cO[r, c][1]] = acc_O_mn[r, c] * alpha
+        cute.arch.sync_threads()
+        for it in cutlass.range_constexpr((d * heads + nt - 1) // nt):
+            idx = tidx + it * nt
+            if idx < d * heads:
+                row = idx // d
+                dd = idx - row * d
+                mx = sM[0, row]
+                for w in cutlass.range_constexpr(1, nw):
+                    mx = cute.arch.fmax(mx, sM[w, row])
+                tot = cutlass.Float32(0.0)
+                o = cutlass.Float32(0.0)
+                for w in cutlass.range_constexpr(nw):
+                    tot = tot + sL[w, row] * cute.math.exp2(sM[w, row] - mx, fastmath=True)
+                    o = o + sAcc[w, row, dd]
+                mO[dd, split, head0 + row, b] = o / tot
+                if dd == 0:
+                    mLse[split, head0 + row, b] = mx + cute.math.log2(tot, fastmath=True)
+
+
+# ------------------------------------------------------------------------------------------------
 # Kernel 2: one CTA per (query head, sequence); thread t owns output dim t
 # ------------------------------------------------------------------------------------------------
 
@@ -399,6 +650,40 @@ def decode_launch(
                                                                    use_pdl=pdl)
 
 
+@cute.jit
+def decode_launch_mma(
+    pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
+    pLse: cute.Pointer, pOut: cute.Pointer,
+    B: cutlass.Int32, Hq: cutlass.Int32, Hkv: cutlass.Int32, S: cutlass.Int32,
+    chunks: cutlass.Int32, splits: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
+    stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then both kernels."""
+    dims = ((VEC, d // VEC), (1, VEC))
+    hd = cute.assume(Hkv * d, divby=d)
+    qd = cute.assume(Hq * d, divby=d)
+    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
+    kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
+    mK = cute.make_tensor(pK, kv_layout)
+    mV = cute.make_tensor(pV, kv_layout)
+    mLens = cute.make_tensor(pLens, cute.make_layout(B))
+    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
+    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
+    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    mma_split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
+                     pdl).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
+                                 smem=_mma_smem_bytes(d, kt, stages), stream=stream)
+    merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
+                                                                   use_pdl=pdl)
+
+
+def _mma_smem_bytes(d: int, kt: int, stages: int) -> int:
+    """Shared memory of a tensor-core CTA: lane maxima/sums, the q tile, the per-warp K/V slots (>= accumulators)."""
+    kv = max(2 * kt * d * 2 * stages * MMA_WARPS, 4 * MMA_WARPS * MMA_M * (d + 4))
+    return 2 * 4 * MMA_WARPS * MMA_M + 2 * MMA_M * d + kv + 3 * 1024
+
+
 def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) -> int:
     """Shared memory of a split CTA: lane maxima and sums, plus max(K/V slots, lane accumulators)."""
     rows = THREADS // (d // (VEC * nch))
@@ -422,11 +707,16 @@ def _args(dtype: str, addrs, sizes, qscale: float):
 
 
 def _compile(dtype: str, d: int, p: dict, stream, options: str | None = None):
-    key = (dtype, d, p["heads"], p["nch"], p["unroll"], p["stages"], p["pdl"], THREADS)
+    if p["mma"]:  # tensor-core path: (d, heads, keys per warp tile, stages, pdl)
+        key = (dtype, "mma", d, p["heads"], p["unroll"], p["stages"], p["pdl"], MMA_WARPS)
+        launcher, consts = decode_launch_mma, key[2:-1]
+    else:
+        key = (dtype, d, p["heads"], p["nch"], p["unroll"], p["stages"], p["pdl"], THREADS)
+        launcher, consts = decode_launch, key[1:-1]
     if key not in _compiled or options:
         args = _args(dtype, [16] * 7, [1] * 7, 1.0)
         kw = {"options": options} if options else {}
-        _compiled[key] = cute.compile(decode_launch, *args, stream, *key[1:-1], **kw)
+        _compiled[key] = cute.compile(launcher, *args, stream, *consts, **kw)
     return _compiled[key]
 
 
@@ -487,13 +777,12 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(os.environ["CUTE_DSL_DUMP_DIR"]).mkdir(parents=True, exist_ok=True)  # the DSL only dumps into an existing dir
-    args = _args(dtype, [16] * 7, [1] * 7, 1.0)
-    compiled = cute.compile(decode_launch, *args, make_fake_stream(), v["D"], p["heads"], p["nch"], p["unroll"],
-                            p["stages"], p["pdl"], options="--keep-ptx")
+    compiled = _compile(dtype, v["D"], p, make_fake_stream(), options="--keep-ptx")
     ptx = compiled.artifacts.PTX
     if "\n" not in ptx and Path(ptx).is_file():  # with CUTE_DSL_DUMP_DIR set, the artifact is the dumped file's path
         ptx = Path(ptx).read_text()
-    (out_dir / f"kernel_{OP}_{dtype}_d{v['D']}_h{p['heads']}.sm_90a.ptx").write_text(ptx)
+    path = "mma" if p["mma"] else "cc"
+    (out_dir / f"kernel_{OP}_{dtype}_d{v['D']}_h{p['heads']}_{path}.sm_90a.ptx").write_text(ptx)
     return ptx
 
 
