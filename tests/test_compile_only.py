@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import isa_metrics
+import shapes
 from conftest import ELEMENTWISE_OPS, PATTERN_OPS, load_module, read_json
 
 
@@ -66,8 +67,19 @@ def test_gemm_fp16_compiles(matrix):
 
 
 def test_decode_attention_markers(matrix):
-    ptx = compile_workspace(matrix[("H200", "gqa")].project_path)
-    assert "shfl.sync.bfly" in ptx and "ex2.approx" in ptx
+    ptx = compile_workspace(matrix[("H200", "gqa")].project_path)  # headline G = 4: the CUDA-core path
+    assert "shfl.sync.bfly" in ptx and "ex2.approx" in ptx and "mma.sync" not in ptx
+
+
+@pytest.mark.parametrize("shape", ["8x64x8x16384x128", "8x32x1x8192x128"])
+def test_decode_attention_large_groups_use_tensor_cores(matrix, tmp_path, shape):
+    """G = 8 and MQA take the mma.sync path: the group's heads are the M dimension of m16n8k16."""
+    ws = matrix[("H200", "gqa")].project_path
+    kernel = load_module(ws / "kernel.py", f"kernel_gqa_{shape}")
+    (case,) = shapes.decode_attention_cases(shape, "representative", "bf16")
+    ptx = kernel.compile_only(case, tmp_path)
+    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx)
+    assert "ldmatrix" in ptx and "cp.async.cg.shared.global" in ptx and ".local" not in ptx
 
 
 def test_marker_check_can_fail(matrix, tmp_path):

@@ -191,33 +191,38 @@ CELLS[("reduction", "cutedsl")] = {
 
 CELLS[("decode_attention", "cutedsl")] = {
     "summary": "CuTe DSL flash-decoding: the sequence split across CTAs (splits sized from B*Hkv and the 132 SMs), "
-               "each CTA handles one GQA group so K/V are read once, online softmax in fp32, K/V streamed through "
-               "a 16-byte cp.async shared-memory pipeline, then a log-sum-exp merge kernel",
+               "each CTA handles a GQA group so K/V are read once, online softmax in fp32, K/V streamed through a "
+               "16-byte cp.async shared-memory pipeline; CUDA-core dot products for G <= 7, mma.sync tensor cores "
+               "for G >= 8 and MQA; then a log-sum-exp merge kernel",
     "semantics": "Variable lengths per sequence (1 <= seq_lens[b] <= S_max); cache slots past a length are never "
                  "read (the test inputs fill them with large values, so a leak fails). D = 64, 128 or 256.",
     "design": "Decode attention reads every K/V byte for only 2*G FMAs (G = Hq/Hkv query heads per KV head), so it "
               "is a streaming kernel, but a batch offers only B*Hkv (sequence, KV head) pairs, too few to fill 132 "
               "SMs. Flash-decoding splits each sequence: kernel 1 gives each CTA one split of one (sequence, KV "
-              "head) for the whole query-head group, keeps a running max and sum per head in fp32 (the online "
-              "softmax) and writes a partial output with its log-sum-exp; splits past a sequence's length exit at "
-              "once. Kernel 2 merges the non-empty splits by log-sum-exp, launched with programmatic dependent launch so "
-              "its launch overlaps kernel 1's tail. Each thread owns two 128-bit slices of a key row (one when a CTA "
-              "holds more than 4 heads), so at D = 128 eight threads share a key and a score needs 3 butterfly "
-              "shuffles, in base 2 so exp is one `ex2.approx`. K and V stream into shared memory with 16-byte `cp.async` several steps ahead, so "
-              "loads in flight hold no registers.",
+              "head) for the query-head group, keeps a running max and sum per head in fp32 (the online softmax) "
+              "and writes a partial output with its log-sum-exp; splits past a sequence's length exit at once. "
+              "Kernel 2 merges the non-empty splits by log-sum-exp, launched with programmatic dependent launch so "
+              "its launch overlaps kernel 1's tail. K and V stream into shared memory with 16-byte `cp.async` "
+              "several steps ahead, so loads in flight hold no registers. The dot products take one of two paths by "
+              "group size. For G <= 7, CUDA cores: each thread owns two 128-bit slices of a key row, so at D = 128 "
+              "eight threads share a key and a score needs 3 butterfly shuffles, in base 2 so exp is one "
+              "`ex2.approx`. For G >= 8 (and MQA), tensor cores: the group's query heads, padded to 16-row tiles, are "
+              "the M dimension of `mma.sync` m16n8k16 for S = Q.K^T (K via `ldmatrix`) and for O += P.V (V via "
+              "`ldmatrix.trans`), and the fp32 scores become the bf16/fp16 P operand register for register.",
     "ncu_kernel": "split|merge",
     "levers": [
-        "Tensor cores for the group: q.K^T and P.V as `mma.sync` (or WGMMA) tiles with the G query heads padded to "
-        "16 rows; the CUDA-core FMAs and shuffles are what cap G = 8 and MQA far below the copy bandwidth.",
-        "TMA for K/V: one thread issues a bulk tensor copy per tile, freeing the other threads' issue slots, "
-        "with an mbarrier pipeline in place of per-thread cp.async groups.",
-        "Paged KV cache and fused rotary/quantised-KV loads: serving stacks store K/V in pages and often in "
-        "fp8; reading fp8 halves the bytes of this memory-bound kernel.",
+        "Small groups on tensor cores too: G <= 7 still uses CUDA-core FMAs and shuffles (the headline G = 4 case is "
+        "0.88x torch SDPA at 82% of the copy bandwidth); an mma path with 16-row padding wastes more than half the "
+        "tile there, so try keys as the M dimension with a register transpose of P.",
+        "TMA for K/V: one thread issues a bulk tensor copy per tile, freeing the other threads' issue slots, with an "
+        "mbarrier pipeline in place of per-thread cp.async groups; and fewer, larger splits for MQA, whose fp32 "
+        "partials add ~12% to its traffic.",
+        "Paged KV cache and quantised K/V: serving stacks store K/V in pages and often in fp8; reading fp8 halves "
+        "the bytes of this memory-bound kernel.",
     ],
     "isa_markers": {
         "required": [
             {"text": "cp.async.cg.shared.global", "meaning": "16-byte asynchronous K/V loads into shared memory"},
-            {"text": "ld.global.v4", "meaning": "128-bit loads of q"},
             {"text": "shfl.sync.bfly", "meaning": "butterfly shuffles for the scores and reductions"},
         ],
         "forbidden": [NO_LOCAL],
@@ -226,22 +231,28 @@ CELLS[("decode_attention", "cutedsl")] = {
         *CUTEDSL_FACTS,
         "The grid is sized from S_max, not from seq_lens, so no host sync reads the lengths; CTAs of splits past "
         "a sequence's length exit at once.",
-        "cp.async.wait_group orders only the calling thread's copies: a thread that reads back only the slots it "
-        "copied itself needs no CTA barrier.",
+        "cp.async.wait_group orders only the calling thread's copies: a thread (or warp, with bar.warp.sync) that "
+        "reads back only the slots it copied itself needs no CTA barrier.",
+        "With the query heads as the M dimension of mma.sync, the fp32 accumulator fragment of S = Q.K^T has the "
+        "layout of the A operand of P.V: P is converted in registers and never goes through shared memory.",
     ],
     "pitfalls": [
         {"pitfall": "plain 128-bit loads into registers with no prefetch reached 64% of the copy bandwidth "
                     "(197 us on B32 Hq32 Hkv8 S4096 bf16)",
-         "fix": "a 3-stage cp.async shared-memory pipeline: 164 us, 77% of the copy",
-         "source": "benchmarks/bench_decode_attention.py --sweep on the H200"},
+         "fix": "a cp.async shared-memory pipeline: 164 us with 3 stages",
+         "source": "benchmarks/2026-11-30-h200-decode-attention.md"},
         {"pitfall": "one 128-bit slice per thread put 16 threads on a D = 128 key: 4 shuffle steps per score kept "
                     "the headline at 0.82-0.84x torch SDPA",
          "fix": "two slices per thread (8 threads per key, 3 steps), 4 stages, 5 splits: 154 us, 0.876x",
          "source": "benchmarks/2026-11-30-h200-decode-attention.md"},
-        {"pitfall": "the CUDA-core FMA + shuffle design is compute-bound for large groups: G = 8 reaches 0.46x and "
-                    "MQA 0.29x of torch SDPA",
-         "fix": "not fixed in V0: tensor-core mma for q.K^T and P.V is the first lever",
+        {"pitfall": "CUDA-core FMAs + shuffles are compute-bound for large groups: G = 8 reached 0.46x and MQA 0.29x "
+                    "of torch SDPA",
+         "fix": "mma.sync m16n8k16 with the heads padded to 16 rows for G >= 8: G = 8 0.968x, MQA 0.84x",
          "source": "benchmarks/2026-11-30-h200-decode-attention.md"},
+        {"pitfall": "keeping the 32-row MQA q tile in registers made ptxas spill (255 registers, 60 bytes of spill "
+                    "stores)",
+         "fix": "re-read q from shared memory each step: 246-254 registers, no spill",
+         "source": "ptxas -v on the sm_90a PTX"},
     ],
 }
 

@@ -13,7 +13,8 @@ Why this shape (flash-decoding)
     batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
 
     kernel 1  grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for
-              `heads` query heads at once (the whole GQA group when G <= 8), keeps an online softmax
+              `heads` query heads at once (the whole GQA group when G <= 7 on CUDA cores; G >= 8 goes to
+              the tensor-core variant described below), keeps an online softmax
               (running max m, running sum l, fp32 accumulator) and writes a normalised partial
               o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at or past len_b
               (short sequences in a mixed batch) returns at once and writes nothing.
@@ -75,14 +76,55 @@ Data movement: a private cp.async pipeline
     Full run with this configuration: 154.4 us bf16 = 3481 GB/s = 82% of the 4247 GB/s device copy, 0.876x
     of torch SDPA (135.3 us); fp16 153.7 us, 0.880x (target 0.85x: met).
 
+Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 7)
+    Why: on CUDA cores every K/V element feeds 2*G fp32 FMAs plus its share of the shuffles, so at G = 8 the
+    split kernel was FMA/shuffle-bound (304 us bf16 on B8 Hq64 Hkv8 S16384, 0.46x of torch) and MQA
+    (G = 32) worse (86.9 us, 0.29x). mma.sync does that work on the tensor cores: per 16 keys and 16 heads
+    q.K^T + P.V at D = 128 are 32 m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
+    Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32),
+    N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The M rows are padded to a whole m16 tile
+    (mrows = 16 for G = 8 or 12, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
+    scores are 0, they go through the softmax harmlessly and are never written. Why pad instead of putting
+    keys on M (S^T = K.q^T has no padding at G = 8)? With heads as M the m16n8 accumulator of S is, register
+    for register, the A operand of P.V (two n8 score tiles = one k16 tile of P, converted to bf16/fp16 in
+    registers), so P never leaves the registers; keys-as-M would need a transpose of P (shared memory or
+    movmatrix). The padded half is wasted tensor-core work, but the tensor cores are mostly idle anyway
+    (B8 Hq64 Hkv8 S16384: 8.6 GFLOP of padded mma in 144 us = 60 TFLOP/s, 6% of the 989 dense-bf16 peak).
+    CTA: 4 warps, grid (G/heads, splits, B*Hkv), 128 threads; warp w takes the 16-key tiles w, w+4, w+8, ...
+    of the split (MMA_KEYS = 16). Each warp owns MMA_STAGES = 2 slots of [16 keys][D] K and V in shared
+    memory, swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that both the 16-byte cp.async
+    writes and the 8-row ldmatrix reads are bank-conflict free. Lane l copies chunk l % (D/8) of rows
+    l // (D/8) + 32/(D/8)*i (one 256-byte K row per 16 lanes at D = 128); rows past the split end are
+    clamped to key s1 - 1 (never a stale slot) and their scores set to -inf. A warp synchronises only with
+    itself: cp.async.wait_group then bar.warp.sync (the tile is read by all 32 lanes through ldmatrix), and
+    the refill of the slot consumed one step earlier is issued before this step's math, so one tile per
+    warp is always in flight (8 KiB; at G = 8 a CTA takes 73 KB smem and 165 registers/thread, so 3 CTAs =
+    12 warps = 96 KiB in flight per SM; MQA: 80 KB, 254 registers, 2 CTAs). Per step and warp (D = 128, 16 heads):
+    8 ldmatrix.x4 for K (k-major rows = the "col" B operand directly), 8 ldmatrix.x4.trans for V, 16 mma
+    for S, the online softmax on the fp32 accumulator (each lane holds 2 head rows x 4 keys; row max and sum
+    over the 4 lanes of a quad with 2 shuffles; scale*log2(e) applied in fp32, exp2.approx), acc_O (16 x D
+    fp32 = 64 registers per lane) rescaled, 16 mma for P.V. q is loaded once into registers (32 regs) for
+    one m16 tile; with two tiles (MQA) it is re-read by ldmatrix each step (otherwise ptxas spilled: 255
+    registers + 60 bytes; now 246-254 registers, no spill). After the loop the 4 warps merge (m, l, acc)
+    through shared memory (reusing the K/V slots, rows padded by 4 floats) and write the same fp32 partial
+    + lse as the CUDA-core kernel, so the merge kernel is shared. Splits: MMA_TARGET_CTAS = 1056 over
+    B*Hkv*(G/heads) items, >= 256 keys per split: G = 8 case 16 splits x 1024 keys (1024 CTAs), MQA 32 x 256
+    (256 CTAs, one wave).
+    Measured on the H200 (bench_decode_attention.py, torch SDPA in the same process, 54/54 checks pass incl.
+    G = 8/12/32 with NaN- and 6e4-filled tails):
+      B8 Hq64 Hkv8 S16384 D128:  143.6 us bf16 = 3739 GB/s = 88% of copy, 0.968x of torch (139.0 us);
+                                 fp16 143.5 us, 0.968x   (CUDA-core path before: 304 us, 0.46x)
+      MQA B8 Hq32 Hkv1 S8192:    29.4 us bf16, 0.837x of torch (24.6 us); fp16 29.3 us, 0.844x (before: 86.9 us)
+    Knob sweep (bf16, same run): G = 8 is flat, 143.7-144.5 us for 2 or 3 stages, 16 or 32 heads per CTA.
+    MQA: 32 heads per CTA with 2 stages 28.7 us (picked); with 128-key splits (64 splits) 40.9-42.4 us. The
+    16-heads-per-CTA and 3-stage MQA settings measured 29.6-30.2 us in a first run and 61.8-66.2 us in the
+    second; that discrepancy is not explained (not investigated further: device time).
+
 Limits and what is left
-    All math is on CUDA cores (fp32 FMA + shuffles). That is fine for G <= 4 but compute-bound beyond: G = 8
-    (B8 Hq64 Hkv8, 1 chunk per thread) runs at ~42% of copy bandwidth (304 us bf16, 0.46x of torch; the
-    previous version, 32 splits x 3 stages, measured 292 us: the changes made for the headline left this
-    case ~4% slower, which change did it was not measured), and MQA with G = 32 is split into 4 head
-    chunks of 8 that re-read K/V from L2 (~9% of copy, 0.29-0.30x). The next lever for G >= 8 is
-    tensor-core mma (heads padded to 16 rows) for q.K^T and P.V. The KV cache must have < 2^31 elements
-    (int32 indexing).
+    G <= 7 stays on CUDA cores (fine at G <= 4: 0.876x on the headline). D = 256 with G >= 8 also stays on
+    CUDA cores (acc_O would be 128 registers per m16 tile). MQA is at 0.84x: 256 CTAs of 256 keys are short
+    (4 tiles per warp), and the fp32 partials (B*Hq*splits*D*4 = 4 MiB) are ~12% of its 33.5 MB of K/V. The KV
+    cache must have < 2^31 elements (int32 indexing).
 
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
@@ -124,10 +166,10 @@ PDL = True               # launch the merge kernel with programmatic dependent l
 MERGE_UNROLL = 4         # splits the merge kernel reads per loop iteration (independent loads in flight)
 MMA_MIN_GROUP = 8        # G >= this (and D <= 128) takes the tensor-core path
 MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
-MMA_MAX_HEADS = 16       # query heads per tensor-core CTA (the largest divisor of G that is <= 16)
+MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor of G that is <= this)
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
 MMA_KEYS = 16            # keys per warp tile (N of q.K^T, K of P.V)
-MMA_STAGES = 3           # per-warp cp.async slots (K + V tile each)
+MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
 MMA_TARGET_CTAS = NUM_SMS * 8   # split CTAs aimed for on the tensor-core path
 MMA_MIN_SPLIT_KEYS = 256 # a tensor-core split reads at least this many keys
 LOG2E = 1.4426950408889634
@@ -173,8 +215,8 @@ def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     splits = max(1, min(want, -(-S // MMA_MIN_SPLIT_KEYS)))
     split_size = -(-(-(-S // splits)) // block) * block
     splits = -(-S // split_size)
-    return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC, "rows": MMA_M,
-            "unroll": MMA_KEYS, "block": block, "stages": MMA_STAGES, "pdl": PDL, "mma": True, "splits": splits,
+    return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC,
+            "rows": MMA_M * -(-heads // MMA_M), "unroll": MMA_KEYS, "block": block, "stages": MMA_STAGES, "pdl": PDL, "mma": True, "splits": splits,
             "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
 
 
@@ -406,14 +448,15 @@ def _load_kv_tile(atom, mK: cute.Tensor, mV: cute.Tensor, tKVs: cute.Tensor, key
 def mma_split_kernel(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
     hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
-    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int], stages: cutlass.Constexpr[int],
-    pdl: cutlass.Constexpr[bool],
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
+    stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
 ):
     tidx, _, _ = cute.arch.thread_idx()
     chunk, split, bh = cute.arch.block_idx()
     if cutlass.const_expr(pdl):
         cute.arch.griddepcontrol_launch_dependents()
     nw = MMA_WARPS
+    mrows = MMA_M * ((heads + MMA_M - 1) // MMA_M)   # heads padded to whole m16 tiles
     warp = tidx // 32
     lane = tidx - warp * 32
     tpr = d // VEC                # lanes that copy one key row (16-byte chunks per row)
@@ -429,19 +472,19 @@ def mma_split_kernel(
     # shared memory: q tile [16][d]; per warp `stages` slots of a K tile and a V tile [kt][d] (swizzled);
     # after the loop the K/V slots hold the 16 x d fp32 accumulators of the 4 warps for the merge
     atom = _swizzled_rows(d)
-    sQ_layout = cute.tile_to_shape(atom, (MMA_M, d), (0, 1))
+    sQ_layout = cute.tile_to_shape(atom, (mrows, d), (0, 1))
     n_slots = 2 * stages * nw
     sKV_layout = cute.tile_to_shape(atom, (kt, d, n_slots), (0, 1, 2))
     smem = SmemAllocator()
-    sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, MMA_M)), 16)
-    sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, MMA_M)), 16)
+    sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, mrows)), 16)
+    sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, mrows)), 16)
     sQ = smem.allocate_tensor(dt, sQ_layout, 1024)
-    kv_ptr = smem.allocate_array(dt, max(kt * d * n_slots, 2 * nw * MMA_M * (d + 4)), byte_alignment=1024)
+    kv_ptr = smem.allocate_array(dt, max(kt * d * n_slots, 2 * nw * mrows * (d + 4)), byte_alignment=1024)
     sKV = cute.make_tensor(kv_ptr, sKV_layout)                           # (key, dim, slot)
     sVt = cute.composition(sKV, cute.make_layout((d, kt, n_slots), stride=(kt, 1, kt * d)))  # (dim, key, slot)
     # [warp][row][dim], rows padded by 4 floats: the fragment stores hit 2-way, the final row reads 1-way banks
     sAcc = cute.make_tensor(cute.recast_ptr(kv_ptr, dtype=cutlass.Float32),
-                            cute.make_layout((nw, MMA_M, d), stride=(MMA_M * (d + 4), d + 4, 1)))
+                            cute.make_layout((nw, mrows, d), stride=(mrows * (d + 4), d + 4, 1)))
 
     if s0 < seqlen:
         s1 = cutlass.min(s0 + split_size, seqlen)
@@ -451,7 +494,7 @@ def mma_split_kernel(
         q_copy = cute.make_tiled_copy_tv(g2s_atom, cute.make_layout((nt // tpr, tpr), stride=(tpr, 1)),
                                          cute.make_layout((1, VEC)))
         tQs = q_copy.get_slice(tidx).partition_D(sQ)
-        for i in cutlass.range_constexpr(MMA_M // (nt // tpr)):
+        for i in cutlass.range_constexpr(mrows // (nt // tpr)):
             row = tidx // tpr + i * (nt // tpr)
             if row < heads:
                 cute.copy(g2s_atom, mQ[((None, tidx % tpr), head0 + row, b)], tQs[(None, i, 0)])
@@ -495,12 +538,16 @@ def mma_split_kernel(
 
         cute.arch.cp_async_wait_group(stages - 1)  # the q group (committed first) has landed
         cute.arch.sync_threads()
-        cute.copy(cp_q, thr_q.partition_S(sQ), thr_q.retile(tSrQ))   # q stays in registers for the whole split
+        tSsQ = thr_q.partition_S(sQ)
+        tSrQ_v = thr_q.retile(tSrQ)
+        q_in_regs = mrows == MMA_M   # one m16 tile: q (8 regs per 16 dims) stays in registers for the split;
+        if cutlass.const_expr(q_in_regs):   # two tiles (MQA, 32 heads) re-read it with ldmatrix every step
+            cute.copy(cp_q, tSsQ, tSrQ_v)
 
-        acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((MMA_M, d)), cutlass.Float32)
+        acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((mrows, d)), cutlass.Float32)
         acc_O.fill(0.0)
         acc_O_mn = _mn_view(acc_O)
-        cS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((MMA_M, kt))))
+        cS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((mrows, kt))))
         n_rows = cute.size(acc_O_mn, mode=[0])   # 2 rows per thread: lane // 4 and lane // 4 + 8
         n_cols = cute.size(cS, mode=[1])
         rm = cute.make_rmem_tensor((n_rows,), cutlass.Float32)
@@ -519,10 +566,12 @@ def mma_split_kernel(
             cute.arch.cp_async_commit_group()
             ks = 2 * (warp * stages + slot)
             # S = q . K^T  (16 x kt, fp32)
-            acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((MMA_M, kt)), cutlass.Float32)
+            acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((mrows, kt)), cutlass.Float32)
             acc_S.fill(0.0)
             for k in cutlass.range_constexpr(cute.size(tSrK, mode=[2])):
                 cute.copy(cp_k, tSsK[None, None, k, ks], tSrK_v[None, None, k])
+                if cutlass.const_expr(not q_in_regs):
+                    cute.copy(cp_q, tSsQ[None, None, k], tSrQ_v[None, None, k])
             for k in cutlass.range_constexpr(cute.size(tSrK, mode=[2])):
                 cute.gemm(tiled_mma, acc_S, tSrQ[None, None, k], tSrK[None, None, k], acc_S)
             for k in cutlass.range_constexpr(cute.size(tOrVt, mode=[2])):
@@ -559,7 +608,7 @@ def mma_split_kernel(
         cute.arch.cp_async_wait_group(0)
 
         # merge the 4 warps' (m, l, acc) through shared memory, write the normalised partial + lse
-        cO = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((MMA_M, d))))
+        cO = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((mrows, d))))
         for r in cutlass.range_constexpr(n_rows):
             rl[r] = _quad_reduce(rl[r], lambda x, y: x + y)
         if lane % 4 == 0:
@@ -673,15 +722,16 @@ def decode_launch_mma(
     mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
     mma_split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
                      pdl).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
-                                 smem=_mma_smem_bytes(d, kt, stages), stream=stream)
+                                 smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
     merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
                                                                    use_pdl=pdl)
 
 
-def _mma_smem_bytes(d: int, kt: int, stages: int) -> int:
-    """Shared memory of a tensor-core CTA: lane maxima/sums, the q tile, the per-warp K/V slots (>= accumulators)."""
-    kv = max(2 * kt * d * 2 * stages * MMA_WARPS, 4 * MMA_WARPS * MMA_M * (d + 4))
-    return 2 * 4 * MMA_WARPS * MMA_M + 2 * MMA_M * d + kv + 3 * 1024
+def _mma_smem_bytes(d: int, heads: int, kt: int, stages: int) -> int:
+    """Shared memory of a tensor-core CTA: warp maxima/sums, the q tile, the per-warp K/V slots (>= accumulators)."""
+    mrows = MMA_M * -(-heads // MMA_M)
+    kv = max(2 * kt * d * 2 * stages * MMA_WARPS, 4 * MMA_WARPS * mrows * (d + 4))
+    return 2 * 4 * MMA_WARPS * mrows + 2 * mrows * d + kv + 3 * 1024
 
 
 def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) -> int:
@@ -790,10 +840,33 @@ def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
     v = case["vars"]
     p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
+    if p["mma"]:
+        return {
+            "grid": p["grid"],
+            "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
+            "threads_per_cta": MMA_WARPS * 32,
+            "merge_grid": [v["Hq"], v["B"], 1],
+            "merge_threads_per_cta": v["D"],
+            "path": "tensor cores (mma.sync m16n8k16, fp32 accumulate)",
+            "splits": p["splits"],
+            "split_size_keys": p["split_size"],
+            "query_heads_per_cta": p["heads"],
+            "mma_rows": p["rows"],
+            "keys_per_warp_tile": p["unroll"],
+            "keys_per_cta_step": p["block"],
+            "pipeline_stages": p["stages"],
+            "smem_bytes_per_cta": _mma_smem_bytes(v["D"], p["heads"], p["unroll"], p["stages"]),
+            "merge_pdl": p["pdl"],
+            "data_movement": f"each warp streams its own {p['unroll']}-key K and V tiles global -> shared with 16-byte "
+            f"cp.async.cg into {p['stages']} swizzled slots (wait_group + bar.warp.sync, no CTA barrier); ldmatrix "
+            "(.trans for V) feeds mma.sync q.K^T and P.V, online softmax on the fp32 accumulators, the 4 warps "
+            "merge through shared memory, fp32 partials + log-sum-exp to global, merged by a second kernel (PDL)",
+        }
     return {
         "grid": p["grid"],
         "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
         "threads_per_cta": THREADS,
+        "path": "CUDA cores (fp32 FMA + shuffles)",
         "merge_grid": [v["Hq"], v["B"], 1],
         "merge_threads_per_cta": v["D"],
         "splits": p["splits"],
