@@ -670,6 +670,19 @@ def merge_kernel(
     mOut[tidx, hq, b] = (num / den).to(mOut.element_type)
 
 
+def _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims):
+    """Raw pointers as CuTe tensors (dims fastest-first); `dims` splits each row of D into the path's vectors."""
+    hd = cute.assume(Hkv * d, divby=d)
+    qd = cute.assume(Hq * d, divby=d)
+    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
+    kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
+    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
+    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
+    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    return (mQ, cute.make_tensor(pK, kv_layout), cute.make_tensor(pV, kv_layout),
+            cute.make_tensor(pLens, cute.make_layout(B)), mO, mLse, mOut)
+
+
 @cute.jit
 def decode_launch(
     pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
@@ -682,16 +695,7 @@ def decode_launch(
     """Host side: view the raw pointers as CuTe tensors (dims fastest-first) and launch both kernels."""
     tpk = d // (VEC * nch)
     dims = ((VEC, tpk, nch), (1, VEC, VEC * tpk))  # D split into (8 contiguous values, tpk threads, nch chunks)
-    hd = cute.assume(Hkv * d, divby=d)
-    qd = cute.assume(Hq * d, divby=d)
-    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
-    kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
-    mK = cute.make_tensor(pK, kv_layout)
-    mV = cute.make_tensor(pV, kv_layout)
-    mLens = cute.make_tensor(pLens, cute.make_layout(B))
-    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
-    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
-    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    mQ, mK, mV, mLens, mO, mLse, mOut = _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims)
     smem_bytes = _split_smem_bytes(d, heads, nch, unroll, stages)
     split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll, stages,
                  pdl).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1], smem=smem_bytes, stream=stream)
@@ -710,16 +714,7 @@ def decode_launch_mma(
 ):
     """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then both kernels."""
     dims = ((VEC, d // VEC), (1, VEC))
-    hd = cute.assume(Hkv * d, divby=d)
-    qd = cute.assume(Hq * d, divby=d)
-    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
-    kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
-    mK = cute.make_tensor(pK, kv_layout)
-    mV = cute.make_tensor(pV, kv_layout)
-    mLens = cute.make_tensor(pLens, cute.make_layout(B))
-    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
-    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
-    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    mQ, mK, mV, mLens, mO, mLse, mOut = _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims)
     mma_split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
                      pdl).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
                                  smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
