@@ -10,7 +10,7 @@ cookiecutter puts the template root on sys.path and loads ``local_extensions.Kba
 - ``kb_op(pattern)``: ``default`` -> the pattern's default op.
 - ``kb_abspath``: a path made absolute against the directory cookiecutter was started from.
 - ``kb_logic_function``: the function a ``pytorch_logic`` spec names (or its file's only public one).
-- ``kb_op_info``, ``kb_cell``, ``kb_roofline``, ``kb_headline``, ``kb_code``: catalogue and cited-spec facts
+- ``kb_op_info``, ``kb_cell``, ``kb_headline``, ``kb_isa_targets``, ``kb_code``: catalogue and cited-spec facts
   for the workspace README (the op's math, the cell's design and levers, the headline case's roofline).
 - ``kb_check_op_name``: refuses a bad op_name before any folder is made (see its docstring).
 
@@ -82,57 +82,44 @@ def kb_op_info(op, pattern):
     return catalog.OPS.get(pattern, {}).get(op, {"inputs": ["x"], "flops": "0", "bytes": "0", "math": "?"})
 
 
-def kb_roofline(gpu, dtype):
-    """Cited dense peak, HBM bandwidth, ridge point and (where measured) copy bandwidth of a GPU."""
-    specs = compute_utilization.load_specs()
-    if gpu not in specs["gpus"]:
-        return {}
-    _name, spec = compute_utilization.gpu_spec(gpu, specs)
-    peak = spec["dense_tflops"].get(dtype, {}).get("value")
-    bw = spec["hbm_bandwidth_gbps"]["value"]
-    measured = specs.get("measured", {}).get(gpu, {})
-    return {"peak_tflops": peak, "bandwidth_gbps": bw, "ridge": peak * 1e3 / bw if peak else None,
-            "copy_gbps": measured.get("device_copy_gbps"), "matmul_tflops": measured.get("cublas_bf16_8192_tflops")}
-
-
 def kb_cell(pattern, framework):
     """What a built cell teaches in the workspace README: semantics notes, design, levers, ncu kernel regex."""
     return catalog.CELLS.get((pattern, framework), {})
 
 
-def kb_headline(gpu, pattern, op, dtype, shapes_text):
-    """The first representative case on the roofline: FLOP, bytes, intensity, bound, floor time, CLI --var args."""
+def _op_like(gpu, pattern, op, dtype, shapes_text):
+    """The op.json fields the roofline and ISA-target helpers read, at render time (None for a refused input)."""
+    spec = catalog.GPUS.get(gpu)
+    if not spec or (pattern, spec["framework"]) not in catalog.CELLS or op not in catalog.OPS.get(pattern, {}):
+        return None
     try:
-        case = shapes.build_cases(pattern, dtype, shapes_text)[0]
-        formulas = catalog.op_formulas(pattern, op)
-        roof = kb_roofline(gpu, dtype)
-        flops = compute_utilization.evaluate(formulas["flops"], case["vars"])
-        nbytes = compute_utilization.evaluate(formulas["bytes"], case["vars"])
-    except (KeyError, IndexError, catalog.InputError, compute_utilization.ExprError):
+        cases = shapes.build_cases(pattern, dtype, shapes_text)
+    except catalog.InputError:
+        return None
+    return {"pattern": pattern, "op": op, "gpu": gpu, "dtype": dtype, "vendor": spec["vendor"],
+            "framework": spec["framework"], "formulas": catalog.op_formulas(pattern, op), "cases": cases}
+
+
+def kb_headline(gpu, pattern, op, dtype, shapes_text):
+    """The headline case on the roofline (compute_utilization's rule and math), plus the measured ceilings."""
+    op_like = _op_like(gpu, pattern, op, dtype, shapes_text)
+    if op_like is None:
         return {}
-    used = [k for k in case["vars"] if k in formulas["flops"] + formulas["bytes"]]
-    floors = [nbytes / (roof["bandwidth_gbps"] * 1e9)] + ([flops / (roof["peak_tflops"] * 1e12)] if roof["peak_tflops"] else [])
-    return {
-        "case": case["name"], "flops": flops, "bytes": nbytes, "intensity": flops / nbytes,
-        "flops_expr": formulas["flops"], "bytes_expr": formulas["bytes"],
-        "var_args": " ".join(f"--var {k}={case['vars'][k]}" for k in used),
-        "bound": "memory" if not roof["ridge"] or flops / nbytes < roof["ridge"] else "compute",
-        "floor_us": max(floors) * 1e6, **roof,
-    }
+    specs = compute_utilization.load_specs()
+    case = compute_utilization.headline_case(op_like)
+    flops, nbytes = compute_utilization.case_work(op_like, case)
+    roof = compute_utilization.roofline(gpu, dtype, flops, nbytes, specs)
+    measured = specs.get("measured", {}).get(gpu, {})
+    return {**roof, "case": case["name"], "flops": flops, "bytes": nbytes,
+            "flops_expr": op_like["formulas"]["flops"], "bytes_expr": op_like["formulas"]["bytes"],
+            "command": compute_utilization.command(op_like, case, roof["roofline_floor_us"] / 1e3),
+            "copy_gbps": measured.get("device_copy_gbps"), "matmul_tflops": measured.get("cublas_bf16_8192_tflops")}
 
 
 def kb_isa_targets(gpu, pattern, op, dtype, shapes_text):
     """This op's ISA optimization targets (tools/isa_metrics.targets), for the workspace README's table."""
-    spec = catalog.GPUS.get(gpu)
-    if not spec or (pattern, spec["framework"]) not in catalog.CELLS:
-        return []
-    try:
-        cases = shapes.build_cases(pattern, dtype, shapes_text)
-    except catalog.InputError:
-        return []
-    op_like = {"pattern": pattern, "op": op, "gpu": gpu, "dtype": dtype, "vendor": spec["vendor"],
-               "framework": spec["framework"], "formulas": catalog.op_formulas(pattern, op), "cases": cases}
-    return isa_metrics.targets(op_like, compute_utilization.load_specs())
+    op_like = _op_like(gpu, pattern, op, dtype, shapes_text)
+    return isa_metrics.targets(op_like, compute_utilization.load_specs()) if op_like else []
 
 
 def kb_code(text):
@@ -163,7 +150,7 @@ class KbaselineExtension(Extension):
         environment.globals["kbaseline_root"] = ROOT
         environment.filters.update(
             kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_derive=kb_derive, kb_op=kb_op, kb_abspath=kb_abspath,
-            kb_logic_function=kb_logic_function, kb_op_info=kb_op_info, kb_roofline=kb_roofline,
+            kb_logic_function=kb_logic_function, kb_op_info=kb_op_info,
             kb_check_op_name=kb_check_op_name, kb_cell=kb_cell, kb_headline=kb_headline, kb_code=kb_code,
             kb_isa_targets=kb_isa_targets,
         )

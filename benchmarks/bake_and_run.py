@@ -46,9 +46,7 @@ def rows_of(ws: Path) -> list[dict]:
                "case": rec["name"], "role": rec.get("role"), "status": rec["status"], "rel_err": rec.get("rel_err"),
                "error": rec.get("error")}
         if "latency_us" in rec:
-            names = cases[rec["name"]]["vars"]
-            flops = compute_utilization.evaluate(op["formulas"]["flops"], names)
-            nbytes = compute_utilization.evaluate(op["formulas"]["bytes"], names)
+            flops, nbytes = compute_utilization.case_work(op, cases[rec["name"]])
             seconds = rec["latency_us"] * 1e-6
             row.update(latency_us=rec["latency_us"], torch_latency_us=rec["torch_latency_us"],
                        speedup_vs_torch=rec["speedup_vs_torch"], tflops=flops / seconds / 1e12,

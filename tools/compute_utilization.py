@@ -18,6 +18,7 @@ import ast
 import json
 import math
 import operator
+import re
 import sys
 from pathlib import Path
 
@@ -85,6 +86,45 @@ def gpu_spec(gpu: str, specs: dict | None = None) -> tuple[str, dict]:
     raise ExprError(f"unknown GPU '{gpu}'; choose one of {', '.join(specs['gpus'])}")
 
 
+def roofline(gpu: str, dtype: str, flops: float, nbytes: float, specs: dict | None = None) -> dict:
+    """Where a workload sits on the GPU's roofline: ridge point, bound, and the floor time no kernel beats.
+
+    With no cited dense peak for the dtype (MI308X publishes none), the ridge and the bound are None and the
+    floor is the bandwidth floor alone.
+    """
+    name, spec = gpu_spec(gpu, specs)
+    peak_tflops = spec["dense_tflops"].get(dtype, {}).get("value")
+    peak_gbps = spec["hbm_bandwidth_gbps"]["value"]
+    intensity = flops / nbytes if nbytes else math.inf
+    ridge = peak_tflops * 1e12 / (peak_gbps * 1e9) if peak_tflops else None
+    floors = [nbytes / (peak_gbps * 1e9)] + ([flops / (peak_tflops * 1e12)] if peak_tflops else [])
+    return {"gpu": name, "peak_tflops": peak_tflops, "peak_bandwidth_gbps": peak_gbps,
+            "arithmetic_intensity": intensity, "ridge_point": ridge,
+            "bound": None if ridge is None else "memory" if intensity < ridge else "compute",
+            "roofline_floor_us": max(floors) * 1e6}
+
+
+def case_work(op: dict, case: dict) -> tuple[float, float]:
+    """(FLOP, bytes) of one op.json case: the op's formulas evaluated with the case's variables."""
+    return evaluate(op["formulas"]["flops"], case["vars"]), evaluate(op["formulas"]["bytes"], case["vars"])
+
+
+def headline_case(op: dict) -> dict:
+    """The case the README, the report and the memory lead with: the timed case that moves the most bytes."""
+    timed = [c for c in op["cases"] if c["timed"]] or op["cases"]
+    return max(timed, key=lambda c: case_work(op, c)[1])
+
+
+def command(op: dict, case: dict, time_ms: float, grid_blocks: int | None = None, copy_gbps: float | None = None) -> str:
+    """This tool's command line for one case of an op: the formulas, the variables they use, the latency."""
+    formulas = op["formulas"]
+    used = [k for k in case["vars"] if re.search(rf"\b{k}\b", formulas["flops"] + " " + formulas["bytes"])]
+    return (f"python tools/compute_utilization.py --gpu {op['gpu']} --dtype {op['dtype']} "
+            f"--flops-expr '{formulas['flops']}' --bytes-expr '{formulas['bytes']}' "
+            + " ".join(f"--var {k}={case['vars'][k]}" for k in used) + f" --time-ms {time_ms:.6g}"
+            + (f" --grid-blocks {grid_blocks}" if grid_blocks else "") + (f" --copy-gbps {copy_gbps:.0f}" if copy_gbps else ""))
+
+
 def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, grid_blocks: int | None = None,
             copy_gbps: float | None = None) -> dict:
     """All utilization figures for one run. flops and nbytes are totals; time_ms is the kernel's latency."""
@@ -94,32 +134,24 @@ def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, g
     peaks = spec["dense_tflops"]
     if dtype not in peaks:
         raise ExprError(f"no dense peak for dtype '{dtype}' on {name}; known: {', '.join(peaks)}")
-    peak_tflops = peaks[dtype]["value"]
-    if peak_tflops is None:
+    if peaks[dtype]["value"] is None:
         raise ExprError(f"{name} has no cited dense {dtype} peak ({peaks[dtype].get('note', 'no vendor figure')}); "
                         f"utilization against it would be a guess")
-    peak_gbps = spec["hbm_bandwidth_gbps"]["value"]
+    roof = roofline(name, dtype, flops, nbytes)
     seconds = time_ms / 1e3
     tflops = flops / seconds / 1e12
     gbps = nbytes / seconds / 1e9
-    intensity = flops / nbytes if nbytes else math.inf
-    ridge = peak_tflops * 1e12 / (peak_gbps * 1e9)
     units = spec["compute_units"]["value"]
     result = {
-        "gpu": name, "dtype": dtype, "time_ms": time_ms, "latency_us": time_ms * 1e3,
+        **roof, "dtype": dtype, "time_ms": time_ms, "latency_us": time_ms * 1e3,
         "flops": flops, "bytes": nbytes, "tflops": tflops, "bandwidth_gbps": gbps,
-        "peak_tflops": peak_tflops, "peak_tflops_kind": peaks[dtype]["kind"],
-        "peak_bandwidth_gbps": peak_gbps,
-        "tflops_peak_utilization_pct": 100 * tflops / peak_tflops,
-        "bandwidth_peak_utilization_pct": 100 * gbps / peak_gbps,
-        "arithmetic_intensity": intensity, "ridge_point": ridge,
-        "bound": "memory" if intensity < ridge else "compute",
-        # the roofline time: the larger of the compute and the memory floors
-        "roofline_floor_us": max(flops / (peak_tflops * 1e12), nbytes / (peak_gbps * 1e9)) * 1e6,
+        "peak_tflops_kind": peaks[dtype]["kind"],
+        "tflops_peak_utilization_pct": 100 * tflops / roof["peak_tflops"],
+        "bandwidth_peak_utilization_pct": 100 * gbps / roof["peak_bandwidth_gbps"],
+        "roofline_utilization_pct": 100 * roof["roofline_floor_us"] / (time_ms * 1e3),
         "sources": {"compute": peaks[dtype]["source"], "bandwidth": spec["hbm_bandwidth_gbps"]["source"],
                     "compute_units": spec["compute_units"]["source"]},
     }
-    result["roofline_utilization_pct"] = 100 * result["roofline_floor_us"] / result["latency_us"]
     if grid_blocks is not None:
         result.update(grid_blocks=grid_blocks, compute_units=units, unit_name=spec["compute_units"]["name"],
                       waves=grid_blocks / units)

@@ -240,17 +240,14 @@ def read_workspace(ws: Path, op: dict) -> dict | None:
 def roofline_position(op: dict, specs: dict) -> dict:
     """Arithmetic intensity of the timed cases against the GPU's ridge point (cited dense peak / HBM)."""
     name, spec = compute_utilization.gpu_spec(op["gpu"], specs)
-    peak = spec["dense_tflops"].get(op["dtype"], {})
-    bandwidth = spec["hbm_bandwidth_gbps"]["value"]
     timed = [c for c in op["cases"] if c.get("timed", True)] or op["cases"]
-    intensities = [compute_utilization.evaluate(op["formulas"]["flops"], c["vars"]) /
-                   compute_utilization.evaluate(op["formulas"]["bytes"], c["vars"]) for c in timed]
-    ridge = peak["value"] * 1e12 / (bandwidth * 1e9) if peak.get("value") else None
-    if ridge is None:
-        bound = "compute" if op["pattern"] == "gemm" else "memory"
-    else:
-        bound = "compute" if max(intensities) >= ridge else "memory"
-    return {"gpu": name, "spec": spec, "peak": peak, "bandwidth_gbps": bandwidth, "ridge": ridge, "bound": bound,
+    roofs = [compute_utilization.roofline(name, op["dtype"], *compute_utilization.case_work(op, c), specs) for c in timed]
+    intensities = [r["arithmetic_intensity"] for r in roofs]
+    # the most intense case decides; with no cited peak there is no ridge, and GEMM is the compute-bound pattern
+    bound = max(roofs, key=lambda r: r["arithmetic_intensity"])["bound"] or (
+        "compute" if op["pattern"] == "gemm" else "memory")
+    return {"gpu": name, "spec": spec, "peak": spec["dense_tflops"].get(op["dtype"], {}),
+            "bandwidth_gbps": roofs[0]["peak_bandwidth_gbps"], "ridge": roofs[0]["ridge_point"], "bound": bound,
             "intensity_min": min(intensities), "intensity_max": max(intensities)}
 
 

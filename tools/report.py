@@ -220,10 +220,8 @@ def write_plan(ws: Path, op: dict, config: dict | None) -> Path:
     peak_b = spec["hbm_bandwidth_gbps"]["value"]
     rows = []
     for c in op["cases"]:
-        names = c["vars"]
-        flops = compute_utilization.evaluate(op["formulas"]["flops"], names)
-        nbytes = compute_utilization.evaluate(op["formulas"]["bytes"], names)
-        floor_us = max(flops / (peak_t * 1e12) if peak_t else 0.0, nbytes / (peak_b * 1e9)) * 1e6
+        flops, nbytes = compute_utilization.case_work(op, c)
+        floor_us = compute_utilization.roofline(op["gpu"], op["dtype"], flops, nbytes)["roofline_floor_us"]
         rows.append([c["name"], c["role"], "x".join(map(str, c["dims"])), f"{flops:.3g}", f"{nbytes:.3g}",
                      f"{flops / nbytes:.3g}", f"{floor_us:.2f}", "yes" if c["timed"] else "no"])
     lines = [

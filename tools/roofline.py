@@ -56,9 +56,7 @@ def points(op: dict, results: dict | None) -> list[dict]:
     for rec in results.get("cases", []):
         if "latency_us" not in rec or rec["name"] not in cases:
             continue
-        names = cases[rec["name"]]["vars"]
-        flops = compute_utilization.evaluate(op["formulas"]["flops"], names)
-        nbytes = compute_utilization.evaluate(op["formulas"]["bytes"], names)
+        flops, nbytes = compute_utilization.case_work(op, cases[rec["name"]])
         out.append({"case": rec["name"], "intensity": flops / nbytes, "tflops": flops / (rec["latency_us"] * 1e6),
                     "torch_tflops": flops / (rec["torch_latency_us"] * 1e6) if rec.get("torch_latency_us") else None})
     return out
@@ -66,8 +64,7 @@ def points(op: dict, results: dict | None) -> list[dict]:
 
 def intensities(op: dict) -> list[float]:
     """FLOP/byte of every case from op.json's formulas: where the op sits, measured or not."""
-    return [compute_utilization.evaluate(op["formulas"]["flops"], c["vars"]) /
-            compute_utilization.evaluate(op["formulas"]["bytes"], c["vars"]) for c in op["cases"]]
+    return [flops / nbytes for flops, nbytes in (compute_utilization.case_work(op, c) for c in op["cases"])]
 
 
 def _x_range(ceils: list[dict], op: dict) -> tuple[float, float]:

@@ -55,12 +55,6 @@ def load_op(ws: Path = WS) -> dict:
     return json.loads((ws / "op.json").read_text())
 
 
-def headline_case(op: dict) -> dict:
-    """The timed case that moves the most bytes: the one the memory's headline numbers describe."""
-    timed = [c for c in op["cases"] if c["timed"]] or op["cases"]
-    return max(timed, key=lambda c: compute_utilization.evaluate(op["formulas"]["bytes"], c["vars"]))
-
-
 def kernel_config(op: dict, case: dict) -> dict | None:
     sys.path.insert(0, str(WS))
     try:
@@ -80,17 +74,11 @@ def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
             continue
         case = cases[rec["name"]]
         cfg = kernel_config(op, case) or {}
-        names = case["vars"]
-        u = compute_utilization.compute(
-            op["gpu"], op["dtype"], compute_utilization.evaluate(op["formulas"]["flops"], names),
-            compute_utilization.evaluate(op["formulas"]["bytes"], names), rec["latency_us"] / 1e3,
-            cfg.get("grid_blocks"), copy_gbps)
-        var_flags = " ".join(f"--var {k}={v}" for k, v in names.items())
+        flops, nbytes = compute_utilization.case_work(op, case)
+        time_ms = rec["latency_us"] / 1e3
+        u = compute_utilization.compute(op["gpu"], op["dtype"], flops, nbytes, time_ms, cfg.get("grid_blocks"), copy_gbps)
         u.update(torch_latency_us=rec["torch_latency_us"], speedup_vs_torch=rec["speedup_vs_torch"],
-                 command=f"python tools/compute_utilization.py --gpu {op['gpu']} --dtype {op['dtype']} "
-                         f"--flops-expr '{op['formulas']['flops']}' --bytes-expr '{op['formulas']['bytes']}' "
-                         f"--time-ms {rec['latency_us'] / 1e3:.6f} --grid-blocks {cfg.get('grid_blocks', 0)} {var_flags}"
-                         + (f" --copy-gbps {copy_gbps:.0f}" if copy_gbps else ""))
+                 command=compute_utilization.command(op, case, time_ms, cfg.get("grid_blocks"), copy_gbps))
         rows[rec["name"]] = u
     return rows
 
@@ -130,7 +118,7 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows:
         "correctness.cases_passed": len(cases) - len(failed), "correctness.failed_cases": failed,
         "environment": {"device": results.get("device"), "torch": results.get("torch"), "date": results.get("date")},
     })
-    head_name = headline_case(op)["name"]
+    head_name = compute_utilization.headline_case(op)["name"]
     if head_name in util:
         u = util[head_name]
         values.update({f"performance.{k}": u[k] for k in (
@@ -164,22 +152,21 @@ def with_compile_status(reason: str, op: dict, compile_check: dict | None) -> st
 def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None = None) -> None:
     """Steps 3-5: utilization, the plan and report, and memory, from whatever results exist."""
     compile_check = report.load_json(ws / "results" / "compile_only.json")
-    if not_run_reason:
-        not_run_reason = with_compile_status(not_run_reason, op, compile_check)
-    config = kernel_config(op, headline_case(op))
     ran = bool(results and results.get("ran"))
+    reason = None if ran else with_compile_status(
+        not_run_reason or (results or {}).get("not_run_reason") or "not run", op, compile_check)
+    head = compute_utilization.headline_case(op)
+    config = kernel_config(op, head)
     util = utilization_rows(op, results) if ran else {}
     if util:
         (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
     specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
-    reason = None if ran else (not_run_reason or (results or {}).get("not_run_reason") or "not run")
     metrics = isa_metrics.read_workspace(ws, op)
-    isa = {"metrics": metrics,
-           "rows": isa_metrics.progress(op, specs, metrics, util.get(headline_case(op)["name"]), reason)}
+    isa = {"metrics": metrics, "rows": isa_metrics.progress(op, specs, metrics, util.get(head["name"]), reason)}
     plot = roofline.plot(ws, op, results, specs, reason)
     report.write_plan(ws, op, config)
-    report.write_report(ws, op, results, util, config, not_run_reason, compile_check, isa, plot)
-    write_memory(ws, op, results, util, isa["rows"], not_run_reason)
+    report.write_report(ws, op, results, util, config, reason, compile_check, isa, plot)
+    write_memory(ws, op, results, util, isa["rows"], reason)
 
 
 def run_tests(ws: Path, timeout: float) -> dict | None:

@@ -123,6 +123,20 @@ def _tile_copy(op_bits: int, dtype, vec: int, tid):
     return atom, tiled.get_slice(tid)
 
 
+def _tile_op(gA, gB, gC, op_bits: int, dtype, vec: int, tid, op: str):
+    """Load this lane's slice of A (and B), apply the op in fp32, store to C, with `op_bits` per access."""
+    atom, thr = _tile_copy(op_bits, dtype, vec, tid)
+    tA, tB, tC = thr.partition_S(gA), thr.partition_S(gB), thr.partition_D(gC)
+    rA, rB, rC = fx.make_fragment_like(tA), fx.make_fragment_like(tB), fx.make_fragment_like(tC)
+    fx.copy(atom, tA, rA)
+    binary = op in BINARY_OPS
+    if fx.const_expr(binary):
+        fx.copy(atom, tB, rB)
+    b = rB.load().to(fx.Float32) if binary else None
+    rC.store(_apply(op, rA.load().to(fx.Float32), b).to(dtype))
+    fx.copy(atom, rC, tC)
+
+
 @flyc.kernel
 def elementwise_kernel(
     A: fx.Tensor, B: fx.Tensor, C: fx.Tensor,
@@ -133,7 +147,6 @@ def elementwise_kernel(
     tile = THREADS * vec * unroll
     n = fx.get_scalar(fx.size(A.shape))
     dtype = A.element_type
-    binary = op in BINARY_OPS
 
     # Buffer views: the descriptor's num_records is the tensor's size in bytes (max_size=False), the
     # bound every access below is checked against.
@@ -143,26 +156,10 @@ def elementwise_kernel(
 
     if (bid + 1) * tile <= n:
         # Full tile: each lane's (VEC, UNROLL) values, one 128-bit access per VEC.
-        atom, thr = _tile_copy(ACCESS_BITS, dtype, vec, tid)
-        tA, tB, tC = thr.partition_S(gA), thr.partition_S(gB), thr.partition_D(gC)
-        rA, rB, rC = fx.make_fragment_like(tA), fx.make_fragment_like(tB), fx.make_fragment_like(tC)
-        fx.copy(atom, tA, rA)
-        if fx.const_expr(binary):
-            fx.copy(atom, tB, rB)
-        b = rB.load().to(fx.Float32) if binary else None
-        rC.store(_apply(op, rA.load().to(fx.Float32), b).to(dtype))
-        fx.copy(atom, rC, tC)
+        _tile_op(gA, gB, gC, ACCESS_BITS, dtype, vec, tid, op)
     else:
         # Last, partial tile: same layout, one element per access; num_records zeroes and drops the rest.
-        atom, thr = _tile_copy(ACCESS_BITS // vec, dtype, vec, tid)
-        tA, tB, tC = thr.partition_S(gA), thr.partition_S(gB), thr.partition_D(gC)
-        rA, rB, rC = fx.make_fragment_like(tA), fx.make_fragment_like(tB), fx.make_fragment_like(tC)
-        fx.copy(atom, tA, rA)
-        if fx.const_expr(binary):
-            fx.copy(atom, tB, rB)
-        b = rB.load().to(fx.Float32) if binary else None
-        rC.store(_apply(op, rA.load().to(fx.Float32), b).to(dtype))
-        fx.copy(atom, rC, tC)
+        _tile_op(gA, gB, gC, ACCESS_BITS // vec, dtype, vec, tid, op)
 
 
 @flyc.jit
