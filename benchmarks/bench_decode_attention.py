@@ -64,6 +64,14 @@ def copy_gbps(nbytes: int = 1 << 30) -> float:
     return copy_ceiling(nbytes)["gbps"]
 
 
+def set_knobs(kernel, knobs: dict) -> None:
+    """Set kernel.py's tuning constants and drop its compiled kernels and buffers, so the next run recompiles."""
+    for name, value in knobs.items():
+        setattr(kernel, name, value)
+    kernel._compiled.clear()
+    kernel._workspace.clear()
+
+
 def lengths(spec, B: int, S: int) -> list[int]:
     import random
 
@@ -197,10 +205,7 @@ def sweep(kernel, gbps_copy) -> tuple[list[dict], dict | None]:
     rows, best = [], None
     saved = {name: getattr(kernel, name) for name in SWEEP[0]}
     for knobs in SWEEP:
-        for name, value in knobs.items():
-            setattr(kernel, name, value)
-        kernel._compiled.clear()
-        kernel._workspace.clear()
+        set_knobs(kernel, knobs)
         row = dict(knobs, torch_us=torch_us)
         try:
             r = check(kernel, case, torch.bfloat16, "random", 11)
@@ -216,10 +221,7 @@ def sweep(kernel, gbps_copy) -> tuple[list[dict], dict | None]:
             row["error"] = f"{type(err).__name__}: {err}"[:300]
         rows.append(row)
         print("sweep", row, flush=True)
-    for name, value in saved.items():
-        setattr(kernel, name, value)
-    kernel._compiled.clear()
-    kernel._workspace.clear()
+    set_knobs(kernel, saved)
     return rows, (best[0] if best else None)
 
 
@@ -254,10 +256,7 @@ def sweep_mma(kernel) -> tuple[list[dict], dict | None]:
     rows, best = [], None
     saved = {name: getattr(kernel, name) for name in SWEEP_MMA[0]}
     for knobs in SWEEP_MMA:
-        for name, value in knobs.items():
-            setattr(kernel, name, value)
-        kernel._compiled.clear()
-        kernel._workspace.clear()
+        set_knobs(kernel, knobs)
         row = dict(knobs)
         try:
             logs = []
@@ -277,10 +276,7 @@ def sweep_mma(kernel) -> tuple[list[dict], dict | None]:
             row["error"] = f"{type(err).__name__}: {err}"[:300]
         rows.append(row)
         print("sweep_mma", row, flush=True)
-    for name, value in saved.items():
-        setattr(kernel, name, value)
-    kernel._compiled.clear()
-    kernel._workspace.clear()
+    set_knobs(kernel, saved)
     return rows, (best[0] if best else None)
 
 
@@ -357,14 +353,12 @@ def main() -> int:
         if args.sweep:  # first, so that --pick-best can run every check and timing below with the winner
             summary["sweep"], best = sweep(kernel, summary["copy_gbps"])
             if args.pick_best and best:
-                for name, value in best.items():
-                    setattr(kernel, name, value)
+                set_knobs(kernel, best)
                 summary["picked"] = best
         if args.sweep_mma:
             summary["sweep_mma"], best = sweep_mma(kernel)
             if args.pick_best and best:
-                for name, value in best.items():
-                    setattr(kernel, name, value)
+                set_knobs(kernel, best)
                 summary["picked_mma"] = best
         seed = 100
         for case in CASES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -89,3 +90,28 @@ def test_every_peak_cites_a_source():
 def test_missing_vendor_figure_is_refused_not_guessed():
     with pytest.raises(cu.ExprError, match="no cited dense bf16 peak"):
         cu.compute("MI308X", "bf16", 1, 1, 1)
+
+
+def test_roofline_without_a_cited_peak_is_a_bandwidth_floor():
+    # MI308X publishes no compute figure: no ridge, no bound, and the floor is bytes / cited HBM (5300 GB/s)
+    r = cu.roofline("MI308X", "bf16", 1e9, 5.3e9)
+    assert r["ridge_point"] is None and r["bound"] is None
+    assert r["roofline_floor_us"] == pytest.approx(1000.0)
+    g = cu.roofline("H200", "bf16", 2 * 8192**3, 3 * 2 * 8192**2)  # 8192^3 GEMM: compute floor 1.111 ms
+    assert g["bound"] == "compute" and g["roofline_floor_us"] == pytest.approx(2 * 8192**3 / 989.4e12 * 1e6)
+
+
+def test_headline_and_command_round_trip():
+    op = {"gpu": "H200", "dtype": "bf16", "formulas": {"flops": "2*M*N*K", "bytes": "(M*K + N*K + M*N)*elem_bytes"},
+          "cases": [{"name": "small", "timed": True, "vars": {"M": 64, "N": 64, "K": 64, "elem_bytes": 2}},
+                    {"name": "big", "timed": True, "vars": {"M": 4096, "N": 4096, "K": 4096, "elem_bytes": 2}},
+                    {"name": "huge_untimed", "timed": False, "vars": {"M": 8192, "N": 8192, "K": 8192, "elem_bytes": 2}}]}
+    case = cu.headline_case(op)
+    assert case["name"] == "big"  # the timed case moving the most bytes
+    line = cu.command(op, case, 0.19)
+    assert "--var M=4096" in line and "--time-ms 0.19" in line
+    done = subprocess.run(["bash", "-c", line.replace("python tools/compute_utilization.py", f"{sys.executable} {TOOL}")
+                           + " --json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    flops, _nbytes = cu.case_work(op, case)
+    assert json.loads(done.stdout)["tflops"] == pytest.approx(flops / 0.19e-3 / 1e12)
