@@ -60,3 +60,18 @@ def test_amd_bake_on_cpu_says_compiled_not_run(matrix):
     memory = read_json(ws / "memory" / "v0.json")
     assert memory["correctness"]["status"] == "NOT_RUN" and "PASS" not in json.dumps(memory)
     assert "PASS" not in report.replace("NOT_RUN", "")
+
+
+def test_bake_inside_a_git_repository_commits_only_to_its_own(tmp_path):
+    """`cookiecutter . --no-input` in the template clone bakes into a repository: that repository gets no commit."""
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=outer, check=True)
+    done = bake_cli(outer, "op_name=inner")
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=outer, capture_output=True).returncode != 0  # no commit
+    ws = outer / "inner"
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ws, capture_output=True, text=True).stdout.strip()
+    assert top == str(ws.resolve())
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.splitlines()
+    assert len(log) == 1 and log[0].startswith("Scaffold inner")

@@ -39,8 +39,9 @@ def git(ws: Path, *args: str) -> subprocess.CompletedProcess:
 
 def git_commit(ws: Path, message: str, paths: list[str] | None = None) -> str | None:
     """Stage paths (default: everything) and commit, with a local identity when none is configured."""
-    if git(ws, "rev-parse", "--git-dir").returncode != 0:
-        git(ws, "init", "-q")
+    top = git(ws, "rev-parse", "--show-toplevel")
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ws.resolve():
+        git(ws, "init", "-q")  # its own repository, also when baked inside another one (e.g. the template's)
     git(ws, "add", "--", *(p for p in (paths or ["."]) if (ws / p).exists()))
     identity = []
     if not git(ws, "config", "user.email").stdout.strip():
