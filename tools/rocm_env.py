@@ -13,6 +13,12 @@ LLD must be 19 or newer: lld-14 rejects the code objects ("unknown abi version")
 specific ld.lld to use instead of searching. When a piece is missing, ``RocmEnvError`` says in one line what and
 how to fix it.
 
+It also runs the compile itself, for every FlyDSL cell's ``compile_only``: ``compile_isa`` starts the kernel
+file as a child (``python kernel.py --emit-isa ...``) in that environment with FlyDSL's ISA dump switched on,
+and the child hands the dumped ISA back through ``save_dumped_isa``. A child process, because FlyDSL must see
+COMPILE_ONLY before it initialises, and because its MLIR bindings abort a process that already holds CuTe
+DSL's (two copies of MLIR's Python types).
+
     python tools/rocm_env.py gfx950      # prints `export KEY=value` lines for a shell, or the one-line error
 """
 
@@ -123,6 +129,35 @@ def rocm_env(arch: str, environ: dict | None = None, cache_dir: str | os.PathLik
         rocm = str(fake_rocm_path(cache_dir, **find))
     env.update(COMPILE_ONLY="1", ARCH=arch, FLYDSL_GPU_ARCH=arch, ROCM_PATH=rocm)
     return env
+
+
+def compile_isa(kernel_file: str | os.PathLike, args: list[str], arch: str, isa_path: str | os.PathLike,
+                timeout: float = 600) -> str:
+    """Run `python kernel_file --emit-isa ISA_PATH *args` for `arch` with no GPU; return the ISA it wrote."""
+    import tempfile
+
+    isa_path = Path(isa_path).resolve()
+    isa_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump:
+        env = rocm_env(arch)
+        env.update(FLYDSL_DEBUG_DUMP_ASM="1", FLYDSL_DUMP_DIR=dump, FLYDSL_RUNTIME_ENABLE_CACHE="0")
+        done = subprocess.run([sys.executable, str(Path(kernel_file).resolve()), "--emit-isa", str(isa_path), *args],
+                              env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+        raise RuntimeError(f"FlyDSL compile for {arch} failed (exit {done.returncode}):\n" + "\n".join(tail))
+    return isa_path.read_text()
+
+
+def save_dumped_isa(isa_path: str | os.PathLike) -> str:
+    """Child side of compile_isa: gather the final ISA FlyDSL dumped for each compiled kernel into isa_path."""
+    dumps = sorted(Path(os.environ["FLYDSL_DUMP_DIR"]).glob("*/*final_isa.s"))
+    if not dumps:
+        raise RuntimeError(f"no ISA dump under {os.environ['FLYDSL_DUMP_DIR']}: was anything compiled?")
+    text = "".join(f"; ---- {d.parent.name}/{d.name}\n{d.read_text()}" if len(dumps) > 1 else d.read_text()
+                   for d in dumps)
+    Path(isa_path).write_text(text)
+    return text
 
 
 def main(argv: list[str]) -> int:

@@ -67,12 +67,9 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import flydsl.compiler as flyc
@@ -219,57 +216,39 @@ def run(*inputs, out=None, op: str = OP):
     return out
 
 
-def _rocm_env_module():
-    """tools/rocm_env.py of the workspace (or of the template, when this file is still under cells/)."""
-    here = Path(__file__).resolve().parent
-    for folder in (here, *here.parents):
-        path = folder / "tools" / "rocm_env.py"
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location("kbaseline_rocm_env", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-    raise FileNotFoundError(f"tools/rocm_env.py not found next to or above {here}")
+def _rocm_env():
+    """tools/rocm_env.py of the workspace: builds the compile-only environment and runs the compile child."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+    import rocm_env
+
+    return rocm_env
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
                  dtype: str | None = None, arch: str | None = None) -> str:
     """Compile for `arch` (default op.json's target) with no GPU; write and return the AMDGPU ISA text.
 
-    FlyDSL must not start without a GPU unless COMPILE_ONLY=1 is set before it initialises, and it links
-    with $ROCM_PATH/llvm/bin/ld.lld, so the compile runs in a child process (`python kernel.py --emit-isa`)
-    whose environment comes from tools/rocm_env.py. A child also keeps FlyDSL's MLIR bindings out of a
-    process that may already hold CuTe DSL's (two copies of MLIR's Python types abort the process).
+    The compile runs in a child process (`python kernel.py --emit-isa ...`) with the environment from
+    tools/rocm_env.py: FlyDSL must see COMPILE_ONLY=1 before it initialises (without a GPU it aborts otherwise),
+    it links with $ROCM_PATH/llvm/bin/ld.lld, and its MLIR bindings must stay out of a process that may
+    already hold CuTe DSL's (two copies of MLIR's Python types abort the process).
     """
     dtype = dtype or OP_SPEC["dtype"]
     arch = arch or OP_SPEC.get("target", "gfx942")
     if arch not in TARGETS:
         raise ValueError(f"compile_only: target must be one of {', '.join(TARGETS)}, got {arch!r}")
-    out_dir = Path(out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    isa_path = out_dir / f"kernel_{op}_{dtype}.{arch}.s"
-    with tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump:
-        env = _rocm_env_module().rocm_env(arch)
-        env.update(FLYDSL_DEBUG_DUMP_ASM="1", FLYDSL_DUMP_DIR=dump, FLYDSL_RUNTIME_ENABLE_CACHE="0")
-        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--emit-isa", op, dtype, str(isa_path)],
-                              env=env, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
-        raise RuntimeError(f"FlyDSL compile for {arch} failed (exit {done.returncode}):\n" + "\n".join(tail))
-    return isa_path.read_text()
+    isa_path = Path(out_dir) / f"kernel_{op}_{dtype}.{arch}.s"
+    return _rocm_env().compile_isa(__file__, [op, dtype], arch, isa_path)
 
 
-def _emit_isa(op: str, dtype: str, isa_path: str) -> None:
-    """Child side of compile_only: compile with CPU placeholder tensors, copy FlyDSL's ISA dump to isa_path."""
+def _emit_isa(isa_path: str, op: str, dtype: str) -> None:
+    """Child side of compile_only: compile with CPU placeholder tensors; rocm_env saves FlyDSL's ISA dump."""
     import torch
 
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
     x = torch.empty(THREADS * 8 * 4, dtype=torch_dtype)  # any size: the shape is a runtime value
     flyc.compile(elementwise_launch, x, x.clone(), x.clone(), *_constexprs(op, dtype))
-    dumps = sorted(Path(os.environ["FLYDSL_DUMP_DIR"]).glob("*/*final_isa.s"))
-    if len(dumps) != 1:
-        raise RuntimeError(f"expected one ISA dump under {os.environ['FLYDSL_DUMP_DIR']}, found {len(dumps)}")
-    Path(isa_path).write_text(dumps[0].read_text())
+    _rocm_env().save_dumped_isa(isa_path)
 
 
 def describe(case: dict) -> dict:
