@@ -1,4 +1,4 @@
-"""FlyDSL compile-only: the elementwise cell compiles to gfx942 and gfx950 ISA on the CPU with the expected markers.
+"""FlyDSL compile-only: every FlyDSL cell compiles to gfx942 and gfx950 ISA on the CPU with its promised markers.
 
 FlyDSL and CuTe DSL each ship their own MLIR Python bindings, and loading both into one process aborts it
 (nanobind: duplicate type registration). So this file never imports flydsl: every compile runs in a child
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
+import re
 import stat
 import subprocess
 import sys
@@ -18,69 +18,97 @@ from pathlib import Path
 
 import pytest
 import rocm_env
+import scaffold
+from cells import CELLS
 from conftest import ROOT
 
-CELL = ROOT / "{{cookiecutter.op_name}}" / "cells" / "flydsl" / "elementwise" / "kernel.py"
 HAVE_FLYDSL = importlib.util.find_spec("flydsl") is not None  # finds the package without loading its MLIR libraries
 needs_flydsl = pytest.mark.skipif(not HAVE_FLYDSL, reason="flydsl is not installed here (CI installs flydsl==0.4.2 "
                                   "and apt packages lld-19 rocm-device-libs); the FlyDSL compile checks need it")
 
+FLYDSL_PATTERNS = sorted(pattern for pattern, framework in CELLS if framework == "flydsl")
+# What CI compiles per arch: each cell's default path, plus the other paths a cell has (shape "" = the
+# pattern's first built-in representative shape). benchmarks/flydsl_compile.py sweeps the rest.
+COMPILES = {
+    "elementwise": [("silu_mul", "bf16", ""), ("gelu", "fp16", "")],  # gelu: erf from the device libs
+    "reduction": [("softmax", "bf16", ""), ("rmsnorm", "fp32", "8x131072"), ("max", "fp16", "4096x7")],
+    "gemm": [("matmul", "bf16", ""), ("matmul", "fp16", "129x8x8")],
+    "decode_attention": [("gqa", "bf16", ""), ("gqa", "fp16", "4x16x1x2048x128@mixed")],
+}
 UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}
 
 
-def make_workspace(tmp_path: Path, op: str, dtype: str, target: str) -> Path:
-    """A minimal AMD workspace: kernel.py + op.json + tools/rocm_env.py, as the scaffold lays them out."""
-    ws = tmp_path / "ws"
-    (ws / "tools").mkdir(parents=True)
-    shutil.copy(CELL, ws / "kernel.py")
-    shutil.copy(ROOT / "tools" / "rocm_env.py", ws / "tools" / "rocm_env.py")
-    case = {"name": "n1m", "role": "representative", "dims": [1 << 20], "vars": {"numel": 1 << 20}}
-    (ws / "op.json").write_text(json.dumps({"op": op, "dtype": dtype, "target": target, "cases": [case]}))
-    return ws
+def make_workspace(tmp_path: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
+    return scaffold.compile_workspace(tmp_path / "ws", ROOT, pattern, op, dtype, target, shape)
 
 
 def compile_in_child(ws: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     code = "import json, kernel; print(json.dumps(kernel.compile_only(kernel.OP_SPEC['cases'][0], 'build')))"
-    return subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True, timeout=900, env=env)
 
 
-def metadata(isa: str, key: str) -> int:
-    """A numeric field of the code object's metadata, e.g. '.vgpr_count:     52' -> 52."""
-    values = [line.split(":", 1)[1].strip() for line in isa.splitlines() if line.strip().startswith(f".{key}:")]
-    assert len(values) == 1, f"{key}: {values}"
-    return int(values[0])
+def metadata(isa: str, key: str) -> list[int]:
+    """A numeric field of each kernel's code-object metadata, e.g. '.vgpr_count:     52' -> [52]."""
+    return [int(v) for v in re.findall(rf"^\s*\.{key}:\s+(\d+)", isa, re.M)]
+
+
+def compiled(tmp_path, pattern, op, dtype, arch, shape="") -> tuple[Path, str]:
+    ws = make_workspace(tmp_path, pattern, op, dtype, arch, shape)
+    done = compile_in_child(ws)
+    assert done.returncode == 0, done.stdout + done.stderr
+    isa = json.loads(done.stdout.strip().splitlines()[-1])
+    files = list((ws / "build").glob(f"kernel_{op}_{dtype}*.{arch}.s"))
+    assert len(files) == 1 and files[0].read_text() == isa, files
+    return ws, isa
+
+
+def test_every_flydsl_cell_is_compiled_here():
+    assert sorted(COMPILES) == FLYDSL_PATTERNS
 
 
 @needs_flydsl
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
-@pytest.mark.parametrize(("op", "dtype"), [("silu_mul", "bf16"), ("gelu", "fp16")])  # gelu: erf from device libs
-def test_isa_markers(tmp_path, arch, op, dtype):
-    ws = make_workspace(tmp_path, op, dtype, arch)
-    done = compile_in_child(ws)
-    assert done.returncode == 0, done.stdout + done.stderr
-    isa = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (ws / "build" / f"kernel_{op}_{dtype}.{arch}.s").read_text() == isa
+@pytest.mark.parametrize(("pattern", "op", "dtype", "shape"),
+                         [(p, *c) for p in FLYDSL_PATTERNS for c in COMPILES[p]])
+def test_isa_markers(tmp_path, arch, pattern, op, dtype, shape):
+    """The cell's promised markers (cells.py, the same list the workspace's --compile-only checks) and no spills."""
+    _, isa = compiled(tmp_path, pattern, op, dtype, arch, shape)
     assert f'.amdgcn_target "amdgcn-amd-amdhsa-unknown-{arch}"' in isa
-    assert metadata(isa, "wavefront_size") == 64
-    n_inputs = 2 if op in ("add", "mul", "silu_mul") else 1
-    # the full-tile path: UNROLL 128-bit buffer loads per input and UNROLL 128-bit stores (16-bit types: the
-    # tail's one-element accesses cannot merge into these; for fp32 LLVM merges them, so the counts double)
+    kernels = len(metadata(isa, "wavefront_size"))
+    assert kernels >= 1 and metadata(isa, "wavefront_size") == [64] * kernels
+    markers = CELLS[(pattern, "flydsl")]["isa_markers"]
+    for marker in markers["required"]:
+        assert marker["text"] in isa, f"missing {marker['text']!r}: {marker['meaning']}"
+    for marker in markers["forbidden"]:
+        assert marker["text"] not in isa, f"found {marker['text']!r}: {marker['meaning']}"
+    assert metadata(isa, "private_segment_fixed_size") == [0] * kernels
+    assert metadata(isa, "vgpr_spill_count") == [0] * kernels and metadata(isa, "sgpr_spill_count") == [0] * kernels
+    lds = max(metadata(isa, "group_segment_fixed_size"))
+    assert lds <= 64 * 1024, f"{lds} bytes of LDS: more than gfx942's 64 KiB per workgroup"
+    if pattern in ("gemm", "decode_attention"):
+        assert re.search(r"^\s*v_mfma_f32_\w+", isa, re.M), "no MFMA instruction"
+    if pattern == "gemm":
+        assert lds > 0 and re.search(r"^\s*ds_read", isa, re.M), "GEMM operands must be staged through LDS"
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_elementwise_access_counts(tmp_path, arch):
+    """silu_mul bf16, instruction by instruction: UNROLL dwordx4 per tensor on the full tile, short accesses on the tail."""
+    op, n_inputs = "silu_mul", 2
+    _, isa = compiled(tmp_path, "elementwise", op, "bf16", arch)
     assert isa.count("buffer_load_dwordx4") == UNROLL[op] * n_inputs
     assert isa.count("buffer_store_dwordx4") == UNROLL[op]
     # the partial-tile path: one-element 16-bit accesses, bounded by the descriptor's num_records
     assert isa.count("buffer_load_ushort ") == UNROLL[op] * 8 * n_inputs
     assert isa.count("buffer_store_short ") == UNROLL[op] * 8
-    # no spills to scratch memory, no LDS
-    assert "scratch_" not in isa
-    assert metadata(isa, "private_segment_fixed_size") == 0
-    assert metadata(isa, "vgpr_spill_count") == 0 and metadata(isa, "sgpr_spill_count") == 0
-    assert metadata(isa, "group_segment_fixed_size") == 0
+    assert metadata(isa, "group_segment_fixed_size") == [0]
 
 
 @needs_flydsl
 def test_missing_lld_is_one_line(tmp_path):
     """compile_only with no usable ld.lld fails with rocm_env's one-line error, not a DSL traceback."""
-    ws = make_workspace(tmp_path, "relu", "bf16", "gfx942")
+    ws = make_workspace(tmp_path, "elementwise", "relu", "bf16", "gfx942")
     env = {k: v for k, v in os.environ.items() if k != "ROCM_PATH"}
     env.update(KBASELINE_LD_LLD=str(tmp_path / "no-such-ld.lld"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     done = compile_in_child(ws, env)

@@ -139,10 +139,11 @@ def sass_metrics(text: str, res_usage: str = "") -> dict:
 
 
 def _amd_meta(text: str, *keys: str) -> int | None:
+    """The first of `keys` found; with several kernels in one file (a split and a merge kernel), the largest."""
     for key in keys:
-        m = re.search(rf"^[\s-]*;?\s*{re.escape(key)}[:\s]\s*(\d+)", text, re.M)
-        if m:
-            return int(m.group(1))
+        found = re.findall(rf"^[\s-]*;?\s*{re.escape(key)}[:\s]\s*(\d+)", text, re.M)
+        if found:
+            return max(int(v) for v in found)
     return None
 
 

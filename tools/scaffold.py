@@ -88,6 +88,20 @@ def copy_shared(ws: Path, root: Path, framework: str) -> None:
         shutil.copy2(root / "reference" / name, ws / "reference" / name)
 
 
+def compile_workspace(dest: Path, root: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
+    """A minimal FlyDSL workspace for compile checks (tests, benchmarks/flydsl_compile.py): the cell's kernel.py,
+    tools/rocm_env.py and an op.json with the fields the kernel reads (op, dtype, target, params, cases).
+    `shape` is one shape in the pattern's grammar; empty = the pattern's first built-in representative shape."""
+    (dest / "tools").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(root / "{{cookiecutter.op_name}}" / "cells" / "flydsl" / pattern / "kernel.py", dest / "kernel.py")
+    shutil.copy2(root / "tools" / "rocm_env.py", dest / "tools" / "rocm_env.py")
+    spec = {"op": op, "pattern": pattern, "dtype": dtype, "target": target, "framework": "flydsl",
+            "params": catalog.op_spec(pattern, op).get("params", {}),
+            "cases": shapes.build_cases(pattern, dtype, shape)[:1]}
+    (dest / "op.json").write_text(json.dumps(spec, indent=2) + "\n")
+    return dest
+
+
 def run_decision(ctx: dict, vendor: str) -> tuple[bool, str]:
     """(run now?, why not). auto and yes both need a GPU of the target's vendor; yes only says it louder."""
     label = "AMD" if vendor == "amd" else "NVIDIA"
