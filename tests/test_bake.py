@@ -64,7 +64,6 @@ REFUSALS = [
     (["op_name=../escape"], "op_name: '../escape' is not a Python identifier"),
     (["pattern=elementwise", "op=matmul"], "op: 'matmul' is not an op of pattern=elementwise (it belongs to pattern=gemm)"),
     (["gpu=MI300X"], "not available yet: gemm/flydsl"),
-    (["pattern=reduction", "gpu=MI355X"], "not available yet: reduction/flydsl"),
     (["pattern=elementwise", "gpu=MI300X", "shapes=1073741824"], "FlyDSL buffer accesses address under 2 GiB"),
     (["pattern=elementwise", "dtype=fp8"], "dtype: fp8 is not supported by elementwise"),
     (["dtype=fp8"], "dtype: fp8 is not supported by gemm"),

@@ -7,7 +7,8 @@ import os
 import subprocess
 
 import jsonschema
-from conftest import ROOT, bake_cli, read_json
+import pytest
+from conftest import AMD_MATRIX, ROOT, bake_cli, read_json
 
 
 def test_default_bake_on_cpu_is_honest(tmp_path):
@@ -50,13 +51,16 @@ def test_git_commit_works_without_a_user_identity(tmp_path):
     assert author.stdout.strip() == "kbaseline <kbaseline@localhost>"
 
 
-def test_amd_bake_on_cpu_says_compiled_not_run(matrix):
+@pytest.mark.parametrize(("gpu", "op"), [(gpu, op) for gpu, _, op, _ in AMD_MATRIX])
+def test_amd_bake_on_cpu_says_compiled_not_run(matrix, gpu, op):
     """No AMD GPU here: the FlyDSL kernel is compiled to real ISA at bake time, and nothing claims it ran."""
-    ws = matrix[("MI355X", "gelu")].project_path
+    ws = matrix[(gpu, op)].project_path
+    target = "gfx950" if gpu == "MI355X" else "gfx942"
     check = read_json(ws / "results" / "compile_only.json")
-    assert check["ok"] and check["target"] == "gfx950"
+    assert check["ok"] and check["target"] == target and check["checks"]
+    assert (ws / "build" / check["isa_file"]).read_text().count(f"amdgcn-amd-amdhsa-unknown-{target}") >= 1
     report = (ws / "baseline_report.md").read_text()
-    assert "compiled for gfx950; not run on hardware: no AMD GPU" in report
+    assert f"compiled for {target}; not run on hardware: no AMD GPU" in report
     memory = read_json(ws / "memory" / "v0.json")
     assert memory["correctness"]["status"] == "NOT_RUN" and "PASS" not in json.dumps(memory)
     assert "PASS" not in report.replace("NOT_RUN", "")

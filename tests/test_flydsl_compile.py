@@ -27,13 +27,16 @@ needs_flydsl = pytest.mark.skipif(not HAVE_FLYDSL, reason="flydsl is not install
                                   "and apt packages lld-19 rocm-device-libs); the FlyDSL compile checks need it")
 
 FLYDSL_PATTERNS = sorted(pattern for pattern, framework in CELLS if framework == "flydsl")
-# What CI compiles per arch: each cell's default path, plus the other paths a cell has (shape "" = the
-# pattern's first built-in representative shape). benchmarks/flydsl_compile.py sweeps the rest.
+# What CI compiles per arch: each cell's default case (shape "", the pattern's first built-in representative
+# shape: the workspace's own --compile-only checks cells.py's markers on it) and the cell's other paths, with
+# what their ISA must show. benchmarks/flydsl_compile.py sweeps the rest.
 COMPILES = {
-    "elementwise": [("silu_mul", "bf16", ""), ("gelu", "fp16", "")],  # gelu: erf from the device libs
-    "reduction": [("softmax", "bf16", ""), ("rmsnorm", "fp32", "8x131072"), ("max", "fp16", "4096x7")],
-    "gemm": [("matmul", "bf16", ""), ("matmul", "fp16", "129x8x8")],
-    "decode_attention": [("gqa", "bf16", ""), ("gqa", "fp16", "4x16x1x2048x128@mixed")],
+    "elementwise": [("silu_mul", "bf16", "", []), ("gelu", "fp16", "", [])],  # gelu: erf from the device libs
+    "reduction": [("softmax", "bf16", "", []),
+                  ("rmsnorm", "fp32", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped two-pass path
+                  ("max", "fp16", "4096x7", ["buffer_load_ushort"])],  # N = 7: one element per access
+    "gemm": [("matmul", "bf16", "", []), ("matmul", "fp16", "129x8x8", ["buffer_store_short"])],
+    "decode_attention": [("gqa", "bf16", "", []), ("gqa", "fp16", "4x16x1x2048x128@mixed", ["v_mfma"])],
 }
 UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}
 
@@ -68,16 +71,17 @@ def test_every_flydsl_cell_is_compiled_here():
 
 @needs_flydsl
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
-@pytest.mark.parametrize(("pattern", "op", "dtype", "shape"),
+@pytest.mark.parametrize(("pattern", "op", "dtype", "shape", "expect"),
                          [(p, *c) for p in FLYDSL_PATTERNS for c in COMPILES[p]])
-def test_isa_markers(tmp_path, arch, pattern, op, dtype, shape):
-    """The cell's promised markers (cells.py, the same list the workspace's --compile-only checks) and no spills."""
+def test_isa_markers(tmp_path, arch, pattern, op, dtype, shape, expect):
+    """The cell's promised markers (cells.py, the list the workspace's --compile-only checks) on its default case,
+    the listed markers on the other paths, and everywhere: no scratch, no spills, LDS within gfx942's 64 KiB."""
     _, isa = compiled(tmp_path, pattern, op, dtype, arch, shape)
     assert f'.amdgcn_target "amdgcn-amd-amdhsa-unknown-{arch}"' in isa
     kernels = len(metadata(isa, "wavefront_size"))
     assert kernels >= 1 and metadata(isa, "wavefront_size") == [64] * kernels
     markers = CELLS[(pattern, "flydsl")]["isa_markers"]
-    for marker in markers["required"]:
+    for marker in markers["required"] if not shape else [{"text": t, "meaning": "this path"} for t in expect]:
         assert marker["text"] in isa, f"missing {marker['text']!r}: {marker['meaning']}"
     for marker in markers["forbidden"]:
         assert marker["text"] not in isa, f"found {marker['text']!r}: {marker['meaning']}"

@@ -23,6 +23,20 @@ CUTEDSL_FACTS = [
     "(then `compiled.artifacts.PTX` is that file's path, otherwise the text).",
 ]
 
+# Facts every FlyDSL cell relies on.
+FLYDSL_FACTS = [
+    "Compile-only needs COMPILE_ONLY=1 ARCH=<gfx> FLYDSL_GPU_ARCH=<gfx> and a ROCM_PATH with llvm/bin/ld.lld "
+    "(LLD >= 19) and amdgcn/bitcode; tools/rocm_env.py builds one from Debian lld-19 + rocm-device-libs. Without "
+    "COMPILE_ONLY, FlyDSL aborts the process when there is no HIP runtime.",
+    "FlyDSL and CuTe DSL cannot be loaded into one process (nanobind duplicate-type abort): compile FlyDSL in a "
+    "child process (tools/rocm_env.compile_isa).",
+    "fx.rocdl.make_buffer_tensor(t, max_size=False) sets num_records = the tensor's bytes; out-of-range buffer "
+    "loads read 0 and stores are dropped, checked per dword. The bound is the whole tensor: a row edge inside "
+    "the tensor is not out of range.",
+]
+NO_SCRATCH = [{"text": "scratch_", "meaning": "scratch loads/stores: register spills"}]
+PRIVATE_0 = {"text": ".private_segment_fixed_size: 0", "meaning": "no scratch memory per lane"}
+
 NO_LOCAL = {"text": ".local", "meaning": "local memory: register spills or a stack array"}
 
 CELLS = {
@@ -281,19 +295,11 @@ CELLS[("elementwise", "flydsl")] = {
         "required": [
             {"text": "buffer_load_dwordx4", "meaning": "128-bit buffer loads (fast path)"},
             {"text": "buffer_store_dwordx4", "meaning": "128-bit buffer stores (fast path)"},
-            {"text": ".private_segment_fixed_size: 0", "meaning": "no scratch memory per lane"},
+            PRIVATE_0,
         ],
-        "forbidden": [{"text": "scratch_", "meaning": "scratch loads/stores: register spills"}],
+        "forbidden": NO_SCRATCH,
     },
-    "framework_facts": [
-        "Compile-only needs COMPILE_ONLY=1 ARCH=<gfx> FLYDSL_GPU_ARCH=<gfx> and a ROCM_PATH with llvm/bin/ld.lld "
-        "(LLD >= 19) and amdgcn/bitcode; tools/rocm_env.py builds one from Debian lld-19 + rocm-device-libs. Without "
-        "COMPILE_ONLY, FlyDSL aborts the process when there is no HIP runtime.",
-        "FlyDSL and CuTe DSL cannot be loaded into one process (nanobind duplicate-type abort): compile FlyDSL in a "
-        "child process.",
-        "fx.rocdl.make_buffer_tensor(t, max_size=False) sets num_records = the tensor's bytes; out-of-range buffer "
-        "loads read 0 and stores are dropped, checked per dword.",
-    ],
+    "framework_facts": FLYDSL_FACTS,
     "pitfalls": [
         {"pitfall": "make_layout_tv on a 1-D layout returns a 2-D tiler and the partition aborts "
                     "('Mismatched ranks')",
@@ -302,5 +308,72 @@ CELLS[("elementwise", "flydsl")] = {
         {"pitfall": "gelu's erf comes from the ROCm math library and fails to link without rocm-device-libs",
          "fix": "apt-get install rocm-device-libs (tools/rocm_env.py points ROCM_PATH/amdgcn at it)",
          "source": "FlyDSL 0.4.2 compile error"},
+    ],
+}
+
+CELLS[("reduction", "flydsl")] = {
+    "summary": "FlyDSL row reduction (CDNA3/CDNA4): a power-of-two lane group (1-64 lanes) or 2-16 whole 64-lane "
+               "waves per row, 128-bit buffer loads, fp32 in-lane tree, DPP wave reduction, one LDS step across "
+               "waves; rows stay in VGPRs up to 32768 elements (softmax/rmsnorm read HBM once), a looped two-pass "
+               "path beyond",
+    "semantics": "Any M, N >= 1 and any row stride >= N (the vector width drops to what N, the stride and the "
+                 "pointers allow), every tensor under 2 GiB. sum, mean and max return [M]; softmax and rmsnorm "
+                 "return [M, N]. NaN propagates as in torch: a row holding a NaN has a NaN max and a NaN softmax "
+                 "row (`arith.maximumf`; gfx942 has no NaN-propagating max instruction, so a v_max3 tree plus a "
+                 "NaN flag).",
+    "design": "A row reduction does 1-5 FLOP per element moved, far left of the CDNA ridge (~250 FLOP/B on MI300X, "
+              "~315 on MI355X): a bandwidth kernel. Each lane keeps at most 32 fp32 row values, so a row of up to "
+              "32768 elements lives in VGPRs and softmax/rmsnorm read x once and write once. Short rows share a "
+              "256-lane workgroup (the smallest power-of-two lane group per row); longer rows take 2-16 whole waves "
+              "(the count with the fewest idle slots: N = 5120 bf16 is 5 waves). The reduction follows the "
+              "hardware: an fp32 tree inside each lane, then the 64-lane wave with DPP row_shr/row_bcast (no LDS), "
+              "then the 4-byte partials of a multi-wave row meet once in LDS (one s_barrier). 32 values per lane "
+              "keeps the kernel at 36-72 VGPRs, 7-8 waves per SIMD of the 512-VGPR budget; a 1024-lane workgroup "
+              "could not launch above 128 VGPRs. Rows longer than 32768 elements loop: one 512-lane workgroup per "
+              "row, an online max/sum in pass 1, the re-read in pass 2 expected to hit L2 / Infinity Cache. "
+              "Compiled for real gfx942/gfx950 ISA on a CPU; not run on AMD hardware here.",
+    "profile": "rocprofv3 --kernel-trace --stats -d results/rocprof -- python test_kernel.py --no-timing",
+    "levers": [
+        "Small M with long rows (8 x 131072 uses 8 of 304 CUs): split each row over several workgroups, partial "
+        "(max, sum) to a buffer, then a small combine kernel or a last-workgroup-done atomic (CDNA has no clusters "
+        "or distributed shared memory).",
+        "Time it on the GPU: sweep values per lane (16/32/64), rows per workgroup and the looped slice; gfx942 "
+        "bf16 softmax is ~15 VALU per element (no hardware bf16 convert) vs ~9 on gfx950, about half the CU's "
+        "VALU rate at HBM speed on paper, so check VALU busy with rocprofv3.",
+        "Branchless tails and a pipelined loop: offsets past num_records instead of exec-masked branches, prefetch "
+        "the next slice in the looped path, non-temporal output stores to keep the Infinity Cache for pass 2.",
+    ],
+    "isa_markers": {
+        "required": [
+            {"text": "buffer_load_dwordx4", "meaning": "128-bit buffer loads of the row"},
+            {"text": "row_bcast:31", "meaning": "DPP wave64 reduction (row_shr steps, then row_bcast across rows)"},
+            {"text": "s_barrier", "meaning": "the cross-wave step through LDS"},
+            PRIVATE_0,
+        ],
+        "forbidden": NO_SCRATCH,
+    },
+    "framework_facts": [
+        *FLYDSL_FACTS,
+        "The vector width is a compile-time choice: kernel.py compiles one variant per (op, dtype, vector width, "
+        "lanes per row) and picks the widest width dividing N, the row stride and every tensor's element offset.",
+        "fx.coop.warp_reduce lowers a full-wave reduction to DPP row_shr:1,2,4,8, row_bcast:15/31 and "
+        "v_readlane_b32 of lane 63; a half wave or less uses a DPP butterfly and one ds_swizzle.",
+    ],
+    "pitfalls": [
+        {"pitfall": "Vector.reduce(ReductionOp.MAX) lowers to maxnumf and drops NaN (fx.coop.warp_reduce uses it "
+                    "on a Vector input), unlike fx.max (maximumf)",
+         "fix": "reduce in-lane with your own fx.max tree and pass fp32 scalars to the wave reduction",
+         "source": "FlyDSL 0.4.2 behaviour, seen in the ISA"},
+        {"pitfall": "a (1, k) register tensor (vec = 1), or fill() on it, fails in fly-layout-lowering with only "
+                    "'Failure while executing pass pipeline'",
+         "fix": "a 1-D register tensor of vec*k elements viewed with logical_divide; FLYDSL_DUMP_IR=1 shows the "
+                "last good stage", "source": "FlyDSL 0.4.2 compile error"},
+        {"pitfall": "a Python `while` in a kernel body becomes scf.while, so trace-time loops over lists fail "
+                    "('carried variable does not match the region entry')",
+         "fix": "keep trace-time loops in undecorated helpers; helpers with dynamic ifs are @flyc.jit",
+         "source": "FlyDSL 0.4.2 AST rewriter"},
+        {"pitfall": "inside fx.fastmath('afn') a division becomes a multiply by v_rcp and rsqrt becomes v_sqrt + "
+                    "v_rcp", "fix": "keep exact divisions such as mean's /N outside the fast-math block",
+         "source": "FlyDSL 0.4.2 ISA"},
     ],
 }
