@@ -135,20 +135,23 @@ def check(kernel, ops, dtypes) -> list[dict]:
 
 
 def special_rows(x, base, n: int, variant: int) -> None:
-    """Poison x in place. Row kind (r + variant) % 4: 0 one NaN, 1 untouched, 2 some -inf, 3 all -inf (every
-    other such row; the rest get one NaN). NaN positions cycle over first, last, middle, a looped-path tail
+    """Poison x in place. Row kind (r + variant) % 5: 0 one NaN, 1 untouched, 2 some -inf, 3 all -inf (every
+    other such row; the rest get one NaN), 4 a leading -inf block (the first 5/8 of the row: on the looped
+    path whole slices of -inf come first). NaN positions cycle over first, last, middle, a looped-path tail
     slice and a pseudo-random one. NaNs also go into the padding columns of a strided base (must be ignored)."""
     nan, ninf = float("nan"), float("-inf")
     positions = [0, n - 1, n // 2, max(0, n - 1 - n // 7), 7919 % n]
     for r in range(x.shape[0]):
-        kind, j = (r + variant) % 4, (r // 4 + variant) % len(positions)
-        if kind == 0 or (kind == 3 and (r // 4) % 2):
+        kind, j = (r + variant) % 5, (r // 5 + variant) % len(positions)
+        if kind == 0 or (kind == 3 and (r // 5) % 2):
             x[r, positions[(j + (kind == 3)) % len(positions)]] = nan
         elif kind == 2:
             x[r, positions[j]] = ninf
             x[r, (positions[j] + n // 3) % n] = ninf
         elif kind == 3:
             x[r, :] = ninf
+        elif kind == 4:
+            x[r, : max(1, 5 * n // 8)] = ninf
         if base.shape[1] > n and kind == 1:
             base[r, n:] = nan
 

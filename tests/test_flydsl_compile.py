@@ -35,7 +35,7 @@ COMPILES = {
     "reduction": [("softmax", "bf16", "", []),
                   ("rmsnorm", "fp32", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped two-pass path
                   ("max", "fp16", "4096x7", ["buffer_load_ushort"])],  # N = 7: one element per access
-    "gemm": [("matmul", "bf16", "", []), ("matmul", "fp16", "129x8x8", ["buffer_store_short"])],
+    "gemm": [("matmul", "bf16", "", []), ("matmul", "fp16", "4095x4097x4096", ["buffer_store_short"])],
     "decode_attention": [("gqa", "bf16", "", []), ("gqa", "fp16", "4x16x1x2048x128@mixed", ["v_mfma"])],
 }
 UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}

@@ -9,7 +9,9 @@ Each entry holds:
 - ``isa_markers``: what the compiled ISA must (``required``) and must not (``forbidden``) contain, checked by
   ``test_kernel.py --compile-only`` on a machine without the GPU;
 - ``framework_facts`` and ``pitfalls``: what the kernel relies on and what went wrong while writing it
-  (they seed the plan and memory/v0.json).
+  (they seed the plan and memory/v0.json);
+- ``phase1`` (optional): the Phase-1 semantics lines (catalog.PHASE1) this framework's kernel states differently,
+  e.g. how a FlyDSL kernel handles boundaries with buffer descriptors where a CuTe DSL one uses TMA.
 """
 
 from __future__ import annotations
@@ -282,6 +284,9 @@ CELLS[("elementwise", "flydsl")] = {
               "against the descriptor's num_records, so the last, partial workgroup needs no per-lane predicate: it "
               "uses one-element buffer accesses, out-of-range loads read 0 and out-of-range stores are dropped. No "
               "LDS: nothing is reused. Compiled for real gfx942/gfx950 ISA on a CPU; not run on AMD hardware here.",
+    "phase1": {"boundaries": "sizes that are not a multiple of the 128-bit vector or of the workgroup tile: the last "
+                             "workgroup uses one-element buffer accesses bounded by the descriptor's num_records "
+                             "(out-of-range loads read 0, stores are dropped), no per-lane predicates."},
     "profile": "rocprofv3 --kernel-trace --stats -d results/rocprof -- python test_kernel.py --no-timing",
     "levers": [
         "Time it on the GPU first: UNROLL and the workgroup size were sized from bandwidth x latency on paper "
@@ -332,6 +337,9 @@ CELLS[("reduction", "flydsl")] = {
               "could not launch above 128 VGPRs. Rows longer than 32768 elements loop: one 512-lane workgroup per "
               "row, an online max/sum in pass 1, the re-read in pass 2 expected to hit L2 / Infinity Cache. "
               "Compiled for real gfx942/gfx950 ISA on a CPU; not run on AMD hardware here.",
+    "phase1": {"boundaries": "N not a multiple of the 128-bit vector, rows whose start is not 16-byte aligned (the "
+                             "vector width drops), and very long rows (N > 32768) that do not fit one workgroup's "
+                             "VGPRs (a looped two-pass path)."},
     "profile": "rocprofv3 --kernel-trace --stats -d results/rocprof -- python test_kernel.py --no-timing",
     "levers": [
         "Small M with long rows (8 x 131072 uses 8 of 304 CUs): split each row over several workgroups, partial "
@@ -375,5 +383,76 @@ CELLS[("reduction", "flydsl")] = {
         {"pitfall": "inside fx.fastmath('afn') a division becomes a multiply by v_rcp and rsqrt becomes v_sqrt + "
                     "v_rcp", "fix": "keep exact divisions such as mean's /N outside the fast-math block",
          "source": "FlyDSL 0.4.2 ISA"},
+    ],
+}
+
+CELLS[("gemm", "flydsl")] = {
+    "summary": "FlyDSL GEMM (CDNA3/CDNA4): 256-thread workgroups (2x2 waves of 64) on 256x128x64 tiles (64x64 when "
+               "the big tiles make less than one wave), dwordx4 buffer loads prefetched one K tile ahead, an "
+               "XOR-swizzled LDS stage, MFMA 16x16x16 (gfx942) / 16x16x32 (gfx950) with fp32 accumulators, 16-byte "
+               "stores straight from registers",
+    "semantics": "C[M, N] = A[M, K] . B[N, K]^T, bf16 or fp16 in and out, fp32 accumulation, any M, N >= 1 and K a "
+                 "multiple of 8 (16-byte rows), contiguous and 16-byte aligned tensors under 2 GiB each.",
+    "design": "GEMM sits far right of the ridge (8192^3: 2731 FLOP/B vs ~247 on MI300X), so the job is to keep "
+              "every SIMD's MFMA pipe fed. A 256x128 tile does 85 FLOP per byte of L2 traffic: ~15 TB/s over 304 "
+              "CUs at 1307 TFLOP/s, against ~34 TB/s of L2; it quantizes to 96% busy CU-slots at 8192^3. 256x256 "
+              "would fill all 64 KiB of gfx942's LDS with one stage and need 472 VGPRs (it spills on gfx950). Each "
+              "K tile goes HBM -> VGPRs (buffer_load_dwordx4, prefetched one tile ahead during the MFMAs) -> LDS "
+              "(ds_write_b128, chunk c of row r in slot c ^ (r%8) ^ 4((r/8)%2): no bank conflicts) -> ds_read_b128 "
+              "-> MFMA. B feeds MFMA's first operand, so each lane ends with 8 consecutive C columns of one row "
+              "and the epilogue is one 16-byte store per chunk, no LDS round trip. Out-of-matrix chunks (a K tail, "
+              "rows past M or N) get a buffer offset past num_records: reads return 0, stores are dropped; "
+              "N % 8 != 0 compiles an epilogue of masked 2-byte stores. Tiles are renumbered so each of the 8 XCDs "
+              "(own L2) gets a contiguous run. Compiled for real gfx942/gfx950 ISA on a CPU; not run on AMD "
+              "hardware here.",
+    "phase1": {
+        "shapes": "any M, N >= 1 and K a multiple of 8 (16-byte rows for the dwordx4 buffer loads); the cases below.",
+        "precision": "inputs and output in the dtype; products accumulated in fp32 registers by the MFMA matrix "
+                     "cores; one rounding on the store.",
+        "boundaries": "M, N or K not a multiple of the tile: a 16-byte chunk outside the matrix gets a buffer offset "
+                      "past num_records, so its load returns 0 and its store is dropped (num_records alone bounds "
+                      "the whole tensor, not a row); N % 8 != 0 uses masked 2-byte stores.",
+    },
+    "profile": "rocprofv3 --kernel-trace --stats -d results/rocprof -- python test_kernel.py --no-timing",
+    "levers": [
+        "Remove gfx942's LDS-write bubble and schedule the hot loop: direct-to-LDS loads (BufferLoadAsyncLDS on "
+        "gfx950) or a 2-stage 256x128x32 layout in 48 KiB, and sched_group_barrier interleaving of ds_read / "
+        "buffer_load / ds_write with the MFMAs; on gfx950 time Config(stages=2) (96 KiB) first.",
+        "Split-K / stream-K for skinny M: 16-128 x 8192 x 8192 gives 128-256 workgroups for 304 CUs with one "
+        "16 KiB K tile in flight each, far from 5.3 TB/s; the same for the 3.4-6.7-wave tails.",
+        "Bigger tiles on gfx950: 256x256 once direct-to-LDS frees the prefetch VGPRs halves L2 and LDS bytes per "
+        "FLOP; with CDNA4's doubled MFMA rate 256x128 is LDS/L2-bound on paper.",
+    ],
+    "isa_markers": {
+        "required": [
+            {"text": "v_mfma_f32_16x16x", "meaning": "MFMA matrix-core instructions (16x16x16 gfx942, 16x16x32 gfx950)"},
+            {"text": "buffer_load_dwordx4", "meaning": "128-bit buffer loads of A and B"},
+            {"text": "ds_write_b128", "meaning": "VGPR -> LDS staging of the K tile"},
+            {"text": "ds_read_b128", "meaning": "LDS -> MFMA operand registers"},
+            {"text": "s_barrier", "meaning": "workgroup barrier before LDS reuse"},
+            PRIVATE_0,
+        ],
+        "forbidden": NO_SCRATCH,
+    },
+    "framework_facts": [
+        *FLYDSL_FACTS,
+        "The MFMA shape is a trace-time choice from the target: gfx942's mfma_f32_16x16x16bf16_1k takes <4 x i16> "
+        "(bitcast the bf16 vector), gfx950's 16x16x32_bf16 takes <8 x bf16>; in compile-only the target comes "
+        "from FLYDSL_GPU_ARCH.",
+        "fx.gpu.barrier() emits s_waitcnt lgkmcnt(0); s_barrier, which is what makes LDS writes visible to the "
+        "other waves.",
+    ],
+    "pitfalls": [
+        {"pitfall": "num_records bounds the whole tensor, so a K tail or an N edge inside it reads the next row",
+         "fix": "redirect the whole offset of an out-of-matrix chunk to 0x80000000 (past num_records): the load "
+                "returns 0, the store is dropped", "source": "kernel.py; buffer OOB semantics"},
+        {"pitfall": "`for ... in range(...)` in a kernel body (or a helper it calls) becomes a dynamic scf.for, and "
+                    "indexing a Python list with its variable fails ('list indices must be integers ... not "
+                    "ArithValue')", "fix": "fx.range_constexpr for trace-time loops",
+         "source": "FlyDSL 0.4.2 AST rewriter"},
+        {"pitfall": "fx.rocdl.raw_ptr_buffer_load accepts DSL values but raw_ptr_buffer_store is the raw builder",
+         "fix": "wrap the store's operands with fx.as_ir_value", "source": "FlyDSL 0.4.2 API"},
+        {"pitfall": "256x256 tiles: 472 VGPRs on gfx942, 510 + 13 spilled on gfx950",
+         "fix": "256x128 tiles (264-280 VGPRs, no spills)", "source": "benchmarks/flydsl_compile.md"},
     ],
 }

@@ -62,7 +62,7 @@ def build_op_json(ctx: dict, resolved: dict) -> dict:
         "target": resolved["target"], "framework": resolved["framework"],
         "dtype": dtype, "torch_dtype": catalog.DTYPES[dtype]["torch"], "tolerance": catalog.DTYPES[dtype]["tolerance"],
         "inputs": resolved["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
-        "params": spec.get("params", {}), "phase1": catalog.PHASE1[pattern],
+        "params": spec.get("params", {}), "phase1": {**catalog.PHASE1[pattern], **cell.get("phase1", {})},
         "formulas": catalog.op_formulas(pattern, op),
         "cases": shapes.build_cases(pattern, dtype, ctx["shapes"]),
         "reference": reference,

@@ -113,8 +113,8 @@ def gemm_cases(text: str, role: str, dtype: str) -> list[dict]:
     for item in _items(text):
         m, n, k = _dims(item, (3,), "4096x4096x4096 (M x N x K)")
         if k % align:
-            raise InputError(f"shapes: '{item}': K={k} is not a multiple of {align}; TMA needs 16-byte-aligned "
-                             f"rows of A and B ({align} {dtype} elements), so pad K to {-(-k // align) * align}")
+            raise InputError(f"shapes: '{item}': K={k} is not a multiple of {align}; the kernels load "
+                             f"16-byte-aligned rows of A and B (TMA / dwordx4 buffer loads) ({align} {dtype} elements), so pad K to {-(-k // align) * align}")
         cases.append(_case(role, item.lower(), [m, n, k], {"M": m, "N": n, "K": k}, dtype))
     return cases
 

@@ -288,12 +288,14 @@ def looped_kernel(
         elif const_expr(op == "max"):
             acc = _max(acc, x.reduce(cute.ReductionOp.MAX, -math.inf, 0))
         else:
-            # Online softmax. Every thread has at least one finite value after iteration 0 (this path
-            # only runs for N > 32768, so iteration 0 is full), hence new_max is finite from then on,
-            # unless the thread saw a NaN: then new_max, run_sum and the row result stay NaN (as torch).
+            # Online softmax. A thread whose slices so far held only -inf (a masked prefix) has
+            # new_max = -inf, and exp2(-inf - -inf) would be NaN: it shifts by 0 instead, so its exp2
+            # terms are exp2(-inf) = 0 and run_sum stays 0. A NaN makes new_max, run_sum and the row
+            # result NaN (as torch).
             new_max = _max(acc, x.reduce(cute.ReductionOp.MAX, -math.inf, 0))
-            run_sum = run_sum * cute.math.exp2((acc - new_max) * LOG2_E, fastmath=True) + cute.math.exp2(
-                x * LOG2_E - new_max * LOG2_E, fastmath=True).reduce(cute.ReductionOp.ADD, 0.0, 0)
+            shift = cutlass.select_(new_max == -math.inf, Float32(0.0), new_max) * LOG2_E
+            run_sum = run_sum * cute.math.exp2(acc * LOG2_E - shift, fastmath=True) + cute.math.exp2(
+                x * LOG2_E - shift, fastmath=True).reduce(cute.ReductionOp.ADD, 0.0, 0)
             acc = new_max
 
     if const_expr(op in ("sum", "mean", "max")):
