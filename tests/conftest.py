@@ -29,7 +29,7 @@ DEFAULT_OP = {"elementwise": "silu_mul", "reduction": "softmax", "gemm": "matmul
 # Each FlyDSL cell once, on each AMD GPU across the list, so both targets are compiled at bake time.
 AMD_MATRIX = [("MI300X", "elementwise", "silu_mul", "bf16"), ("MI308X", "elementwise", "add", "fp16"),
               ("MI355X", "elementwise", "gelu", "fp32"), ("MI355X", "reduction", "softmax", "fp16"),
-              ("MI300X", "gemm", "matmul", "bf16")]
+              ("MI300X", "gemm", "matmul", "bf16"), ("MI308X", "decode_attention", "gqa", "fp16")]
 MATRIX = [("H200", pattern, op, "bf16") for pattern, ops in PATTERN_OPS.items() for op in ops] + [
     (gpu, pattern, DEFAULT_OP[pattern], dtypes[gpu]) for pattern, dtypes in OTHER_DTYPE.items() for gpu in dtypes
 ] + AMD_MATRIX

@@ -36,15 +36,16 @@ What differs from the Hopper cell (cells/cutedsl/decode_attention), and the numb
       G = 4 three quarters of the MFMA work is padding, affordable because the matrix pipe is mostly idle (the
       headline's 8.6 GFLOP of padded MFMA work in the 101 us floor is ~85 TFLOP/s, ~7% of MI300X's 1307).
     - CUs: 304 on MI300X, 80 on MI308X, 256 on MI355X (H200: 132 SMs). run() reads the real count from
-      torch.cuda.get_device_properties(...).multi_processor_count; describe()/compile_only() assume 304 (gfx942)
-      or 256 (gfx950). Assumed, not measured.
+      torch.cuda.get_device_properties(...).multi_processor_count; describe()/compile_only() assume op.json's GPU
+      (304 / 80 / 256), or 304 (gfx942) / 256 (gfx950) when it names none. Assumed, not measured.
     - LDS: 64 KB per CU on gfx942, 160 KB on gfx950 (H200 smem: 228 KB per SM). This kernel uses 0 bytes: K and V
       go from HBM straight into the MFMA operand registers with 128-bit buffer loads (below).
     - Registers: 512 VGPRs per SIMD lane, shared by arch VGPRs and AGPRs (accumulation registers; LLVM keeps
       the MFMA accumulators in arch VGPRs here, .agpr_count 0), allocated in blocks of 8, at most 8 waves per
-      SIMD: waves/SIMD = floor(512 / VGPRs rounded up to 8). Split kernel: D = 64: 76-78 VGPRs -> 6 waves/SIMD;
-      D = 128: 130-134 -> 3; D = 256: 238-242 -> 2 (merge kernel: 58-60). The grid aims at WAVES_PER_CU = 8
-      waves per CU (2 per SIMD), so the register count does not cap the occupancy the grid asks for.
+      SIMD: waves/SIMD = floor(512 / VGPRs rounded up to 8). Split kernel (compiled): D = 64: 73-77 VGPRs -> 6
+      waves/SIMD; D = 128: 127 (gfx950) -> 4, 131-133 (gfx942) -> 3; D = 256: 239-246 -> 2 (merge kernel: 58-60).
+      The grid aims at WAVES_PER_CU = 8 waves per CU (2 per SIMD), so the register count does not cap the
+      occupancy the grid asks for.
     - Memory: buffer loads. A buffer access goes through a 128-bit resource descriptor (base address,
       num_records = size in bytes, format flags) in 4 scalar registers plus a per-lane 32-bit byte offset; the
       hardware returns 0 for a load whose dword lies at or past num_records. Each wave builds ONE descriptor per
@@ -174,9 +175,10 @@ OP = OP_SPEC["op"]
 SCALE = (OP_SPEC.get("params") or {}).get("scale")  # None -> 1/sqrt(D)
 
 WAVE = 64                 # lanes of a CDNA wavefront = threads of a split workgroup
-TILE = 16                 # keys per MFMA tile and per loop step (M of q.K^T, K of P.V)
+TILE = 16                 # keys per MFMA tile (M of q.K^T, K of P.V); a loop step takes two tiles
 MFMA_N = 16               # query heads per wave (N of both MFMAs); fewer are zero-padded
-CUS = {"gfx942": 304, "gfx950": 256}  # MI300X / MI355X compute units, assumed by describe() and compile_only()
+GPU_CUS = {"MI300X": 304, "MI308X": 80, "MI355X": 256}  # compute units (ROCm GPU hardware specs table)
+ARCH_CUS = {"gfx942": 304, "gfx950": 256}  # when op.json names no GPU: MI300X / MI355X
 WAVES_PER_CU = 8          # split waves aimed for per CU (2 per SIMD; on paper, not timed)
 MIN_SPLIT_KEYS = 256      # a split reads at least this many keys (partials stay ~1% of the traffic)
 MERGE_THREADS = 64        # one wave; each lane merges 4 dims of one head
@@ -192,7 +194,14 @@ _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def plan(B: int, Hq: int, Hkv: int, S: int, D: int, cus: int = CUS["gfx942"]) -> dict:
+
+def assumed_cus(arch: str) -> int:
+    """CUs of op.json's GPU when it targets `arch` (describe/compile_only have no device to ask; run() asks)."""
+    gpu = OP_SPEC.get("gpu") if OP_SPEC.get("target") == arch else None
+    return GPU_CUS.get(gpu, ARCH_CUS[arch])
+
+
+def plan(B: int, Hq: int, Hkv: int, S: int, D: int, cus: int = ARCH_CUS["gfx942"]) -> dict:
     """Head chunks, split count and split size for one shape on a GPU with `cus` compute units."""
     group = Hq // Hkv
     heads = min(group, MFMA_N)              # query heads one wave holds (the last chunk may hold fewer)
@@ -547,7 +556,7 @@ def _emit_isa(isa_path: str, dtype: str, arch: str, B: str, Hq: str, Hkv: str, S
 
     B, Hq, Hkv, S, D = (int(x) for x in (B, Hq, Hkv, S, D))
     td = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    p = plan(B, Hq, Hkv, S, D, CUS[arch])
+    p = plan(B, Hq, Hkv, S, D, assumed_cus(arch))
     x = torch.empty(16, dtype=td)                       # any size: sizes are runtime values
     f32 = torch.empty(16, dtype=torch.float32)
     flyc.compile(decode_launch, x, x.clone(), x.clone(), torch.empty(1, dtype=torch.int32), f32, f32.clone(),
@@ -560,7 +569,7 @@ def describe(case: dict) -> dict:
     """Launch configuration of a case (CU count assumed from op.json's target), for the plan and the report."""
     v = case["vars"]
     arch = OP_SPEC.get("target", "gfx942")
-    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"], CUS.get(arch, CUS["gfx942"]))
+    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"], assumed_cus(arch))
     hpw = MERGE_THREADS // (v["D"] // 4)
     return {
         "grid": p["grid"],
@@ -578,7 +587,8 @@ def describe(case: dict) -> dict:
         "query_heads_per_wave": p["heads"],
         "head_chunks": p["chunks"],
         "mfma_n_padded": MFMA_N,
-        "keys_per_step": TILE,
+        "keys_per_mfma_tile": TILE,
+        "keys_per_loop_step": 2 * TILE,
         "pipeline": "two 16-key register sets (ping-pong): one tile in flight while the other is computed",
         "data_movement": "K/V rows HBM -> VGPRs with 128-bit buffer_load_dwordx4 (dwordx2 for V at D = 64) straight "
         "into MFMA operands through per-sequence buffer descriptors (rows >= len read 0), ping-pong prefetch; "
