@@ -71,7 +71,7 @@ REFUSALS = [
     (["pattern=elementwise", "shapes=0x5"], "shapes: '0x5' is not a 1-D or 2-D shape"),
     (["pattern=elementwise", "shapes=65536x65536"], "above the kernel's int32 limit"),
     (["shapes=4096x4096"], "shapes: '4096x4096' is not a 3-D shape"),
-    (["shapes=4096x4096x4095"], "K=4095 is not a multiple of 8; the kernels load 16-byte-aligned rows"),
+    (["shapes=4096x4096x4095"], "K=4095 is not a multiple of 8: rows of A and B must be 16-byte aligned"),
     (["pattern=reduction", "shapes=64x64@32"], "the row stride after '@' must be an integer >= N (64)"),
     (["pattern=decode_attention", "shapes=4x6x4x128x128"], "Hq=6 is not a multiple of Hkv=4"),
     (["pattern=decode_attention", "shapes=4x8x8x128x96"], "head dim D=96 is not supported; use one of 64, 128, 256"),

@@ -65,3 +65,21 @@ def test_attention_lengths():
 def test_refused(pattern, text, message):
     with pytest.raises(catalog.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         shapes.CASE_BUILDERS[pattern](text, "representative", "bf16")
+
+
+@pytest.mark.parametrize(("pattern", "text", "fits"), [
+    ("gemm", "16384x16384x8192", True),          # C 512 MiB, A and B 256 MiB each
+    ("gemm", "16384x65536x8192", False),         # C is 2 GiB
+    ("reduction", "8193x65536@131072", False),   # the strided span (M-1)*stride+N, not M*N, is what x's descriptor covers
+    ("reduction", "8192x65536", True),
+    ("decode_attention", "1x32x8x1048576x128", False),  # one sequence's K: 2^20 x 8 x 128 x 2 B = 2 GiB
+    ("decode_attention", "64x32x8x32768x128", True),   # the whole cache is larger, each sequence is not
+])
+def test_flydsl_buffer_limit(pattern, text, fits):
+    """FlyDSL's 32-bit buffer offsets: the largest range one descriptor covers must stay under 2 GiB."""
+    shapes.check(pattern, "bf16", text, "cutedsl")  # no such limit on Hopper
+    if fits:
+        shapes.check(pattern, "bf16", text, "flydsl")
+    else:
+        with pytest.raises(shapes.InputError, match="bytes in one buffer; FlyDSL buffer accesses address under 2 GiB"):
+            shapes.check(pattern, "bf16", text, "flydsl")

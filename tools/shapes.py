@@ -113,8 +113,9 @@ def gemm_cases(text: str, role: str, dtype: str) -> list[dict]:
     for item in _items(text):
         m, n, k = _dims(item, (3,), "4096x4096x4096 (M x N x K)")
         if k % align:
-            raise InputError(f"shapes: '{item}': K={k} is not a multiple of {align}; the kernels load "
-                             f"16-byte-aligned rows of A and B (TMA / dwordx4 buffer loads) ({align} {dtype} elements), so pad K to {-(-k // align) * align}")
+            raise InputError(f"shapes: '{item}': K={k} is not a multiple of {align}: rows of A and B "
+                             f"must be 16-byte aligned ({align} {dtype} elements) for TMA / dwordx4 buffer loads, so pad K "
+                             f"to {-(-k // align) * align}")
         cases.append(_case(role, item.lower(), [m, n, k], {"M": m, "N": n, "K": k}, dtype))
     return cases
 
@@ -167,14 +168,28 @@ CASE_BUILDERS = {
 FLYDSL_MAX_TENSOR_BYTES = 2**31  # FlyDSL buffer descriptors: 32-bit num_records and per-lane byte offsets
 
 
+def largest_buffer(case: dict) -> int:
+    """Bytes of the largest range one buffer descriptor covers: a whole tensor, or one sequence's K (or V)."""
+    v = case["vars"]
+    if "K" in v:
+        elems = max(v["M"] * v["K"], v["N"] * v["K"], v["M"] * v["N"])
+    elif "Hkv" in v:
+        elems = max(v["S"] * v["Hkv"] * v["D"], v["B"] * v["Hq"] * v["D"])
+    elif case.get("row_stride"):
+        elems = (v["M"] - 1) * case["row_stride"] + v["N"]
+    else:
+        elems = v["numel"]
+    return elems * v["elem_bytes"]
+
+
 def check(pattern: str, dtype: str, text: str, framework: str = "cutedsl") -> None:
     """Raise InputError when the user's shapes do not parse for this pattern, dtype and framework."""
     if not text.strip():
         return
     for case in CASE_BUILDERS[pattern](text, "representative", dtype):
-        nbytes = case["vars"].get("numel", 0) * case["vars"]["elem_bytes"]
+        nbytes = largest_buffer(case)
         if framework == "flydsl" and nbytes >= FLYDSL_MAX_TENSOR_BYTES:
-            raise InputError(f"shapes: '{case['name'][4:]}' is {nbytes} bytes per tensor; FlyDSL buffer accesses "
+            raise InputError(f"shapes: '{case['name'][4:]}' needs {nbytes} bytes in one buffer; FlyDSL buffer accesses "
                              f"address under 2 GiB (32-bit offsets), so split the tensor or use smaller shapes")
 
 
