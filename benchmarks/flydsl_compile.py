@@ -40,7 +40,7 @@ SWEEP = [
 
 
 def _meta(isa: str, key: str) -> list[int]:
-    return [int(v) for v in re.findall(rf"^\s*\.{key}:\s+(\d+)", isa, re.M)]
+    return [int(v) for v in re.findall(rf"^[\s-]*\.{key}:\s+(\d+)", isa, re.M)]
 
 
 def facts(isa: str) -> dict:

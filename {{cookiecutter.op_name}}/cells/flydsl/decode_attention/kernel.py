@@ -142,9 +142,10 @@ Boundary handling
       4 splits x 208, V rows loaded with dwordx2; Hq16 Hkv2 S1000 D256: G = 8, 4 x 256, two V dwordx4 per
       row, 16 M-tiles; G > 16 (e.g. Hq64 Hkv1): ceil(G / 16) chunks on grid x, the last one padded.
     - Checked with a lane-level numpy model of exactly these formulas (MFMA layouts, buffer range checks,
-      masks, ping-pong loop, merge) on every harness case with the cache tail filled with NaN and with 6e4
-      (rel_err <= 1.7e-3 against float64; the model fails when the range check or the mask is removed). That
-      checks the design, not the compiler: the kernel itself has never run on AMD hardware.
+      masks, ping-pong loop, merge): benchmarks/models/decode_attention_flydsl.py in the template repository
+      (CI runs its small cases; --all runs every harness case), with the cache tail filled with NaN and with
+      6e4 (rel_err <= 1.7e-3 against float64; the model fails when the range check or the mask is removed).
+      That checks the design, not the compiler: the kernel itself has never run on AMD hardware.
 
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   ROCm torch tensors ("cuda" device); compiles (one

@@ -95,8 +95,8 @@ LDS bank conflicts: XOR swizzle
     - ds_read of A: 8 lanes read one chunk of 8 consecutive rows -> r % 8 differs -> 8 slots.
     - ds_read of B: the 8 lanes read rows 32p + 4t + {0..3} and 32p + 8 + 4t + {0..3}; r % 8 repeats, the
       (r // 8) % 2 term moves the second four to the other half -> 8 slots (a plain r % 8 swizzle is 2-way).
-    Checked for every access by a lane-level numpy re-trace of this index math (development only, see the
-    note at the end); no padding, so LDS is exactly 48 KiB (256 x 128) / 32 KiB (64 x 64).
+    Checked for every access by a lane-level numpy re-trace of this index math (benchmarks/models/
+    gemm_flydsl.py, see the note at the end); no padding, so LDS is exactly 48 KiB (256 x 128) / 32 KiB (64 x 64).
 
 Boundary handling (no padding; any M, N; K % 8 == 0)
     - Loads: a chunk is valid iff its row < M (A) / < N (B) and its K column < K. K % 8 == 0, so a 16-byte
@@ -126,8 +126,9 @@ Interface (the same in every kbaseline cell):
 
 Note on verification: besides the ISA checks (MFMA, dwordx4 buffer loads, ds_read/ds_write, no scratch, no
 spills), the index math above (offsets, OOB redirects, swizzle, MFMA lane maps, epilogue, tile renumbering)
-was re-traced lane by lane in numpy during development for the boundary cases, with exact integer inputs:
-C matched exactly and every C element was written exactly once. That checks the arithmetic, not the hardware.
+is re-traced lane by lane in numpy by benchmarks/models/gemm_flydsl.py (in the template repository; CI runs
+it) for boundary cases, with exact integer inputs: C matches exactly, every C element is written exactly once,
+and no LDS access has a bank conflict. That checks the arithmetic, not the compiler or the hardware.
 """
 
 from __future__ import annotations

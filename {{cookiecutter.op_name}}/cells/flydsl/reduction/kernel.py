@@ -117,6 +117,11 @@ Boundaries
     - The barrier and the DPP steps sit outside every divergent branch: all lanes of the workgroup reach
       them (rows past M compute on identities and are never stored).
 
+Verification: compiled to gfx942/gfx950 ISA in CI; the plan, the index math and the fold order (NaN, -inf,
+masked prefixes) are re-traced per lane in numpy against torch in float64 by benchmarks/models/
+reduction_flydsl.py in the template repository (CI runs it). That checks the algorithm, not the compiler or
+the hardware: the kernel has never run on AMD hardware.
+
 Interface (the same in every kbaseline cell):
     run(x, out=None) / run(x, weight, out=None) -> out   ROCm torch tensors; compiles and caches per variant.
                                                           Written for a ROCm GPU, never run here.
