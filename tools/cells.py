@@ -196,6 +196,10 @@ CELLS[("reduction", "cutedsl")] = {
          "fix": "cute.arch.fmax(a, b, nan=True) (max.NaN.f32) in the butterfly, the cross-warp step and the looped "
                 "path; same speed on the H200 (max 4158 GB/s, softmax 4076 GB/s)",
          "source": "benchmarks/bench_reduction.py NaN/-inf check on the H200: 102/102"},
+        {"pitfall": "the looped path's online softmax rescaled by exp2(acc - new_max): a thread whose first slices "
+                    "were all -inf (a masked prefix) got -inf - -inf = NaN, and the whole row came out NaN",
+         "fix": "shift by 0 while the running max is still -inf (its terms are exp2(-inf) = 0)",
+         "source": "benchmarks/2026-12-01-h200-reduction-masked-prefix.md: NaN/-inf check 102/102 (old kernel 78/102)"},
         {"pitfall": "16 fp32 values per thread cost rmsnorm 17% at 32768 x 8192 bf16 (3370 vs 4068 GB/s)",
          "fix": "32 values per thread: within 2% of the best setting for sum, softmax and rmsnorm",
          "source": "benchmarks/bench_reduction.py --sweep on the H200"},
