@@ -100,6 +100,9 @@ def test_marker_check_can_fail(matrix, tmp_path):
     (("H200", "gqa"), {"loads128": True}),
     (("H200", "silu_mul"), {"loads128": True, "stores128": True}),
     (("MI355X", "gelu"), {"loads128": True, "stores128": True}),  # FlyDSL: compiled to gfx950 at bake time
+    (("MI355X", "softmax"), {"loads128": True, "stores128": True, "lds": True}),
+    (("MI300X", "matmul"), {"tensor_core": True, "loads128": True, "stores128": True, "lds": True}),
+    (("MI308X", "gqa"), {"tensor_core": True, "loads128": True, "stores128": True}),  # two kernels in one file
 ])
 def test_isa_metrics_reads_every_cells_compile_output(matrix, key, expect):
     """tools/isa_metrics.py on each cell's real compile-only output: the instructions that define the cell."""
@@ -119,3 +122,4 @@ def test_isa_metrics_reads_every_cells_compile_output(matrix, key, expect):
         assert m["registers"] > 0 and m["spill_bytes"] == 0, m
     if op["vendor"] == "amd":  # the AMDGPU metadata always says: spill counts and the scratch segment
         assert m["local_known"] and m["spill_count"] == 0 and m["local_instructions"] == 0, m
+        assert (m["shared_bytes"] > 0) == expect.get("lds", False), m
