@@ -50,6 +50,7 @@ AMD_WIDTH = {"dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128, "b32": 3
              "b128": 128, "short": 16, "ushort": 16, "sshort": 16, "b16": 16, "byte": 8, "ubyte": 8, "sbyte": 8,
              "u16": 16, "i16": 16, "u8": 8, "i8": 8}
 TENSOR_CORE = {"nvidia": "wgmma.mma_async / HGMMA", "amd": "v_mfma"}
+CORES = {"nvidia": "tensor cores", "amd": "matrix cores (MFMA)"}
 VEC_128 = {"nvidia": "ld.global.v4 / LDG.E.128", "amd": "global_load_dwordx4 / buffer_load_dwordx4"}
 VEC_128_ST = {"nvidia": "st.global.v4 / STG.E.128", "amd": "global_store_dwordx4 / buffer_store_dwordx4"}
 
@@ -281,7 +282,7 @@ def targets(op: dict, specs: dict) -> list[dict]:
     if op["pattern"] == "gemm":
         out.append({"key": "tensor_core", "metric": f"tensor-core instructions: {TENSOR_CORE[vendor]}",
                     "target": "present",
-                    "why": f"the matrix products run on the tensor cores: the cited {op['dtype']} dense peak "
+                    "why": f"the matrix products run on the {CORES[vendor]}: the cited {op['dtype']} dense peak "
                            f"({pos['peak'].get('value')} TFLOP/s) is a tensor-core figure; {where}",
                     "source": f"reference/gpu_specs.json ({pos['peak'].get('kind', 'no figure')})"})
     if op["pattern"] == "gemm" and vendor == "nvidia":
