@@ -39,26 +39,20 @@ SWEEP = [
 ]
 
 
-def _meta(isa: str, key: str) -> list[int]:
-    return [int(v) for v in re.findall(rf"^[\s-]*\.{key}:\s+(\d+)", isa, re.M)]
-
-
 def facts(isa: str) -> dict:
     """The numbers the table shows; with two kernels in one file (split + merge) the larger of each."""
     m = isa_metrics.amdgpu_metrics(isa)
     code = re.sub(r";[^\n]*", "", isa)
     return {
-        "kernels": len(_meta(isa, "wavefront_size")),
-        "vgpr": max(_meta(isa, "vgpr_count") or [0]), "agpr": max(_meta(isa, "agpr_count") or [0]),
-        "sgpr": max(_meta(isa, "sgpr_count") or [0]),
-        "lds_bytes": max(_meta(isa, "group_segment_fixed_size") or [0]),
-        "private_bytes": max(_meta(isa, "private_segment_fixed_size") or [0]),
-        "spills": sum(_meta(isa, "vgpr_spill_count") + _meta(isa, "sgpr_spill_count")),
+        "kernels": len(isa_metrics.amd_metadata(isa, ".wavefront_size")),
+        "vgpr": m["registers"], "agpr": m["agpr_count"] or 0,
+        "sgpr": max(isa_metrics.amd_metadata(isa, ".sgpr_count") or [0]),
+        "lds_bytes": m["shared_bytes"], "private_bytes": m["local_bytes"], "spills": m["spill_count"],
         "mfma": m["tensor_core"].get("v_mfma", 0),
         "mfma_kinds": sorted(set(re.findall(r"\b(v_mfma\w*)", code))),
         "buffer_load_dwordx4": len(re.findall(r"\bbuffer_load_dwordx4\b", code)),
         "ds_ops": len(re.findall(r"\bds_(?:read|write|load|store)\w*", code)),
-        "scratch_instr": len(re.findall(r"\bscratch_(?:load|store)_", code)),
+        "scratch_instr": m["local_instructions"],
     }
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import isa_metrics
 import pytest
 import rocm_env
 import scaffold
@@ -52,7 +53,7 @@ def compile_in_child(ws: Path, env: dict | None = None) -> subprocess.CompletedP
 
 def metadata(isa: str, key: str) -> list[int]:
     """A numeric field of each kernel's code-object metadata, e.g. '.vgpr_count:     52' -> [52]."""
-    return [int(v) for v in re.findall(rf"^[\s-]*\.{key}:\s+(\d+)", isa, re.M)]
+    return isa_metrics.amd_metadata(isa, f".{key}")
 
 
 def compiled(tmp_path, pattern, op, dtype, arch, shape="") -> tuple[Path, str]:

@@ -15,13 +15,14 @@ from cells import CELLS
 
 
 GPUS = {
-    # name: vendor, architecture family, compile target, DSL
-    "H200": {"vendor": "nvidia", "arch": "hopper", "target": "sm_90a", "framework": "cutedsl"},
-    "H100": {"vendor": "nvidia", "arch": "hopper", "target": "sm_90a", "framework": "cutedsl"},
-    "H20": {"vendor": "nvidia", "arch": "hopper", "target": "sm_90a", "framework": "cutedsl"},
-    "MI300X": {"vendor": "amd", "arch": "cdna3", "target": "gfx942", "framework": "flydsl"},
-    "MI308X": {"vendor": "amd", "arch": "cdna3", "target": "gfx942", "framework": "flydsl"},
-    "MI355X": {"vendor": "amd", "arch": "cdna4", "target": "gfx950", "framework": "flydsl"},
+    # name: vendor, architecture family, compile target, DSL, SMs / CUs (frozen into op.json as compute_units:
+    # kernels size their grids from it where no device can be asked, as in compile_only and describe)
+    "H200": {"vendor": "nvidia", "arch": "hopper", "target": "sm_90a", "framework": "cutedsl", "compute_units": 132},
+    "H100": {"vendor": "nvidia", "arch": "hopper", "target": "sm_90a", "framework": "cutedsl", "compute_units": 132},
+    "H20": {"vendor": "nvidia", "arch": "hopper", "target": "sm_90a", "framework": "cutedsl", "compute_units": 78},
+    "MI300X": {"vendor": "amd", "arch": "cdna3", "target": "gfx942", "framework": "flydsl", "compute_units": 304},
+    "MI308X": {"vendor": "amd", "arch": "cdna3", "target": "gfx942", "framework": "flydsl", "compute_units": 80},
+    "MI355X": {"vendor": "amd", "arch": "cdna4", "target": "gfx950", "framework": "flydsl", "compute_units": 256},
 }
 
 DTYPES = {

@@ -139,12 +139,18 @@ def sass_metrics(text: str, res_usage: str = "") -> dict:
     return out
 
 
+def amd_metadata(text: str, key: str) -> list[int]:
+    """A numeric field, one value per kernel in the file: '.vgpr_count' (code-object metadata, also under a
+    YAML '- '), '.amdhsa_next_free_vgpr' (kernel descriptor) or '; NumVgprs' (the compiler's comment block)."""
+    return [int(v) for v in re.findall(rf"^[\s-]*;?\s*{re.escape(key)}[:\s]\s*(\d+)", text, re.M)]
+
+
 def _amd_meta(text: str, *keys: str) -> int | None:
     """The first of `keys` found; with several kernels in one file (a split and a merge kernel), the largest."""
     for key in keys:
-        found = re.findall(rf"^[\s-]*;?\s*{re.escape(key)}[:\s]\s*(\d+)", text, re.M)
+        found = amd_metadata(text, key)
         if found:
-            return max(int(v) for v in found)
+            return max(found)
     return None
 
 

@@ -59,7 +59,7 @@ def build_op_json(ctx: dict, resolved: dict) -> dict:
     return {
         "op_name": ctx["op_name"], "pattern": pattern, "op": op,
         "gpu": resolved["gpu"], "vendor": resolved["vendor"], "arch": resolved["arch"],
-        "target": resolved["target"], "framework": resolved["framework"],
+        "target": resolved["target"], "framework": resolved["framework"], "compute_units": resolved["compute_units"],
         "dtype": dtype, "torch_dtype": catalog.DTYPES[dtype]["torch"], "tolerance": catalog.DTYPES[dtype]["tolerance"],
         "inputs": resolved["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
         "params": spec.get("params", {}), "phase1": {**catalog.PHASE1[pattern], **cell.get("phase1", {})},
@@ -90,12 +90,15 @@ def copy_shared(ws: Path, root: Path, framework: str) -> None:
 
 def compile_workspace(dest: Path, root: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
     """A minimal FlyDSL workspace for compile checks (tests, benchmarks/flydsl_compile.py): the cell's kernel.py,
-    tools/rocm_env.py and an op.json with the fields the kernel reads (op, dtype, target, params, cases).
+    tools/rocm_env.py and an op.json with the fields the kernel reads (op, dtype, target, gpu, compute_units,
+    params, cases), for the first GPU of `target` (gfx942: MI300X, gfx950: MI355X).
     `shape` is one shape in the pattern's grammar; empty = the pattern's first built-in representative shape."""
+    gpu = next(name for name, spec in catalog.GPUS.items() if spec["target"] == target)
     (dest / "tools").mkdir(parents=True, exist_ok=True)
     shutil.copy2(root / "{{cookiecutter.op_name}}" / "cells" / "flydsl" / pattern / "kernel.py", dest / "kernel.py")
     shutil.copy2(root / "tools" / "rocm_env.py", dest / "tools" / "rocm_env.py")
-    spec = {"op": op, "pattern": pattern, "dtype": dtype, "target": target, "framework": "flydsl",
+    spec = {"op": op, "pattern": pattern, "dtype": dtype, "target": target, "framework": "flydsl", "gpu": gpu,
+            "compute_units": catalog.GPUS[gpu]["compute_units"],
             "params": catalog.op_spec(pattern, op).get("params", {}),
             "cases": shapes.build_cases(pattern, dtype, shape)[:1]}
     (dest / "op.json").write_text(json.dumps(spec, indent=2) + "\n")

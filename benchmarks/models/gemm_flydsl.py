@@ -165,23 +165,19 @@ def emulate(m, n, k, arch, cfg=None, tiles_subset=None, check_conflicts=True):
                     d[:, :, r] += D[:, 4 * (ln // 16) + r, ln % 16]
             return d.reshape(256, 4)
 
+        def read_lds(lds, row, chunk):
+            """One ds_read_b128 per lane of 16-byte chunk `chunk` of tile row `row`, with its bank-conflict degree."""
+            off = K.lds_offset(row, chunk)
+            if check_conflicts:
+                for w in range(4):
+                    worst["ds_read"] = max(worst["ds_read"], conflict_degree(off[64 * w:64 * w + 64] * 2))
+            return lds[off[:, None] + np.arange(8)]
+
         def compute_tile(acc, stage):
             for kk in range(K.TILE_K // 32):
                 chunk = 4 * kk + g
-                av = []
-                for r in a_row:
-                    off = K.lds_offset(r, chunk)
-                    if check_conflicts:
-                        for w in range(4):
-                            worst["ds_read"] = max(worst["ds_read"], conflict_degree(off[64 * w:64 * w + 64] * 2))
-                    av.append(lds_a[stage, off[:, None] + np.arange(8)])
-                bv = []
-                for r in b_row:
-                    off = K.lds_offset(r, chunk)
-                    if check_conflicts:
-                        for w in range(4):
-                            worst["ds_read"] = max(worst["ds_read"], conflict_degree(off[64 * w:64 * w + 64] * 2))
-                    bv.append(lds_b[stage, off[:, None] + np.arange(8)])
+                av = [read_lds(lds_a[stage], r, chunk) for r in a_row]
+                bv = [read_lds(lds_b[stage], r, chunk) for r in b_row]
                 assert not any(np.isnan(v).any() for v in av + bv), "read an unwritten LDS slot"
                 acc = np.stack([mfma(bv[j], av[t], acc[t * len(b_row) + j])
                                 for t in range(mt) for j in range(len(b_row))])

@@ -36,8 +36,8 @@ What differs from the Hopper cell (cells/cutedsl/decode_attention), and the numb
       G = 4 three quarters of the MFMA work is padding, affordable because the matrix pipe is mostly idle (the
       headline's 8.6 GFLOP of padded MFMA work in the 101 us floor is ~85 TFLOP/s, ~7% of MI300X's 1307).
     - CUs: 304 on MI300X, 80 on MI308X, 256 on MI355X (H200: 132 SMs). run() reads the real count from
-      torch.cuda.get_device_properties(...).multi_processor_count; describe()/compile_only() assume op.json's GPU
-      (304 / 80 / 256), or 304 (gfx942) / 256 (gfx950) when it names none. Assumed, not measured.
+      torch.cuda.get_device_properties(...).multi_processor_count; describe()/compile_only() use op.json's
+      compute_units (the GPU's datasheet count, from tools/catalog.py). Sizing on paper, not timed.
     - LDS: 64 KB per CU on gfx942, 160 KB on gfx950 (H200 smem: 228 KB per SM). This kernel uses 0 bytes: K and V
       go from HBM straight into the MFMA operand registers with 128-bit buffer loads (below).
     - Registers: 512 VGPRs per SIMD lane, shared by arch VGPRs and AGPRs (accumulation registers; LLVM keeps
@@ -178,8 +178,7 @@ SCALE = (OP_SPEC.get("params") or {}).get("scale")  # None -> 1/sqrt(D)
 WAVE = 64                 # lanes of a CDNA wavefront = threads of a split workgroup
 TILE = 16                 # keys per MFMA tile (M of q.K^T, K of P.V); a loop step takes two tiles
 MFMA_N = 16               # query heads per wave (N of both MFMAs); fewer are zero-padded
-GPU_CUS = {"MI300X": 304, "MI308X": 80, "MI355X": 256}  # compute units (ROCm GPU hardware specs table)
-ARCH_CUS = {"gfx942": 304, "gfx950": 256}  # when op.json names no GPU: MI300X / MI355X
+COMPUTE_UNITS = OP_SPEC["compute_units"]  # CUs of op.json's GPU: compile_only and describe cannot ask a device
 WAVES_PER_CU = 8          # split waves aimed for per CU (2 per SIMD; on paper, not timed)
 MIN_SPLIT_KEYS = 256      # a split reads at least this many keys (partials stay ~1% of the traffic)
 MERGE_THREADS = 64        # one wave; each lane merges 4 dims of one head
@@ -196,13 +195,7 @@ _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 # ------------------------------------------------------------------------------------------------
 
 
-def assumed_cus(arch: str) -> int:
-    """CUs of op.json's GPU when it targets `arch` (describe/compile_only have no device to ask; run() asks)."""
-    gpu = OP_SPEC.get("gpu") if OP_SPEC.get("target") == arch else None
-    return GPU_CUS.get(gpu, ARCH_CUS[arch])
-
-
-def plan(B: int, Hq: int, Hkv: int, S: int, D: int, cus: int = ARCH_CUS["gfx942"]) -> dict:
+def plan(B: int, Hq: int, Hkv: int, S: int, D: int, cus: int = COMPUTE_UNITS) -> dict:
     """Head chunks, split count and split size for one shape on a GPU with `cus` compute units."""
     group = Hq // Hkv
     heads = min(group, MFMA_N)              # query heads one wave holds (the last chunk may hold fewer)
@@ -557,7 +550,7 @@ def _emit_isa(isa_path: str, dtype: str, arch: str, B: str, Hq: str, Hkv: str, S
 
     B, Hq, Hkv, S, D = (int(x) for x in (B, Hq, Hkv, S, D))
     td = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    p = plan(B, Hq, Hkv, S, D, assumed_cus(arch))
+    p = plan(B, Hq, Hkv, S, D, COMPUTE_UNITS)
     x = torch.empty(16, dtype=td)                       # any size: sizes are runtime values
     f32 = torch.empty(16, dtype=torch.float32)
     flyc.compile(decode_launch, x, x.clone(), x.clone(), torch.empty(1, dtype=torch.int32), f32, f32.clone(),
@@ -567,10 +560,9 @@ def _emit_isa(isa_path: str, dtype: str, arch: str, B: str, Hq: str, Hkv: str, S
 
 
 def describe(case: dict) -> dict:
-    """Launch configuration of a case (CU count assumed from op.json's target), for the plan and the report."""
+    """Launch configuration of a case (on op.json's compute_units), for the plan and the report."""
     v = case["vars"]
-    arch = OP_SPEC.get("target", "gfx942")
-    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"], assumed_cus(arch))
+    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"], COMPUTE_UNITS)
     hpw = MERGE_THREADS // (v["D"] // 4)
     return {
         "grid": p["grid"],

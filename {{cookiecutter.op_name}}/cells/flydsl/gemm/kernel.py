@@ -156,8 +156,7 @@ MAX_BYTES = 2**31  # num_records and the per-lane byte offsets are 32-bit: every
 TARGETS = ("gfx942", "gfx950")
 LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}  # per CU on MI300X / MI355X
 LDS_BUDGET = 65536  # what this cell plans with on both targets (gfx942's LDS; CI checks it); see the docstring
-GPU_CUS = {"MI300X": 304, "MI308X": 80, "MI355X": 256}  # compute units (ROCm GPU hardware specs table)
-ARCH_CUS = {"gfx942": 304, "gfx950": 256}  # when op.json names no GPU: MI300X / MI355X
+COMPUTE_UNITS = OP_SPEC["compute_units"]  # CUs of op.json's GPU: compile_only and describe cannot ask a device
 NUM_XCDS = 8  # chiplets; the dispatcher hands workgroup i to XCD i % 8 (each XCD has its own L2)
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
@@ -196,16 +195,10 @@ SMALL_TILE = (64, 64)
 
 
 
-def assumed_cus(arch: str) -> int:
-    """CUs of op.json's GPU when it targets `arch` (describe/compile_only have no device to ask; run() asks)."""
-    gpu = OP_SPEC.get("gpu") if OP_SPEC.get("target") == arch else None
-    return GPU_CUS.get(gpu, ARCH_CUS[arch])
-
-
 def choose_config(m: int, n: int, arch: str, cus: int | None = None) -> Config:
     """256x128 tiles when they make at least one full wave of workgroups over the CUs; otherwise (skinny M,
     small problems: memory-bound) 64x64 tiles, so that more CUs stream their share of the operands."""
-    cus = cus or assumed_cus(arch)
+    cus = cus or COMPUTE_UNITS
     tm, tn = DEFAULT_TILE
     if -(-m // tm) * -(-n // tn) < cus:
         tm, tn = SMALL_TILE
@@ -526,7 +519,7 @@ def describe(case: dict) -> dict:
         "stages": cfg.stages,
         "lds_bytes": cfg.lds_bytes,
         "tiles": tiles,
-        "waves": round(tiles / assumed_cus(arch), 2),
+        "waves": round(tiles / COMPUTE_UNITS, 2),
         "k_tiles": -(-k // TILE_K),
         "threads_per_cta": THREADS,
         "waves_per_workgroup": THREADS // WAVE,
