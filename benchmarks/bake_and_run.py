@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "{{cookiecutter.op_name}}" / "tools"))  # the workspace tools
 
 import compute_utilization  # noqa: E402
 

@@ -52,6 +52,7 @@ HEADLINE = "B32_Hq32_Hkv8_S4096_D128"
 
 
 def load_kernel(kernel_dir: Path):
+    sys.path.insert(0, str(kernel_dir))  # kernel.py imports host.py and cutedsl_runtime.py beside it
     sys.path.insert(0, str(kernel_dir))
     spec = importlib.util.spec_from_file_location("kernel", kernel_dir / "kernel.py")
     module = importlib.util.module_from_spec(spec)

@@ -1,10 +1,10 @@
 """H200 check and benchmark of a GEMM cell (C = A @ B.T): correctness on every shape, then kernel vs torch timing.
 
-    python benchmarks/bench_gemm.py --kernel-dir '{{cookiecutter.op_name}}/cells/cutedsl/gemm' --out /tmp/gemm
+    python benchmarks/bench_gemm.py --kernel-dir '<a baked gemm workspace>' --out /tmp/gemm
     python benchmarks/bench_gemm.py --kernel-dir <workspace> --out /tmp/gemm --dtype bf16 --sweep
 
-The kernel dir holds kernel.py (and op.json in a generated workspace; without one, kernel.py is copied to a
-temporary dir next to a generated op.json). One process: for each dtype, every shape is checked (fresh randn
+The kernel dir is a baked gemm workspace (kernel.py, its runtime and op.json). One process: for each dtype,
+every shape is checked (fresh randn
 inputs, NaN-poisoned out, rel_err = ||out - ref|| / ||ref|| in float64 against an fp32 torch matmul with TF32
 off, must be < 1e-2); then the representative shapes are timed, kernel and torch (`a @ b.T`, cuBLAS) with one
 timer: CUDA events around each launch, L2 flushed before each, median after warm-up (the workspace harness's
@@ -16,10 +16,8 @@ Writes <out>/gemm_summary.md and <out>/gemm_summary.json.
 import argparse
 import importlib.util
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,13 +32,8 @@ SKINNY_M = 128  # M <= this: memory-bound, also report GB/s
 
 
 def load_kernel(kernel_dir: Path, dtype: str):
-    if not (kernel_dir / "op.json").exists():
-        tmp = Path(tempfile.mkdtemp(prefix="gemm_cell_"))
-        shutil.copy(kernel_dir / "kernel.py", tmp / "kernel.py")
-        cases = [{"name": f"{m}x{n}x{k}", "role": "representative", "dims": {}, "vars": {"M": m, "N": n, "K": k}}
-                 for m, n, k in REPRESENTATIVE]
-        (tmp / "op.json").write_text(json.dumps({"op": "matmul", "dtype": dtype, "cases": cases}))
-        kernel_dir = tmp
+    """kernel.py of a baked gemm workspace (it imports host.py and cutedsl_runtime.py beside it, and reads op.json)."""
+    sys.path.insert(0, str(kernel_dir))
     spec = importlib.util.spec_from_file_location(f"gemm_kernel_{dtype}", kernel_dir / "kernel.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -53,6 +53,7 @@ TIME_SHAPES = [(32768, 8192), (4096, 4096), (4096, 5120), (4096, 8192), (8, 1310
 
 
 def load_kernel(kernel_dir: Path):
+    sys.path.insert(0, str(kernel_dir))  # kernel.py imports host.py and cutedsl_runtime.py beside it
     spec = importlib.util.spec_from_file_location("reduction_kernel", kernel_dir / "kernel.py")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(kernel_dir))

@@ -1,7 +1,7 @@
 """Compile every FlyDSL cell for gfx942 and gfx950 on the CPU and tabulate its ISA facts (no AMD GPU involved).
 
 For each (pattern, op, dtype, shape) in SWEEP and each arch it builds a minimal workspace
-(tools/scaffold.compile_workspace), times one `kernel.compile_only` call (a child process, as the harness
+(tools/scaffold.py compile_workspace), times one `kernel.compile_only` call (a child process, as the harness
 runs it) and reads the ISA with tools/isa_metrics.amdgpu_metrics: VGPRs, AGPRs, SGPRs, LDS bytes, MFMA
 count, 128-bit buffer loads, spills and scratch. Nothing here runs a kernel: these are compile facts only.
 
@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "{{cookiecutter.op_name}}" / "tools"))
 
 import isa_metrics  # noqa: E402
-import scaffold  # noqa: E402
+from tools import scaffold  # noqa: E402
 
 ARCHS = ("gfx942", "gfx950")
 # (pattern, op, dtype, shape; "" = the pattern's first built-in representative shape)
@@ -58,7 +59,7 @@ def facts(isa: str) -> dict:
 
 def compile_one(pattern: str, op: str, dtype: str, shape: str, arch: str, python: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="kb-flydsl-") as tmp:
-        ws = scaffold.compile_workspace(Path(tmp) / "ws", ROOT, pattern, op, dtype, arch, shape)
+        ws = scaffold.compile_workspace(Path(tmp) / "ws", pattern, op, dtype, arch, shape)
         code = "import json, kernel; print(json.dumps(kernel.compile_only(kernel.OP_SPEC['cases'][0], 'build')))"
         started = time.monotonic()
         done = subprocess.run([python, "-c", code], cwd=ws, capture_output=True, text=True, timeout=900)

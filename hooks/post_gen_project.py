@@ -1,17 +1,15 @@
 """Post-gen hook: hand the rendered workspace to tools/scaffold.py. Always exits 0 (cookiecutter would delete it)."""
 
-import json
-import os
 import sys
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, "{{ kbaseline_root }}/tools")
+sys.path.insert(0, "{{ kbaseline_root }}")
 
 try:
-    import scaffold
+    from tools import scaffold
 
-    scaffold.main(json.loads(r"""{{ cookiecutter | tojson }}"""), Path("{{ kbaseline_root }}"), Path(os.getcwd()))
+    scaffold.main(Path.cwd())
 except Exception:  # keep the workspace; say what broke
     traceback.print_exc()
     print("kbaseline: warning: post-generation steps failed (above); the workspace is kept", file=sys.stderr)

@@ -1,42 +1,56 @@
-"""Shared fixtures: the template root, baking through cookiecutter's CLI or API, and loading workspace modules."""
+"""Shared fixtures: the template root, the bake matrix (derived from the registry), and loading workspace modules.
+
+The matrix bakes every (GPU, pattern) cell at least once, and every op on the H200, through cookiecutter's CLI
+as a user types it, both cores at once; every test that needs a baked workspace takes it from here, so nothing
+is baked twice.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # cookiecutter loads local_extensions from the template root
-sys.path.insert(0, str(ROOT / "tools"))
+WS_TEMPLATE = ROOT / "{{cookiecutter.op_name}}"
+SPECS_PATH = ROOT / "reference" / "gpu_specs.json"
+sys.path.insert(0, str(ROOT))  # the template side: `from tools import registry`
+sys.path.insert(0, str(WS_TEMPLATE / "tools"))  # the workspace tools, unit-tested in place
+sys.path.insert(0, str(WS_TEMPLATE / "dsl" / "flydsl" / "tools"))  # rocm_env
 
-HOPPER_GPUS = ["H100", "H20", "H200"]
-PATTERN_OPS = {
-    "elementwise": ["add", "mul", "silu", "gelu", "relu", "silu_mul"],
-    "reduction": ["sum", "mean", "max", "softmax", "rmsnorm"],
-    "gemm": ["matmul"],
-    "decode_attention": ["gqa"],
-}
-ELEMENTWISE_OPS = PATTERN_OPS["elementwise"]
-# Every op on the H200 in bf16; the other Hopper GPUs bake each pattern's default op in another dtype.
-OTHER_DTYPE = {"elementwise": {"H100": "fp16", "H20": "fp32"}, "reduction": {"H100": "fp16", "H20": "fp32"},
-               "gemm": {"H100": "fp16", "H20": "fp16"}, "decode_attention": {"H100": "fp16", "H20": "bf16"}}
-DEFAULT_OP = {"elementwise": "silu_mul", "reduction": "softmax", "gemm": "matmul", "decode_attention": "gqa"}
-# Each FlyDSL cell once, on each AMD GPU across the list, so both targets are compiled at bake time.
-AMD_MATRIX = [("MI300X", "elementwise", "silu_mul", "bf16"), ("MI308X", "elementwise", "add", "fp16"),
-              ("MI355X", "elementwise", "gelu", "fp32"), ("MI355X", "reduction", "softmax", "fp16"),
-              ("MI300X", "gemm", "matmul", "bf16"), ("MI308X", "decode_attention", "gqa", "fp16")]
-MATRIX = [("H200", pattern, op, "bf16") for pattern, ops in PATTERN_OPS.items() for op in ops] + [
-    (gpu, pattern, DEFAULT_OP[pattern], dtypes[gpu]) for pattern, dtypes in OTHER_DTYPE.items() for gpu in dtypes
-] + AMD_MATRIX
+import compute_utilization  # noqa: E402
+import memory_manager  # noqa: E402
+from tools import registry, scaffold, spec  # noqa: E402
+from tools.catalog import GPUS  # noqa: E402
+
+# The workspace tools read reference/ beside their tools/ folder; in the template repo that folder is at the root.
+compute_utilization.SPECS_PATH = SPECS_PATH
+memory_manager.SCHEMA_PATH = ROOT / "reference" / "v_iteration.schema.json"
+
+def _matrix() -> list[tuple[str, str, str, str]]:
+    """(gpu, pattern, op, dtype): every GPU bakes every pattern's default op, so every (GPU, pattern) cell is baked
+    once. The first GPU of each compile target bakes the pattern's first dtype (bf16); the others rotate through the
+    rest, so every dtype a pattern supports is baked somewhere."""
+    rows, seen = [], {}
+    for gpu in GPUS:
+        target = registry.gpu(gpu)["target"]
+        k = seen[target] = seen.get(target, -1) + 1
+        rows += [(gpu, name, p.DEFAULT_OP, p.DTYPES[k % len(p.DTYPES)]) for name, p in registry.patterns().items()]
+    return rows
 
 
-def pytest_configure(config):
-    config.option.template = str(ROOT)
+MATRIX = _matrix()
+AMD_MATRIX = [row for row in MATRIX if registry.gpu(row[0])["vendor"] == "amd"]
+PATTERN_OPS = {name: list(p.OPS) for name, p in registry.patterns().items()}
+PATTERN_OF = registry.all_ops()
 
 
 def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -47,11 +61,21 @@ def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | No
     )
 
 
-def load_module(path: Path, name: str):
-    """Import a workspace file under a unique module name (workspaces share file names)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+WORKSPACE_MODULES = ("host", "cutedsl_runtime", "flydsl_runtime", "reference", "kernel", "user_logic")
+
+
+def load_module(path: Path, name: str, search: Path | None = None):
+    """Import a workspace file under a unique module name (workspaces share file names), with `search` (default: its
+    folder) first on sys.path and the workspace modules it imports (host.py, the runtime) loaded afresh from there."""
+    for module in WORKSPACE_MODULES:
+        sys.modules.pop(module, None)
+    sys.path.insert(0, str(search or path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(search or path.parent))
     return module
 
 
@@ -60,12 +84,54 @@ def read_json(path: Path) -> dict:
 
 
 @pytest.fixture(scope="session")
-def matrix(cookies_session):
-    """Every cell baked: every op on the H200, each pattern's default op on the H100 and H20, the FlyDSL cell on
-    each AMD GPU; once per session."""
-    baked = {}
-    for gpu, pattern, op, dtype in MATRIX:
-        baked[(gpu, op)] = cookies_session.bake(extra_context={
-            "pattern": pattern, "op": op, "gpu": gpu, "dtype": dtype, "op_name": f"{op}_{gpu.lower()}",
-        })
-    return baked
+def tools_ws(tmp_path_factory) -> Path:
+    """The workspace tools laid out as in a workspace (tools/ beside reference/), to run their CLIs verbatim."""
+    ws = tmp_path_factory.mktemp("tools_ws")
+    shutil.copytree(WS_TEMPLATE / "tools", ws / "tools")
+    shutil.copytree(ROOT / "reference", ws / "reference")
+    return ws
+
+
+@dataclass
+class Baked:
+    project_path: Path
+    exit_code: int
+    output: str
+
+
+@pytest.fixture(scope="session")
+def matrix(tmp_path_factory) -> dict[tuple[str, str], Baked]:
+    """Every row of MATRIX baked once per session, keyed (gpu, op)."""
+    out = tmp_path_factory.mktemp("matrix")
+
+    def bake(row):
+        gpu, pattern, op, dtype = row
+        name = f"{op}_{gpu.lower()}"
+        (out / name).mkdir()
+        done = bake_cli(out / name, f"pattern={pattern}", f"op={op}", f"gpu={gpu}", f"dtype={dtype}", f"op_name={name}")
+        return (gpu, op), Baked(out / name / name, done.returncode, done.stdout + done.stderr)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(bake, MATRIX))
+
+
+@pytest.fixture(scope="session")
+def workspace_of(matrix, tmp_path_factory):
+    """(gpu, op[, dtype]) -> a workspace: the matrix's bake when it has that cell, else one arranged by
+    tools/scaffold.py without the bake step (no git, no records), once per session. For the compile tests of ops
+    and dtypes the matrix does not bake: one compile per distinct code path."""
+    made: dict = {}
+
+    def get(gpu: str, op: str, dtype: str | None = None) -> Path:
+        baked = matrix.get((gpu, op))
+        if baked and (dtype is None or read_json(baked.project_path / "op.json")["dtype"] == dtype):
+            return baked.project_path
+        pattern = PATTERN_OF[op]
+        key = (gpu, op, dtype or registry.pattern(pattern).DTYPES[0])
+        if key not in made:
+            dest = tmp_path_factory.mktemp("ws") / f"{op}_{gpu.lower()}_{key[2]}"
+            made[key] = scaffold.workspace(dest, spec.context(pattern=pattern, op=op, gpu=gpu, dtype=key[2],
+                                                              op_name=dest.name, run_baseline="no"))
+        return made[key]
+
+    return get

@@ -9,16 +9,19 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import functools
 import subprocess
 import sys
 
-import pytest
 import isa_metrics
-import shapes
-from conftest import ELEMENTWISE_OPS, PATTERN_OPS, load_module, read_json
+import pytest
+from conftest import PATTERN_OPS, load_module, read_json
+from tools import registry
 
 
+@functools.cache
 def compile_workspace(ws) -> str:
+    """The workspace's own `test_kernel.py --compile-only`, once per workspace: one compile per distinct path."""
     done = subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -29,9 +32,9 @@ def compile_workspace(ws) -> str:
     return ptx
 
 
-@pytest.mark.parametrize("op", ELEMENTWISE_OPS)
-def test_elementwise_markers(matrix, op):
-    ptx = compile_workspace(matrix[("H200", op)].project_path)
+@pytest.mark.parametrize("op", PATTERN_OPS["elementwise"])
+def test_elementwise_markers(workspace_of, op):
+    ptx = compile_workspace(workspace_of("H200", op))
     n_inputs = 2 if op in ("add", "mul", "silu_mul") else 1
     unroll = 8 if op in ("add", "mul") else 2
     # the fast path: UNROLL vectors per input and per output, each one 128-bit access
@@ -40,51 +43,51 @@ def test_elementwise_markers(matrix, op):
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp32"])
-def test_elementwise_other_dtypes_vectorize(matrix, tmp_path, dtype):
-    ws = matrix[("H200", "silu_mul")].project_path
+def test_elementwise_other_dtypes_vectorize(workspace_of, tmp_path, dtype):
+    ws = workspace_of("H200", "silu_mul")
     kernel = load_module(ws / "kernel.py", f"kernel_{dtype}")
     ptx = kernel.compile_only(None, tmp_path, op="silu_mul", dtype=dtype)
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 2
 
 
 @pytest.mark.parametrize("op", PATTERN_OPS["reduction"])
-def test_reduction_markers(matrix, op):
-    ptx = compile_workspace(matrix[("H200", op)].project_path)
+def test_reduction_markers(workspace_of, op):
+    ptx = compile_workspace(workspace_of("H200", op))
     assert "ld.global.v4" in ptx and "shfl.sync.bfly" in ptx
     if op in ("softmax", "rmsnorm"):  # the row is written back from registers with 128-bit stores
         assert "st.global.v4" in ptx
 
 
-def test_gemm_markers(matrix):
-    ptx = compile_workspace(matrix[("H200", "matmul")].project_path)
+def test_gemm_markers(workspace_of):
+    ptx = compile_workspace(workspace_of("H200", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 accumulate"
     assert "cp.async.bulk.tensor" in ptx and "mbarrier" in ptx
 
 
-def test_gemm_fp16_compiles(matrix):
-    ptx = compile_workspace(matrix[("H100", "matmul")].project_path)
+def test_gemm_fp16_compiles(workspace_of):
+    ptx = compile_workspace(workspace_of("H100", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", ptx)
 
 
-def test_decode_attention_markers(matrix):
-    ptx = compile_workspace(matrix[("H200", "gqa")].project_path)  # headline G = 4: the CUDA-core path
+def test_decode_attention_markers(workspace_of):
+    ptx = compile_workspace(workspace_of("H200", "gqa"))  # headline G = 4: the CUDA-core path
     assert "shfl.sync.bfly" in ptx and "ex2.approx" in ptx and "mma.sync" not in ptx
 
 
 @pytest.mark.parametrize("shape", ["8x64x8x16384x128", "8x32x1x8192x128"])
-def test_decode_attention_large_groups_use_tensor_cores(matrix, tmp_path, shape):
+def test_decode_attention_large_groups_use_tensor_cores(workspace_of, tmp_path, shape):
     """G = 8 and MQA take the mma.sync path: the group's heads are the M dimension of m16n8k16."""
-    ws = matrix[("H200", "gqa")].project_path
+    ws = workspace_of("H200", "gqa")
     kernel = load_module(ws / "kernel.py", f"kernel_gqa_{shape}")
-    (case,) = shapes.decode_attention_cases(shape, "representative", "bf16")
+    (case,) = registry.pattern("decode_attention").cases(shape, "representative", "bf16")
     ptx = kernel.compile_only(case, tmp_path)
     assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx)
     assert "ldmatrix" in ptx and "cp.async.cg.shared.global" in ptx and ".local" not in ptx
 
 
-def test_marker_check_can_fail(matrix, tmp_path):
+def test_marker_check_can_fail(workspace_of, tmp_path):
     """The check is not a tautology: a marker the PTX lacks makes --compile-only exit 1."""
-    src = matrix[("H200", "relu")].project_path
+    src = workspace_of("H200", "relu")
     ws = tmp_path / "ws"
     subprocess.run(["cp", "-r", str(src), str(ws)], check=True)
     spec = read_json(ws / "op.json")
@@ -99,14 +102,14 @@ def test_marker_check_can_fail(matrix, tmp_path):
     (("H200", "softmax"), {"loads128": True, "stores128": True}),
     (("H200", "gqa"), {"loads128": True}),
     (("H200", "silu_mul"), {"loads128": True, "stores128": True}),
-    (("MI355X", "gelu"), {"loads128": True, "stores128": True}),  # FlyDSL: compiled to gfx950 at bake time
+    (("MI355X", "silu_mul"), {"loads128": True, "stores128": True}),  # FlyDSL: compiled to gfx950 at bake time
     (("MI355X", "softmax"), {"loads128": True, "stores128": True, "lds": True}),
     (("MI300X", "matmul"), {"tensor_core": True, "loads128": True, "stores128": True, "lds": True}),
     (("MI308X", "gqa"), {"tensor_core": True, "loads128": True, "stores128": True}),  # two kernels in one file
 ])
-def test_isa_metrics_reads_every_cells_compile_output(matrix, key, expect):
+def test_isa_metrics_reads_every_cells_compile_output(workspace_of, key, expect):
     """tools/isa_metrics.py on each cell's real compile-only output: the instructions that define the cell."""
-    ws = matrix[key].project_path
+    ws = workspace_of(*key)
     op = read_json(ws / "op.json")
     if op["vendor"] == "nvidia":
         compile_workspace(ws)

@@ -8,9 +8,7 @@ import sys
 
 import compute_utilization as cu
 import pytest
-from conftest import ROOT
 
-TOOL = ROOT / "tools" / "compute_utilization.py"
 
 
 def test_hand_checked_h200_bf16():
@@ -31,8 +29,8 @@ def test_hand_checked_h200_bf16():
     assert "Datasheet" in r["sources"]["bandwidth"]["title"]
 
 
-def test_seed_command_line_verbatim_and_case_insensitive_gpu():
-    done = subprocess.run([sys.executable, str(TOOL), "--gpu", "h200", "--dtype", "bf16",
+def test_seed_command_line_verbatim_and_case_insensitive_gpu(tools_ws):
+    done = subprocess.run([sys.executable, str(tools_ws / "tools" / "compute_utilization.py"), "--gpu", "h200", "--dtype", "bf16",
                            "--flops-expr", "2*4096*4096*4096", "--bytes-expr", "3*4096*4096*2",
                            "--time-ms", "0.25", "--grid-blocks", "264"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -55,12 +53,12 @@ def test_names_from_vars():
     "M if True else 0",
     "9**9**9",
 ])
-def test_injection_is_refused_and_nothing_runs(tmp_path, expr):
+def test_injection_is_refused_and_nothing_runs(tmp_path, expr, tools_ws):
     marker = tmp_path / "pwned"
     text = expr.format(marker=marker)
     with pytest.raises(cu.ExprError):
         cu.evaluate(text, {"M": 1})
-    done = subprocess.run([sys.executable, str(TOOL), "--gpu", "H200", "--dtype", "bf16", "--flops-expr", text,
+    done = subprocess.run([sys.executable, str(tools_ws / "tools" / "compute_utilization.py"), "--gpu", "H200", "--dtype", "bf16", "--flops-expr", text,
                            "--bytes-expr", "1", "--time-ms", "1"], capture_output=True, text=True)
     assert done.returncode == 2 and "compute_utilization: error:" in done.stderr
     assert not marker.exists()
@@ -101,7 +99,7 @@ def test_roofline_without_a_cited_peak_is_a_bandwidth_floor():
     assert g["bound"] == "compute" and g["roofline_floor_us"] == pytest.approx(2 * 8192**3 / 989.4e12 * 1e6)
 
 
-def test_headline_and_command_round_trip():
+def test_headline_and_command_round_trip(tools_ws):
     op = {"gpu": "H200", "dtype": "bf16", "formulas": {"flops": "2*M*N*K", "bytes": "(M*K + N*K + M*N)*elem_bytes"},
           "cases": [{"name": "small", "timed": True, "vars": {"M": 64, "N": 64, "K": 64, "elem_bytes": 2}},
                     {"name": "big", "timed": True, "vars": {"M": 4096, "N": 4096, "K": 4096, "elem_bytes": 2}},
@@ -110,7 +108,7 @@ def test_headline_and_command_round_trip():
     assert case["name"] == "big"  # the timed case moving the most bytes
     line = cu.command(op, case, 0.19)
     assert "--var M=4096" in line and "--time-ms 0.19" in line
-    done = subprocess.run(["bash", "-c", line.replace("python tools/compute_utilization.py", f"{sys.executable} {TOOL}")
+    done = subprocess.run(["bash", "-c", line.replace("python tools/compute_utilization.py", f"{sys.executable} {tools_ws / 'tools' / 'compute_utilization.py'}")
                            + " --json"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     flops, _nbytes = cu.case_work(op, case)

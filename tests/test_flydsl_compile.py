@@ -14,22 +14,22 @@ import re
 import stat
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import isa_metrics
 import pytest
 import rocm_env
-import scaffold
-from cells import CELLS
-from conftest import ROOT
+from tools import registry, scaffold
+from tools.catalog import GPUS
 
 HAVE_FLYDSL = importlib.util.find_spec("flydsl") is not None  # finds the package without loading its MLIR libraries
 needs_flydsl = pytest.mark.skipif(not HAVE_FLYDSL, reason="flydsl is not installed here (CI installs flydsl==0.4.2 "
                                   "and apt packages lld-19 rocm-device-libs); the FlyDSL compile checks need it")
 
-FLYDSL_PATTERNS = sorted(pattern for pattern, framework in CELLS if framework == "flydsl")
+FLYDSL_PATTERNS = sorted(pattern for pattern, framework in registry.cells() if framework == "flydsl")
 # What CI compiles per arch: each cell's default case (shape "", the pattern's first built-in representative
-# shape: the workspace's own --compile-only checks cells.py's markers on it) and the cell's other paths, with
+# shape: the workspace's own --compile-only checks the cell spec's markers on it) and the cell's other paths, with
 # what their ISA must show. benchmarks/flydsl_compile.py sweeps the rest.
 COMPILES = {
     "elementwise": [("silu_mul", "bf16", "", []), ("gelu", "fp16", "", [])],  # gelu: erf from the device libs
@@ -43,7 +43,7 @@ UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}
 
 
 def make_workspace(tmp_path: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
-    return scaffold.compile_workspace(tmp_path / "ws", ROOT, pattern, op, dtype, target, shape)
+    return scaffold.compile_workspace(tmp_path / "ws", pattern, op, dtype, target, shape)
 
 
 def compile_in_child(ws: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -56,14 +56,41 @@ def metadata(isa: str, key: str) -> list[int]:
     return isa_metrics.amd_metadata(isa, f".{key}")
 
 
-def compiled(tmp_path, pattern, op, dtype, arch, shape="") -> tuple[Path, str]:
-    ws = make_workspace(tmp_path, pattern, op, dtype, arch, shape)
+def compile_variant(dest: Path, pattern, op, dtype, arch, shape="") -> str:
+    ws = make_workspace(dest, pattern, op, dtype, arch, shape)
     done = compile_in_child(ws)
     assert done.returncode == 0, done.stdout + done.stderr
     isa = json.loads(done.stdout.strip().splitlines()[-1])
     files = list((ws / "build").glob(f"kernel_{op}_{dtype}*.{arch}.s"))
     assert len(files) == 1 and files[0].read_text() == isa, files
-    return ws, isa
+    return isa
+
+
+def bake_time_isa(matrix, op, dtype, arch) -> str | None:
+    """The ISA the matrix's bake compiled for this (op, dtype) on the first GPU of `arch`, when it baked that."""
+    gpu = next(name for name in GPUS if registry.gpu(name)["target"] == arch)
+    baked = matrix.get((gpu, op))
+    if baked is None or json.loads((baked.project_path / "op.json").read_text())["dtype"] != dtype:
+        return None
+    check = json.loads((baked.project_path / "results" / "compile_only.json").read_text())
+    return (baked.project_path / "build" / check["isa_file"]).read_text()
+
+
+VARIANTS = [(p, op, dtype, arch, shape) for p in COMPILES for op, dtype, shape, _ in COMPILES[p]
+            for arch in ("gfx942", "gfx950")]
+
+
+@pytest.fixture(scope="module")
+def isa(matrix, tmp_path_factory):
+    """Every VARIANT's ISA, compiled once: the default cases the matrix already compiled at bake time are read from
+    its workspaces, the rest compile here, both cores at once (each compile is a child process)."""
+    if not HAVE_FLYDSL:
+        return {}
+    found = {v: bake_time_isa(matrix, v[1], v[2], v[3]) if not v[4] else None for v in VARIANTS}
+    todo = [v for v, text in found.items() if text is None]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        found.update(zip(todo, pool.map(lambda v: compile_variant(tmp_path_factory.mktemp("fly"), *v), todo)))
+    return found
 
 
 def test_every_flydsl_cell_is_compiled_here():
@@ -74,14 +101,14 @@ def test_every_flydsl_cell_is_compiled_here():
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 @pytest.mark.parametrize(("pattern", "op", "dtype", "shape", "expect"),
                          [(p, *c) for p in FLYDSL_PATTERNS for c in COMPILES[p]])
-def test_isa_markers(tmp_path, arch, pattern, op, dtype, shape, expect):
-    """The cell's promised markers (cells.py, the list the workspace's --compile-only checks) on its default case,
-    the listed markers on the other paths, and everywhere: no scratch, no spills, LDS within gfx942's 64 KiB."""
-    _, isa = compiled(tmp_path, pattern, op, dtype, arch, shape)
+def test_isa_markers(isa, arch, pattern, op, dtype, shape, expect):
+    """The cell's promised markers (the cell spec's, the list the workspace's --compile-only checks) on its default
+    case, the listed markers on the other paths, and everywhere: no scratch, no spills, LDS within gfx942's 64 KiB."""
+    isa = isa[(pattern, op, dtype, arch, shape)]
     assert f'.amdgcn_target "amdgcn-amd-amdhsa-unknown-{arch}"' in isa
     kernels = len(metadata(isa, "wavefront_size"))
     assert kernels >= 1 and metadata(isa, "wavefront_size") == [64] * kernels
-    markers = CELLS[(pattern, "flydsl")]["isa_markers"]
+    markers = registry.cell(pattern, "flydsl")["isa_markers"]
     for marker in markers["required"] if not shape else [{"text": t, "meaning": "this path"} for t in expect]:
         assert marker["text"] in isa, f"missing {marker['text']!r}: {marker['meaning']}"
     for marker in markers["forbidden"]:
@@ -98,10 +125,10 @@ def test_isa_markers(tmp_path, arch, pattern, op, dtype, shape, expect):
 
 @needs_flydsl
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
-def test_elementwise_access_counts(tmp_path, arch):
+def test_elementwise_access_counts(isa, arch):
     """silu_mul bf16, instruction by instruction: UNROLL dwordx4 per tensor on the full tile, short accesses on the tail."""
     op, n_inputs = "silu_mul", 2
-    _, isa = compiled(tmp_path, "elementwise", op, "bf16", arch)
+    isa = isa[("elementwise", op, "bf16", arch, "")]
     assert isa.count("buffer_load_dwordx4") == UNROLL[op] * n_inputs
     assert isa.count("buffer_store_dwordx4") == UNROLL[op]
     # the partial-tile path: one-element 16-bit accesses, bounded by the descriptor's num_records

@@ -11,9 +11,10 @@ import isa_metrics
 import jsonschema
 import pytest
 from compute_utilization import load_specs
-from conftest import ROOT, read_json
+from conftest import ROOT, SPECS_PATH, read_json
+from tools import spec
 
-SPECS = load_specs()
+SPECS = load_specs(SPECS_PATH)
 
 PTX = """
 .visible .entry k(
@@ -79,15 +80,14 @@ ptxas info    : Used 255 registers, used 1 barriers, 1024 bytes smem
 """
 
 
-def op_spec(pattern="elementwise", op="silu_mul", gpu="H200", vendor="nvidia", dtype="bf16", flops="5*numel",
-            nbytes="3*numel*elem_bytes", case_vars=None):
-    return {"pattern": pattern, "op": op, "gpu": gpu, "vendor": vendor, "framework": "cutedsl", "dtype": dtype,
-            "formulas": {"flops": flops, "bytes": nbytes},
-            "cases": [{"name": "c", "vars": case_vars or {"numel": 1 << 20, "elem_bytes": 2}, "timed": True}]}
+def op_spec(pattern="elementwise", op="silu_mul", gpu="H200", dtype="bf16", case_vars=None):
+    """The op.json a bake writes for these inputs (tools.spec), with one timed case of `case_vars` when given."""
+    op_json = spec.build(spec.context(pattern=pattern, op=op, gpu=gpu, dtype=dtype))
+    op_json["cases"] = [{"name": "c", "vars": case_vars or {"numel": 1 << 20, "elem_bytes": 2}, "timed": True}]
+    return op_json
 
 
-GEMM = {"pattern": "gemm", "op": "matmul", "flops": "2*M*N*K", "nbytes": "(M*K+N*K+M*N)*elem_bytes",
-        "case_vars": {"M": 8192, "N": 8192, "K": 8192, "elem_bytes": 2}}
+GEMM = {"pattern": "gemm", "op": "matmul", "case_vars": {"M": 8192, "N": 8192, "K": 8192, "elem_bytes": 2}}
 
 
 def test_ptx_counts_widths_tensor_cores_local_and_shared():
@@ -134,14 +134,15 @@ def test_targets_follow_the_roofline_position():
     assert "wgmma.mma_async" in gemm[0]["metric"]
     assert gemm[-1]["target"] == f">= {100 * 678 / 989.4:.0f}%"  # cuBLAS measured / cited dense peak
 
-    amd = isa_metrics.targets(op_spec(**GEMM, gpu="MI300X", vendor="amd"), SPECS)
+    amd = isa_metrics.targets(op_spec(**GEMM, gpu="MI300X"), SPECS)
     assert "v_mfma" in amd[0]["metric"] and [t["key"] for t in amd] == ["tensor_core", "spills", "peak_pct"]
     assert amd[-1]["target"] == "as close as the vendor library"  # no measured library rate: no invented %
 
-    attn = isa_metrics.targets(op_spec(pattern="decode_attention", op="gqa"), SPECS)
+    attn = isa_metrics.targets(op_spec(pattern="decode_attention", op="gqa", case_vars={
+        "B": 32, "Hq": 32, "Hkv": 8, "S": 4096, "D": 128, "total_len": 32 * 4096, "elem_bytes": 2}), SPECS)
     assert [t["key"] for t in attn] == ["vec_loads", "spills", "copy_pct"] and attn[-1]["target"] == ">= 80%"
-    assert "vec_stores" not in [t["key"] for t in isa_metrics.targets(op_spec(pattern="reduction", op="sum"), SPECS)]
-    assert "vec_stores" in [t["key"] for t in isa_metrics.targets(op_spec(pattern="reduction", op="softmax"), SPECS)]
+    assert "vec_stores" not in [t["key"] for t in isa_metrics.targets(op_spec(pattern="reduction", op="sum", case_vars={"M": 4096, "N": 4096, "elem_bytes": 2}), SPECS)]
+    assert "vec_stores" in [t["key"] for t in isa_metrics.targets(op_spec(pattern="reduction", op="softmax", case_vars={"M": 4096, "N": 4096, "elem_bytes": 2}), SPECS)]
 
 
 def test_progress_judges_what_it_can_and_fails_what_misses():
@@ -164,10 +165,10 @@ def test_progress_judges_what_it_can_and_fails_what_misses():
 
 
 @pytest.fixture(scope="module")
-def compiled(cookies_session):
-    """One elementwise workspace, compiled for sm_90a on the CPU, then recorded as not run."""
-    ws = cookies_session.bake(extra_context={"pattern": "elementwise", "op": "silu_mul", "gpu": "H200", "dtype": "bf16",
-                                             "op_name": "isa_silu_mul", "run_baseline": "no"}).project_path
+def compiled(matrix, tmp_path_factory):
+    """The matrix's elementwise workspace, copied, compiled for sm_90a on the CPU, then recorded as not run."""
+    ws = tmp_path_factory.mktemp("isa") / "ws"
+    shutil.copytree(matrix[("H200", "silu_mul")].project_path, ws)
     done = subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

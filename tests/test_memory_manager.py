@@ -11,12 +11,16 @@ import memory_manager as mm
 import pytest
 from conftest import ROOT
 
-TOOL = ROOT / "tools" / "memory_manager.py"
 SCHEMA = json.loads((ROOT / "reference" / "v_iteration.schema.json").read_text())
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True)
+@pytest.fixture
+def cli(tools_ws):
+    """The workspace's `python tools/memory_manager.py ...`, verbatim."""
+    def run(*args):
+        return subprocess.run([sys.executable, str(tools_ws / "tools" / "memory_manager.py"), *args], capture_output=True,
+                              text=True)
+    return run
 
 
 def test_schema_is_a_real_draft_2020_12_schema():
@@ -24,7 +28,7 @@ def test_schema_is_a_real_draft_2020_12_schema():
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
-def test_seed_create_and_update_commands(tmp_path):
+def test_seed_create_and_update_commands(tmp_path, cli):
     ws = str(tmp_path / "kernel_opt_demo")
     assert cli("create", "--workspace", ws, "--version", "v0").returncode == 0
     done = cli("update", "--workspace", ws, "--version", "v0",
@@ -55,7 +59,7 @@ def test_seed_create_and_update_commands(tmp_path):
     "performance=1",                     # an object, not a leaf
     "performance.latency_us",            # not FIELD=VALUE
 ])
-def test_bad_set_is_refused_and_file_left_byte_identical(tmp_path, bad):
+def test_bad_set_is_refused_and_file_left_byte_identical(tmp_path, bad, cli):
     mm.create(tmp_path, "v0")
     path = tmp_path / "memory" / "v0.json"
     before = path.read_bytes()
@@ -77,7 +81,7 @@ def test_append_arrays_and_refuse_bad_entries(tmp_path):
     assert (tmp_path / "memory" / "v0.json").read_bytes() == before
 
 
-def test_masked_records_are_skipped(tmp_path):
+def test_masked_records_are_skipped(tmp_path, cli):
     mm.create(tmp_path, "v0")
     mm.create(tmp_path, "v1")
     mm.update(tmp_path, "v1", sets=["optimization.action_category=tiling"])
@@ -90,7 +94,7 @@ def test_masked_records_are_skipped(tmp_path):
     assert mm.read(tmp_path)["version"] == "v1"
 
 
-def test_create_refuses_to_overwrite(tmp_path):
+def test_create_refuses_to_overwrite(tmp_path, cli):
     mm.create(tmp_path, "v0")
     assert cli("create", "--workspace", str(tmp_path), "--version", "v0").returncode == 2
     assert cli("create", "--workspace", str(tmp_path), "--version", "v0", "--force").returncode == 0

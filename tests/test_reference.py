@@ -1,4 +1,4 @@
-"""The rendered reference.py of each pattern, on the CPU: the ground truth must itself be right.
+"""Each pattern's reference.py, imported from the template repo on the CPU: the ground truth must itself be right.
 
 Each built-in reference is checked against an independent formulation, its inputs against the case
 (shapes, strides, lengths), and the timed torch baseline against the reference.
@@ -10,20 +10,35 @@ import math
 
 import pytest
 import torch
-from conftest import load_module, read_json
+from conftest import WS_TEMPLATE, load_module
+from tools import registry, shapes
 
 
 @pytest.fixture(scope="module")
-def workspaces(cookies_session):
-    baked = {}
-    for pattern, op in [("gemm", "matmul"), ("reduction", "softmax"), ("reduction", "rmsnorm"),
-                        ("reduction", "sum"), ("reduction", "max"), ("decode_attention", "gqa")]:
-        result = cookies_session.bake(extra_context={"pattern": pattern, "op": op, "dtype": "bf16",
-                                                     "op_name": f"ref_{pattern}_{op}"})
-        assert result.exit_code == 0, result.exception
-        ws = result.project_path
-        baked[op] = (load_module(ws / "reference.py", f"reference_{op}"), read_json(ws / "op.json"))
-    return baked
+def workspaces():
+    """Each pattern's plain-Python reference, imported from the template repo, with its op's cases and inputs."""
+    loaded = {}
+    for pattern, op in [("gemm", "matmul"), ("reduction", "softmax"), ("reduction", "rmsnorm"), ("reduction", "sum"),
+                        ("reduction", "max"), ("decode_attention", "gqa")]:
+        module = load_module(WS_TEMPLATE / "patterns" / pattern / "reference.py", f"reference_{op}", WS_TEMPLATE)
+        spec = registry.pattern(pattern)
+        loaded[op] = (Reference(module, op, spec.OPS[op]["inputs"]),
+                      {"cases": shapes.build_cases(spec, "bf16", ""), "params": spec.OPS[op].get("params", {})})
+    return loaded
+
+
+class Reference:
+    """One op of a reference module, as a workspace of that op sees it (outside a workspace there is no op.json)."""
+
+    def __init__(self, module, op, inputs):
+        self.reference = module.BUILT_IN[op]
+        self.baseline = getattr(module, "sdpa", self.reference)
+        self._module, self._inputs = module, inputs
+
+    def make_inputs(self, case, dtype, device, seed):
+        if "inputs" in self._module.make_inputs.__code__.co_varnames:
+            return self._module.make_inputs(case, dtype, device, seed, inputs=self._inputs)
+        return self._module.make_inputs(case, dtype, device, seed)
 
 
 def case(spec, name):

@@ -11,9 +11,9 @@ import pytest
 import report
 import roofline
 from compute_utilization import load_specs
-from conftest import ROOT
+from conftest import ROOT, SPECS_PATH, WS_TEMPLATE
 
-SPECS = load_specs()
+SPECS = load_specs(SPECS_PATH)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -82,7 +82,7 @@ def test_no_matplotlib_removes_a_stale_plot(tmp_path, monkeypatch):
 
 def test_cli(tmp_path):
     ws, _ = make_ws(tmp_path, results=RAN)
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "roofline.py"), "--workspace", str(ws)],
+    done = subprocess.run([sys.executable, str(WS_TEMPLATE / "tools" / "roofline.py"), "--workspace", str(ws)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "1 measured case(s) on NVIDIA H200" in done.stdout and (ws / "results" / "roofline.png").is_file()

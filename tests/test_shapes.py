@@ -2,54 +2,54 @@
 
 from __future__ import annotations
 
-import catalog
 import compute_utilization
 import pytest
-import shapes
+from tools import registry, shapes
+from tools.catalog import InputError
+
+GEMM, REDUCTION, ATTENTION = (registry.pattern(n) for n in ("gemm", "reduction", "decode_attention"))
 
 
-@pytest.mark.parametrize("pattern", list(catalog.PATTERNS))
+@pytest.mark.parametrize("pattern", list(registry.patterns()))
 def test_builtin_cases_evaluate_every_formula(pattern):
-    dtype = catalog.PATTERNS[pattern]["dtypes"][0]
-    cases = shapes.build_cases(pattern, dtype, "")
+    module = registry.pattern(pattern)
+    cases = shapes.build_cases(module, module.DTYPES[0], "")
     assert any(c["timed"] for c in cases) and any(c["role"] == "boundary" for c in cases)
     assert len({c["name"] for c in cases}) == len(cases)
-    for op in catalog.PATTERNS[pattern]["ops"]:
-        formulas = catalog.op_formulas(pattern, op)
+    for op in module.OPS.values():
         for case in cases:
-            assert compute_utilization.evaluate(formulas["flops"], case["vars"]) > 0
-            assert compute_utilization.evaluate(formulas["bytes"], case["vars"]) > 0
+            assert compute_utilization.evaluate(op["flops"], case["vars"]) > 0
+            assert compute_utilization.evaluate(op["bytes"], case["vars"]) > 0
 
 
 def test_gemm_case_and_its_numbers():
-    (case,) = shapes.gemm_cases("4096x14336x4096", "representative", "bf16")
+    (case,) = GEMM.cases("4096x14336x4096", "representative", "bf16")
     assert case["name"] == "rep_4096x14336x4096" and case["vars"] == {"M": 4096, "N": 14336, "K": 4096, "elem_bytes": 2}
-    f = catalog.op_formulas("gemm", "matmul")
+    f = GEMM.OPS["matmul"]
     assert compute_utilization.evaluate(f["flops"], case["vars"]) == 2 * 4096 * 14336 * 4096
     assert compute_utilization.evaluate(f["bytes"], case["vars"]) == 2 * (4096 * 4096 + 14336 * 4096 + 4096 * 14336)
 
 
 def test_gemm_k_alignment_depends_on_dtype():
-    shapes.gemm_cases("8x8x8", "boundary", "bf16")
-    with pytest.raises(catalog.InputError, match="K=12 is not a multiple of 8"):
-        shapes.gemm_cases("8x8x12", "boundary", "fp16")
+    GEMM.cases("8x8x8", "boundary", "bf16")
+    with pytest.raises(InputError, match="K=12 is not a multiple of 8"):
+        GEMM.cases("8x8x12", "boundary", "fp16")
 
 
 def test_reduction_row_stride():
-    (case,) = shapes.reduction_cases("1000x4096@4160", "boundary", "fp32")
+    (case,) = REDUCTION.cases("1000x4096@4160", "boundary", "fp32")
     assert case["row_stride"] == 4160 and case["vars"]["N"] == 4096 and case["vars"]["elem_bytes"] == 4
-    (plain,) = shapes.reduction_cases("7x3", "boundary", "bf16")
+    (plain,) = REDUCTION.cases("7x3", "boundary", "bf16")
     assert "row_stride" not in plain
 
 
 def test_attention_lengths():
-    full, one, mixed = shapes.decode_attention_cases("4x8x2x512x64;4x8x2x512x64@1;16x8x2x512x64@mixed",
-                                                     "boundary", "bf16")
+    full, one, mixed = ATTENTION.cases("4x8x2x512x64;4x8x2x512x64@1;16x8x2x512x64@mixed", "boundary", "bf16")
     assert full["seq_lens"] == [512] * 4 and full["vars"]["total_len"] == 2048
     assert one["seq_lens"] == [1] * 4 and one["vars"]["total_len"] == 4
     lens = mixed["seq_lens"]
     assert len(lens) == 16 and min(lens) == 1 and max(lens) == 512 and len(set(lens)) > 4
-    assert lens == shapes.decode_attention_cases("16x8x2x512x64@mixed", "boundary", "bf16")[0]["seq_lens"]
+    assert lens == ATTENTION.cases("16x8x2x512x64@mixed", "boundary", "bf16")[0]["seq_lens"]
     assert mixed["vars"]["total_len"] == sum(lens)
 
 
@@ -63,8 +63,8 @@ def test_attention_lengths():
     ("decode_attention", "1x2x2x64x64@0", "after '@' give a length 1..S"),
 ])
 def test_refused(pattern, text, message):
-    with pytest.raises(catalog.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        shapes.CASE_BUILDERS[pattern](text, "representative", "bf16")
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        registry.pattern(pattern).cases(text, "representative", "bf16")
 
 
 @pytest.mark.parametrize(("pattern", "text", "fits"), [
@@ -77,9 +77,10 @@ def test_refused(pattern, text, message):
 ])
 def test_flydsl_buffer_limit(pattern, text, fits):
     """FlyDSL's 32-bit buffer offsets: the largest range one descriptor covers must stay under 2 GiB."""
-    shapes.check(pattern, "bf16", text, "cutedsl")  # no such limit on Hopper
+    module, cute, fly = registry.pattern(pattern), registry.dsls()["cutedsl"], registry.dsls()["flydsl"]
+    shapes.check(module, cute, "bf16", text)  # no such limit on Hopper
     if fits:
-        shapes.check(pattern, "bf16", text, "flydsl")
+        shapes.check(module, fly, "bf16", text)
     else:
-        with pytest.raises(shapes.InputError, match="bytes in one buffer; FlyDSL buffer accesses address under 2 GiB"):
-            shapes.check(pattern, "bf16", text, "flydsl")
+        with pytest.raises(InputError, match="bytes in one buffer; FlyDSL buffer accesses address under 2 GiB"):
+            shapes.check(module, fly, "bf16", text)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import report
+from tools import spec
 
 INDEX = """# GPU wiki
 
@@ -64,10 +65,9 @@ def make_wiki(root: Path) -> Path:
     return root
 
 
-def op_spec(wiki: Path, **over) -> dict:
-    base = {"op_name": "w", "pattern": "elementwise", "op": "silu_mul", "gpu": "H200", "vendor": "nvidia",
-            "arch": "hopper", "target": "sm_90a", "framework": "cutedsl", "dtype": "bf16", "gpu_wiki": str(wiki)}
-    return {**base, **over}
+def op_spec(wiki: Path, pattern="elementwise", op="silu_mul", gpu="H200") -> dict:
+    """The op.json a bake writes (tools.spec) for these inputs, pointed at this wiki."""
+    return spec.build(spec.context(pattern=pattern, op=op, gpu=gpu, gpu_wiki=str(wiki)))
 
 
 def rel(route: dict, tier: str) -> list[str]:
@@ -97,8 +97,7 @@ def test_route_follows_the_tiers_for_hopper_cutedsl(wiki):
 
 
 def test_route_for_amd_flydsl_and_attention(wiki):
-    route = report.wiki_route(op_spec(wiki, gpu="MI300X", vendor="amd", arch="cdna3", target="gfx942",
-                                      framework="flydsl", pattern="decode_attention", op="gqa"))
+    route = report.wiki_route(op_spec(wiki, gpu="MI300X", pattern="decode_attention", op="gqa"))
     assert rel(route, "P0") == ["docs/hardware-specs/hardware_specs_mi300x.md"]
     assert rel(route, "P2")[-1] == "docs/kernel-opt/amd/cdna3/mfma.md"
     assert rel(route, "P4") == ["docs/pitfalls/amd/flydsl/README.md", "docs/pitfalls/amd/flydsl/lld.md",

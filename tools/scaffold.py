@@ -1,17 +1,17 @@
-"""Post-gen work for a freshly rendered workspace (called by hooks/post_gen_project.py, cwd = workspace).
+"""Post-gen work: turn the rendered template folder into this op's workspace, then hand over to the workspace.
 
-1. write op.json, the single spec every workspace script reads;
-2. keep only this cell's files (cells/<framework>/<pattern>/ -> workspace root) and copy the shared
-   tools/ and reference/ files in from the template (one source, copied, never forked);
-3. copy the user's PyTorch logic file next to reference.py, when one was given;
-4. write the plan, and a NOT RUN report and memory that say why nothing ran yet;
-5. git init + commit the scaffold (with a local identity when user.email is unset);
-6. run the V0 flow (tools/run_baseline.py) when run_baseline allows and a GPU of the right vendor is here;
-   for an AMD target without an AMD GPU, compile to the target's ISA first, so the records say
-   "compiled for gfx9xx; not run on hardware".
+Called by hooks/post_gen_project.py with cwd = the new workspace, where the pre-gen hook already wrote op.json
+(tools/spec.py). Nothing is worked out again here; op.json says which files this workspace keeps:
 
-It never raises: cookiecutter deletes the workspace when the post-gen hook fails, so failures are
-printed and recorded instead.
+1. the pattern's files (``patterns/<pattern>/reference.py``, ``patterns/<pattern>/<dsl>/kernel.py``) and the
+   DSL's files (``dsl/<dsl>/``: its shared runtime, its extra tools) move to the workspace root; the other
+   patterns and DSLs are removed;
+2. ``reference/`` (the memory schema, the cited GPU specs) is copied in from the template, and the user's
+   PyTorch logic file, when one was given, as ``user_logic.py``;
+3. the workspace's own ``tools/run_baseline.py --bake`` writes the README, plan, NOT RUN report and memory from
+   op.json, commits the scaffold, and runs the V0 flow when a GPU of the target's vendor is here.
+
+It never raises: cookiecutter deletes the workspace when the post-gen hook fails, so the hook prints failures.
 """
 
 from __future__ import annotations
@@ -22,127 +22,60 @@ import subprocess
 import sys
 from pathlib import Path
 
-import catalog
-import gpu_detect
-import shapes
-from run_baseline import git_commit
-from validate_inputs import validate
-
-WORKSPACE_TOOLS = ["compute_utilization.py", "memory_manager.py", "run_baseline.py", "report.py", "gpu_detect.py",
-                   "roofline.py", "isa_metrics.py"]
-# What "torch" means in each pattern's timing (reference.baseline, on the native dtype, same timer as the kernel).
-BASELINES = {
-    "elementwise": "the same expression in eager torch is the timed baseline",
-    "reduction": "the same expression in eager torch is the timed baseline",
-    "gemm": "`a @ b.T` (cuBLAS) is the timed baseline",
-    "decode_attention": "the timed baseline is torch SDPA with enable_gqa=True on the cache layout, with a key mask "
-                        "only when some sequence is shorter than S_max",
-}
-FRAMEWORK_TOOLS = {"cutedsl": [], "flydsl": ["rocm_env.py"]}  # FlyDSL compiles on a CPU through a stand-in ROCm tree
+ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
+GITIGNORE = "__pycache__/\nbuild/\n*.tmp\n"
 
 
-def build_op_json(ctx: dict, resolved: dict) -> dict:
-    pattern, op, dtype = ctx["pattern"], resolved["op"], ctx["dtype"]
-    cell = catalog.CELLS[(pattern, resolved["framework"])]
-    spec = catalog.op_spec(pattern, op)
-    logic = resolved["pytorch_logic"]
-    reference = (
-        {"source": "user", "file": "user_logic.py", "original": logic["path"], "function": logic["function"],
-         "mapping": logic["mapping"],
-         "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py), "
-                        f"given the inputs {logic['mapping']}."}
-        if logic else
-        {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the op "
-                                             f"(evaluated in float64 for correctness); {BASELINES[pattern]}."}
-    )
-    return {
-        "op_name": ctx["op_name"], "pattern": pattern, "op": op,
-        "gpu": resolved["gpu"], "vendor": resolved["vendor"], "arch": resolved["arch"],
-        "target": resolved["target"], "framework": resolved["framework"], "compute_units": resolved["compute_units"],
-        "dtype": dtype, "torch_dtype": catalog.DTYPES[dtype]["torch"], "tolerance": catalog.DTYPES[dtype]["tolerance"],
-        "inputs": resolved["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
-        "params": spec.get("params", {}), "phase1": {**catalog.PHASE1[pattern], **cell.get("phase1", {})},
-        "formulas": catalog.op_formulas(pattern, op),
-        "cases": shapes.build_cases(pattern, dtype, ctx["shapes"]),
-        "reference": reference,
-        "isa_markers": cell["isa_markers"], "framework_facts": cell["framework_facts"], "pitfalls": cell["pitfalls"],
-        "baseline_summary": cell["summary"],
-        "gpu_wiki": ctx["__gpu_wiki_path"] or ctx["gpu_wiki"], "run_baseline": ctx["run_baseline"],
-    }
+def _merge(src: Path, ws: Path) -> None:
+    """Move every file under src to the same relative path under ws."""
+    for item in sorted(p for p in src.rglob("*") if p.is_file()):
+        dest = ws / item.relative_to(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(item), dest)
 
 
-def keep_cell(ws: Path, framework: str, pattern: str) -> None:
-    cell = ws / "cells" / framework / pattern
-    for item in cell.iterdir():
+def arrange(ws: Path, op: dict) -> None:
+    """Keep this cell's files at the workspace root; drop every other pattern and DSL; add reference/ and user logic."""
+    pattern_dir = ws / "patterns" / op["pattern"]
+    for item in pattern_dir.glob("*.py"):
         shutil.move(str(item), ws / item.name)
-    shutil.rmtree(ws / "cells")
-
-
-def copy_shared(ws: Path, root: Path, framework: str) -> None:
-    (ws / "tools").mkdir(exist_ok=True)
-    for name in WORKSPACE_TOOLS + FRAMEWORK_TOOLS[framework]:
-        shutil.copy2(root / "tools" / name, ws / "tools" / name)
+    _merge(pattern_dir / op["framework"], ws)
+    _merge(ws / "dsl" / op["framework"], ws)
+    shutil.rmtree(ws / "patterns")
+    shutil.rmtree(ws / "dsl")
     (ws / "reference").mkdir(exist_ok=True)
     for name in REFERENCE_FILES:
-        shutil.copy2(root / "reference" / name, ws / "reference" / name)
+        shutil.copy2(ROOT / "reference" / name, ws / "reference" / name)
+    if op["reference"]["source"] == "user":
+        shutil.copy2(op["reference"]["original"], ws / op["reference"]["file"])
+    (ws / ".gitignore").write_text(GITIGNORE)
+    (ws / "results").mkdir(exist_ok=True)
 
 
-def compile_workspace(dest: Path, root: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
-    """A minimal FlyDSL workspace for compile checks (tests, benchmarks/flydsl_compile.py): the cell's kernel.py,
-    tools/rocm_env.py and an op.json with the fields the kernel reads (op, dtype, target, gpu, compute_units,
-    params, cases), for the first GPU of `target` (gfx942: MI300X, gfx950: MI355X).
-    `shape` is one shape in the pattern's grammar; empty = the pattern's first built-in representative shape."""
-    gpu = next(name for name, spec in catalog.GPUS.items() if spec["target"] == target)
-    (dest / "tools").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(root / "{{cookiecutter.op_name}}" / "cells" / "flydsl" / pattern / "kernel.py", dest / "kernel.py")
-    shutil.copy2(root / "tools" / "rocm_env.py", dest / "tools" / "rocm_env.py")
-    spec = {"op": op, "pattern": pattern, "dtype": dtype, "target": target, "framework": "flydsl", "gpu": gpu,
-            "compute_units": catalog.GPUS[gpu]["compute_units"],
-            "params": catalog.op_spec(pattern, op).get("params", {}),
-            "cases": shapes.build_cases(pattern, dtype, shape)[:1]}
-    (dest / "op.json").write_text(json.dumps(spec, indent=2) + "\n")
+def workspace(dest: Path, ctx: dict) -> Path:
+    """A workspace without cookiecutter and without the bake step (tests, benchmarks): op.json from tools.spec
+    for a full context (see tests/conftest.py), the template's files arranged as a bake would."""
+    from tools import spec
+
+    op = spec.build(ctx)
+    shutil.copytree(ROOT / "{{cookiecutter.op_name}}", dest, ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "op.json").write_text(json.dumps(op, indent=2) + "\n")
+    arrange(dest, op)
     return dest
 
 
-def run_decision(ctx: dict, vendor: str) -> tuple[bool, str]:
-    """(run now?, why not). auto and yes both need a GPU of the target's vendor; yes only says it louder."""
-    label = "AMD" if vendor == "amd" else "NVIDIA"
-    if ctx["run_baseline"] == "no":
-        return False, "run_baseline=no; run `python tools/run_baseline.py` on the GPU when ready"
-    found = gpu_detect.detect()
-    if found["vendor"] != vendor:
-        seen = f" (found {found['raw']})" if found["raw"] else ""
-        return False, f"no {label} GPU{seen}"
-    return True, ""
+def main(ws: Path) -> None:
+    op = json.loads((ws / "op.json").read_text())
+    arrange(ws, op)
+    subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws)
 
 
-def run_tool(ws: Path, *args: str) -> int:
-    return subprocess.run([sys.executable, *args], cwd=ws).returncode
+def compile_workspace(dest: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
+    """A workspace for compile checks of one cell (tests, benchmarks/flydsl_compile.py, benchmarks/models): the
+    first GPU of `target` (gfx942: MI300X, gfx950: MI355X); `shape` in the pattern's grammar is its first case."""
+    from tools import registry, spec
+    from tools.catalog import GPUS
 
-
-def main(ctx: dict, root: Path, ws: Path) -> None:
-    resolved = validate(ctx)
-    op = build_op_json(ctx, resolved)
-    (ws / "op.json").write_text(json.dumps(op, indent=2) + "\n")
-    keep_cell(ws, resolved["framework"], ctx["pattern"])
-    copy_shared(ws, root, resolved["framework"])
-    if resolved["pytorch_logic"]:
-        shutil.copy2(resolved["pytorch_logic"]["path"], ws / "user_logic.py")
-    (ws / ".gitignore").write_text("__pycache__/\nbuild/\n*.tmp\n")
-    (ws / "results").mkdir(exist_ok=True)
-
-    go, reason = run_decision(ctx, resolved["vendor"])
-    if ctx["run_baseline"] == "yes" and not go:
-        print(f"kbaseline: warning: run_baseline=yes but {reason}; the report and memory say NOT RUN")
-    if not go and resolved["vendor"] == "amd":  # no AMD GPU here: still prove the kernel compiles to real ISA
-        run_tool(ws, "test_kernel.py", "--compile-only")
-    run_tool(ws, "tools/run_baseline.py", "--not-run", reason or "V0 run starting now")
-    git_commit(ws, f"Scaffold {op['op_name']}: {op['op']} {op['dtype']} {op['pattern']} for {op['gpu']} "
-                   f"({op['framework']}, {op['target']})" + ("" if go else f"; V0 not run: {reason}"))
-    if go:
-        print(f"kbaseline: running the V0 flow on {gpu_detect.detect()['raw']} ...")
-        code = run_tool(ws, "tools/run_baseline.py")
-        print(f"kbaseline: V0 flow finished ({'all PASS' if code == 0 else 'see baseline_report.md'})")
-    else:
-        print(f"kbaseline: workspace {ws.name} ready; V0 not run: {reason}")
+    gpu = next(name for name in GPUS if registry.gpu(name)["target"] == target)
+    return workspace(dest, spec.context(pattern=pattern, op=op, dtype=dtype, gpu=gpu, shapes=shape, run_baseline="no"))

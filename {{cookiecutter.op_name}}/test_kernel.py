@@ -207,17 +207,17 @@ def copy_ceiling(nbytes: int = 1 << 30) -> dict:
 # --------------------------------------------------------------------------------------------
 
 def gpu_state() -> tuple[bool, str, str]:
-    """(usable, device name, reason if not) for this workspace's vendor."""
+    """(usable, device name, reason if not): a GPU of op.json's `device` (its vendor label and torch backend)."""
     try:
         import torch
     except ImportError:
         return False, "", "torch is not installed"
-    vendor = OP["vendor"]
+    label, backend = OP["device"]["label"], OP["device"]["torch_backend"]
     if not torch.cuda.is_available():
-        return False, "", f"no {vendor.upper() if vendor == 'amd' else 'NVIDIA'} GPU"
-    is_hip = bool(getattr(torch.version, "hip", None))
-    if (vendor == "amd") != is_hip:
-        return False, torch.cuda.get_device_name(0), f"the GPU here is not {vendor.upper()} ({torch.cuda.get_device_name(0)})"
+        return False, "", f"no {label} GPU"
+    here = "hip" if getattr(torch.version, "hip", None) else "cuda"
+    if here != backend:
+        return False, torch.cuda.get_device_name(0), f"the GPU here is not {label} ({torch.cuda.get_device_name(0)})"
     return True, torch.cuda.get_device_name(0), ""
 
 

@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
 
-import scaffold  # noqa: E402
+from tools import scaffold  # noqa: E402
 
 
 def load_kernel(tmp: str | os.PathLike, pattern: str, op: str, arch: str = "gfx942"):
     """The cell's kernel module, compiled for nothing: only its plan and index helpers are used."""
-    ws = scaffold.compile_workspace(Path(tmp) / "ws", ROOT, pattern, op, "bf16", arch)
+    ws = scaffold.compile_workspace(Path(tmp) / "ws", pattern, op, "bf16", arch)
     os.environ.setdefault("COMPILE_ONLY", "1")
     os.environ.setdefault("ARCH", arch)
     os.environ.setdefault("FLYDSL_GPU_ARCH", arch)

@@ -1,6 +1,6 @@
 """Lane-level numpy model of the FlyDSL decode-attention cell's algorithm (split-K attend + merge kernels).
 
-One job: re-implement the formulas of {{cookiecutter.op_name}}/cells/flydsl/decode_attention/kernel.py per
+One job: re-implement the formulas of {{cookiecutter.op_name}}/patterns/decode_attention/flydsl/kernel.py per
 lane (a wave's 64 lanes as numpy vectors): the head-chunk / split plan, Q/K/V buffer-load offsets with
 out-of-range semantics (num_records = the sequence's valid length, so reads past it return 0), the CDNA MFMA
 16x16x16 operand/result layouts, the key mask (-inf past the length), the online softmax with cross-lane
@@ -15,7 +15,7 @@ Batches too big for numpy are modelled on their first sequences (the plan still 
 
 usage: .venv/bin/python benchmarks/models/decode_attention_flydsl.py [--all] [NAME_SUBSTRING ...] [mut=no_oob|no_mask]
        (no names: small stand-ins that cross every boundary, well under a minute; --all: also the harness's
-       representative and boundary cases of tools/shapes.py, slow; mut=...: break the model on purpose to see it
+       representative and boundary cases of tools/patterns/decode_attention, slow; mut=...: break the model on purpose to see it
        fail: no_mask fails every case, no_oob the NaN-filled ones). Exit status 1 if any case fails.
 """
 
@@ -29,8 +29,8 @@ import cell
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import shapes  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from tools import registry, shapes  # noqa: E402
 
 
 def load_kernel(tmp, arch="gfx942"):
@@ -276,7 +276,7 @@ def main(argv):
     only = [a for a in argv if not a.startswith("mut=") and a != "--all"]
     todo = list(SMALL)
     if "--all" in argv or only:
-        todo = [(c["name"], *c["dims"], c["seq_lens"]) for c in shapes.build_cases("decode_attention", "bf16", "")]
+        todo = [(c["name"], *c["dims"], c["seq_lens"]) for c in shapes.build_cases(registry.pattern("decode_attention"), "bf16", "")]
         todo += SMALL
     fails = total = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,6 @@
 """Lane-level numpy model of the FlyDSL gemm cell's index math (c = a @ b.T, both K-major).
 
-One job: re-trace the kernel body of {{cookiecutter.op_name}}/cells/flydsl/gemm/kernel.py lane by lane, using
+One job: re-trace the kernel body of {{cookiecutter.op_name}}/patterns/gemm/flydsl/kernel.py lane by lane, using
 the cell's own index helpers (lds_offset, b_tile_row, xcd_remap, raster, choose_config), and check that the
 index math computes C = A @ B.T exactly. Modelled: buffer-load offsets with the 0x80000000 out-of-range
 redirect (a load past num_records reads 0, a store past it is dropped), the LDS writes/reads and their swizzle,

@@ -1,6 +1,6 @@
 """Lane-level numpy model of the FlyDSL reduction cell's index math and reduction algorithm.
 
-One job: take the launch plan of {{cookiecutter.op_name}}/cells/flydsl/reduction/kernel.py (its own plan() and
+One job: take the launch plan of {{cookiecutter.op_name}}/patterns/reduction/flydsl/kernel.py (its own plan() and
 _pick_vec()) and check, for boundary shapes [M, N] with row stride ld, bf16 and fp32 vectors, and every op
 (sum, mean, max, softmax, rmsnorm), that
   * the lane/vector mapping covers every element of a row exactly once and nothing else (register path: the

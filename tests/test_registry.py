@@ -1,0 +1,108 @@
+"""The layout's contracts: the registry is the one list of patterns, DSLs and cells, and everything agrees with it.
+
+A new pattern is one spec folder (tools/patterns/<name>/) plus its workspace files (reference.py and the kernels
+in {{cookiecutter.op_name}}/patterns/<name>/); a new DSL is one module (tools/dsls/<name>.py) plus its runtime
+folder ({{cookiecutter.op_name}}/dsl/<name>/) and its cells. These tests hold every other place to that.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import gpu_detect
+import pytest
+from conftest import ROOT, WS_TEMPLATE
+from tools import registry
+from tools.catalog import GPUS
+
+COOKIECUTTER = json.loads((ROOT / "cookiecutter.json").read_text())
+INTERFACE = {"run", "compile_only", "describe"}
+
+
+def test_cookiecutter_choices_are_the_registry():
+    assert set(COOKIECUTTER["pattern"]) == set(registry.patterns())
+    assert set(COOKIECUTTER["op"]) == {"default", *registry.all_ops()}
+    assert set(COOKIECUTTER["gpu"]) == {*GPUS, "auto"}
+    assert set(COOKIECUTTER["dtype"]) >= {d for p in registry.patterns().values() for d in p.DTYPES}
+    prompts = COOKIECUTTER["__prompts__"]["pattern"]
+    assert {k for k in prompts if k != "__prompt__"} == set(registry.patterns())
+    for name, module in registry.patterns().items():
+        assert prompts[name] == module.PROMPT
+
+
+@pytest.mark.parametrize("pattern", list(registry.patterns()))
+def test_every_pattern_has_its_spec_and_workspace_files(pattern):
+    module = registry.patterns()[pattern]
+    for attr in ("PROMPT", "DEFAULT_OP", "DTYPES", "SHAPES_HELP", "OPS", "FORMULA_NOTES", "PHASE1", "BASELINE",
+                 "WIKI_WORDS", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "largest_buffer"):
+        assert hasattr(module, attr), f"tools/patterns/{pattern} lacks {attr}"
+    assert module.DEFAULT_OP in module.OPS
+    assert (WS_TEMPLATE / "patterns" / pattern / "reference.py").is_file()
+    assert any((registry.ROOT / "tools" / "patterns" / pattern / f"{d}.py").is_file() for d in registry.dsls())
+
+
+def test_every_cell_has_both_halves():
+    """A cell spec without its kernel (or a kernel without its spec) is a half-built cell: neither is allowed."""
+    for pattern in registry.patterns():
+        for dsl in registry.dsls():
+            spec = (ROOT / "tools" / "patterns" / pattern / f"{dsl}.py").is_file()
+            kernel = registry.kernel_path(pattern, dsl).is_file()
+            assert spec == kernel, f"{pattern}/{dsl}: spec {spec}, kernel {kernel}"
+    assert len(registry.cells()) == len(registry.patterns()) * len(registry.dsls())  # all eight are built today
+
+
+@pytest.mark.parametrize("cell", sorted(registry.cells()), ids="/".join)
+def test_every_cell_exposes_the_same_interface(cell):
+    """run(*inputs, out=None), compile_only(case, out_dir, ...), describe(case): what test_kernel.py and the
+    report call, read from the kernel's source (a FlyDSL kernel cannot be imported next to CuTe DSL)."""
+    tree = ast.parse(registry.kernel_path(*cell).read_text())
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert INTERFACE <= set(functions), f"{cell}: missing {INTERFACE - set(functions)}"
+    run = functions["run"].args
+    assert "out" in [a.arg for a in run.args + run.kwonlyargs], "run() takes out="
+    assert [a.arg for a in functions["compile_only"].args.args][:2] == ["case", "out_dir"]
+    assert [a.arg for a in functions["describe"].args.args] == ["case"]
+    doc = ast.get_docstring(tree)
+    assert doc and len(doc.split("\n\n")) > 2 and "\n" in doc.split("\n\n")[1], "title, design paragraph, details"
+
+
+def test_every_dsl_brings_its_runtime():
+    for name, module in registry.dsls().items():
+        assert (WS_TEMPLATE / "dsl" / name / f"{name}_runtime.py").is_file()
+        assert module.NAME == name and module.ARCHS and module.DEVICE["vendor"]
+
+
+def test_gpu_facts_agree_everywhere():
+    """catalog.GPUS, reference/gpu_specs.json and the workspace's gpu_detect name the same GPUs and vendors."""
+    specs = json.loads((ROOT / "reference" / "gpu_specs.json").read_text())["gpus"]
+    assert set(specs) == set(GPUS)
+    assert {name: vendor for name, vendor in gpu_detect._KNOWN} == {name: g["vendor"] for name, g in GPUS.items()}
+    for name, gpu in GPUS.items():
+        resolved = registry.gpu(name)
+        assert registry.dsls()[resolved["framework"]].DEVICE["vendor"] == gpu["vendor"]
+        assert gpu_detect.canonical_name(f"AMD Instinct {name}" if gpu["vendor"] == "amd" else f"NVIDIA {name}") == name
+
+
+def test_the_registry_refuses_what_it_does_not_know():
+    with pytest.raises(registry.InputError, match="pattern: 'conv' is unknown; choose one of"):
+        registry.pattern("conv")
+    with pytest.raises(registry.InputError, match="gpu: 'A100' is not supported"):
+        registry.gpu("A100")
+    with pytest.raises(registry.InputError, match="no DSL compiles for architecture 'ampere'"):
+        registry.dsl_for("ampere")
+
+
+def test_python_files_are_python():
+    """Every .py file parses, apart from the two hooks (cookiecutter renders them); the workspace template is copied
+    without render, so no Jinja reaches Python: values arrive through op.json."""
+    assert COOKIECUTTER["_copy_without_render"] == ["*"]
+    files = [p for p in ROOT.rglob("*.py") if not {".venv", ".git", "__pycache__", ".carry"} & set(p.parts)]
+    hooks = {ROOT / "hooks" / "pre_gen_project.py", ROOT / "hooks" / "post_gen_project.py"}
+    for path in files:
+        if path not in hooks:
+            ast.parse(path.read_text(), filename=str(path))
+    for path in WS_TEMPLATE.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            text = path.read_text(errors="replace")
+            assert "{%" not in text and "{{ cookiecutter" not in text and "{{cookiecutter" not in text, path

@@ -1,0 +1,33 @@
+"""CuTe DSL (nvidia-cutlass-dsl) for NVIDIA Hopper: what every CuTe DSL cell shares, frozen into op.json.
+
+A DSL module says which architectures it compiles for, how its workspaces find and check a GPU, the words its
+ISA uses, its limits, the facts every cell of it relies on, and which workspace files it brings
+(``{{cookiecutter.op_name}}/dsl/cutedsl/``: the shared runtime of its cells).
+"""
+
+NAME = "cutedsl"
+LABEL = "CuTe DSL"
+PACKAGE = "nvidia-cutlass-dsl==4.8.1"
+ARCHS = {"hopper": "sm_90a"}  # architecture -> compile target
+DEVICE = {"vendor": "nvidia", "label": "NVIDIA", "torch_backend": "cuda"}  # torch.version.hip is None
+COMPILE_AT_BAKE = False  # a Hopper workspace compiles on first use or with `test_kernel.py --compile-only`
+MAX_BUFFER_BYTES = None  # 64-bit addressing; each cell states its own index limits
+WIKI_NAMES = ["cutedsl", "cute-dsl", "cute_dsl"]
+ISA = {
+    "family": "ptx",  # tools/isa_metrics.py reads PTX, or SASS when cuobjdump/nvdisasm are present
+    "tensor_core": "wgmma.mma_async / HGMMA",
+    "cores": "tensor cores",
+    "vec128_load": "ld.global.v4 / LDG.E.128",
+    "vec128_store": "st.global.v4 / STG.E.128",
+}
+PROFILE = "ncu --clock-control none --set full -k 'regex:{kernel}' -c 1 python test_kernel.py --case {case} --no-timing"
+
+FACTS = [
+    "CUTE_DSL_ARCH=sm_90a must be set before `import cutlass`; unset, CuTe DSL 4.8.1 targets sm_100a.",
+    "`cute.compile` does not cache: kernel.py keeps its own dict of compiled kernels.",
+    "Compile-only needs no GPU: placeholder pointers (`make_ptr`) or fake tensors (`make_fake_compact_tensor`) and "
+    "`make_fake_stream()`; `options='--keep-ptx'` keeps the PTX, written only into an existing CUTE_DSL_DUMP_DIR "
+    "(then `compiled.artifacts.PTX` is that file's path, otherwise the text).",
+]
+
+NO_LOCAL = {"text": ".local", "meaning": "local memory: register spills or a stack array"}

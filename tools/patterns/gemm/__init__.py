@@ -1,0 +1,66 @@
+"""The GEMM pattern: C = A . B^T with both operands K-major (nn.Linear's layout), everything it knows.
+
+Template side: the registry reads this module; the workspace gets its facts through op.json. The workspace side
+of the pattern is ``{{cookiecutter.op_name}}/patterns/gemm/`` (reference.py and one kernel per DSL).
+"""
+
+from __future__ import annotations
+
+from tools import shapes
+from tools.catalog import DTYPES as DTYPE_FACTS
+from tools.catalog import InputError
+
+PROMPT = "GEMM: C = A @ B^T (nn.Linear layout)"
+DEFAULT_OP = "matmul"
+DTYPES = ["bf16", "fp16"]
+SHAPES_HELP = "MxNxK shapes separated by ';', e.g. '4096x4096x4096;8192x8192x8192'"
+
+OPS = {
+    "matmul": {"inputs": ["a", "b"], "flops": "2*M*N*K", "bytes": "(M*K + N*K + M*N)*elem_bytes", "out": "[M, N]",
+               "math": "c[M, N] = a[M, K] @ b[N, K]^T  (both K-major, as nn.Linear; fp32 accumulation)"},
+}
+FORMULA_NOTES = {"flops": "one multiply-add (2 FLOP) per (m, n, k)",
+                 "bytes": "A, B read once and C written once: the compulsory traffic (re-reads served by L2 are not "
+                          "counted)"}
+
+PHASE1 = {
+    "inputs": "`a` [M, K] and `b` [N, K], both K-major (row-major with K contiguous), as nn.Linear stores "
+              "activations and weights; output `c` [M, N], row-major.",
+    "shapes": "any M, N, K >= 1 with K a multiple of 16 bytes of elements (TMA row alignment); the cases below.",
+    "precision": "inputs and output in the dtype; products accumulated in fp32 registers by the tensor cores; "
+                 "one rounding on the store.",
+    "masks": "none; no bias, no activation (fuse those in the epilogue in a later version).",
+    "boundaries": "M or N not a multiple of the tile: TMA zero-fills out-of-range loads and clips "
+                  "out-of-range stores, so partial tiles need no padding; K tails likewise.",
+    "special": "no special values handling beyond IEEE: NaN/Inf propagate through the dot products.",
+}
+BASELINE = "`a @ b.T` (cuBLAS) is the timed baseline"
+WIKI_WORDS = ["gemm", "matmul", "wgmma", "mfma", "tensor core", "tma"]
+ISA_TARGETS = {"kind": "compute", "tensor_core": True, "vec_stores": False}
+
+DEFAULT_SHAPES = {
+    # square, LLM projections (N or K = 14336), and skinny decode-like M (memory-bound)
+    "representative": ["8192x8192x8192", "4096x4096x4096", "4096x14336x4096", "4096x4096x14336",
+                       "16x8192x8192", "64x8192x8192", "128x8192x8192"],
+    "boundary": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x8"],
+}
+
+
+def cases(text: str, role: str, dtype: str) -> list[dict]:
+    """`MxNxK` items -> cases with M, N, K; K must give 16-byte rows."""
+    out = []
+    align = 16 // DTYPE_FACTS[dtype]["bytes"]
+    for item in shapes.items(text):
+        m, n, k = shapes.dims(item, (3,), "4096x4096x4096 (M x N x K)")
+        if k % align:
+            raise InputError(f"shapes: '{item}': K={k} is not a multiple of {align}: rows of A and B "
+                             f"must be 16-byte aligned ({align} {dtype} elements) for TMA / dwordx4 buffer loads, so "
+                             f"pad K to {-(-k // align) * align}")
+        out.append(shapes.case(role, item.lower(), [m, n, k], {"M": m, "N": n, "K": k}, dtype))
+    return out
+
+
+def largest_buffer(case: dict) -> int:
+    """Bytes of the largest operand: A, B or C."""
+    v = case["vars"]
+    return max(v["M"] * v["K"], v["N"] * v["K"], v["M"] * v["N"]) * v["elem_bytes"]

@@ -1,0 +1,89 @@
+"""The registry of patterns, DSLs and cells: what exists is what is on disk, and nothing else is guessed.
+
+- a **pattern** is a package ``tools/patterns/<name>/`` (its spec; see tools/patterns/__init__.py);
+- a **DSL** is a module ``tools/dsls/<name>.py`` (see tools/dsls/cutedsl.py);
+- a **cell** (pattern x DSL) is built when both of its halves exist: the cell spec
+  ``tools/patterns/<pattern>/<dsl>.py`` and the kernel ``{{cookiecutter.op_name}}/patterns/<pattern>/<dsl>/kernel.py``.
+
+Lookups of an unknown name, or of a cell that is not built, raise catalog.InputError with the list of what exists.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from pathlib import Path
+
+from tools.catalog import GPUS, InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKSPACE_TEMPLATE = ROOT / "{{cookiecutter.op_name}}"
+
+
+@functools.cache
+def patterns() -> dict:
+    """name -> pattern module, for every folder of tools/patterns/."""
+    names = sorted(p.parent.name for p in (ROOT / "tools" / "patterns").glob("*/__init__.py"))
+    return {name: importlib.import_module(f"tools.patterns.{name}") for name in names}
+
+
+@functools.cache
+def dsls() -> dict:
+    """name -> DSL module, for every module of tools/dsls/."""
+    names = sorted(p.stem for p in (ROOT / "tools" / "dsls").glob("*.py") if p.stem != "__init__")
+    return {name: importlib.import_module(f"tools.dsls.{name}") for name in names}
+
+
+def kernel_path(pattern: str, dsl: str) -> Path:
+    return WORKSPACE_TEMPLATE / "patterns" / pattern / dsl / "kernel.py"
+
+
+@functools.cache
+def cells() -> dict:
+    """(pattern, dsl) -> the cell spec dict, for every cell whose spec and kernel both exist."""
+    return {(p, d): importlib.import_module(f"tools.patterns.{p}.{d}").CELL
+            for p in patterns() for d in dsls()
+            if (ROOT / "tools" / "patterns" / p / f"{d}.py").is_file() and kernel_path(p, d).is_file()}
+
+
+def pattern(name: str):
+    if name not in patterns():
+        raise InputError(f"pattern: '{name}' is unknown; choose one of {', '.join(patterns())}")
+    return patterns()[name]
+
+
+def dsl_for(arch: str):
+    """The DSL that compiles for an architecture."""
+    for module in dsls().values():
+        if arch in module.ARCHS:
+            return module
+    raise InputError(f"gpu: no DSL compiles for architecture '{arch}'; known: "
+                     f"{', '.join(a for m in dsls().values() for a in m.ARCHS)}")
+
+
+def gpu(name: str) -> dict:
+    """A GPU's facts with its DSL's: vendor, arch, target, framework, compute_units."""
+    if name not in GPUS:
+        raise InputError(f"gpu: '{name}' is not supported; choose one of {', '.join(GPUS)} or auto")
+    spec = GPUS[name]
+    dsl = dsl_for(spec["arch"])
+    return {**spec, "target": dsl.ARCHS[spec["arch"]], "framework": dsl.NAME}
+
+
+def cell(pattern_name: str, dsl_name: str, gpu_name: str = "") -> dict:
+    """The cell spec, or the one-line refusal that names what is built."""
+    if (pattern_name, dsl_name) not in cells():
+        built = ", ".join(f"{p} ({d})" for p, d in sorted(cells()))
+        who = f"pattern={pattern_name} gpu={gpu_name}: " if gpu_name else ""
+        raise InputError(f"{who}not available yet: {pattern_name}/{dsl_name}; built so far: {built}")
+    return cells()[(pattern_name, dsl_name)]
+
+
+def resolve_op(pattern_name: str, op: str) -> str:
+    """'default' (or empty) -> the pattern's default op."""
+    return pattern(pattern_name).DEFAULT_OP if op in ("", "default") else op
+
+
+def all_ops() -> dict[str, str]:
+    """op -> the pattern that owns it."""
+    return {op: name for name, module in patterns().items() for op in module.OPS}

@@ -1,0 +1,73 @@
+"""Build op.json, the workspace's single spec, once: in the pre-gen hook, from the validated inputs.
+
+Every fact a workspace needs is frozen here from the registry (pattern, DSL, cell) and the catalogue (GPU, dtype),
+so no workspace file imports the template side, and the README, plan, report and memory are all written from
+this one file (by the workspace's own tools). The pre-gen hook writes it into the new workspace folder; the
+post-gen hook (tools/scaffold.py) reads it back rather than working anything out again.
+"""
+
+from __future__ import annotations
+
+from tools import shapes
+from tools.catalog import DTYPES
+from tools.validate import validate
+
+
+def _reference(resolved: dict, pattern) -> dict:
+    logic = resolved["pytorch_logic"]
+    if logic:
+        return {"source": "user", "file": "user_logic.py", "original": logic["path"], "function": logic["function"],
+                "mapping": logic["mapping"],
+                "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py), "
+                               f"given the inputs {logic['mapping']}."}
+    return {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the "
+                                                 f"op (evaluated in float64 for correctness); {pattern.BASELINE}."}
+
+
+def build(ctx: dict) -> dict:
+    """Validate a cookiecutter context and return its op.json (raises catalog.InputError on bad input)."""
+    resolved = validate(ctx)
+    pattern, dsl, cell, gpu, op = (resolved[k] for k in ("pattern", "dsl", "cell", "gpu", "op"))
+    spec = pattern.OPS[op]
+    dtype = ctx["dtype"]
+    return {
+        "op_name": ctx["op_name"], "pattern": ctx["pattern"], "op": op,
+        "gpu": ctx["__gpu"], "vendor": gpu["vendor"], "arch": gpu["arch"], "target": gpu["target"],
+        "framework": dsl.NAME, "compute_units": gpu["compute_units"],
+        "dtype": dtype, "torch_dtype": DTYPES[dtype]["torch"], "tolerance": DTYPES[dtype]["tolerance"],
+        "inputs": spec["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
+        "params": spec.get("params", {}), "phase1": {**pattern.PHASE1, **cell.get("phase1", {})},
+        "formulas": {"flops": spec["flops"], "bytes": spec["bytes"], "flops_note": pattern.FORMULA_NOTES["flops"],
+                     "bytes_note": pattern.FORMULA_NOTES["bytes"]},
+        "cases": shapes.build_cases(pattern, dtype, ctx["shapes"]),
+        "reference": _reference(resolved, pattern),
+        "framework_info": {"label": dsl.LABEL, "package": dsl.PACKAGE, "compile_at_bake": dsl.COMPILE_AT_BAKE,
+                           "wiki_names": dsl.WIKI_NAMES, "isa": dsl.ISA, "profile":
+                               dsl.PROFILE.format(kernel=cell.get("ncu_kernel", ""), case="{case}")},
+        "device": dsl.DEVICE,
+        "isa_markers": cell["isa_markers"], "isa_targets": {**pattern.ISA_TARGETS, **spec.get("isa_targets", {}),
+                                                            **cell.get("isa_targets", {})},
+        "framework_facts": [*dsl.FACTS, *cell["framework_facts"]], "pitfalls": cell["pitfalls"],
+        "baseline_summary": cell["summary"], "semantics": cell["semantics"], "levers": cell["levers"],
+        "wiki_words": pattern.WIKI_WORDS,
+        "gpu_wiki": ctx["__gpu_wiki_path"] or ctx["gpu_wiki"], "run_baseline": ctx["run_baseline"],
+    }
+
+
+def context(**values) -> dict:
+    """A full cookiecutter context without cookiecutter (tests, benchmarks): cookiecutter.json's defaults (a list's
+    first choice), overridden by `values`, with the private keys the prompts would derive."""
+    import json
+    import os
+    from pathlib import Path
+
+    from tools import registry
+
+    defaults = json.loads((Path(__file__).resolve().parent.parent / "cookiecutter.json").read_text())
+    ctx = {k: v[0] if isinstance(v, list) else v for k, v in defaults.items()
+           if not k.startswith("_") and "{{" not in str(v)}  # rendered defaults (op_name) are derived below
+    ctx.update(values)
+    ctx.setdefault("op_name", f"{registry.resolve_op(ctx['pattern'], ctx['op'])}_{ctx['dtype']}")
+    logic = ctx.get("pytorch_logic", "")
+    return {**ctx, "__gpu": ctx["gpu"], "__gpu_wiki_path": os.path.abspath(ctx["gpu_wiki"]),
+            "__pytorch_logic_path": os.path.abspath(logic) if logic else ""}

@@ -1,0 +1,174 @@
+"""Host-side helpers that every kernel.py shares, whatever its DSL: the op spec, dtype names, argument checks.
+
+Copied into every workspace beside kernel.py (and beside the DSL's own runtime, `cutedsl_runtime.py` or
+`flydsl_runtime.py`). A kernel's `run()` validates its arguments here before it launches, so every cell
+refuses a bad call with the same words. Nothing here knows a DSL or a GPU: the GPU's facts (target,
+compute units) reach the kernel through op.json, which the template wrote once at bake time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+OP_PATH = Path(__file__).with_name("op.json")
+OP: dict = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} outside a workspace
+
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}  # torch dtype name -> op.json dtype
+DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32}
+
+
+def dtype_of(tensor, op: str, allowed=("bf16", "fp16", "fp32")) -> str:
+    """The op.json name of a tensor's dtype ('bf16', ...), or a TypeError that lists what the kernel takes."""
+    name = DTYPE_NAMES.get(str(tensor.dtype).removeprefix("torch."))
+    if name not in allowed:
+        raise TypeError(f"{op}: dtype {tensor.dtype} is not supported ({', '.join(allowed)})")
+    return name
+
+
+def check_like(op: str, tensors, device_words: str = "GPU tensors") -> None:
+    """Every tensor contiguous, on the GPU, and of the first one's shape and dtype."""
+    first = tensors[0]
+    for t in tensors:
+        if t.shape != first.shape or t.dtype != first.dtype or not t.is_cuda or not t.is_contiguous():
+            raise ValueError(f"{op}: inputs must be contiguous {device_words} of one shape and dtype")
+
+
+def check_aligned(op: str, tensors, access: str) -> None:
+    """Every tensor starts on a 16-byte boundary, as the 128-bit accesses of `access` need."""
+    if any(t.data_ptr() % 16 for t in tensors):
+        raise ValueError(f"{op}: every tensor must start on a 16-byte boundary ({access}); pass a .clone()")
+
+
+def check_count(op: str, inputs, n: int) -> None:
+    """`op` was given exactly n input tensors."""
+    if len(inputs) != n:
+        raise ValueError(f"{op} takes {n} input(s), got {len(inputs)}")
+
+
+def check_tensor(op: str, name: str, t, shape, like) -> None:
+    """`t` is a contiguous tensor of `shape`, of like's dtype and on like's device."""
+    shape = tuple(shape)
+    if tuple(t.shape) != shape or t.dtype != like.dtype or not t.is_contiguous() or t.device != like.device:
+        raise ValueError(f"{op}: {name} must be a contiguous {shape} tensor of dtype {like.dtype} on {like.device}")
+
+
+def out_tensor(op: str, out, shape, like):
+    """`out` once check_tensor passes it, or a new tensor of `shape` with like's dtype and device when it is None."""
+    if out is None:
+        import torch
+
+        return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
+    check_tensor(op, "out", out, shape, like)
+    return out
+
+
+def rows_of(op: str, x) -> tuple[int, int, int]:
+    """(M, N, row stride) of a non-empty 2-D GPU tensor whose last dim is contiguous (rows may be padded)."""
+    if x.dim() != 2 or not x.is_cuda:
+        raise ValueError(f"{op}: x must be a 2-D GPU tensor [M, N], got shape {tuple(x.shape)} on {x.device}")
+    m, n = x.shape
+    if m == 0 or n == 0:
+        raise ValueError(f"{op}: empty input {tuple(x.shape)}")
+    if n > 1 and x.stride(1) != 1:
+        raise ValueError(f"{op}: the last dim must be contiguous (stride 1), got strides {x.stride()}")
+    ld = x.stride(0) if m > 1 else n
+    if ld < n:
+        raise ValueError(f"{op}: row stride {ld} < N={n} (overlapping rows)")
+    return m, n, ld
+
+
+def elementwise_operands(op: str, inputs, out, n_inputs: int, access: str):
+    """(dtype, out) of an elementwise op: n_inputs contiguous GPU tensors of one shape and dtype, 16-byte aligned."""
+    check_count(op, inputs, n_inputs)
+    dtype = dtype_of(inputs[0], op)
+    check_like(op, inputs)
+    out = out_tensor(op, out, inputs[0].shape, inputs[0])
+    check_aligned(op, (*inputs, out), access)
+    return dtype, out
+
+
+def reduction_operands(op: str, x, args, out, weighted: bool, row_out: bool):
+    """(dtype, M, N, row stride, weight or None, out) of a last-dim reduction of x [M, N] (rmsnorm: weight [N]).
+
+    out is [M, N] when row_out (softmax, rmsnorm), [M] otherwise, in x's dtype."""
+    check_count(op, (x, *args), 2 if weighted else 1)
+    dtype = dtype_of(x, op)
+    m, n, ld = rows_of(op, x)
+    weight = args[0] if weighted else None
+    if weighted:
+        check_tensor(op, "weight", weight, (n,), x)
+    return dtype, m, n, ld, weight, out_tensor(op, out, (m, n) if row_out else (m,), x)
+
+
+def matmul_dims(a, b, out, access: str):
+    """(M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors, K-major, 16-byte rows and starts."""
+    if DTYPE_NAMES.get(str(a.dtype).removeprefix("torch.")) not in ("bf16", "fp16") or b.dtype != a.dtype:
+        raise TypeError(f"matmul: a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
+        raise ValueError(f"matmul: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
+    (m, k), n = a.shape, b.shape[0]
+    out = out_tensor("matmul", out, (m, n), a)
+    if not all(t.is_cuda and t.is_contiguous() for t in (a, b)):
+        raise ValueError("matmul: a and b must be contiguous GPU tensors")
+    if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out)):
+        raise ValueError(f"matmul: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
+                         f"aligned ({access}); got K={k}")
+    return m, n, k, out
+
+
+def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
+    """(B, Hq, Hkv, S, D, out) of decode attention: q[B, Hq, D], k/v_cache[B, S, Hkv, D], seq_lens[B] int32."""
+    if q.dim() != 3 or k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
+        raise ValueError(f"{op}: expects q[B, Hq, D], k_cache/v_cache[B, S, Hkv, D], seq_lens[B]")
+    (B, Hq, D), (Bk, S, Hkv, Dk) = q.shape, k_cache.shape
+    if DTYPE_NAMES.get(str(q.dtype).removeprefix("torch.")) not in ("bf16", "fp16") or not (
+            k_cache.dtype == v_cache.dtype == q.dtype):
+        raise TypeError(f"{op}: q/k_cache/v_cache must all be bf16 or fp16, got {q.dtype}, {k_cache.dtype}, "
+                        f"{v_cache.dtype}")
+    if Bk != B or Dk != D or D not in (64, 128, 256) or Hq % Hkv:
+        raise ValueError(f"{op}: shapes q{tuple(q.shape)} k{tuple(k_cache.shape)}: need equal B and D, D in "
+                         "64/128/256, Hq a multiple of Hkv")
+    if tuple(seq_lens.shape) != (B,) or str(seq_lens.dtype) != "torch.int32":
+        raise ValueError(f"{op}: seq_lens must be int32 of shape ({B},), got {seq_lens.dtype} {tuple(seq_lens.shape)}")
+    if not all(t.is_cuda and t.is_contiguous() for t in (q, k_cache, v_cache, seq_lens)):
+        raise ValueError(f"{op}: every input must be a contiguous GPU tensor")
+    out = out_tensor(op, out, q.shape, q)
+    check_aligned(op, (q, k_cache, v_cache, out), access)
+    return B, Hq, Hkv, S, D, out
+
+
+def reference_for(built_in: dict):
+    """The workspace's reference function: the user's own (op.json reference.source == "user"), else the built-in
+    one of op.json's op.
+
+    The user's function is called with this op's inputs by parameter name when its parameters carry the inputs'
+    names (op.json `inputs`), otherwise by position in that order (op.json reference.mapping says which).
+    """
+    if not OP:
+        return None  # outside a workspace (the template repo's tests pick built_in[op] themselves)
+    ref = OP["reference"]
+    if ref["source"] != "user":
+        return built_in[OP["op"]]
+    import importlib
+
+    user_function = getattr(importlib.import_module(Path(ref["file"]).stem), ref["function"])
+    names = OP["inputs"]
+
+    def user_reference(*inputs):
+        if ref["mapping"] == "by name":
+            return user_function(**dict(zip(names, inputs)))
+        return user_function(*inputs)
+
+    user_reference.__doc__ = f"The user's `{ref['function']}` ({ref['original']}), given {', '.join(names)} {ref['mapping']}."
+    return user_reference
+
+
+def randn(generator, dtype, device):
+    """A standard-normal tensor factory on one generator: fresh, never-zero inputs (zeros hide unwritten outputs)."""
+    import torch
+
+    def draw(*shape):
+        return torch.randn(shape, dtype=dtype, device=device, generator=generator)
+
+    return draw

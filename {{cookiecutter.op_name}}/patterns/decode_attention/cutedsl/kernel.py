@@ -1,0 +1,843 @@
+"""Decode attention (GQA / MHA / MQA, one query token per sequence) in CuTe DSL for Hopper (sm_90a).
+
+Flash-decoding in two kernels. Kernel 1 splits the KV sequence of every (sequence, KV head) pair so that
+about 8 CTAs per SM have work (NUM_SMS is op.json's compute_units); each split CTA streams its keys
+global -> shared with cp.async, runs an online softmax for all the query heads of its GQA group at once,
+and writes an fp32 partial output plus its log-sum-exp. Kernel 2, launched with programmatic dependent
+launch, merges the non-empty splits. Groups of G <= 7 heads run on CUDA cores (fp32 FMAs and lane
+shuffles); G >= 8 with D <= 128 puts the group's heads on the M dimension of mma.sync m16n8k16.
+
+What it computes
+    out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
+    with q[B, Hq, D], k_cache/v_cache[B, S_max, Hkv, D] (contiguous), seq_lens[B] int32 (1 <= len <= S_max),
+    G = Hq / Hkv query heads per KV head (MHA: G = 1, MQA: Hkv = 1), D in {64, 128, 256}, bf16/fp16 in and
+    out, all math in fp32. scale = op.json params.scale, or 1/sqrt(D) when null.
+
+Why this shape (flash-decoding; worked with the H200's cited peaks: 989 TFLOP/s, 4.8 TB/s, 132 SMs)
+    One query row per head means each K/V byte is used for only 2*G FMAs: at G = 4, D = 128 a sequence of
+    4096 keys is 2 MiB of K/V for 8.4 MFLOP, ~4 FLOP/byte, far left of the ridge point (~206 FLOP/byte).
+    The kernel must stream K/V at HBM speed, read each byte once, and put enough CTAs on the SMs although
+    a batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
+
+    kernel 1  grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for
+              `heads` query heads at once (the whole GQA group when G <= 7 on CUDA cores; G >= 8 goes to
+              the tensor-core variant described below), keeps an online softmax
+              (running max m, running sum l, fp32 accumulator) and writes a normalised partial
+              o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at or past len_b
+              (short sequences in a mixed batch) returns at once and writes nothing.
+    kernel 2  grid (Hq, B), D threads: merges the ceil(len_b / split_size) non-empty splits by
+              log-sum-exp, out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M), M = max_s lse_s, so the
+              empty splits are never read. Its loops are unrolled 4x (MERGE_UNROLL) so 4 independent L2 loads
+              are in flight instead of one dependent load per split, and it is launched with programmatic
+              dependent launch (PDL): kernel 1 calls griddepcontrol.launch_dependents at its start, kernel 2
+              waits in griddepcontrol.wait, so its launch overlaps kernel 1's tail.
+
+How many splits (plan(); NUM_SMS = op.json's compute_units, the examples use 132)
+    items = B * Hkv * (G / heads) independent work items; TARGET_CTAS = NUM_SMS * 8 (1056: ~5 waves of
+    the 2 split CTAs an SM holds at 204 registers/thread); splits = clamp(ceil(TARGET_CTAS / items), 1,
+    ceil(S / 256)) (a split reads >= 256 keys, so partial outputs stay ~1% of the traffic); split_size =
+    ceil(S / splits) rounded up to the CTA step, then splits = ceil(S / split_size).
+      B32 Hq32 Hkv8 S4096:   items 256 -> 5 splits x 832 keys, grid [1, 5, 256]  = 1280 CTAs
+      B8  Hq64 Hkv8 S16384:  items  64 -> 17 splits x 976 keys                    = 1088 CTAs
+      B1  Hq32 Hkv32 S32768: items  32 -> 33 -> 32 splits x 1024 keys             = 1024 CTAs
+    The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit.
+    Fewer SMs (a smaller compute_units) give proportionally fewer, longer splits.
+
+Thread / value layout of a split CTA (128 threads = 4 warps)
+    Each thread owns `nch` 128-bit chunks (8 dims each) of a key row: nch = 2 when the CTA holds <= 4
+    query heads, 1 for 5-8 heads (q and the accumulator cost 8*nch fp32 registers per head each). So
+    tpk = D/(8*nch) threads share a row and a step covers rows = 128/tpk keys (<= 4 heads: D=128: 8 threads
+    per key, 16 keys; D=64: 4 and 32; 5-8 heads, D=128: 16 and 8). Thread c of a row owns chunks c and
+    c + tpk, so each of its two 128-bit loads is, across the tpk threads, one contiguous 128-byte line
+    (D=128; 64 bytes at D=64):
+
+        thread t:  r = t // tpk (which key of the step), c = t % tpk (dims 8c..8c+7 and 8(c+tpk)..+7)
+        step keys: key0 + u*rows + r  for u < unroll (2): 32 keys per CTA step at D=128, <= 4 heads
+        D=128, 2 chunks: warp 0 = | key 0: T0..T7 | key 1: T8..T15 | key 2: T16..T23 | key 3: T24..T31 |
+
+    Registers per thread: q slice of each head (8*nch*heads fp32, pre-scaled by scale*log2 e so scores are
+    in base 2 and exp is one ex2.approx.ftz), accumulator (8*nch*heads fp32), m and l per head. Score of
+    (key, head): 8*nch FMAs in nch independent chains, then a butterfly shuffle-sum over the tpk threads of
+    the row (log2(tpk) shfl.bfly; every lane ends with the same bits). With 2 chunks a D=128 score costs 3
+    shuffle steps over 8 lanes instead of 4 over 16 (2.7x fewer lane-shuffles per key and head), and the
+    redundant exp2 of the softmax is done by 8 lanes instead of 16; the price is 204 registers (G=4, bf16)
+    instead of 150, i.e. 2 CTAs (8 warps) per SM instead of 3 (ptxas held to 3 CTAs by .minnctapersm 3
+    gives 168 registers and 180 bytes of spills). The online softmax rescales once per step of `unroll`
+    keys, not once per key. Keys past the split end are clamped to the last valid key for the load and get
+    score -inf, so nothing past len_b is ever read (the cache tail may hold NaN). At the end the `rows` key
+    lanes of the CTA merge by log-sum-exp through shared memory (rows*heads*D fp32, in the same buffer as
+    the K/V slots).
+
+Data movement: a private cp.async pipeline
+    K/V chunks go global -> shared memory with 16-byte cp.async.cg (L2 only), STAGES = 4 steps deep: every
+    thread copies its own chunks into its own slots ([8 values][thread][chunk][key][K|V][stage], a warp's
+    slots are 512 contiguous bytes: conflict-free) and reads back only what it copied, so
+    cp.async.wait_group orders it with no CTA barrier. Loads in flight hold no registers: 3 steps x 16 KiB =
+    48 KiB per CTA, ~96 KiB per SM (2 CTAs, 66 KB smem each), above the ~36 KiB per SM that Little's law
+    asks for (4.8 TB/s x ~1 us of latency over 132 SMs). q is read once with 128-bit ld.global.v4.
+
+Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 7)
+    Why: on CUDA cores every K/V element feeds 2*G fp32 FMAs plus its share of the shuffles, so from G = 8
+    on the split kernel is bound by FMAs and shuffles rather than by HBM, and MQA (G = 32) most of all.
+    mma.sync does that work on the tensor cores: per 16 keys and 16 heads q.K^T + P.V at D = 128 are 32
+    m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
+    Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32),
+    N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The M rows are padded to a whole m16 tile
+    (mrows = 16 for G = 8 or 12, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
+    scores are 0, they go through the softmax harmlessly and are never written. Why pad instead of putting
+    keys on M (S^T = K.q^T has no padding at G = 8)? With heads as M the m16n8 accumulator of S is, register
+    for register, the A operand of P.V (two n8 score tiles = one k16 tile of P, converted to bf16/fp16 in
+    registers), so P never leaves the registers; keys-as-M would need a transpose of P (shared memory or
+    movmatrix). The padded half is wasted tensor-core work, but the tensor cores are mostly idle anyway:
+    B8 Hq64 Hkv8 S16384 issues 8.6 GFLOP of padded mma against 0.54 GB of K/V, i.e. ~77 TFLOP/s at the
+    HBM-bound time (~112 us at 4.8 TB/s), under 8% of the 989 TFLOP/s dense-bf16 peak.
+    CTA: 4 warps, grid (G/heads, splits, B*Hkv), 128 threads; warp w takes the 16-key tiles w, w+4, w+8, ...
+    of the split (MMA_KEYS = 16). Each warp owns MMA_STAGES = 2 slots of [16 keys][D] K and V in shared
+    memory, swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that both the 16-byte cp.async
+    writes and the 8-row ldmatrix reads are bank-conflict free. Lane l copies chunk l % (D/8) of rows
+    l // (D/8) + 32/(D/8)*i (one 256-byte K row per 16 lanes at D = 128); rows past the split end are
+    clamped to key s1 - 1 (never a stale slot) and their scores set to -inf. A warp synchronises only with
+    itself: cp.async.wait_group then bar.warp.sync (the tile is read by all 32 lanes through ldmatrix), and
+    the refill of the slot consumed one step earlier is issued before this step's math, so one tile per
+    warp is always in flight (8 KiB; at G = 8 a CTA takes 73 KB smem and 165 registers/thread, so 3 CTAs =
+    12 warps = 96 KiB in flight per SM; MQA: 80 KB, 254 registers, 2 CTAs). Per step and warp (D = 128, 16 heads):
+    8 ldmatrix.x4 for K (k-major rows = the "col" B operand directly), 8 ldmatrix.x4.trans for V, 16 mma
+    for S, the online softmax on the fp32 accumulator (each lane holds 2 head rows x 4 keys; row max and sum
+    over the 4 lanes of a quad with 2 shuffles; scale*log2(e) applied in fp32, exp2.approx), acc_O (16 x D
+    fp32 = 64 registers per lane) rescaled, 16 mma for P.V. q is loaded once into registers (32 regs) for
+    one m16 tile; with two tiles (MQA) it is re-read by ldmatrix each step (kept in registers, two tiles
+    overflow the 255-register budget and spill; re-read, ptxas gives 246-254 registers and no spill). After
+    the loop the 4 warps merge (m, l, acc) through shared memory (reusing the K/V slots, rows padded by 4
+    floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the merge kernel is shared.
+    Splits: MMA_TARGET_CTAS = NUM_SMS * 8 over B*Hkv*(G/heads) items, >= 256 keys per split: at 132 SMs the
+    G = 8 case takes 16 splits x 1024 keys (1024 CTAs), MQA 32 x 256 (256 CTAs, one wave).
+
+Limits
+    G <= 7 stays on CUDA cores. D = 256 with G >= 8 also stays on CUDA cores (acc_O would be 128 registers
+    per m16 tile). MQA's 256 CTAs of 256 keys are short (4 tiles per warp), and its fp32 partials
+    (B*Hq*splits*D*4 = 4 MiB) are ~12% of its 33.5 MB of K/V. The KV cache must have < 2^31 elements
+    (int32 indexing).
+
+Measured times against torch SDPA, the knob sweeps (splits, chunks, stages, heads per CTA) behind the
+defaults, and the correctness checks (NaN- and 6e4-filled cache tails): benchmarks/2026-11-30-h200-decode-attention.md.
+
+Interface (the same in every kbaseline cell):
+    run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
+    compile_only(case, out_dir) -> PTX text                 compile for sm_90a with no GPU (fake pointers)
+    describe(case) -> dict                                  grid, threads, splits and data movement
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import cutedsl_runtime as rt  # first: it sets CUTE_DSL_ARCH=sm_90a before cutlass is imported
+import host
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.memory import SmemAllocator
+
+OP_SPEC = host.OP
+OP = OP_SPEC["op"]
+SCALE = (OP_SPEC.get("params") or {}).get("scale")  # None -> 1/sqrt(D)
+
+NUM_SMS = OP_SPEC["compute_units"]  # SMs of the target GPU (op.json); sizes the split grid
+
+THREADS = 128            # 4 warps per split CTA
+VEC = 8                  # 16-bit elements per 128-bit access
+MAX_HEADS = 8            # query heads one CTA keeps in registers (q and the output accumulator)
+TARGET_CTAS = NUM_SMS * 8   # ~5 waves of the 2 split CTAs an SM holds
+MIN_SPLIT_KEYS = 256     # a split reads at least this many keys (partials stay ~1% of the traffic)
+STAGES = 4               # cp.async pipeline depth (0 = plain ld.global.v4 into registers, no prefetch)
+CHUNKS_FEW_HEADS = 2     # 128-bit chunks of a key row per thread when a CTA holds <= 4 query heads
+CHUNKS_MANY_HEADS = 1    # ... and when it holds 5-8 (q and the accumulator take 16*chunks registers per head)
+UNROLL_FEW_HEADS = 2     # keys per thread per step when a CTA holds <= 4 query heads
+UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
+PDL = True               # launch the merge kernel with programmatic dependent launch (hides its launch gap)
+MERGE_UNROLL = 4         # splits the merge kernel reads per loop iteration (independent loads in flight)
+MMA_MIN_GROUP = 8        # G >= this (and D <= 128) takes the tensor-core path
+MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
+MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor of G that is <= this)
+MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
+MMA_KEYS = 16            # keys per warp tile (N of q.K^T, K of P.V)
+MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
+MMA_TARGET_CTAS = NUM_SMS * 8   # split CTAs aimed for on the tensor-core path
+MMA_MIN_SPLIT_KEYS = 256 # a tensor-core split reads at least this many keys
+LOG2E = 1.4426950408889634
+NEG_BIG = -1.0e30        # "minus infinity" for running maxima: finite, so exp2(m_old - m_new) is never NaN
+
+# ------------------------------------------------------------------------------------------------
+# Launch plan (host side, plain Python)
+# ------------------------------------------------------------------------------------------------
+
+def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
+    """Heads per CTA, keys per thread, split count and split size for one shape."""
+    group = Hq // Hkv
+    if group >= MMA_MIN_GROUP and D <= 128:
+        return _plan_mma(B, Hq, Hkv, S, D)
+    heads = max(h for h in range(1, min(group, MAX_HEADS) + 1) if group % h == 0)
+    chunks = group // heads
+    nch = CHUNKS_FEW_HEADS if heads <= 4 else CHUNKS_MANY_HEADS  # 128-bit chunks of a row per thread
+    tpk = D // (VEC * nch)              # threads that share one key row (each owns 8*nch dims)
+    rows = THREADS // tpk               # keys one CTA reads per step
+    unroll = UNROLL_FEW_HEADS if heads <= 4 else UNROLL_MANY_HEADS  # keys per thread per step
+    block = rows * unroll               # keys per CTA per loop iteration
+    items = B * Hkv * chunks            # independent (sequence, KV head, head chunk) work items
+    want = -(-TARGET_CTAS // items)
+    splits = max(1, min(want, -(-S // MIN_SPLIT_KEYS)))
+    split_size = -(-(-(-S // splits)) // block) * block
+    splits = -(-S // split_size)
+    return {"group": group, "heads": heads, "chunks": chunks, "nch": nch, "tpk": tpk, "rows": rows, "unroll": unroll,
+            "block": block, "stages": STAGES, "pdl": PDL, "mma": False, "splits": splits, "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+
+
+def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
+    """Tensor-core path: heads per CTA (padded to 16 rows), warp tiles of MMA_KEYS keys, split count."""
+    group = Hq // Hkv
+    heads = max(h for h in range(1, min(group, MMA_MAX_HEADS) + 1) if group % h == 0)
+    chunks = group // heads
+    block = MMA_KEYS * MMA_WARPS        # keys per CTA step (each warp one tile)
+    items = B * Hkv * chunks
+    want = -(-MMA_TARGET_CTAS // items)
+    splits = max(1, min(want, -(-S // MMA_MIN_SPLIT_KEYS)))
+    split_size = -(-(-(-S // splits)) // block) * block
+    splits = -(-S // split_size)
+    return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC,
+            "rows": MMA_M * -(-heads // MMA_M), "unroll": MMA_KEYS, "block": block, "stages": MMA_STAGES, "pdl": PDL, "mma": True, "splits": splits,
+            "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+
+
+def _row_sum(x, tpk: int):
+    """Butterfly all-reduce over the tpk lanes that share a key row (trace-time loop: log2(tpk) shuffles)."""
+    off = tpk // 2
+    while off > 0:
+        x = x + cute.arch.shuffle_sync_bfly(x, offset=off)
+        off //= 2
+    return x
+
+
+def _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, key0, rows, s1, tpk, nch, heads, unroll):
+    """One step of `unroll` keys (key0, key0 + rows, ...) for this thread: scores, online softmax, P.V."""
+    rk.store(rk16.load().to(cutlass.Float32))
+    rv.store(rv16.load().to(cutlass.Float32))
+    n = VEC * nch  # dims this thread owns; rq/acc index them as e + VEC * k (value e of chunk k)
+    # partial dot products over this thread's dims (one FMA chain per 128-bit chunk), then a butterfly sum
+    for u in range(unroll):
+        for g in range(heads):
+            part = []
+            for k in range(nch):
+                x = rq[k * VEC, g] * rk[0, k, u]
+                for e in range(1, VEC):
+                    x = x + rq[k * VEC + e, g] * rk[e, k, u]
+                part.append(x)
+            x = part[0]
+            for k in range(1, nch):
+                x = x + part[k]
+            rs[u, g] = cutlass.select_(key0 + u * rows < s1, _row_sum(x, tpk), -math.inf)
+    # online softmax, one rescale per step; scores are already in log2 units
+    for g in range(heads):
+        m_new = rm[g]
+        for u in range(unroll):
+            m_new = cute.arch.fmax(m_new, rs[u, g])
+        alpha = cute.math.exp2(rm[g] - m_new, fastmath=True)
+        rm[g] = m_new
+        psum = cutlass.Float32(0.0)
+        for u in range(unroll):
+            rp[u] = cute.math.exp2(rs[u, g] - m_new, fastmath=True)
+            psum = psum + rp[u]
+        rl[g] = rl[g] * alpha + psum
+        for i in range(n):
+            y = acc[i, g] * alpha
+            for u in range(unroll):
+                y = y + rp[u] * rv[i % VEC, i // VEC, u]
+            acc[i, g] = y
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernel 1: one CTA per (head chunk, split, sequence x KV head)
+# ------------------------------------------------------------------------------------------------
+
+@cute.kernel
+def split_kernel(
+    mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    chunk, split, bh = cute.arch.block_idx()
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_launch_dependents()  # the merge grid may be scheduled once every CTA has started
+    n = VEC * nch            # dims one thread owns
+    tpk = d // n
+    rows = THREADS // tpk
+    block = rows * unroll
+    b = bh // hkv
+    h = bh - b * hkv
+    seqlen = cutlass.min(mLens[b], seq_max)  # 1 <= len <= S is the contract; the clamp keeps reads in bounds
+    s0 = split * split_size
+    r = tidx // tpk          # which key of a step this thread reads
+    c = tidx - r * tpk       # which slice of the row: chunks c, c + tpk, ... of 8 dims
+    head0 = h * group + chunk * heads
+
+    smem = SmemAllocator()
+    sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((rows, heads)), 16)
+    sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((rows, heads)), 16)
+    # one buffer, used first as the per-thread K/V slots ([8 values][thread][chunk][key][K|V][stage], 16 B
+    # each) and after the main loop as the fp32 accumulators of the `rows` key lanes ([dim][head][lane])
+    kv_elems = VEC * THREADS * nch * unroll * 2 * stages
+    sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(max(d * heads * rows, kv_elems // 2)), 16)
+    sAcc = cute.make_tensor(sBuf.iterator, cute.make_layout((d, heads, rows)))
+    if cutlass.const_expr(stages > 0):
+        sKV = cute.make_tensor(cute.recast_ptr(sBuf.iterator, dtype=mK.element_type),
+                               cute.make_layout((VEC, THREADS, nch, unroll, 2, stages)))
+
+    if s0 < seqlen:  # splits past this sequence's length have nothing to do (the merge skips them)
+        s1 = cutlass.min(s0 + split_size, seqlen)
+        load = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), mK.element_type, num_bits_per_copy=128)
+
+        # q slice of every head in the chunk, fp32, pre-scaled by scale*log2(e) (scores in base 2)
+        rq = cute.make_rmem_tensor((n, heads), cutlass.Float32)
+        rq16 = cute.make_rmem_tensor((VEC,), mQ.element_type)
+        for g in cutlass.range_constexpr(heads):
+            for k in cutlass.range_constexpr(nch):
+                cute.copy(load, mQ[((None, c, k), head0 + g, b)], rq16)
+                qf = rq16.load().to(cutlass.Float32) * qscale
+                for e in cutlass.range_constexpr(VEC):
+                    rq[k * VEC + e, g] = qf[e]
+
+        rm = cute.make_rmem_tensor((heads,), cutlass.Float32)
+        rl = cute.make_rmem_tensor((heads,), cutlass.Float32)
+        acc = cute.make_rmem_tensor((n, heads), cutlass.Float32)
+        rm.fill(NEG_BIG)
+        rl.fill(0.0)
+        acc.fill(0.0)
+        rk16 = cute.make_rmem_tensor((VEC, nch, unroll), mK.element_type)
+        rv16 = cute.make_rmem_tensor((VEC, nch, unroll), mK.element_type)
+        rk = cute.make_rmem_tensor((VEC, nch, unroll), cutlass.Float32)
+        rv = cute.make_rmem_tensor((VEC, nch, unroll), cutlass.Float32)
+        rs = cute.make_rmem_tensor((unroll, heads), cutlass.Float32)
+        rp = cute.make_rmem_tensor((unroll,), cutlass.Float32)
+
+        n_steps = (s1 - s0 + block - 1) // block
+        if cutlass.const_expr(stages == 0):
+            # register path: issue the 2*nch*unroll 128-bit loads of a step, then wait for them and compute
+            for step in cutlass.range(n_steps, unroll=1):
+                base = s0 + step * block
+                for u in cutlass.range_constexpr(unroll):
+                    j = cutlass.min(base + u * rows + r, s1 - 1)  # keys past s1 re-read key s1-1 and are masked
+                    for k in cutlass.range_constexpr(nch):
+                        cute.copy(load, mK[((None, c, k), h, j, b)], rk16[(None, k, u)])
+                        cute.copy(load, mV[((None, c, k), h, j, b)], rv16[(None, k, u)])
+                _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, base + r, rows, s1, tpk, nch, heads, unroll)
+        else:
+            # cp.async path: each thread streams its own K/V slices `stages - 1` steps ahead into a private
+            # slot of shared memory (no registers held by loads in flight, no CTA barrier: a thread reads back
+            # only what it copied itself, so cp.async.wait_group alone orders it)
+            g2s = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
+                                      mK.element_type, num_bits_per_copy=128)
+            s2r = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mK.element_type, num_bits_per_copy=128)
+            for st in cutlass.range_constexpr(stages - 1):
+                if st < n_steps:
+                    for u in cutlass.range_constexpr(unroll):
+                        j = cutlass.min(s0 + st * block + u * rows + r, s1 - 1)
+                        for k in cutlass.range_constexpr(nch):
+                            cute.copy(g2s, mK[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 0, st)])
+                            cute.copy(g2s, mV[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 1, st)])
+                cute.arch.cp_async_commit_group()
+            for step in cutlass.range(n_steps, unroll=1):
+                cute.arch.cp_async_wait_group(stages - 2)  # this step's group has landed
+                stage = step % stages
+                for u in cutlass.range_constexpr(unroll):
+                    for k in cutlass.range_constexpr(nch):
+                        cute.copy(s2r, sKV[(None, tidx, k, u, 0, stage)], rk16[(None, k, u)])
+                        cute.copy(s2r, sKV[(None, tidx, k, u, 1, stage)], rv16[(None, k, u)])
+                ahead = step + stages - 1  # refill the slot read (and consumed) in the previous step
+                if ahead < n_steps:
+                    slot = ahead % stages
+                    for u in cutlass.range_constexpr(unroll):
+                        j = cutlass.min(s0 + ahead * block + u * rows + r, s1 - 1)
+                        for k in cutlass.range_constexpr(nch):
+                            cute.copy(g2s, mK[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 0, slot)])
+                            cute.copy(g2s, mV[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 1, slot)])
+                cute.arch.cp_async_commit_group()
+                _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, s0 + step * block + r, rows, s1, tpk,
+                             nch, heads, unroll)
+            cute.arch.cp_async_wait_group(0)  # (only empty groups remain) before sBuf is reused below
+
+        # combine the `rows` key lanes of the CTA through shared memory (log-sum-exp rescaling)
+        if c == 0:
+            for g in cutlass.range_constexpr(heads):
+                sM[r, g] = rm[g]
+        cute.arch.sync_threads()  # also: every thread is done with its K/V slots, sBuf becomes sAcc
+        for g in cutlass.range_constexpr(heads):
+            mx = sM[0, g]
+            for i in cutlass.range_constexpr(1, rows):
+                mx = cute.arch.fmax(mx, sM[i, g])
+            alpha = cute.math.exp2(rm[g] - mx, fastmath=True)
+            for k in cutlass.range_constexpr(nch):
+                for e in cutlass.range_constexpr(VEC):
+                    sAcc[(k * tpk + c) * VEC + e, g, r] = acc[k * VEC + e, g] * alpha
+            if c == 0:
+                sL[r, g] = rl[g] * alpha
+        cute.arch.sync_threads()
+        for it in cutlass.range_constexpr((d * heads + THREADS - 1) // THREADS):
+            idx = tidx + it * THREADS
+            if idx < d * heads:
+                g = idx // d
+                dd = idx - g * d
+                mx = sM[0, g]
+                tot = sL[0, g]
+                o = sAcc[dd, g, 0]
+                for i in cutlass.range_constexpr(1, rows):
+                    mx = cute.arch.fmax(mx, sM[i, g])
+                    tot = tot + sL[i, g]
+                    o = o + sAcc[dd, g, i]
+                mO[dd, split, head0 + g, b] = o / tot
+                if dd == 0:
+                    mLse[split, head0 + g, b] = mx + cute.math.log2(tot, fastmath=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernel 1, tensor-core variant (G >= 8): warp-level mma.sync m16n8k16, query heads as the M rows
+# ------------------------------------------------------------------------------------------------
+
+def _mn_view(acc: cute.Tensor) -> cute.Tensor:
+    """View an m16n8 accumulator fragment ((2 cols, 2 rows), MMA_M, MMA_N) as (rows, cols) of this thread."""
+    lay = cute.make_layout(acc.layout.shape)
+    mn = cute.make_layout(((lay.shape[0][1], lay.shape[1]), (lay.shape[0][0], lay.shape[2])),
+                          stride=((lay.stride[0][1], lay.stride[1]), (lay.stride[0][0], lay.stride[2])))
+    return cute.make_tensor(acc.iterator, cute.composition(acc.layout, mn))
+
+
+def _quad_reduce(x, op):
+    """Reduce over the 4 lanes (lane % 4) that hold the columns of one accumulator row."""
+    x = op(x, cute.arch.shuffle_sync_bfly(x, offset=2))
+    return op(x, cute.arch.shuffle_sync_bfly(x, offset=1))
+
+
+def _swizzled_rows(d: int):
+    """Shared-memory atom for [rows][d] 16-bit tiles: 8 rows x 64 values, 16-byte chunk index XOR (row % 8)."""
+    return cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+
+
+@cute.jit
+def _load_kv_tile(atom, mK: cute.Tensor, mV: cute.Tensor, tKVs: cute.Tensor, key0, s1, r0, cc, h, b, slot,
+                  passes: cutlass.Constexpr[int], rpp: cutlass.Constexpr[int]):
+    """cp.async one warp tile of K and V rows into slots `slot` and `slot + 1`; rows past s1 re-read key s1 - 1."""
+    for i in cutlass.range_constexpr(passes):
+        j = cutlass.min(key0 + r0 + i * rpp, s1 - 1)
+        cute.copy(atom, mK[((None, cc), h, j, b)], tKVs[(None, i, 0, slot)])
+        cute.copy(atom, mV[((None, cc), h, j, b)], tKVs[(None, i, 0, slot + 1)])
+
+
+@cute.kernel
+def mma_split_kernel(
+    mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
+    stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    chunk, split, bh = cute.arch.block_idx()
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_launch_dependents()
+    nw = MMA_WARPS
+    mrows = MMA_M * ((heads + MMA_M - 1) // MMA_M)   # heads padded to whole m16 tiles
+    warp = tidx // 32
+    lane = tidx - warp * 32
+    tpr = d // VEC                # lanes that copy one key row (16-byte chunks per row)
+    rpp = 32 // tpr               # key rows one warp copies per pass
+    nt = nw * 32
+    b = bh // hkv
+    h = bh - b * hkv
+    seqlen = cutlass.min(mLens[b], seq_max)
+    s0 = split * split_size
+    head0 = h * group + chunk * heads
+    dt = mK.element_type
+
+    # shared memory: q tile [16][d]; per warp `stages` slots of a K tile and a V tile [kt][d] (swizzled);
+    # after the loop the K/V slots hold the 16 x d fp32 accumulators of the 4 warps for the merge
+    atom = _swizzled_rows(d)
+    sQ_layout = cute.tile_to_shape(atom, (mrows, d), (0, 1))
+    n_slots = 2 * stages * nw
+    sKV_layout = cute.tile_to_shape(atom, (kt, d, n_slots), (0, 1, 2))
+    smem = SmemAllocator()
+    sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, mrows)), 16)
+    sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, mrows)), 16)
+    sQ = smem.allocate_tensor(dt, sQ_layout, 1024)
+    kv_ptr = smem.allocate_array(dt, max(kt * d * n_slots, 2 * nw * mrows * (d + 4)), byte_alignment=1024)
+    sKV = cute.make_tensor(kv_ptr, sKV_layout)                           # (key, dim, slot)
+    sVt = cute.composition(sKV, cute.make_layout((d, kt, n_slots), stride=(kt, 1, kt * d)))  # (dim, key, slot)
+    # [warp][row][dim], rows padded by 4 floats: the fragment stores hit 2-way, the final row reads 1-way banks
+    sAcc = cute.make_tensor(cute.recast_ptr(kv_ptr, dtype=cutlass.Float32),
+                            cute.make_layout((nw, mrows, d), stride=(mrows * (d + 4), d + 4, 1)))
+
+    if s0 < seqlen:
+        s1 = cutlass.min(s0 + split_size, seqlen)
+        g2s_atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
+                                       dt, num_bits_per_copy=128)
+        # q rows of this head chunk -> sQ (rows >= heads are zero: the M = 16 padding)
+        q_copy = cute.make_tiled_copy_tv(g2s_atom, cute.make_layout((nt // tpr, tpr), stride=(tpr, 1)),
+                                         cute.make_layout((1, VEC)))
+        tQs = q_copy.get_slice(tidx).partition_D(sQ)
+        for i in cutlass.range_constexpr(mrows // (nt // tpr)):
+            row = tidx // tpr + i * (nt // tpr)
+            if row < heads:
+                cute.copy(g2s_atom, mQ[((None, tidx % tpr), head0 + row, b)], tQs[(None, i, 0)])
+            else:
+                tQs[(None, i, 0)].fill(0.0)
+        cute.arch.cp_async_commit_group()
+
+        # per-warp K/V copies: lane -> (row lane // tpr + rpp * i, 16-byte chunk lane % tpr)
+        kv_copy = cute.make_tiled_copy_tv(g2s_atom, cute.make_layout((rpp, tpr), stride=(tpr, 1)),
+                                          cute.make_layout((1, VEC)))
+        tKVs = kv_copy.get_slice(lane).partition_D(sKV)   # (CPY, kt / rpp, 1, slot)
+        r0 = lane // tpr
+        cc = lane - r0 * tpr
+        n_tiles = (s1 - s0 + kt - 1) // kt
+        n_steps = (n_tiles + nw - 1) // nw                 # warp w takes tiles w, w + nw, ... (same count each)
+
+        for st in cutlass.range_constexpr(stages - 1):
+            if st < n_steps:
+                _load_kv_tile(g2s_atom, mK, mV, tKVs, s0 + (st * nw + warp) * kt, s1, r0, cc, h, b,
+                              2 * (warp * stages + st), kt // rpp, rpp)
+            cute.arch.cp_async_commit_group()
+
+        # tensor-core partitions: one warp = one 16 x 8 x 16 atom, N tiled to 16 so ldmatrix.x4 feeds two atoms
+        tiled_mma = cute.make_tiled_mma(cute.nvgpu.warp.MmaF16BF16Op(dt, cutlass.Float32, (16, 8, 16)), (1, 1, 1),
+                                        permutation_mnk=(16, 16, 16))
+        thr_mma = tiled_mma.get_slice(lane)
+        tSrQ = thr_mma.make_fragment_A(thr_mma.partition_A(sQ))
+        tSrK = thr_mma.make_fragment_B(thr_mma.partition_B(sKV[None, None, 0]))
+        tOrVt = thr_mma.make_fragment_B(thr_mma.partition_B(sVt[None, None, 0]))
+        ld = cute.nvgpu.warp.LdMatrix8x8x16bOp
+        cp_q = cute.make_tiled_copy_A(cute.make_copy_atom(ld(transpose=False, num_matrices=4), dt), tiled_mma)
+        cp_k = cute.make_tiled_copy_B(cute.make_copy_atom(ld(transpose=False, num_matrices=4), dt), tiled_mma)
+        cp_v = cute.make_tiled_copy_B(cute.make_copy_atom(ld(transpose=True, num_matrices=4), dt), tiled_mma)
+        thr_q = cp_q.get_slice(lane)
+        thr_k = cp_k.get_slice(lane)
+        thr_v = cp_v.get_slice(lane)
+        tSsK = thr_k.partition_S(sKV)
+        tSrK_v = thr_k.retile(tSrK)
+        tOsVt = thr_v.partition_S(sVt)
+        tOrVt_v = thr_v.retile(tOrVt)
+
+        cute.arch.cp_async_wait_group(stages - 1)  # the q group (committed first) has landed
+        cute.arch.sync_threads()
+        tSsQ = thr_q.partition_S(sQ)
+        tSrQ_v = thr_q.retile(tSrQ)
+        q_in_regs = mrows == MMA_M   # one m16 tile: q (8 regs per 16 dims) stays in registers for the split;
+        if cutlass.const_expr(q_in_regs):   # two tiles (MQA, 32 heads) re-read it with ldmatrix every step
+            cute.copy(cp_q, tSsQ, tSrQ_v)
+
+        acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((mrows, d)), cutlass.Float32)
+        acc_O.fill(0.0)
+        acc_O_mn = _mn_view(acc_O)
+        cS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((mrows, kt))))
+        n_rows = cute.size(acc_O_mn, mode=[0])   # 2 rows per thread: lane // 4 and lane // 4 + 8
+        n_cols = cute.size(cS, mode=[1])
+        rm = cute.make_rmem_tensor((n_rows,), cutlass.Float32)
+        rl = cute.make_rmem_tensor((n_rows,), cutlass.Float32)
+        rm.fill(NEG_BIG)
+        rl.fill(0.0)
+
+        for step in cutlass.range(n_steps, unroll=1):
+            cute.arch.cp_async_wait_group(stages - 2)   # this lane's copies of the step have landed ...
+            cute.arch.sync_warp()                       # ... and every lane's (the warp reads them with ldmatrix)
+            slot = step % stages
+            ahead = step + stages - 1
+            if ahead < n_steps:                         # refill the slot the warp finished in the previous step
+                _load_kv_tile(g2s_atom, mK, mV, tKVs, s0 + (ahead * nw + warp) * kt, s1, r0, cc, h, b,
+                              2 * (warp * stages + ahead % stages), kt // rpp, rpp)
+            cute.arch.cp_async_commit_group()
+            ks = 2 * (warp * stages + slot)
+            # S = q . K^T  (16 x kt, fp32)
+            acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((mrows, kt)), cutlass.Float32)
+            acc_S.fill(0.0)
+            for k in cutlass.range_constexpr(cute.size(tSrK, mode=[2])):
+                cute.copy(cp_k, tSsK[None, None, k, ks], tSrK_v[None, None, k])
+                if cutlass.const_expr(not q_in_regs):
+                    cute.copy(cp_q, tSsQ[None, None, k], tSrQ_v[None, None, k])
+            for k in cutlass.range_constexpr(cute.size(tSrK, mode=[2])):
+                cute.gemm(tiled_mma, acc_S, tSrQ[None, None, k], tSrK[None, None, k], acc_S)
+            for k in cutlass.range_constexpr(cute.size(tOrVt, mode=[2])):
+                cute.copy(cp_v, tOsVt[None, None, k, ks + 1], tOrVt_v[None, None, k])
+            # online softmax per head row (base 2), keys >= s1 masked to -inf
+            key0 = s0 + (step * nw + warp) * kt
+            s_mn = _mn_view(acc_S)
+            for r in cutlass.range_constexpr(n_rows):
+                mx = cutlass.Float32(-math.inf)
+                for c in cutlass.range_constexpr(n_cols):
+                    s = cutlass.select_(key0 + cS[0, c][1] < s1, s_mn[r, c] * qscale, -math.inf)
+                    s_mn[r, c] = s
+                    mx = cute.arch.fmax(mx, s)
+                m_new = cute.arch.fmax(rm[r], _quad_reduce(mx, cute.arch.fmax))
+                alpha = cute.math.exp2(rm[r] - m_new, fastmath=True)
+                rm[r] = m_new
+                psum = cutlass.Float32(0.0)
+                for c in cutlass.range_constexpr(n_cols):
+                    p = cute.math.exp2(s_mn[r, c] - m_new, fastmath=True)
+                    s_mn[r, c] = p
+                    psum = psum + p
+                rl[r] = rl[r] * alpha + psum
+                for c in cutlass.range_constexpr(cute.size(acc_O_mn, mode=[1])):
+                    acc_O_mn[r, c] = acc_O_mn[r, c] * alpha
+            # O += P . V  (P: the S accumulator converted to 16-bit, re-read as the A operand)
+            rP = cute.make_fragment_like(acc_S, dt)
+            rP.store(acc_S.load().to(dt))
+            pl = cute.logical_divide(rP.layout, (None, None, 2))
+            tOrP = cute.make_tensor(rP.iterator, cute.make_layout(
+                ((pl.shape[0], pl.shape[2][0]), pl.shape[1], pl.shape[2][1]),
+                stride=((pl.stride[0], pl.stride[2][0]), pl.stride[1], pl.stride[2][1])))
+            for k in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
+                cute.gemm(tiled_mma, acc_O, tOrP[None, None, k], tOrVt[None, None, k], acc_O)
+        cute.arch.cp_async_wait_group(0)
+
+        # merge the 4 warps' (m, l, acc) through shared memory, write the normalised partial + lse
+        cO = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((mrows, d))))
+        for r in cutlass.range_constexpr(n_rows):
+            rl[r] = _quad_reduce(rl[r], lambda x, y: x + y)
+        if lane % 4 == 0:
+            for r in cutlass.range_constexpr(n_rows):
+                sM[warp, cO[r, 0][0]] = rm[r]
+                sL[warp, cO[r, 0][0]] = rl[r]
+        cute.arch.sync_threads()   # also: every warp is done with its K/V slots, which become sAcc
+        for r in cutlass.range_constexpr(n_rows):
+            row = cO[r, 0][0]
+            mx = sM[0, row]
+            for w in cutlass.range_constexpr(1, nw):
+                mx = cute.arch.fmax(mx, sM[w, row])
+            alpha = cute.math.exp2(rm[r] - mx, fastmath=True)
+            for c in cutlass.range_constexpr(cute.size(acc_O_mn, mode=[1])):
+                sAcc[warp, row, cO[r, c][1]] = acc_O_mn[r, c] * alpha
+        cute.arch.sync_threads()
+        for it in cutlass.range_constexpr((d * heads + nt - 1) // nt):
+            idx = tidx + it * nt
+            if idx < d * heads:
+                row = idx // d
+                dd = idx - row * d
+                mx = sM[0, row]
+                for w in cutlass.range_constexpr(1, nw):
+                    mx = cute.arch.fmax(mx, sM[w, row])
+                tot = cutlass.Float32(0.0)
+                o = cutlass.Float32(0.0)
+                for w in cutlass.range_constexpr(nw):
+                    tot = tot + sL[w, row] * cute.math.exp2(sM[w, row] - mx, fastmath=True)
+                    o = o + sAcc[w, row, dd]
+                mO[dd, split, head0 + row, b] = o / tot
+                if dd == 0:
+                    mLse[split, head0 + row, b] = mx + cute.math.log2(tot, fastmath=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernel 2: one CTA per (query head, sequence); thread t owns output dim t
+# ------------------------------------------------------------------------------------------------
+
+@cute.kernel
+def merge_kernel(
+    mO: cute.Tensor, mLse: cute.Tensor, mLens: cute.Tensor, mOut: cute.Tensor, seq_max: cutlass.Int32,
+    split_size: cutlass.Int32, pdl: cutlass.Constexpr[bool],
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    hq, b, _ = cute.arch.block_idx()
+    n = (cutlass.min(mLens[b], seq_max) + split_size - 1) // split_size  # non-empty splits of this sequence
+    if cutlass.const_expr(pdl):
+        cute.arch.griddepcontrol_wait()  # the split grid has finished and its writes are visible
+    # both loops are unrolled by MERGE_UNROLL so that many independent (L2-resident) loads are in flight
+    mx = cutlass.Float32(NEG_BIG)
+    for s in cutlass.range(n, unroll=MERGE_UNROLL):
+        mx = cute.arch.fmax(mx, mLse[s, hq, b])
+    num = cutlass.Float32(0.0)
+    den = cutlass.Float32(0.0)
+    for s in cutlass.range(n, unroll=MERGE_UNROLL):
+        w = cute.math.exp2(mLse[s, hq, b] - mx, fastmath=True)
+        num = num + w * mO[tidx, s, hq, b]
+        den = den + w
+    mOut[tidx, hq, b] = (num / den).to(mOut.element_type)
+
+
+def _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims):
+    """Raw pointers as CuTe tensors (dims fastest-first); `dims` splits each row of D into the path's vectors."""
+    hd = cute.assume(Hkv * d, divby=d)
+    qd = cute.assume(Hq * d, divby=d)
+    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
+    kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
+    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
+    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
+    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    return (mQ, cute.make_tensor(pK, kv_layout), cute.make_tensor(pV, kv_layout),
+            cute.make_tensor(pLens, cute.make_layout(B)), mO, mLse, mOut)
+
+
+@cute.jit
+def decode_launch(
+    pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
+    pLse: cute.Pointer, pOut: cute.Pointer,
+    B: cutlass.Int32, Hq: cutlass.Int32, Hkv: cutlass.Int32, S: cutlass.Int32,
+    chunks: cutlass.Int32, splits: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    """Host side: view the raw pointers as CuTe tensors (dims fastest-first) and launch both kernels."""
+    tpk = d // (VEC * nch)
+    dims = ((VEC, tpk, nch), (1, VEC, VEC * tpk))  # D split into (8 contiguous values, tpk threads, nch chunks)
+    mQ, mK, mV, mLens, mO, mLse, mOut = _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims)
+    smem_bytes = _split_smem_bytes(d, heads, nch, unroll, stages)
+    split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll, stages,
+                 pdl).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1], smem=smem_bytes, stream=stream)
+    merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
+                                                                   use_pdl=pdl)
+
+
+@cute.jit
+def decode_launch_mma(
+    pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
+    pLse: cute.Pointer, pOut: cute.Pointer,
+    B: cutlass.Int32, Hq: cutlass.Int32, Hkv: cutlass.Int32, S: cutlass.Int32,
+    chunks: cutlass.Int32, splits: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
+    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
+    stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+):
+    """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then both kernels."""
+    dims = ((VEC, d // VEC), (1, VEC))
+    mQ, mK, mV, mLens, mO, mLse, mOut = _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims)
+    mma_split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
+                     pdl).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
+                                 smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
+    merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
+                                                                   use_pdl=pdl)
+
+
+def _mma_smem_bytes(d: int, heads: int, kt: int, stages: int) -> int:
+    """Shared memory of a tensor-core CTA: warp maxima/sums, the q tile, the per-warp K/V slots (>= accumulators)."""
+    mrows = MMA_M * -(-heads // MMA_M)
+    kv = max(2 * kt * d * 2 * stages * MMA_WARPS, 4 * MMA_WARPS * mrows * (d + 4))
+    return 2 * 4 * MMA_WARPS * mrows + 2 * mrows * d + kv + 3 * 1024
+
+
+def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) -> int:
+    """Shared memory of a split CTA: lane maxima and sums, plus max(K/V slots, lane accumulators)."""
+    rows = THREADS // (d // (VEC * nch))
+    kv_bytes = 2 * VEC * THREADS * nch * unroll * 2 * stages
+    return 4 * 2 * rows * heads + max(4 * d * heads * rows, kv_bytes) + 64
+
+
+# ------------------------------------------------------------------------------------------------
+# Python entry points
+# ------------------------------------------------------------------------------------------------
+
+_compiled: dict = {}   # (dtype, d, heads, nch, unroll, stages, pdl, THREADS) -> compiled launcher
+_workspace: dict = {}  # (device, numel) -> fp32 partial buffers, reused across calls
+
+
+def _args(dtype: str, addrs, sizes, qscale: float):
+    """Runtime arguments of both launchers: q, k, v, seq_lens, o_part, lse_part, out pointers, the sizes, qscale."""
+    types = [dtype, dtype, dtype, cutlass.Int32, cutlass.Float32, cutlass.Float32, dtype]
+    return [*rt.gmem_ptrs(types, addrs), *[cutlass.Int32(s) for s in sizes], cutlass.Float32(qscale)]
+
+
+def _variant(dtype: str, d: int, p: dict):
+    """(cache key, launcher, constexpr arguments) of the path the plan picked."""
+    if p["mma"]:  # tensor-core path: (d, heads, keys per warp tile, stages, pdl)
+        key = (dtype, "mma", d, p["heads"], p["unroll"], p["stages"], p["pdl"], MMA_WARPS)
+        return key, decode_launch_mma, key[2:-1]
+    key = (dtype, d, p["heads"], p["nch"], p["unroll"], p["stages"], p["pdl"], THREADS)
+    return key, decode_launch, key[1:-1]
+
+
+def _compile_args(dtype: str, consts, stream) -> tuple:
+    return (*_args(dtype, [16] * 7, [1] * 7, 1.0), stream, *consts)
+
+
+def _softmax_scale(d: int) -> float:
+    return float(SCALE) if SCALE is not None else 1.0 / math.sqrt(d)
+
+
+def run(q, k_cache, v_cache, seq_lens, out=None):
+    """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math)."""
+    import torch
+
+    B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "128-bit loads")
+    if k_cache.numel() >= 2**31:
+        raise ValueError(f"{OP}: the KV cache has >= 2^31 elements; this kernel indexes with int32")
+    dtype = host.dtype_of(q, OP, ("bf16", "fp16"))
+    p = plan(B, Hq, Hkv, S, D)
+    n_part = B * Hq * p["splits"]
+    key = (q.device, n_part, D)
+    if key not in _workspace:
+        _workspace[key] = (torch.empty(n_part * D, dtype=torch.float32, device=q.device),
+                           torch.empty(n_part, dtype=torch.float32, device=q.device))
+    o_part, lse_part = _workspace[key]
+    stream = rt.current_stream()
+    ckey, launch, consts = _variant(dtype, D, p)
+    launcher = rt.compiled(_compiled, ckey, launch, lambda: _compile_args(dtype, consts, stream))
+    addrs = [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), seq_lens.data_ptr(), o_part.data_ptr(),
+             lse_part.data_ptr(), out.data_ptr()]
+    sizes = [B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"]]
+    launcher(*_args(dtype, addrs, sizes, _softmax_scale(D) * LOG2E), stream)
+    return out
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
+    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    dtype = dtype or OP_SPEC["dtype"]
+    case = case or OP_SPEC["cases"][0]
+    v = case["vars"]
+    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
+    _, launch, consts = _variant(dtype, v["D"], p)
+    path = "mma" if p["mma"] else "cc"
+    return rt.dump_ptx(launch, _compile_args(dtype, consts, rt.make_fake_stream()), out_dir,
+                       f"{OP}_{dtype}_d{v['D']}_h{p['heads']}_{path}")
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    v = case["vars"]
+    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
+    if p["mma"]:
+        return {
+            "grid": p["grid"],
+            "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
+            "threads_per_cta": MMA_WARPS * 32,
+            "merge_grid": [v["Hq"], v["B"], 1],
+            "merge_threads_per_cta": v["D"],
+            "path": "tensor cores (mma.sync m16n8k16, fp32 accumulate)",
+            "splits": p["splits"],
+            "split_size_keys": p["split_size"],
+            "query_heads_per_cta": p["heads"],
+            "mma_rows": p["rows"],
+            "keys_per_warp_tile": p["unroll"],
+            "keys_per_cta_step": p["block"],
+            "pipeline_stages": p["stages"],
+            "smem_bytes_per_cta": _mma_smem_bytes(v["D"], p["heads"], p["unroll"], p["stages"]),
+            "merge_pdl": p["pdl"],
+            "data_movement": f"each warp streams its own {p['unroll']}-key K and V tiles global -> shared with 16-byte "
+            f"cp.async.cg into {p['stages']} swizzled slots (wait_group + bar.warp.sync, no CTA barrier); ldmatrix "
+            "(.trans for V) feeds mma.sync q.K^T and P.V, online softmax on the fp32 accumulators, the 4 warps "
+            "merge through shared memory, fp32 partials + log-sum-exp to global, merged by a second kernel (PDL)",
+        }
+    return {
+        "grid": p["grid"],
+        "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
+        "threads_per_cta": THREADS,
+        "path": "CUDA cores (fp32 FMA + shuffles)",
+        "merge_grid": [v["Hq"], v["B"], 1],
+        "merge_threads_per_cta": v["D"],
+        "splits": p["splits"],
+        "split_size_keys": p["split_size"],
+        "query_heads_per_cta": p["heads"],
+        "chunks_per_thread": p["nch"],
+        "threads_per_key": p["tpk"],
+        "keys_per_cta_step": p["block"],
+        "pipeline_stages": p["stages"],
+        "smem_bytes_per_cta": _split_smem_bytes(v["D"], p["heads"], p["nch"], p["unroll"], p["stages"]),
+        "merge_pdl": p["pdl"],
+        "data_movement": f"K/V rows in {p['nch']} x 128-bit chunks per thread, global -> shared with 16-byte "
+        "cp.async.cg, a per-thread pipeline "
+        f"{p['stages']} steps deep (128-bit ld.global.v4 straight to registers when STAGES = 0); "
+        "fp32 dot products + butterfly shuffles, online softmax in registers, cross-lane merge through "
+        "shared memory, fp32 partials + log-sum-exp to global, merged by a second kernel (PDL launch)",
+    }

@@ -1,0 +1,243 @@
+"""Elementwise kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): add, mul, silu, gelu, relu, silu_mul.
+
+A bandwidth kernel: each element is read once and written once, so the only goal is to stream bytes at HBM
+speed. The tensor is viewed as 1-D and cut into workgroup tiles of 256 lanes (4 waves of 64) x UNROLL
+vectors of 128 bits; every lane moves its vectors HBM -> VGPRs -> HBM with buffer_load/store_dwordx4,
+does the math in fp32 and rounds once. No LDS, no barriers: latency is hidden by the UNROLL loads each
+lane issues up front and by the other resident waves. The last, partial tile switches to one-element
+accesses and lets the buffer descriptor's range check drop everything past the end, so any size works.
+
+What it computes
+    out[i] = f(x[i])  or  f(x[i], y[i])  for add, mul, silu, gelu, relu, silu_mul on a contiguous tensor
+    (flattened to 1-D), with the inputs loaded in bf16/fp16/fp32, the math done in fp32, and the result
+    rounded once to the output dtype. gelu is the exact erf form (torch's default), not the tanh one.
+
+Why this shape (roofline, peaks from reference/gpu_specs.json)
+    An elementwise op does 1-5 FLOP per 4-12 bytes moved. The ridge point is ~247 FLOP/byte on gfx942
+    (MI300X: 1307 dense bf16 TFLOP/s / 5.3 TB/s) and ~315 on gfx950 (MI355X: 2517 / 8.0), two orders of
+    magnitude to the right: the floor is bytes / HBM bandwidth, and every design choice below is about
+    reaching it: each byte moved once, in wide coalesced accesses, with enough of them in flight.
+
+CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
+    - Waves are 64 lanes wide (a CUDA warp is 32). A 256-thread workgroup is 4 waves, one per SIMD of a CU.
+    - Grid: one tile per workgroup. The representative shapes (tens to hundreds of millions of elements)
+      give thousands of workgroups, tens per CU (op.json's compute_units), so every CU stays busy to the end.
+    - LDS is unused: nothing is reused, so staging through LDS would only add latency.
+    - Registers: 512 VGPRs per SIMD lane (arch + accumulation VGPRs), at most 8 waves per SIMD, so up to 64
+      VGPRs per lane keeps all 8 resident. The compiled counts per op are in benchmarks/flydsl_compile.md.
+    - Memory: buffer accesses. A buffer access goes through a 128-bit resource descriptor (base address,
+      num_records = size in bytes, format flags) held in 4 scalar registers, plus a per-lane 32-bit byte
+      offset (hence the < 2 GiB limit per tensor). One VEC of 16 bytes per lane is one `buffer_load_dwordx4`
+      / `buffer_store_dwordx4` (VEC = 8 bf16/fp16 or 4 fp32); a wave moves 64 x 16 = 1 KiB per instruction,
+      fully coalesced.
+    - Out of bounds: the hardware checks every buffer access against num_records: an out-of-range load
+      returns 0 and an out-of-range store is dropped, with no branch and no per-lane predicate. dwordx2/x4
+      accesses are checked per 32-bit dword (LLVM AMDGPUUsage, "relaxed buffer OOB mode"), so a 16-byte
+      access that straddles the bound is exact for fp32 (one element per dword) but not for bf16/fp16, whose
+      last dword can hold one element in range and one out. Hence the two paths below.
+
+Tiling and thread/value layout
+    The tensor is cut into workgroup tiles of ``THREADS * VEC * UNROLL`` elements; inside a tile::
+
+        tv = (THREADS, VEC) : (VEC, 1), repeated UNROLL times at stride THREADS*VEC
+
+        u = 0:  | T0: v0..v7 | T1: v0..v7 | ... | T255: v0..v7 |   <- one dwordx4 per lane, 4 KiB per tile row
+        u = 1:  | T0: v0..v7 | T1: v0..v7 | ... | T255: v0..v7 |
+
+    - UNROLL: dwordx4 accesses per lane per tensor issued before the first use: 4 for add/mul (no math), 2 for
+      the ops with transcendental math (fewer live registers).
+    - Bytes in flight (Little's law): per workgroup per input 256 x 16 B x UNROLL = 8-16 KiB; with up to 8
+      workgroups (32 waves) resident per CU that is 64-128 KiB per CU. Covering DRAM latency needs
+      bandwidth x latency / CUs: 5.3 TB/s x ~1 us / 304 CUs = ~17 KiB (gfx942) to 8 TB/s x ~1 us / 256 CUs
+      = ~31 KiB (gfx950), with ~1 us an assumed loaded latency. These are design estimates, not timings:
+      the starting point for tuning UNROLL and the workgroup size on the GPU.
+
+Two paths, chosen per workgroup (a uniform branch: every lane of a workgroup takes the same side)
+    - Full tile (all but the last workgroup): dwordx4 buffer loads and stores, no predicates.
+    - The last, partial tile: the same layout, but one element per buffer access (`buffer_load_ushort` /
+      `buffer_store_short` for 16-bit types, `_dword` for fp32), and the num_records bound does the
+      predication: elements past n read as 0 and are never written. Any n >= 1 works, no padding needed.
+      For fp32, LLVM merges the tail's 4 consecutive dword accesses back into dwordx4: still exact, because
+      each dword is range-checked on its own.
+
+Data movement: HBM -> VGPRs (128-bit buffer loads) -> fp32 math -> VGPRs -> HBM (128-bit buffer stores).
+No LDS, no barriers, no software pipeline: each lane's loads are independent, and the latency is hidden by
+the UNROLL loads per lane and by the other resident waves.
+
+Host side: argument checks come from host.py, op.json, the targets and compile-only from flydsl_runtime.py.
+Compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware.
+
+Interface (the same in every kbaseline cell):
+    run(*inputs, out=None)      -> out         run on ROCm torch tensors ("cuda" device); compiles and caches.
+    compile_only(case, out_dir) -> ISA text    compile for op.json's target (gfx942 | gfx950) with no GPU, in a
+                                               child process (flydsl_runtime.py, tools/rocm_env.py); writes
+                                               kernel_<op>_<dtype>.<gfx>.s
+    describe(case)              -> dict         tile, threads, grid and data movement, for the report
+"""
+
+from __future__ import annotations
+
+import os
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+import host
+from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE, child_main, compile_isa, placeholder
+
+OP_SPEC = host.OP
+OP = OP_SPEC["op"]
+
+THREADS = 256  # 4 waves of 64 lanes
+UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}  # dwordx4 accesses per lane per tensor
+ACCESS_BITS = 128
+BINARY_OPS = ("add", "mul", "silu_mul")
+
+
+def _silu(x):
+    # x / (1 + e^-x) with approximate exp and reciprocal ('afn' lets LLVM use v_exp_f32 and v_rcp_f32, ~1 ulp):
+    # the IEEE fp32 division is a multi-instruction v_div_scale / v_div_fmas / v_div_fixup sequence.
+    with fx.fastmath("afn"):
+        return x / (1.0 + fx.exp(-x))
+
+
+def _apply(op: str, a, b):
+    """The op, on fp32 register vectors (a trace-time choice: only the chosen op is compiled)."""
+    if op == "add":
+        return a + b
+    if op == "mul":
+        return a * b
+    if op == "silu":
+        return _silu(a)
+    if op == "silu_mul":
+        return _silu(a) * b
+    if op == "relu":
+        return (a < 0.0).select(0.0, a)  # `a < 0` is false for NaN: NaN propagates, as in torch
+    if op == "gelu":
+        return 0.5 * a * (1.0 + fx.erf(a * 0.7071067811865476))
+    raise ValueError(f"unknown elementwise op {op!r}")
+
+
+def _tile_copy(op_bits: int, dtype, vec: int, tid):
+    """Copy atom of `op_bits` per access, and this lane's slice of the (THREADS, VEC) : (VEC, 1) layout."""
+    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(op_bits), dtype)
+    tiled = fx.make_tiled_copy(atom, fx.make_layout((THREADS, vec), (vec, 1)), (THREADS * vec,))
+    return atom, tiled.get_slice(tid)
+
+
+def _tile_op(gA, gB, gC, op_bits: int, dtype, vec: int, tid, op: str):
+    """Load this lane's slice of A (and B), apply the op in fp32, store to C, with `op_bits` per access."""
+    atom, thr = _tile_copy(op_bits, dtype, vec, tid)
+    tA, tB, tC = thr.partition_S(gA), thr.partition_S(gB), thr.partition_D(gC)
+    rA, rB, rC = fx.make_fragment_like(tA), fx.make_fragment_like(tB), fx.make_fragment_like(tC)
+    fx.copy(atom, tA, rA)
+    binary = op in BINARY_OPS
+    if fx.const_expr(binary):
+        fx.copy(atom, tB, rB)
+    b = rB.load().to(fx.Float32) if binary else None
+    rC.store(_apply(op, rA.load().to(fx.Float32), b).to(dtype))
+    fx.copy(atom, rC, tC)
+
+
+@flyc.kernel
+def elementwise_kernel(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], op: fx.Constexpr[str],
+):
+    tid = fx.thread_idx.x
+    bid = fx.block_idx.x
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(A.shape))
+    dtype = A.element_type
+
+    # Buffer views: the descriptor's num_records is the tensor's size in bytes (max_size=False), the
+    # bound every access below is checked against.
+    gA = fx.zipped_divide(fx.rocdl.make_buffer_tensor(A, max_size=False), (tile,))[None, bid]
+    gB = fx.zipped_divide(fx.rocdl.make_buffer_tensor(B, max_size=False), (tile,))[None, bid]
+    gC = fx.zipped_divide(fx.rocdl.make_buffer_tensor(C, max_size=False), (tile,))[None, bid]
+
+    if (bid + 1) * tile <= n:
+        # Full tile: each lane's (VEC, UNROLL) values, one 128-bit access per VEC.
+        _tile_op(gA, gB, gC, ACCESS_BITS, dtype, vec, tid, op)
+    else:
+        # Last, partial tile: same layout, one element per access; num_records zeroes and drops the rest.
+        _tile_op(gA, gB, gC, ACCESS_BITS // vec, dtype, vec, tid, op)
+
+
+@flyc.jit
+def elementwise_launch(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], op: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side: one workgroup of THREADS lanes per tile of THREADS * vec * unroll elements."""
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(A.shape))
+    elementwise_kernel(A, B, C, vec, unroll, op).launch(
+        grid=((n + tile - 1) // tile, 1, 1), block=(THREADS, 1, 1), stream=stream,
+    )
+
+
+_compiled: dict = {}  # (op, dtype) -> CompiledFunction; shapes are dynamic, so one compile serves every n
+
+
+def _constexprs(op: str, dtype: str) -> tuple[int, int, str]:
+    return ACCESS_BITS // 8 // DTYPE_BYTES[dtype], UNROLL[op], op
+
+
+def run(*inputs, out=None, op: str = OP):
+    """out = op(*inputs) on the current stream. Inputs: contiguous ROCm tensors of one shape and dtype."""
+    import torch
+
+    n_inputs = 2 if op in BINARY_OPS else 1
+    dtype, out = host.elementwise_operands(op, inputs, out, n_inputs, "dwordx4 accesses")
+    x = inputs[0]
+    if x.numel() == 0:
+        return out
+    if x.numel() * x.element_size() >= MAX_BYTES:
+        raise ValueError(f"{op}: {x.numel()} elements exceed the 2 GiB range of a buffer descriptor")
+    flat = [t.view(-1) for t in (*inputs, out)]
+    b = flat[1] if n_inputs == 2 else flat[0]  # unary ops never read B
+    stream = torch.cuda.current_stream()
+    key = (op, dtype)
+    if key not in _compiled:
+        _compiled[key] = flyc.compile(elementwise_launch, flat[0], b, flat[-1], *_constexprs(op, dtype), stream)
+    _compiled[key](flat[0], b, flat[-1], *_constexprs(op, dtype), stream)
+    return out
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
+                 dtype: str | None = None, arch: str | None = None) -> str:
+    """Compile for `arch` (default op.json's target) with no GPU; write and return the AMDGPU ISA text.
+
+    One compile serves every size (n is a runtime value), so `case` does not change the ISA."""
+    dtype = dtype or OP_SPEC["dtype"]
+    return compile_isa(__file__, f"{op}_{dtype}", [op, dtype], arch, out_dir)
+
+
+def _emit_isa(op: str, dtype: str) -> None:
+    """Child side of compile_only: compile with CPU placeholder tensors (any size: n is a runtime value)."""
+    x = placeholder(dtype, THREADS * 8 * 4)
+    flyc.compile(elementwise_launch, x, x.clone(), x.clone(), *_constexprs(op, dtype))
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    vec, unroll, _ = _constexprs(OP, OP_SPEC["dtype"])
+    tile = THREADS * vec * unroll
+    n = case["vars"]["numel"]
+    return {
+        "tile_elements": tile,
+        "threads_per_cta": THREADS,
+        "waves_per_workgroup": THREADS // WAVE,
+        "values_per_thread": f"{unroll} x {vec} ({unroll} dwordx4 buffer accesses per tensor)",
+        "grid": [-(-n // tile), 1, 1],
+        "grid_blocks": -(-n // tile),
+        "lds_bytes": 0,
+        "data_movement": "HBM -> VGPRs with 128-bit buffer_load_dwordx4, fp32 math, VGPRs -> HBM with "
+        "buffer_store_dwordx4; the last workgroup uses one-element buffer accesses bounded by the descriptor's "
+        "num_records (out-of-range loads read 0, stores are dropped); no LDS",
+    }
+
+
+if __name__ == "__main__":
+    child_main(_emit_isa)

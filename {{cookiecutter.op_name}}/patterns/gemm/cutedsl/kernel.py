@@ -1,0 +1,525 @@
+"""GEMM V0 kernel in CuTe DSL for Hopper (sm_90a): C[M,N] = A[M,K] . B[N,K]^T (nn.Linear, ``a @ b.T``).
+
+A warp-specialised, persistent TMA + WGMMA kernel: 128x256x64 tiles on a grid of 2x1 CTA clusters that
+multicast the shared B tile; one producer warpgroup streams A and B by TMA into a 4-stage mbarrier ring
+in shared memory, two consumer warpgroups issue wgmma m64n256k16 from it into fp32 register
+accumulators, and the epilogue goes registers -> stmatrix -> SMEM -> TMA store. Each cluster walks its
+tiles in L2-friendly groups along M, so the producer prefetches the next tile during the epilogue.
+Skinny, memory-bound problems switch to 64-row tiles that spread B over every SM.
+
+What it computes
+    Both operands are K-major (row-major A [M,K], row-major B [N,K]), bf16 or fp16; the products are
+    accumulated in fp32 registers and C [M,N] (row-major) is rounded once to the input dtype. Any
+    M, N, K >= 1 with K*2 bytes a multiple of 16 (the TMA row-stride rule) works: tiles that stick out of
+    the matrix are zero-filled by TMA on the way in and clipped on the way out.
+
+Why this shape (roofline; worked with the H200's cited peaks: 989 TFLOP/s dense bf16, 4.8 TB/s, 132 SMs)
+    8192^3 does 2*M*N*K = 1.1 PFLOP on 3 * 128 MiB of data: ~2700 FLOP/byte, far right of the ridge
+    point (989 TFLOP/s / 4.8 TB/s ~ 206 FLOP/byte), so the kernel must keep the tensor cores fed and
+    nothing else. Two bandwidths limit that:
+    - shared memory -> tensor cores. One ``wgmma.mma_async`` m64nNk16 reads A (64x16) and B (Nx16)
+      from SMEM. Per CTA tile TMxTN, each K-step of 64 reads (TM + TN) * 64 * 2 bytes for
+      2 * TM * TN * 64 FLOP, i.e. TM*TN/(TM+TN) FLOP/byte: 128x128 -> 64, 128x256 -> 85. At 989 TFLOP/s
+      / 132 SMs = 7.5 TFLOP/s per SM, 128x128 needs 117 GB/s of L2->SMEM per SM (15.4 TB/s in total),
+      128x256 needs 88 GB/s per SM (11.6 TB/s), and 58 GB/s (7.7 TB/s) with the 2x1 multicast below:
+      the larger tile is what lets the L2 keep up.
+    - registers. A 128x256 fp32 accumulator is 128 KiB = 256 threads x 128 registers, so the tile is
+      split over TWO consumer warpgroups (64x256 each, 128 accumulator registers per thread, 232
+      registers allowed by ``setmaxnreg``); a 256x256 tile would need 4 warpgroups and spill.
+    Tile = 128 x 256 x 64 (BK = 64 bf16 = 128 bytes = one 128-byte swizzle row, bank-conflict free).
+
+Cluster 2x1 and TMA multicast
+    The two CTAs of a cluster compute vertically adjacent tiles (same N column), so they need the same
+    B tile. Each CTA loads half of it (128x64) and multicasts it to both SMEMs: L2->SMEM traffic per
+    CTA per K-step drops from 16 KiB (A) + 32 KiB (B) = 48 KiB to 16 + 16 = 32 KiB (-33%).
+    1x2 would share A (the smaller operand) and save only 8 KiB. With a single M tile the peer CTA
+    would only compute an out-of-range tile, so those shapes use 1x1.
+
+Stages from the 227 KB SMEM budget (232448 bytes per CTA)
+    one stage = A 128x64x2 B (16 KiB) + B 256x64x2 B (32 KiB) = 48 KiB
+    epilogue  = 4 buffers of a 128x32 C subtile x 2 B = 4 x 8 KiB = 32 KiB
+    4 stages  = 192 KiB + 32 KiB + 1 KiB (mbarriers, 1024-byte alignment) = 225 KiB  <= 227 KiB
+    5 stages would need 273 KiB. 4 stages keep 3 K-steps (3 x 64 x 2 x 128 x 256 = 12.6 MFLOP,
+    ~1.7 us per SM at 7.5 TFLOP/s) of loads in flight, several times the ~1 us L2/HBM latency.
+    One CTA per SM (occupancy 1): the persistent grid makes up for it.
+
+Warp specialisation, pipeline (384 threads = 3 warpgroups)
+    warpgroup 0 = producer. It gives registers away (``setmaxnreg.dec`` 40) and one warp issues the
+        TMA loads (``cp.async.bulk.tensor``): wait "empty[s]", arm "full[s]" with the stage's byte
+        count, load A and (multicast) B into stage s. TMA completes the bytes on full[s].
+    warpgroups 1, 2 = consumers (``setmaxnreg.inc`` 232). Wait full[s], issue 4 x wgmma m64n256k16 from
+        SMEM, commit, ``wgmma.wait_group 1`` (one K-step of MMAs stays in flight), then release the
+        PREVIOUS stage: arrive on empty[s-1] of both CTAs of the cluster (the peer multicast into it).
+    The stage ring is ``PipelineTmaAsync``: 2 x STAGES mbarriers with phase bits.
+
+Persistent tile scheduler (written here: ``_tile_coords``)
+    Grid = as many clusters as fit at once (the device is queried at run time; describe() assumes
+    op.json's compute_units / 2: 66 clusters of 2 CTAs on 132 SMs); cluster c walks the cluster tiles
+    c, c + 66, ... so the producer prefetches the next tile's K-steps while the consumers run the
+    epilogue of the current one, and there is no launch tail per tile. Tiles are ordered in groups of
+    GROUP_M clusters (16 M tiles = 2048 rows) along M, then along N: the 66 clusters in flight touch
+    ~2048 rows of A and ~2048 rows of B instead of all 8192 rows of A, halving the re-reads from HBM
+    (the 50 MB L2 holds one such band per K-step with room to spare).
+
+Epilogue
+    Per 128x32 subtile: fp32 accumulators -> input dtype in registers -> ``stmatrix`` into a swizzled
+    SMEM buffer -> ``fence.proxy.async`` -> ONE named barrier of the 256 consumer threads -> one elected
+    lane issues a TMA store (``cp.async.bulk.tensor`` shared -> global, clipped at the matrix edge).
+    4 buffers rotate: before the barrier the storing lane waits until at most 2 stores still read SMEM,
+    so the buffer written after the barrier is free (one barrier per subtile, not two). The store must
+    sit under ``elect_one``: issued by a whole warp, each of the 32 lanes writes the tile again.
+    When N*2 bytes is not a multiple of 16, TMA cannot describe C, and a second compiled variant
+    stores each accumulator with a predicated ``st.global`` instead (e.g. N = 4097).
+
+Small and skinny problems (choose_config)
+    When 128x256 tiles make less than one wave over SM_COUNT (op.json's compute_units) SMs (M = 16..128
+    with N = 8192: 32 tiles for 132 SMs) the problem is memory-bound (the bytes of B dominate), so a
+    64-row tile with ONE consumer warpgroup is used, 64x128 or 64x64, whichever fills the SMs best
+    (132 SMs: M = 16/64 take 64x64, 128 CTAs; M = 128 takes 64x128 with a 2x1 cluster, 128 CTAs); stages
+    then come from the same budget: 16 KiB/stage -> 13 stages.
+
+Levers not used here
+    A ping-pong schedule (two consumer warpgroups on different tiles, hiding the epilogue under MMAs),
+    stream-K for shapes of a few waves plus a fraction, split-K for M <= 64.
+
+Measured TFLOP/s against cuBLAS, per shape and dtype, and the cluster / tile / raster sweep:
+benchmarks/2026-11-30-h200-gemm.md.
+
+Interface (the same in every kbaseline cell):
+    run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
+    compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake pointers)
+    describe(case)              -> dict         tile, cluster, stages, threads, grid, for the report
+"""
+
+import os
+from dataclasses import dataclass, replace
+
+import cutedsl_runtime as rt  # first: it sets CUTE_DSL_ARCH=sm_90a before cutlass is imported
+import host
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass import Int32
+from cutlass.cute.nvgpu import cpasync, warpgroup
+
+OP_SPEC = host.OP
+
+SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs (op.json); run() queries co-resident clusters itself
+SMEM_BYTES = 232448  # 227 KiB usable per CTA on sm_90
+WG = 128  # threads per warpgroup
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128*40 + 256*232 = 64512 <= 65536 registers per SM
+EPI_BARRIER_ID = 1  # named barrier of the consumer threads (0 is __syncthreads)
+STORE_WARP = 4  # first consumer warp: issues the epilogue's TMA stores
+
+
+@dataclass(frozen=True)
+class Config:
+    """Static tile configuration (one compiled kernel per Config x dtype)."""
+
+    tile_m: int = 128
+    tile_n: int = 256
+    tile_k: int = 64
+    cluster_m: int = 2  # CTAs of a cluster along M share (multicast) the B tile
+    cluster_n: int = 1  # ... along N share the A tile
+    epi_n: int = 32  # epilogue subtile is tile_m x epi_n
+    epi_stages: int = 4
+    group_m: int = 8  # tile raster: groups of group_m clusters along M
+    tma_store: bool = True  # False: predicated st.global epilogue (N*2 bytes not a multiple of 16)
+
+    @property
+    def mma_wgs(self) -> int:  # consumer warpgroups: each owns 64 rows of the tile
+        return self.tile_m // 64
+
+    @property
+    def threads(self) -> int:  # + one producer warpgroup
+        return (1 + self.mma_wgs) * WG
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.tile_m + self.tile_n) * self.tile_k * 2
+
+    @property
+    def epi_bytes(self) -> int:
+        return self.tile_m * self.epi_n * 2 * self.epi_stages if self.tma_store else 0
+
+    @property
+    def stages(self) -> int:  # as many A+B stages as fit next to the epilogue buffers and 1 KiB of mbarriers
+        return (SMEM_BYTES - 1024 - self.epi_bytes) // self.stage_bytes
+
+    def smem_bytes(self) -> int:
+        return 1024 + self.stages * self.stage_bytes + self.epi_bytes
+
+
+DEFAULT = Config()
+SMALL = (Config(tile_m=64, tile_n=128), Config(tile_m=64, tile_n=64))  # larger first: fewer operand re-reads
+
+
+def _sm_fill(m: int, n: int, cfg: Config) -> float:
+    """Fraction of SM-slots doing work over all waves: tiles / (waves * SMs)."""
+    tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+    return tiles / (-(-tiles // SM_COUNT) * SM_COUNT)
+
+
+def choose_config(m: int, n: int) -> Config:
+    """128x256 tiles when they make >= 1 wave. Smaller problems (skinny M) are memory-bound: pick the 64-row tile
+    that fills the SMs best, so every SM streams its share of B. 2x1 multicast when there are >= 2 M tiles;
+    TMA store when C rows are 16-byte aligned."""
+    base = DEFAULT
+    if -(-m // DEFAULT.tile_m) * -(-n // DEFAULT.tile_n) < SM_COUNT:
+        base = max(SMALL, key=lambda c: _sm_fill(m, n, c) - 0.1 * SMALL.index(c))
+    return replace(base, cluster_m=2 if m > base.tile_m else 1, tma_store=(n * 2) % 16 == 0)
+
+
+# ---------------------------------------------------------------- static layouts
+
+
+def _smem_layouts(dtype, cfg: Config):
+    """Staged, swizzled SMEM layouts: A (TM,TK,S), B (TN,TK,S), C subtile (TM,EPI_N,EPI_S)."""
+    k_atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dtype)  # 8 rows x 128 B
+    sA = cute.tile_to_shape(k_atom, (cfg.tile_m, cfg.tile_k, cfg.stages), order=(0, 1, 2))
+    sB = cute.tile_to_shape(k_atom, (cfg.tile_n, cfg.tile_k, cfg.stages), order=(0, 1, 2))
+    c_kind = sm90_utils.get_smem_layout_atom(cutlass.utils.LayoutEnum.ROW_MAJOR, dtype, cfg.epi_n)
+    c_atom = warpgroup.make_smem_layout_atom(c_kind, dtype)  # 32 bf16 = 64 B rows -> 64-byte swizzle
+    sC = cute.tile_to_shape(c_atom, (cfg.tile_m, cfg.epi_n, cfg.epi_stages), order=(0, 1, 2))
+    return sA, sB, sC
+
+
+def _shared_storage(dtype, cfg: Config, sA, sB, sC):
+    @cute.struct
+    class SharedStorage:
+        mbar: cute.struct.MemRange[cutlass.Int64, cfg.stages * 2]  # full[s], empty[s]
+        a: cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(sA)], 1024]
+        b: cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(sB)], 1024]
+        c: cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(sC) if cfg.tma_store else 8], 1024]
+
+    return SharedStorage
+
+
+def _tiled_mma(dtype, cfg: Config):
+    """2 warpgroups stacked along M, each issuing wgmma m64n{tile_n}k16 with A and B from SMEM."""
+    return sm90_utils.make_trivial_tiled_mma(
+        dtype, dtype, warpgroup.OperandMajorMode.K, warpgroup.OperandMajorMode.K, cutlass.Float32,
+        (cfg.tile_m // 64, 1, 1), tiler_mn=(64, cfg.tile_n),
+    )
+
+
+# ---------------------------------------------------------------- tile scheduler
+
+
+@cute.jit
+def _tile_coords(t: Int32, clusters_m: Int32, clusters_n: Int32, group_m: cutlass.Constexpr[int]):
+    """Cluster-tile index -> (cluster row, cluster column), in groups of group_m cluster rows (L2 reuse)."""
+    per_group = clusters_n * group_m
+    g = t // per_group
+    first = g * group_m
+    rows = cutlass.min(clusters_m - first, group_m)
+    r = t - g * per_group
+    return first + r % rows, r // rows
+
+
+# ---------------------------------------------------------------- kernel
+
+
+@cute.kernel
+def gemm_kernel(
+    tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+    tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
+    tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
+):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, bidy, _ = cute.arch.block_idx()
+    gdimx, _, _ = cute.arch.grid_dim()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    wg = cute.arch.make_warp_uniform(tidx // WG)
+    if warp == 0:
+        cpasync.prefetch_descriptor(tma_a)
+        cpasync.prefetch_descriptor(tma_b)
+        if cutlass.const_expr(cfg.tma_store):
+            cpasync.prefetch_descriptor(tma_c)
+
+    # ---- cluster geometry: which CTA of the cluster am I, and who shares my loads
+    cta_layout = cute.make_layout((cfg.cluster_m, cfg.cluster_n, 1))
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    ccoord = cta_layout.get_flat_coord(rank)
+    a_mask = cute.make_layout_image_mask(cta_layout, ccoord, mode=1) if cfg.cluster_n > 1 else 0
+    b_mask = cute.make_layout_image_mask(cta_layout, ccoord, mode=0) if cfg.cluster_m > 1 else 0
+
+    # ---- shared memory and the TMA -> WGMMA stage ring
+    sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg)
+    storage = cutlass.utils.SmemAllocator().allocate(_shared_storage(dtype, cfg, sA_l, sB_l, sC_l))
+    sA = storage.a.get_tensor(sA_l.outer, swizzle=sA_l.inner)
+    sB = storage.b.get_tensor(sB_l.outer, swizzle=sB_l.inner)
+    sC = storage.c.get_tensor(sC_l.outer, swizzle=sC_l.inner)
+    stage_bytes = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * dtype.width // 8
+    # Each consumer warp arrives once on "empty" of every CTA that wrote into the stage.
+    arrivals = (cfg.cluster_m + cfg.cluster_n - 1) * cfg.mma_wgs * 4
+    ring = pipeline.PipelineTmaAsync.create(
+        barrier_storage=storage.mbar.data_ptr(), num_stages=cfg.stages,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, arrivals),
+        tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True,
+    )
+    pipeline.pipeline_init_arrive(cluster_shape_mn=(cfg.cluster_m, cfg.cluster_n), is_relaxed=True)
+
+    # ---- global tiles: (TM, TK, tiles_m, k_tiles) etc., and the TMA view of my slice of each
+    gA = cute.local_tile(mA, (cfg.tile_m, cfg.tile_k), (None, None))
+    gB = cute.local_tile(mB, (cfg.tile_n, cfg.tile_k), (None, None))
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a, ccoord[1], cute.make_layout(cfg.cluster_n), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b, ccoord[0], cute.make_layout(cfg.cluster_m), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+
+    clusters_m = (tiles_m + cfg.cluster_m - 1) // cfg.cluster_m
+    clusters_n = (tiles_n + cfg.cluster_n - 1) // cfg.cluster_n
+    num_cluster_tiles = clusters_m * clusters_n
+    cluster_id = bidx // cfg.cluster_m
+    num_clusters = gdimx // cfg.cluster_m
+
+    pipeline.pipeline_init_wait(cluster_shape_mn=(cfg.cluster_m, cfg.cluster_n))
+
+    if wg == 0:
+        # ================= producer warpgroup: one warp issues every TMA load
+        cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+        if warp == 0:
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
+            t = cluster_id
+            while t < num_cluster_tiles:
+                cm, cn = _tile_coords(t, clusters_m, clusters_n, cfg.group_m)
+                tm = cm * cfg.cluster_m + ccoord[0]
+                tn = cn * cfg.cluster_n + ccoord[1]
+                for kt in range(k_tiles):
+                    ring.producer_acquire(state)  # wait until both CTAs' consumers freed the stage
+                    bar = ring.producer_get_barrier(state)
+                    s = state.index
+                    cute.copy(tma_a, tAgA[(None, tm, kt)], tAsA[(None, s)], tma_bar_ptr=bar, mcast_mask=a_mask)
+                    cute.copy(tma_b, tBgB[(None, tn, kt)], tBsB[(None, s)], tma_bar_ptr=bar, mcast_mask=b_mask)
+                    ring.producer_commit(state)  # no-op for TMA: the bytes arrive on full[s]
+                    state.advance()
+                t += num_clusters
+            ring.producer_tail(state)  # do not exit while a peer may still signal our barriers
+    else:
+        # ================= consumer warpgroups: WGMMA main loop + epilogue
+        cute.arch.setmaxregister_increase(CONSUMER_REGS)
+        ctid = tidx - WG  # 0..255 among the consumers
+        thr_mma = tiled_mma.get_slice(ctid)
+        tCsA = thr_mma.partition_A(sA)
+        tCsB = thr_mma.partition_B(sB)
+        tCrA = tiled_mma.make_fragment_A(tCsA)  # SMEM descriptors, not registers
+        tCrB = tiled_mma.make_fragment_B(tCsB)
+        gC = cute.local_tile(mC_direct, (cfg.tile_m, cfg.tile_n), (None, None))
+        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0)]).shape, cutlass.Float32)
+        k_blocks = cute.size(tCrA, mode=[2])
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
+        epi_barrier = pipeline.NamedBarrier(barrier_id=EPI_BARRIER_ID, num_threads=cfg.mma_wgs * WG)
+
+        if cutlass.const_expr(cfg.tma_store):
+            r2s = cute.make_tiled_copy_C_atom(
+                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), dtype), tiled_mma)
+            r2s = cute.make_tiled_copy_S(sm90_utils.sm90_get_smem_store_op(
+                cutlass.utils.LayoutEnum.ROW_MAJOR, elem_ty_d=dtype, elem_ty_acc=cutlass.Float32), r2s)
+            thr_r2s = r2s.get_slice(ctid)
+            tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_STAGES)
+            tRS_acc = r2s.retile(acc)
+            rD_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
+            rD = cute.make_rmem_tensor(rD_shape, cutlass.Float32)
+            rD_out = cute.make_rmem_tensor(rD_shape, dtype)
+        epi_count = Int32(0)
+
+        t = cluster_id
+        while t < num_cluster_tiles:
+            cm, cn = _tile_coords(t, clusters_m, clusters_n, cfg.group_m)
+            tm = cm * cfg.cluster_m + ccoord[0]
+            tn = cn * cfg.cluster_n + ccoord[1]
+
+            # ---- main loop: keep one K-step of WGMMAs in flight, free the stage behind it.
+            # K-step 0 is peeled: its first wgmma overwrites the accumulators (scale-d = 0), so no zero fill.
+            # consumer_try_wait peeks at the next stage's barrier early; consumer_wait then often returns at once.
+            ring.consumer_wait(read, ring.consumer_try_wait(read))
+            warpgroup.fence()
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+            for kb in cutlass.range_constexpr(k_blocks):
+                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)], tCrB[(None, None, kb, read.index)], acc)
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+            warpgroup.commit_group()
+            read.advance()
+            ready = ring.consumer_try_wait(read)
+            for _kt in cutlass.range(1, k_tiles, 1, unroll=1):
+                ring.consumer_wait(read, ready)
+                warpgroup.fence()
+                for kb in cutlass.range_constexpr(k_blocks):
+                    s = read.index
+                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, s)], tCrB[(None, None, kb, s)], acc)
+                warpgroup.commit_group()
+                warpgroup.wait_group(1)  # the previous K-step's wgmmas are done reading their stage
+                ring.consumer_release(release)
+                release.advance()
+                read.advance()
+                ready = cutlass.Boolean(True)
+                if _kt + 1 < k_tiles:
+                    ready = ring.consumer_try_wait(read)
+            warpgroup.wait_group(0)
+            ring.consumer_release(release)
+            release.advance()
+
+            # ---- epilogue
+            if cutlass.const_expr(cfg.tma_store):
+                gC_tile = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tm, tn))
+                gC_epi = cute.zipped_divide(gC_tile, (cfg.tile_m, cfg.epi_n))  # ((TM, EPI_N), (1, TN/EPI_N))
+                bSG_sC, bSG_gC = cpasync.tma_partition(
+                    tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+                n_sub = cute.size(gC_epi, mode=[1])
+                per_sub = cute.size(rD)
+                for e in cutlass.range_constexpr(n_sub):
+                    for v in cutlass.range_constexpr(per_sub):
+                        rD[v] = tRS_acc[e * per_sub + v]
+                    rD_out.store(rD.load().to(dtype))
+                    buf = epi_count % cfg.epi_stages
+                    cute.copy(r2s, rD_out, tRS_sC[(None, None, None, buf)])
+                    cute.arch.fence_proxy("async.shared", space="cta")  # make stmatrix visible to TMA
+                    if warp == STORE_WARP:
+                        # At most EPI_STAGES-2 stores (e-1 ... e-EPI_STAGES+2) may still read SMEM, so the
+                        # buffer written right after this barrier, (e+1) % EPI_STAGES, is free: one barrier
+                        # per subtile instead of two.
+                        cute.arch.cp_async_bulk_wait_group(cfg.epi_stages - 2, read=True)
+                    epi_barrier.arrive_and_wait()
+                    if warp == STORE_WARP:
+                        with cute.arch.elect_one():  # one lane: a TMA store issued by 32 lanes writes C 32 times
+                            cute.copy(tma_c, bSG_sC[(None, buf)], bSG_gC[(None, (0, e))])
+                            cute.arch.cp_async_bulk_commit_group()
+                    epi_count += 1
+            else:
+                gC_tile = gC[(None, None, tm, tn)]
+                tCgC = thr_mma.partition_C(gC_tile)
+                cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
+                m_left = mC_direct.shape[0] - tm * cfg.tile_m
+                n_left = mC_direct.shape[1] - tn * cfg.tile_n
+                for i in cutlass.range_constexpr(cute.size(acc)):
+                    if cute.elem_less(cC[i], (m_left, n_left)):
+                        tCgC[i] = acc[i].to(dtype)
+            t += num_clusters
+
+        if cutlass.const_expr(cfg.tma_store):
+            if warp == STORE_WARP:
+                cute.arch.cp_async_bulk_wait_group(0, read=True)  # SMEM must outlive the last bulk store's reads
+
+
+@cute.jit
+def gemm_launch(
+    pA: cute.Pointer, pB: cute.Pointer, pC: cute.Pointer, m: Int32, n: Int32, k: Int32, max_clusters: Int32,
+    stream, cfg: cutlass.Constexpr,
+):
+    """Host side: build row-major tensors and TMA descriptors, launch a persistent grid of clusters."""
+    dtype = pA.dtype
+    k = cute.assume(k, divby=128 // dtype.width)  # TMA: row strides are multiples of 16 bytes
+    n_c = cute.assume(n, divby=128 // dtype.width) if cfg.tma_store else n
+    mA = cute.make_tensor(pA, cute.make_layout((m, k), stride=(k, 1)))
+    mB = cute.make_tensor(pB, cute.make_layout((n, k), stride=(k, 1)))
+    mC = cute.make_tensor(pC, cute.make_layout((m, n_c), stride=(n_c, 1)))
+
+    sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg)
+    a_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_n > 1 else cpasync.CopyBulkTensorTileG2SOp()
+    b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
+    tma_a, tA = cpasync.make_tiled_tma_atom(
+        a_op, mA, cute.slice_(sA_l, (None, None, 0)), (cfg.tile_m, cfg.tile_k), num_multicast=cfg.cluster_n)
+    tma_b, tB = cpasync.make_tiled_tma_atom(
+        b_op, mB, cute.slice_(sB_l, (None, None, 0)), (cfg.tile_n, cfg.tile_k), num_multicast=cfg.cluster_m)
+    if cutlass.const_expr(cfg.tma_store):
+        tma_c, tC = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileS2GOp(), mC, cute.slice_(sC_l, (None, None, 0)), (cfg.tile_m, cfg.epi_n))
+    else:
+        tma_c, tC = tma_a, tA  # unused placeholders: this variant stores with st.global
+
+    tiles_m = (m + cfg.tile_m - 1) // cfg.tile_m
+    tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
+    k_tiles = (k + cfg.tile_k - 1) // cfg.tile_k
+    cluster_tiles = ((tiles_m + cfg.cluster_m - 1) // cfg.cluster_m) * ((tiles_n + cfg.cluster_n - 1) // cfg.cluster_n)
+    clusters = cutlass.min(cluster_tiles, max_clusters)
+    mma = _tiled_mma(dtype, cfg)
+    gemm_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, cfg, dtype).launch(
+        grid=[clusters * cfg.cluster_m, cfg.cluster_n, 1], block=[cfg.threads, 1, 1],
+        cluster=[cfg.cluster_m, cfg.cluster_n, 1], stream=stream, min_blocks_per_mp=1,
+    )
+
+
+# ---------------------------------------------------------------- host API
+
+_compiled: dict = {}  # (Config, dtype) -> compiled launcher
+_max_clusters: dict = {}  # cluster size -> co-resident clusters on this GPU
+
+
+def _args(dtype: str, addresses, m: int, n: int, k: int, max_clusters: int, stream) -> tuple:
+    """gemm_launch's runtime arguments: A, B, C pointers (16-byte aligned, as TMA needs), sizes, the stream."""
+    return (*rt.gmem_ptrs(dtype, addresses), Int32(m), Int32(n), Int32(k), Int32(max_clusters), stream)
+
+
+def _compile_args(cfg: Config, dtype: str, stream) -> tuple:
+    return (*_args(dtype, [16] * 3, 8, 8, 8, 1, stream), cfg)
+
+
+def _co_resident_clusters(cluster_size: int) -> int:
+    if cluster_size not in _max_clusters:
+        from cutlass.utils import HardwareInfo
+
+        _max_clusters[cluster_size] = HardwareInfo().get_max_active_clusters(cluster_size)
+    return _max_clusters[cluster_size]
+
+
+def run(a, b, out=None, cfg: Config | None = None):
+    """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation)."""
+    m, n, k, out = host.matmul_dims(a, b, out, "TMA")
+    if min(m, n, k) == 0:
+        return out.zero_()
+    dtype = host.dtype_of(a, "matmul", ("bf16", "fp16"))
+    cfg = cfg or choose_config(m, n)
+    stream = rt.current_stream()
+    launcher = rt.compiled(_compiled, (cfg, dtype), gemm_launch, lambda: _compile_args(cfg, dtype, stream))
+    launcher(*_args(dtype, [a.data_ptr(), b.data_ptr(), out.data_ptr()], m, n, k,
+                    _co_resident_clusters(cfg.cluster_size), stream))
+    return out
+
+
+def _case_dims(case: dict | None) -> tuple[int, int, int]:
+    v = (case or {}).get("vars") or {}
+    return int(v.get("M", 8192)), int(v.get("N", 8192)), int(v.get("K", 8192))
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
+    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    dtype = dtype or OP_SPEC["dtype"]
+    m, n, _ = _case_dims(case)
+    cfg = choose_config(m, n)
+    tag = f"{cfg.tile_m}x{cfg.tile_n}_c{cfg.cluster_m}x{cfg.cluster_n}{'' if cfg.tma_store else '_stg'}"
+    return rt.dump_ptx(gemm_launch, _compile_args(cfg, dtype, rt.make_fake_stream()), out_dir,
+                       f"matmul_{dtype}_{tag}")
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    m, n, k = _case_dims(case)
+    cfg = choose_config(m, n)
+    tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+    cluster_tiles = -(-m // (cfg.tile_m * cfg.cluster_m)) * -(-n // (cfg.tile_n * cfg.cluster_n))
+    clusters = min(cluster_tiles, SM_COUNT // cfg.cluster_size)
+    return {
+        "tile_mnk": [cfg.tile_m, cfg.tile_n, cfg.tile_k],
+        "cluster_mn": [cfg.cluster_m, cfg.cluster_n],
+        "stages": cfg.stages,
+        "smem_bytes": cfg.smem_bytes(),
+        "tiles": tiles,
+        "waves": round(tiles / (clusters * cfg.cluster_size), 2),
+        "threads_per_cta": cfg.threads,
+        "warpgroups": f"1 TMA producer + {cfg.mma_wgs} WGMMA consumer(s) (64 x {cfg.tile_n} each)",
+        "grid": [clusters * cfg.cluster_m, cfg.cluster_n, 1],
+        "grid_blocks": clusters * cfg.cluster_size,
+        "data_movement": "global -> SMEM by TMA"
+        + (" (B multicast across the 2-CTA cluster)" if cfg.cluster_m > 1 else "")
+        + f" into a {cfg.stages}-stage mbarrier ring; WGMMA reads SMEM, accumulates fp32 in registers; "
+        + ("stmatrix -> SMEM -> TMA store" if cfg.tma_store else "predicated st.global"),
+    }

@@ -1,0 +1,508 @@
+"""GEMM kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): C = A . B^T on the matrix cores (MFMA).
+
+A compute-bound kernel: each 256-lane workgroup (4 waves, 2 x 2 over the tile) owns a 256 x 128 tile of C
+(64 x 64 when big tiles would leave CUs idle) and walks K 64 at a time. Operands go HBM -> VGPRs with
+128-bit buffer loads, VGPRs -> LDS into XOR-swizzled tiles (no bank conflicts, no padding), LDS -> VGPRs
+as MFMA operands; the next K tile's loads are in flight while the MFMAs work on the current one. The
+operands are swapped (B rows feed MFMA's X) so each lane ends with 8 consecutive columns of one C row:
+one 16-byte store, no LDS round trip. Edges never pad: out-of-range chunks get an offset past the buffer
+descriptor's num_records, so loads read 0 and stores are dropped; the tile order is renumbered per XCD.
+
+What it computes
+    out[M, N] = a[M, K] @ b[N, K].T (nn.Linear, ``a @ b.T``): both operands K-major (row-major A [M, K] and
+    B [N, K]), bf16 or fp16; the products are accumulated in fp32 by the matrix cores (MFMA) and C [M, N]
+    (row-major) is rounded once (round-to-nearest-even) to the input dtype. Any M, N >= 1 and any K >= 1 with
+    K * 2 bytes a multiple of 16 (K % 8 == 0), every tensor 16-byte aligned and under 2 GiB. Every performance number
+    below is arithmetic from datasheet peaks, not a timing.
+
+Why this shape (roofline, peaks from reference/gpu_specs.json)
+    gfx942 (MI300X): 304 CUs, 1307 dense bf16/fp16 TFLOP/s, 5.3 TB/s HBM3: ridge point 1307 / 5.3 = 247 FLOP/B.
+    8192^3 does 2*M*N*K = 1.1 PFLOP on 3 x 128 MiB: 2731 FLOP/byte, 11x right of the ridge; 4096^3 1365, the
+    LLM shapes ~1500-1900: compute-bound, so the job is to keep every SIMD's MFMA pipe busy. Per CU that is
+    1307 / 304 = 4.3 TFLOP/s = 2048 FLOP/clk at 2.1 GHz = one 16x16x16 MFMA (8192 FLOP) every 16 clk per SIMD.
+    What feeds it, per workgroup tile TM x TN and each 64-deep K step: (TM + TN) * 64 * 2 bytes come from
+    L2 / Infinity Cache for 2 * TM * TN * 64 FLOP, i.e. TM*TN/(TM+TN) FLOP/byte:
+        128 x 128 ->  64 FLOP/B -> 67 GB/s per CU, 20.4 TB/s over 304 CUs
+        256 x 128 ->  85 FLOP/B -> 50 GB/s per CU, 15.3 TB/s          <- this kernel
+        256 x 256 -> 128 FLOP/B -> 34 GB/s per CU, 10.2 TB/s
+    against ~34 TB/s of L2 (8 XCDs x 16 channels x 128 B/clk at 2.1 GHz) and ~17 TB/s of Infinity Cache.
+    256 x 256 would need less, but (a) its A+B tile is 64 KiB, all of gfx942's LDS, (b) its accumulators are
+    256 fp32 registers per lane, the whole arch-VGPR file of a wave before any operand or address (it spills),
+    and (c) it quantizes worse on 304 CUs: 8192^3 makes 1024 tiles = 3.37 waves (the last one 37%
+    full: 84% of the CU-slots busy) where 256 x 128 makes 2048 = 6.74 waves (96%); 4096^3 is 84% either way
+    (256 vs 512 tiles), 4096x14336x4096 98%. gfx950 (MI355X): 256 CUs, 2517 dense TFLOP/s, 8 TB/s (ridge ~315
+    FLOP/B); the same 256 x 128 tile gives 512 / 2048 / 1792 tiles = exactly 2 / 8 / 7 waves.
+    Skinny M (16/64/128 x 8192 x 8192) is memory-bound instead (~16-124 FLOP/B; B alone is 128 MiB = 25 us
+    at 5.3 TB/s): 256 x 128 tiles would give 32-64 workgroups for 304 CUs, so choose_config switches to
+    64 x 64 tiles whenever the big tiles make less than one wave over op.json's compute_units (M = 16/64:
+    128 workgroups, M = 128: 256).
+
+CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
+    - Waves are 64 lanes (a CUDA warp is 32). A CU has 4 SIMDs; the 256-thread workgroup is 4 waves, one per
+      SIMD. The CU count comes from op.json (compile_only, describe) or from the device (run).
+    - No TMA and no asynchronous MMA from shared memory. Each lane computes its own buffer offsets; MFMA
+      reads its operands from VGPRs, so the data goes HBM -> VGPRs -> LDS -> VGPRs -> MFMA (the Hopper cell:
+      TMA -> SMEM -> wgmma). No mbarriers or clusters: a workgroup-wide s_barrier orders LDS reuse, and
+      there is no multicast (the L2 serves the re-reads).
+    - LDS per CU: 64 KiB on gfx942, 160 KiB on gfx950 (Hopper: 228 KiB of SMEM per SM). One 256 x 128 x 64
+      stage is (256 + 128) * 64 * 2 B = 48 KiB, so it gets ONE LDS stage and the next K tile waits in VGPRs;
+      the 64 x 64 tile (16 KiB a stage) gets two. The cell plans with gfx942's 64 KiB on both targets
+      (LDS_BUDGET): gfx950 could hold two 256 x 128 stages (96 KiB, Config(stages=2)), the first variant to
+      time there. 1 workgroup per CU.
+    - Registers: 512 per lane per SIMD, shared between arch VGPRs and accumulation VGPRs (AGPRs); waves per
+      SIMD = 512 / (VGPRs per lane), at most 8. The 256 x 128 tile holds 128 fp32 accumulators per lane plus
+      a prefetched K tile (12 x 16 B) and the MFMA operands: over 256 registers, so 1 wave per SIMD, matching
+      the one workgroup per CU that its LDS allows; the 64 x 64 tile needs about a third of that. The compiled
+      counts (arch VGPRs, AGPRs, spills) are in benchmarks/flydsl_compile.md.
+    - MFMA shapes used: gfx942 v_mfma_f32_16x16x16_bf16 / _f16 (LLVM intrinsic 16x16x16bf16_1k); gfx950
+      v_mfma_f32_16x16x32_bf16 / _f16 (CDNA4 doubles K per instruction). The 32x32x8 (gfx942) / 32x32x16
+      (gfx950) forms would also do; 16x16 keeps the result lane map (4 values per lane) simple.
+    - Buffer loads: a 128-bit resource descriptor (base, num_records = tensor bytes, format flags) in 4
+      SGPRs plus a 32-bit per-lane byte offset; the hardware checks every access against num_records:
+      out-of-range loads return 0 and out-of-range stores are dropped. That bound is the WHOLE tensor, so a
+      K tail or an N edge inside the tensor would read the next row: the kernel masks explicitly (below).
+    - 8 XCDs (chiplets) on MI300X and MI355X, each with its own 4 MiB L2; the dispatcher hands workgroup i
+      to XCD i % 8, so the tile order is renumbered (xcd_remap) to give each XCD one contiguous run of
+      neighbouring tiles, grouped 8 tile rows at a time (raster) like the Hopper cell's group_m.
+
+Tiling and thread/value layout (256 x 128 x 64 tile; the 64 x 64 tile is the same with 32 x 32 per wave)
+            N: 128 = 2 waves x 64
+         +---------+---------+     wave w: rows (w // 2) * 128 .., columns (w % 2) * 64 ..
+      M  | wave 0  | wave 1  |     each wave: 8 MFMA rows of 16 x 2 column pairs of 32
+     256 +---------+---------+              = 8 x 4 MFMA tiles of 16 x 16 = 32 accumulators of 4 fp32
+         | wave 2  | wave 3  |                (128 fp32 per lane)
+         +---------+---------+
+    MFMA lane map (FlyDSL's CDNA3 MFMA TV layout): lane l = 16 g + i (g = l // 16, i = l % 16). Operand X: lane
+    l holds row i, K values KPT*g .. KPT*g + KPT-1 (KPT = 4 on 16x16x16, 8 on 16x16x32); operand Y: column i,
+    the same K values; result: lane l, register r = D[4 g + r][i]. The kernel feeds X = rows of B and Y = rows
+    of A, so D is a tile of C^T and each lane holds 4 consecutive N of one C row. For the 16 N rows of MFMA
+    tile t (0, 1) of column pair p the kernel picks B rows n(t, i) = 32 p + 8 (i // 4) + 4 t + i % 4, so lane
+    (g, i) ends with C[m + i][32 p + 8 g + 0 .. 7] over t = 0, 1: 8 consecutive bf16 = ONE 16-byte store.
+    K: each 32-deep step, lane group g reads K values 8 g .. 8 g + 7 of the step with one ds_read_b128 per
+    MFMA row / column. gfx950 feeds them to one 16x16x32; gfx942 splits them into two 16x16x16 (K 8g..8g+3,
+    then 8g+4..8g+7). The same lane -> K mapping on both operands is all a dot product needs.
+
+Data movement and pipeline (per K tile of 64)
+    global -> VGPR: thread t loads 16-byte chunk t % 8 of tile rows t // 8 + 32 q: 8 buffer_load_dwordx4 for
+      A and 4 for B per K tile; a wave reads 8 whole 128-byte rows per instruction (coalesced).
+    VGPR -> LDS: ds_write_b128 into [rows][64] tiles; LDS -> VGPR: ds_read_b128 (12 per wave per 32-K step).
+    one LDS stage (256x128):  load(0); write; barrier; for kt: [load(kt+1) -> VGPRs; MFMAs on LDS; barrier;
+                              write VGPRs -> LDS; barrier]; MFMAs on the last tile.
+    two LDS stages (64x64):   the same, but tile kt+1 goes to the other buffer (its last readers passed the
+                              previous barrier), so one barrier per K tile and the LDS writes overlap the MFMAs.
+    Either way the next tile's global loads are in flight during a whole tile of MFMAs (2048 clk on gfx942,
+    ~1 us). LDS traffic on gfx942: 48 KiB of ds_read per 32-K step (1024 clk of MFMA) + 48 KiB of ds_write
+    per tile = ~72 of the 128 B/clk a CU's LDS delivers. Epilogue: fp32 -> dtype in registers, 16 stores of
+    16 bytes per lane straight to HBM (no LDS round trip: the operand swap above did the transposition).
+
+LDS bank conflicts: XOR swizzle
+    A tile row is 64 elements = 128 bytes = the 32 banks x 4 bytes once, so the 8 16-byte chunks of a row
+    each own 4 banks; on the usual model ds_read_b128 / ds_write_b128 serve 8 lanes (128 bytes) per cycle,
+    which must hit 8 different chunk slots (the analysis assumes gfx942's 32 banks).
+    Chunk c of row r is stored in slot c ^ (r % 8) ^ 4 * ((r // 8) % 2):
+    - ds_write: 8 lanes write the 8 chunks of one row -> 8 slots.
+    - ds_read of A: 8 lanes read one chunk of 8 consecutive rows -> r % 8 differs -> 8 slots.
+    - ds_read of B: the 8 lanes read rows 32p + 4t + {0..3} and 32p + 8 + 4t + {0..3}; r % 8 repeats, the
+      (r // 8) % 2 term moves the second four to the other half -> 8 slots (a plain r % 8 swizzle is 2-way).
+    Checked for every access by a lane-level numpy re-trace of this index math (benchmarks/models/
+    gemm_flydsl.py, see Verification); no padding, so LDS is exactly 48 KiB (256 x 128) / 32 KiB (64 x 64).
+
+Boundary handling (no padding; any M, N; K % 8 == 0)
+    - Loads: a chunk is valid iff its row < M (A) / < N (B) and its K column < K. K % 8 == 0, so a 16-byte
+      chunk is all valid or all invalid. An invalid chunk's byte offset is replaced by 0x80000000, past
+      num_records of any tensor under 2 GiB, so the hardware returns zeros without touching memory. Zeros
+      only ever meet zeros (K tail: both operands are zero) or land in rows / columns that are not stored.
+    - Stores, N % 8 == 0: the 16-byte chunk (row, col .. col + 7), col % 8 == 0, is stored iff row < M and
+      col < N (then all 8 columns are < N); otherwise its offset becomes 0x80000000 and the store is dropped,
+      so nothing spills into the next row.
+    - Stores, N % 8 != 0: C rows are no longer 16-byte aligned, so a second compiled variant (tag "_st16")
+      stores the 8 values as 8 two-byte buffer_store_short, each kept iff row < M and col + e < N.
+    Walk-throughs: 129x8x8 -> 64 x 64 tiles, 3 workgroups, 1 K tile: only K chunk 0 is loaded (chunks 1-7 are
+    K >= 8 -> zeros), B rows >= 8 zeros, A rows >= 129 of the last workgroup zeros; the only stored chunk per
+    row is col 0 (N = 8, dwordx4 path). 1x4096x4096 -> 64 workgroups, only A row 0 is read and only lanes with
+    row 0 store. 1000x1000x64 -> 256 workgroups; the last tile row/column keeps rows/cols < 1000 (1000 % 8 == 0:
+    dwordx4 stores, chunk 992..999 kept, 1000.. dropped). 4095x4097x4096 -> 528 256x128 workgroups with the
+    _st16 epilogue; the last column tile holds one real column (4096). 16x8192x8192 -> 128 workgroups, 48 of
+    every 64 A rows are zero-filled (no memory traffic), 128 K tiles.
+
+Verification: compiled to gfx942/gfx950 ISA on a CPU (MFMA, dwordx4 buffer loads, ds_read/ds_write, no
+scratch, no spills); it has not run on AMD hardware. The index math above (offsets, OOB redirects, swizzle,
+MFMA lane maps, epilogue, tile renumbering) is re-traced lane by lane in numpy by benchmarks/models/
+gemm_flydsl.py in the template repository, for boundary cases with exact integer inputs: C matches exactly,
+every C element is written exactly once, and no LDS access has a bank conflict. That checks the arithmetic,
+not the compiler or the hardware. Host side: argument checks from host.py, op.json, the targets and
+compile-only from flydsl_runtime.py.
+
+Interface (the same in every kbaseline cell):
+    run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous ROCm bf16/fp16; out [M,N]; compiles and
+                                               caches per (Config, dtype).
+    compile_only(case, out_dir) -> ISA text    compile the config run() picks for `case` on op.json's target
+                                               (gfx942 | gfx950) with no GPU, in a child process
+                                               (flydsl_runtime.py, tools/rocm_env.py); writes
+                                               kernel_matmul_<dtype>_<tile tag>.<gfx>.s
+    describe(case)              -> dict         tile, stages, LDS bytes, threads, grid, for the report
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+import host
+from flydsl.expr import rocdl
+from flydsl.runtime.device import get_rocm_arch
+from flydsl_runtime import (COMPUTE_UNITS, MAX_BYTES, WAVE, child_main, compile_isa, device_target, placeholder,
+                            target)
+
+OP_SPEC = host.OP
+OP = OP_SPEC["op"]
+
+THREADS = 256  # 4 waves of 64 lanes, arranged 2 (M) x 2 (N) over the tile
+TILE_K = 64  # 64 bf16/fp16 = 128 bytes: one LDS row of a tile is exactly the 32 banks x 4 bytes
+CHUNK = 8  # elements per 16-byte access (dwordx4 buffer load, ds_write_b128, ds_read_b128)
+OOB = -(2**31)  # byte offset 0x80000000: past num_records of any tensor < 2 GiB -> load reads 0, store dropped
+LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}  # per CU
+LDS_BUDGET = 65536  # what this cell plans with on both targets (gfx942's LDS); see the docstring
+NUM_XCDS = 8  # chiplets; the dispatcher hands workgroup i to XCD i % 8 (each XCD has its own L2)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Static configuration: one compiled kernel per (Config, dtype, arch)."""
+
+    tile_m: int = 256
+    tile_n: int = 128
+    stages: int = 1  # LDS buffers: 1 = prefetch the next K tile into VGPRs only; 2 = also double-buffer LDS
+    vec_store: bool = True  # N % 8 == 0: 16-byte C stores; otherwise one 2-byte store per element
+    group_m: int = 8  # tile raster: groups of group_m tile rows, for L2 reuse
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.tile_m + self.tile_n) * TILE_K * 2
+
+    @property
+    def lds_bytes(self) -> int:
+        return self.stages * self.stage_bytes
+
+    @property
+    def tag(self) -> str:
+        return f"{self.tile_m}x{self.tile_n}x{TILE_K}_s{self.stages}" + ("" if self.vec_store else "_st16")
+
+
+def stages_for(tile_m: int, tile_n: int, arch: str) -> int:
+    """Two LDS buffers when they fit the LDS budget, else one (256 x 128: one; 64 x 64: two)."""
+    return 2 if 2 * (tile_m + tile_n) * TILE_K * 2 <= min(LDS_BYTES[arch], LDS_BUDGET) else 1
+
+
+DEFAULT_TILE = (256, 128)
+SMALL_TILE = (64, 64)
+
+
+
+def choose_config(m: int, n: int, arch: str, cus: int | None = None) -> Config:
+    """256x128 tiles when they make at least one full wave of workgroups over the CUs; otherwise (skinny M,
+    small problems: memory-bound) 64x64 tiles, so that more CUs stream their share of the operands."""
+    cus = cus or COMPUTE_UNITS
+    tm, tn = DEFAULT_TILE
+    if -(-m // tm) * -(-n // tn) < cus:
+        tm, tn = SMALL_TILE
+    return Config(tile_m=tm, tile_n=tn, stages=stages_for(tm, tn, arch), vec_store=n % CHUNK == 0)
+
+
+# ---------------------------------------------------------------- index math (plain ints or fx.Int32)
+
+
+def lds_swizzle(row):
+    """XOR key (0..7) of the 16-byte chunks of LDS row `row`: chunk c is stored at slot c ^ key."""
+    return (row & 7) ^ (((row >> 3) & 1) * 4)
+
+
+def lds_offset(row, chunk):
+    """Element offset of 16-byte chunk `chunk` (0..7) of row `row` in a [rows, 64] LDS tile."""
+    return row * TILE_K + (chunk ^ lds_swizzle(row)) * CHUNK
+
+
+def b_tile_row(p, t, i):
+    """Row of the B tile (an N index) that MFMA row i (0..15) of N-subtile t (0, 1) of column pair p reads.
+    Chosen so that lane group g of the MFMA result holds columns 32p + 8g .. 32p + 8g + 7 (t = 0: +0..3,
+    t = 1: +4..7): 8 consecutive columns per lane, one 16-byte store."""
+    return 32 * p + 8 * (i >> 2) + 4 * t + (i & 3)
+
+
+def xcd_remap(pid, total):
+    """Workgroup pid runs on XCD pid % 8; renumber so that each XCD works on one contiguous block of tiles
+    (its L2 then sees neighbouring tiles). A bijection of 0..total-1."""
+    per = (total + NUM_XCDS - 1) // NUM_XCDS
+    tall = total - (per - 1) * NUM_XCDS  # XCDs that get `per` workgroups; the others get per - 1
+    xcd = pid % NUM_XCDS
+    local = pid // NUM_XCDS
+    return xcd * per + local - _max0(xcd - tall)
+
+
+def _max0(x):
+    """max(x, 0) for a plain int or an fx.Int32."""
+    return max(x, 0) if isinstance(x, int) else (x > 0).select(x, 0)
+
+
+def raster(pid, tiles_m, tiles_n, group_m):
+    """Tile index -> (tile row, tile column), walking groups of group_m tile rows column by column."""
+    width = group_m * tiles_n
+    group = pid // width
+    first_m = group * group_m
+    rows = tiles_m - first_m
+    rows = min(rows, group_m) if isinstance(rows, int) else (rows < group_m).select(rows, group_m)
+    r = pid - group * width
+    return first_m + r % rows, r // rows
+
+
+# ---------------------------------------------------------------- kernel
+
+
+def _mfma(x, y, acc, wide: bool, dtype):
+    """acc[i][j] += sum_k x[i][k] * y[k][j] over one MFMA tile (16 x 16 x 32 on gfx950, 16 x 16 x 16 on gfx942).
+
+    x, y: this lane's 8 K-values of its MFMA row (x) / column (y), as vector<8 x dtype>. gfx942's 16x16x16
+    instruction takes 4 K-values per lane, so the 8 are split into two instructions (same lane -> K mapping
+    for both operands, hence the sum covers all 32 K-values of the lane groups exactly once)."""
+    f32x4 = fx.Vector.make_type(4, fx.Float32)
+    if wide:
+        op = rocdl.mfma_f32_16x16x32_bf16 if dtype is fx.BFloat16 else rocdl.mfma_f32_16x16x32_f16
+        return fx.Vector(op(f32x4, [x, y, acc, 0, 0, 0]))
+    op = rocdl.mfma_f32_16x16x16bf16_1k if dtype is fx.BFloat16 else rocdl.mfma_f32_16x16x16f16
+    as_ty = fx.Int16 if dtype is fx.BFloat16 else dtype  # the gfx942 bf16 intrinsic takes <4 x i16>
+    for s in range(2):
+        half = list(range(4 * s, 4 * s + 4))
+        xs = x.shuffle(x, half).bitcast(as_ty)
+        ys = y.shuffle(y, half).bitcast(as_ty)
+        acc = fx.Vector(op(f32x4, [xs, ys, acc, 0, 0, 0]))
+    return acc
+
+
+@flyc.kernel
+def matmul_kernel(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor, m: fx.Int32, n: fx.Int32, k: fx.Int32,
+    tile_m: fx.Constexpr[int], tile_n: fx.Constexpr[int], stages: fx.Constexpr[int],
+    vec_store: fx.Constexpr[bool], group_m: fx.Constexpr[int],
+):
+    dtype = A.element_type
+    wide = get_rocm_arch().startswith("gfx950")  # 16x16x32 MFMA (CDNA4) vs 16x16x16 (CDNA3)
+    wave_m, wave_n = tile_m // 2, tile_n // 2  # each wave: a (wave_m x wave_n) block of C
+    mt, npairs = wave_m // 16, wave_n // 32  # MFMA tiles along M; pairs of 16-column MFMA tiles along N
+    rows_per_load = THREADS // (TILE_K // CHUNK)  # 32 tile rows per dwordx4 load instruction
+    loads_a, loads_b = tile_m // rows_per_load, tile_n // rows_per_load
+    a_elems, b_elems = tile_m * TILE_K, tile_n * TILE_K
+
+    tid = fx.thread_idx.x
+    lane, wave = tid & (WAVE - 1), tid >> 6
+    g, i = lane >> 4, lane & 15  # MFMA lane group (K slice / result rows) and MFMA row / column
+    wm, wn = wave >> 1, wave & 1
+
+    # ---- which C tile: XCD-contiguous, grouped raster
+    tiles_m = (m + tile_m - 1) // tile_m
+    tiles_n = (n + tile_n - 1) // tile_n
+    pid = xcd_remap(fx.block_idx.x, tiles_m * tiles_n)
+    pid_m, pid_n = raster(pid, tiles_m, tiles_n, group_m)
+    m0 = pid_m * tile_m
+    n0 = pid_n * tile_n
+
+    # ---- buffer resources: num_records = tensor bytes (hardware bound for the OOB offset below)
+    rsrc_a = rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(A, max_size=False)))
+    rsrc_b = rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(B, max_size=False)))
+    rsrc_c = rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(C, max_size=False)))
+    zero = fx.as_ir_value(fx.Int32(0))
+
+    @fx.struct
+    class SharedStorage:
+        a: fx.Array[dtype, stages * a_elems, 16]
+        b: fx.Array[dtype, stages * b_elems, 16]
+
+    smem = fx.SharedAllocator().allocate(SharedStorage)
+    s_a = smem.a.peek().ptr
+    s_b = smem.b.peek().ptr
+    v8 = fx.Vector.make_type(CHUNK, dtype)
+    i32x4 = fx.Vector.make_type(4, fx.Int32)
+
+    # ---- global -> VGPR plan: thread tid loads chunk c_t of tile rows q * 32 + r_t (q = 0, 1, ...)
+    r_t, c_t = tid >> 3, tid & 7
+    a_rows = [q * rows_per_load + r_t for q in range(loads_a)]
+    b_rows = [q * rows_per_load + r_t for q in range(loads_b)]
+    row_bytes = k * 2
+    a_base = [(m0 + r) * row_bytes + c_t * 16 for r in a_rows]
+    b_base = [(n0 + r) * row_bytes + c_t * 16 for r in b_rows]
+    a_ok = [m0 + r < m for r in a_rows]
+    b_ok = [n0 + r < n for r in b_rows]
+
+    def load_tile(kt):
+        """K tile kt of A and B -> VGPRs (dwordx4 each). A chunk outside the matrix (row >= M / N, or
+        K column >= K) gets byte offset 0x80000000, past num_records: the hardware returns zeros."""
+        k_ok = kt * TILE_K + c_t * CHUNK < k  # K % 8 == 0: a 16-byte chunk is all in or all out
+        k_bytes = kt * (TILE_K * 2)
+        regs = []
+        for base, ok in zip(a_base, a_ok):
+            off = (ok & k_ok).select(base + k_bytes, OOB)
+            regs.append(rocdl.raw_ptr_buffer_load(i32x4, rsrc_a, off, zero))
+        for base, ok in zip(b_base, b_ok):
+            off = (ok & k_ok).select(base + k_bytes, OOB)
+            regs.append(rocdl.raw_ptr_buffer_load(i32x4, rsrc_b, off, zero))
+        return regs
+
+    def store_tile(regs, stage):
+        """VGPRs -> LDS buffer `stage` (ds_write_b128), XOR-swizzled chunks."""
+        for q, r in enumerate(a_rows):
+            fx.ptr_store(fx.Vector(regs[q]).bitcast(dtype), s_a + stage * a_elems + lds_offset(r, c_t))
+        for q, r in enumerate(b_rows):
+            fx.ptr_store(fx.Vector(regs[loads_a + q]).bitcast(dtype), s_b + stage * b_elems + lds_offset(r, c_t))
+
+    a_row = [wm * wave_m + 16 * t + i for t in range(mt)]  # A rows this lane feeds to the MFMAs
+    b_row = [wn * wave_n + b_tile_row(p, t, i) for p in range(npairs) for t in range(2)]
+
+    def compute_tile(acc, stage):
+        """All MFMAs of one 64-deep K tile from LDS buffer `stage`: 2 steps of 32 K-values; lane group g
+        reads K-values 8g .. 8g + 7 of the step (one ds_read_b128 per MFMA row / column)."""
+        for kk in fx.range_constexpr(TILE_K // 32):
+            chunk = 4 * kk + g
+            av = [fx.ptr_load(s_a + stage * a_elems + lds_offset(r, chunk), result_type=v8) for r in a_row]
+            bv = [fx.ptr_load(s_b + stage * b_elems + lds_offset(r, chunk), result_type=v8) for r in b_row]
+            # MFMA operand x = B rows (N), y = A rows (M): the result tile is C^T, so each lane ends up
+            # holding 4 consecutive N columns of one C row (see b_tile_row for the 8-column pairing).
+            acc = [_mfma(bv[j], av[t], acc[t * len(b_row) + j], wide, dtype)
+                   for t in range(mt) for j in range(len(b_row))]
+        return acc
+
+    # ---- main loop over K tiles: prefetch tile kt + 1 into VGPRs while the MFMAs work on tile kt
+    k_tiles = (k + TILE_K - 1) // TILE_K
+    store_tile(load_tile(0), 0)
+    fx.gpu.barrier()
+    acc = [fx.Vector.from_elements([fx.Float32(0.0)] * 4, fx.Float32) for _ in range(mt * 2 * npairs)]
+    for kt in range(0, k_tiles - 1):
+        nxt = load_tile(kt + 1)
+        if fx.const_expr(stages == 1):
+            acc = compute_tile(acc, 0)
+            fx.gpu.barrier()  # every wave is done reading the LDS tile
+            store_tile(nxt, 0)
+            fx.gpu.barrier()  # the next tile is in LDS
+        else:
+            acc = compute_tile(acc, kt & 1)
+            store_tile(nxt, (kt + 1) & 1)  # the other buffer: last read before the previous barrier
+            fx.gpu.barrier()
+    acc = compute_tile(acc, 0 if stages == 1 else (k_tiles - 1) & 1)
+
+    # ---- epilogue: lane (g, i) holds C[row, col .. col + 7] of every (M tile t, column pair p)
+    for t in fx.range_constexpr(mt):
+        row = m0 + wm * wave_m + 16 * t + i
+        row_ok = row < m
+        for p in fx.range_constexpr(npairs):
+            col = n0 + wn * wave_n + 32 * p + 8 * g
+            lo, hi = acc[t * 2 * npairs + 2 * p], acc[t * 2 * npairs + 2 * p + 1]
+            out = lo.shuffle(hi, list(range(8))).to(dtype)
+            if fx.const_expr(vec_store):
+                off = (row_ok & (col < n)).select((row * n + col) * 2, OOB)
+                rocdl.raw_ptr_buffer_store(fx.as_ir_value(out.bitcast(fx.Int32)), rsrc_c, fx.as_ir_value(off), zero)
+            else:
+                bits = out.bitcast(fx.Int16)
+                for e in fx.range_constexpr(CHUNK):
+                    off = (row_ok & (col + e < n)).select((row * n + col + e) * 2, OOB)
+                    rocdl.raw_ptr_buffer_store(fx.as_ir_value(bits[e]), rsrc_c, fx.as_ir_value(off), zero)
+
+
+@flyc.jit
+def matmul_launch(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor, m: fx.Int32, n: fx.Int32, k: fx.Int32,
+    tile_m: fx.Constexpr[int], tile_n: fx.Constexpr[int], stages: fx.Constexpr[int],
+    vec_store: fx.Constexpr[bool], group_m: fx.Constexpr[int],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side: one workgroup of 256 lanes per (tile_m x tile_n) tile of C."""
+    tiles = ((m + tile_m - 1) // tile_m) * ((n + tile_n - 1) // tile_n)
+    matmul_kernel(A, B, C, m, n, k, tile_m, tile_n, stages, vec_store, group_m).launch(
+        grid=(tiles, 1, 1), block=(THREADS, 1, 1), stream=stream,
+    )
+
+
+def _constexprs(cfg: Config) -> tuple:
+    return cfg.tile_m, cfg.tile_n, cfg.stages, cfg.vec_store, cfg.group_m
+
+
+_compiled: dict = {}  # (Config, dtype) -> compiled launcher; M, N, K are runtime values
+
+
+def _cu_count(device) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def run(a, b, out=None, cfg: Config | None = None):
+    """out[M,N] = a[M,K] @ b[N,K].T on the current stream (bf16/fp16 in and out, fp32 accumulation)."""
+    import torch
+
+    m, n, k, out = host.matmul_dims(a, b, out, "dwordx4 buffer loads")
+    dtype = host.dtype_of(a, "matmul", ("bf16", "fp16"))
+    if min(m, n, k) == 0:
+        return out.zero_()
+    if max(t.numel() * t.element_size() for t in (a, b, out)) >= MAX_BYTES:
+        raise ValueError("matmul: every tensor must be under 2 GiB (32-bit buffer offsets)")
+    arch = device_target("matmul")
+    cfg = cfg or choose_config(m, n, arch, _cu_count(a.device))
+    stream = torch.cuda.current_stream()
+    flat = [t.view(-1) for t in (a, b, out)]
+    key = (cfg, dtype)
+    if key not in _compiled:
+        _compiled[key] = flyc.compile(matmul_launch, *flat, m, n, k, *_constexprs(cfg), stream)
+    _compiled[key](*flat, m, n, k, *_constexprs(cfg), stream)
+    return out
+
+
+def _case_dims(case: dict | None) -> tuple[int, int, int]:
+    v = (case or {}).get("vars") or {}
+    return int(v.get("M", 8192)), int(v.get("N", 8192)), int(v.get("K", 8192))
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
+                 dtype: str | None = None, arch: str | None = None) -> str:
+    """Compile the config run() would pick for `case` on `arch` (default op.json's target), with no GPU;
+    write kernel_matmul_<dtype>_<tile tag>.<arch>.s under out_dir and return the ISA text."""
+    dtype = dtype or OP_SPEC["dtype"]
+    arch = target(arch)
+    m, n, _ = _case_dims(case)
+    cfg = choose_config(m, n, arch)
+    return compile_isa(__file__, f"{op}_{dtype}_{cfg.tag}", [dtype, *_constexprs(cfg)], arch, out_dir)
+
+
+def _emit_isa(dtype: str, tile_m: str, tile_n: str, stages: str, vec_store: str, group_m: str) -> None:
+    """Child side of compile_only: compile with CPU placeholder tensors (any size: shapes are runtime values)."""
+    x = placeholder(dtype, 64 * 64)
+    flyc.compile(matmul_launch, x, x.clone(), x.clone(), 64, 64, 64,
+                 int(tile_m), int(tile_n), int(stages), vec_store == "True", int(group_m))
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    m, n, k = _case_dims(case)
+    arch = target()
+    cfg = choose_config(m, n, arch)
+    tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+    return {
+        "tile_mnk": [cfg.tile_m, cfg.tile_n, TILE_K],
+        "wave_tile_mn": [cfg.tile_m // 2, cfg.tile_n // 2],
+        "stages": cfg.stages,
+        "lds_bytes": cfg.lds_bytes,
+        "tiles": tiles,
+        "waves": round(tiles / COMPUTE_UNITS, 2),
+        "k_tiles": -(-k // TILE_K),
+        "threads_per_cta": THREADS,
+        "waves_per_workgroup": THREADS // WAVE,
+        "grid": [tiles, 1, 1],
+        "grid_blocks": tiles,
+        "mfma": "v_mfma_f32_16x16x32" if arch == "gfx950" else "v_mfma_f32_16x16x16",
+        "c_store": "dwordx4" if cfg.vec_store else "2-byte (N % 8 != 0)",
+        "data_movement": "HBM -> VGPRs (buffer_load_dwordx4, next K tile prefetched during the MFMAs) -> LDS "
+        "(ds_write_b128, XOR swizzle) -> MFMA operands (ds_read_b128) -> fp32 accumulators -> "
+        + ("buffer_store_dwordx4" if cfg.vec_store else "buffer_store_short") + " to HBM",
+    }
+
+
+if __name__ == "__main__":
+    child_main(_emit_isa)

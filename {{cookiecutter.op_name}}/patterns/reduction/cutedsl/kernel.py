@@ -1,0 +1,452 @@
+"""Reduction V0 kernel in CuTe DSL for Hopper (sm_90a): sum, mean, max, softmax, rmsnorm over the last dim.
+
+A bandwidth kernel over rows: TPR consecutive threads own one row, load it with 128-bit coalesced
+accesses into registers (at most 32 fp32 values per thread), reduce in-thread, then across the row's
+lanes with a shfl.sync butterfly and, when a row spans several warps, once more through shared memory.
+softmax and rmsnorm keep the row in registers between the reduction and the normalisation, so HBM is
+read once and written once; rows longer than 32768 elements take a looped two-pass path, one CTA a row.
+Every max is NaN-propagating, as torch's.
+
+What it computes
+    x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor).
+    sum / mean / max -> out [M] in x's dtype;  softmax -> out [M, N] (max-subtracted);
+    rmsnorm -> out [M, N] = x / sqrt(mean(x^2) + eps) * weight[N]. Loads are bf16/fp16/fp32, all
+    math and accumulation is fp32, and every output is rounded once to x's dtype. NaN and -inf
+    follow torch: a row holding a NaN gets max NaN and an all-NaN softmax row (see NaN semantics).
+
+Why this shape (roofline)
+    A row reduction does 1-5 FLOP per element moved, far left of Hopper's ridge point (H200, cited:
+    989 TFLOP/s dense bf16 / 4.8 TB/s ~ 206 FLOP/byte), so the kernel is a bandwidth kernel: read x once,
+    write the output once, with 128-bit coalesced loads and enough bytes in flight (Little's law:
+    4.8 TB/s x ~600 ns ~ 2.9 MB, ~22 KiB per SM of 132). softmax and rmsnorm need the row twice (reduce,
+    then normalise), so the row stays in registers between the two steps: HBM is read once and written
+    once, where a two-kernel softmax (max, then exp and sum) reads it twice.
+
+The reduction hierarchy (one row is owned by TPR = threads-per-row consecutive threads)
+    1. thread:  each thread loads its chunks of the row into registers and reduces them serially in
+                fp32 (x.reduce over a (VEC, CHUNKS) fragment: no communication at all; max is max.NaN).
+    2. warp:    butterfly ``shfl.sync.bfly`` over min(TPR, 32) lanes, log2 steps (5 for a full warp);
+                with TPR < 32 one warp holds 32/TPR rows and the butterfly stays inside each group.
+    3. CTA:     with TPR > 32 the row spans TPR/32 warps: lane 0 of each warp writes its partial to
+                shared memory ([rows, warps_per_row, slot] fp32), one ``bar.sync``, then every warp
+                reads the TPR/32 partials back and does one more full-warp butterfly, so every
+                thread ends with the row result (softmax needs it to normalise its own values).
+                Each reduction of a kernel uses its own smem slot, so one barrier per reduction.
+    4. cluster: not used. Rows up to 32768 elements fit one CTA's registers; longer rows use the
+                looped path below (one CTA per row, two passes), which is correct for any N but
+                leaves SMs idle when M is small (8 x 131072 keeps only 8 SMs busy). A cluster of CTAs
+                per row with a DSMEM reduction is the lever for that case.
+
+NaN semantics (as torch.amax / torch.softmax)
+    Every max is the IEEE-754 ``maximum`` (PTX ``max.NaN.f32``: NaN in, NaN out), never ``fmax``'s
+    ``maximumNumber`` (``max.f32``), which drops a NaN when the other operand is a number. In-thread,
+    ``x.reduce(MAX)`` already lowers to MLIR's MAXIMUMF = ``max.NaN.f32``; the warp butterfly, the
+    cross-warp smem step and the looped path's running max use ``cute.arch.fmax(..., nan=True)``
+    (``_max``), so one NaN anywhere in a row survives every level of the hierarchy: a butterfly built
+    on plain fmax would drop it between lanes. softmax then computes exp2(x - NaN) = NaN for every
+    element, so the whole row is NaN, as torch's is. -inf is unchanged: some -inf values softmax to 0,
+    an all -inf row gives max -inf and a NaN softmax row (-inf - -inf), both as torch. ``max.NaN.f32``
+    is one instruction, like ``max.f32``: the semantics cost no instructions.
+
+Thread/value layout (register path)
+    The row is cut into 128-bit vectors of VEC = 128 / bits elements (8 for bf16/fp16, 4 for fp32);
+    thread t of a row owns vectors t, t + TPR, t + 2*TPR, ... (CHUNKS of them):
+
+        x viewed as (VEC, NV, M) : (1, VEC, ld)          NV = N / VEC vectors per row
+        thread t, value (v, k)  ->  x[row, (k*TPR + t)*VEC + v]
+
+        k = 0:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     one ld.global.v4 per thread,
+        k = 1:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     a warp reads 512 contiguous bytes
+
+    Per N, TPR is the smallest power of two (1..1024) that keeps CHUNKS * VEC <= VALUES_PER_THREAD = 32
+    fp32 values per thread (the row cached in registers costs 32 of the 255 registers); a CTA has
+    max(128, TPR) threads and holds 128/TPR rows when TPR < 128. Examples, bf16:
+        N = 7 (scalar path)  TPR 1,    7 chunks, 128 rows/CTA  -- tiny rows: one thread per row
+        N = 1000             TPR 32,   4 chunks, 4 rows/CTA    -- one warp per row, no smem step
+        N = 4096             TPR 128,  4 chunks, 1 row/CTA     -- 4 warps per row, smem step
+        N = 8192             TPR 256,  4 chunks, 1 row/CTA     -- 64 B per thread in flight, 32768 CTAs
+        N = 32768            TPR 1024, 4 chunks, 1 row/CTA     -- the largest register-resident row
+    fp32 has VEC = 4, so CHUNKS <= 8 and the same TPR per N. 32 values is the balance between bytes in
+    flight per thread (fewer values: more, smaller CTAs) and registers (more values: lower occupancy);
+    the 16 / 32 / 64 sweep is in benchmarks/2026-11-30-h200-reduction.md.
+
+Large N (> 32 * 1024 elements): the looped path
+    One CTA of 512 threads per row, a dynamic loop over the row 2048 vectors (16 KiB bf16) at a time
+    (4 chunks per thread per iteration). Pass 1 accumulates per thread: the sum, the sum of squares,
+    the max, or softmax's online (max, sum) pair, rescaling the running sum by exp(m_old - m_new)
+    when the max grows (shifting by 0 while the max is still -inf, so a masked -inf prefix gives 0,
+    not NaN: benchmarks/2026-12-01-h200-reduction-masked-prefix.md). The per-thread partials then go
+    through the same warp + smem hierarchy (softmax: max first, then sums rescaled to the row max).
+    Pass 2 (softmax, rmsnorm) re-reads the row and writes; the re-read is expected to hit L2 (a
+    256 KiB bf16 row was just read, and one row per resident CTA, ~132 x 256 KiB = 33 MB, is under
+    the 50 MB L2).
+
+Alignment and predication
+    VEC is the widest power of two (<= 128 bits) that divides N, the row stride and the element
+    offsets of x, out and weight; N = 1000 bf16 contiguous keeps VEC 8, N = 7 or a row stride of
+    1003 falls back to VEC 1 (scalar ld.global, still coalesced across threads, still correct).
+    Vectors past the row end and rows past M are predicated off per 128-bit access; the identity
+    (0 or -inf) stands in for values that were not loaded. When CHUNKS * TPR == NV exactly (N = 4096,
+    8192, ...) a constexpr drops the predicates and the loads issue back to back.
+
+Measured bandwidth against the device copy and torch, per op, shape and dtype:
+benchmarks/2026-11-30-h200-reduction.md.
+
+Interface (the same in every kbaseline cell):
+    run(x, out=None) / run(x, weight, out=None)  -> out   CUDA tensors; compiles and caches on first use
+    compile_only(case, out_dir)                  -> PTX   compile for sm_90a with no GPU (fake pointers)
+    describe(case)                               -> dict  threads per row, chunks, grid, data movement
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+
+import cutedsl_runtime as rt  # first: it sets CUTE_DSL_ARCH=sm_90a before cutlass is imported
+import host
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Int32, const_expr
+
+OP_SPEC = host.OP
+OP = OP_SPEC["op"]
+EPS = float(OP_SPEC.get("params", {}).get("eps", 1e-6))
+
+OPS = ("sum", "mean", "max", "softmax", "rmsnorm")
+ROW_OUT_OPS = ("softmax", "rmsnorm")  # out is [M, N]; the others write out [M]
+ACCESS_BITS = 128
+VALUES_PER_THREAD = 32  # fp32 row values a thread keeps in registers on the register path
+MAX_TPR = 1024  # threads per row on the register path -> rows up to 32 * 1024 elements
+MIN_CTA_THREADS = 128
+LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
+LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
+LOG2_E = math.log2(math.e)
+
+_BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# Launch plan (host side, plain Python)
+# ------------------------------------------------------------------------------------------------
+
+def plan(n: int, vec: int) -> dict:
+    """Threads per row, chunks per thread and CTA size for a row of n elements read VEC at a time."""
+    nv = -(-n // vec)
+    kmax = max(1, VALUES_PER_THREAD // vec)
+    tpr = 1
+    while tpr < MAX_TPR and -(-nv // tpr) > kmax:
+        tpr *= 2
+    if -(-nv // tpr) <= kmax:
+        threads = max(MIN_CTA_THREADS, tpr)
+        chunks = -(-nv // tpr)
+        return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
+                "rows_per_cta": threads // tpr, "iters": 1}
+    return {"looped": True, "tpr": LOOP_THREADS, "chunks": LOOP_CHUNKS, "threads": LOOP_THREADS, "full": False,
+            "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * LOOP_CHUNKS))}
+
+
+def _smem_bytes(cfg: dict) -> int:
+    warps_per_row = max(1, cfg["tpr"] // 32)
+    return 4 * (cfg["threads"] // 32) * 2 if warps_per_row > 1 else 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Device side
+# ------------------------------------------------------------------------------------------------
+
+def _max(a, b):
+    """NaN-propagating fp32 max (PTX max.NaN.f32, like torch.amax); plain fmax would skip NaN."""
+    return cute.arch.fmax(a, b, nan=True)
+
+
+def _combine(kind: str):
+    return _max if kind == "max" else operator.add
+
+
+@cute.jit
+def _row_reduce(val: Float32, kind: cutlass.Constexpr[str], tpr: cutlass.Constexpr[int], buf, slot: cutlass.Constexpr[int]):
+    """Thread partial -> row result in every thread of the row: warp butterfly, then smem across warps."""
+    op = _combine(kind)
+    val = cute.arch.warp_reduction(val, op, threads_in_group=min(tpr, 32))
+    if const_expr(tpr > 32):
+        warps_per_row = tpr // 32
+        lane = cute.arch.lane_idx()
+        warp = cute.arch.warp_idx()
+        if lane == 0:
+            buf[warp // warps_per_row, warp % warps_per_row, slot] = val
+        cute.arch.barrier()
+        part = Float32(-Float32.inf) if const_expr(kind == "max") else Float32(0.0)
+        if lane < warps_per_row:
+            part = buf[warp // warps_per_row, lane, slot]
+        val = cute.arch.warp_reduction(part, op, threads_in_group=32)
+    return val
+
+
+def _identity(op: str) -> float:
+    return -math.inf if op in ("max", "softmax") else 0.0
+
+
+@cute.kernel
+def row_kernel(
+    mX: cute.Tensor, mW: cute.Tensor, mO: cute.Tensor, m: Int32, nv: Int32, eps: Float32,
+    op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
+    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
+):
+    """Register path: TPR threads own one row; the row's CHUNKS x VEC values per thread stay in registers."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    rows = threads // tpr
+    row = bidx * rows + tidx // tpr
+    t = tidx % tpr
+    dtype = mX.element_type
+    n_f = Float32(nv * vec)
+
+    buf = None
+    if const_expr(tpr > 32):
+        smem = cutlass.utils.SmemAllocator()
+        buf = smem.allocate_tensor(Float32, cute.make_layout((threads // tpr, tpr // 32, 2), stride=(tpr // 32 * 2, 2, 1)), 4)
+
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=vec * dtype.width)
+    rX = cute.make_rmem_tensor((vec, chunks), dtype)
+    rX.fill(_identity(op))
+    rW = cute.make_rmem_tensor((vec, chunks), dtype)
+    row_ok = row < m
+    if row_ok:
+        for k in cutlass.range_constexpr(chunks):
+            if full or k * tpr + t < nv:  # `full` (constexpr): CHUNKS * TPR == NV, no vector is past the end
+                cute.copy(atom, mX[None, k * tpr + t, row], rX[None, k])
+                if const_expr(op == "rmsnorm"):
+                    cute.copy(atom, mW[None, k * tpr + t], rW[None, k])
+    x = rX.load().to(Float32)
+
+    if const_expr(op in ("sum", "mean", "max")):
+        kind = "max" if const_expr(op == "max") else "sum"
+        red = cute.ReductionOp.MAX if const_expr(op == "max") else cute.ReductionOp.ADD
+        val = _row_reduce(x.reduce(red, _identity(op), 0), kind, tpr, buf, 0)
+        if const_expr(op == "mean"):
+            val = val / n_f
+        if row_ok and t == 0:
+            mO[row] = val.to(dtype)
+    else:
+        y = None
+        if const_expr(op == "softmax"):
+            row_max = _row_reduce(x.reduce(cute.ReductionOp.MAX, -math.inf, 0), "max", tpr, buf, 0)
+            e = cute.math.exp2(x * LOG2_E - row_max * LOG2_E, fastmath=True)
+            row_sum = _row_reduce(e.reduce(cute.ReductionOp.ADD, 0.0, 0), "sum", tpr, buf, 1)
+            y = e * cute.arch.rcp_approx(row_sum)
+        else:
+            ss = _row_reduce((x * x).reduce(cute.ReductionOp.ADD, 0.0, 0), "sum", tpr, buf, 0)
+            rstd = cute.math.rsqrt(ss / n_f + eps)
+            y = x * rstd * rW.load().to(Float32)
+        rY = cute.make_rmem_tensor((vec, chunks), dtype)
+        rY.store(y.to(dtype))
+        if row_ok:
+            for k in cutlass.range_constexpr(chunks):
+                if full or k * tpr + t < nv:
+                    cute.copy(atom, rY[None, k], mO[None, k * tpr + t, row])
+
+
+@cute.kernel
+def looped_kernel(
+    mX: cute.Tensor, mW: cute.Tensor, mO: cute.Tensor, m: Int32, nv: Int32, iters: Int32, eps: Float32,
+    op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
+    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int],
+):
+    """Large-N path: one CTA per row; pass 1 reduces the row in slices, pass 2 re-reads it and writes."""
+    t, _, _ = cute.arch.thread_idx()
+    row, _, _ = cute.arch.block_idx()
+    dtype = mX.element_type
+    n_f = Float32(nv * vec)
+    smem = cutlass.utils.SmemAllocator()
+    buf = smem.allocate_tensor(Float32, cute.make_layout((1, tpr // 32, 2), stride=(tpr // 32 * 2, 2, 1)), 4)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=vec * dtype.width)
+    rX = cute.make_rmem_tensor((vec, chunks), dtype)
+    rW = cute.make_rmem_tensor((vec, chunks), dtype)
+    rY = cute.make_rmem_tensor((vec, chunks), dtype)
+    step = tpr * chunks
+
+    # Pass 1: per-thread partials. acc = sum / sum of squares / max; (acc, run_sum) = online softmax.
+    acc = Float32(_identity(op))
+    run_sum = Float32(0.0)
+    for it in cutlass.range(iters):
+        rX.fill(_identity(op))
+        for k in cutlass.range_constexpr(chunks):
+            if it * step + k * tpr + t < nv:
+                cute.copy(atom, mX[None, it * step + k * tpr + t, row], rX[None, k])
+        x = rX.load().to(Float32)
+        if const_expr(op in ("sum", "mean")):
+            acc = acc + x.reduce(cute.ReductionOp.ADD, 0.0, 0)
+        elif const_expr(op == "rmsnorm"):
+            acc = acc + (x * x).reduce(cute.ReductionOp.ADD, 0.0, 0)
+        elif const_expr(op == "max"):
+            acc = _max(acc, x.reduce(cute.ReductionOp.MAX, -math.inf, 0))
+        else:
+            # Online softmax. A thread whose slices so far held only -inf (a masked prefix) has
+            # new_max = -inf, and exp2(-inf - -inf) would be NaN: it shifts by 0 instead, so its exp2
+            # terms are exp2(-inf) = 0 and run_sum stays 0. A NaN makes new_max, run_sum and the row
+            # result NaN (as torch).
+            new_max = _max(acc, x.reduce(cute.ReductionOp.MAX, -math.inf, 0))
+            shift = cutlass.select_(new_max == -math.inf, Float32(0.0), new_max) * LOG2_E
+            run_sum = run_sum * cute.math.exp2(acc * LOG2_E - shift, fastmath=True) + cute.math.exp2(
+                x * LOG2_E - shift, fastmath=True).reduce(cute.ReductionOp.ADD, 0.0, 0)
+            acc = new_max
+
+    if const_expr(op in ("sum", "mean", "max")):
+        val = _row_reduce(acc, "max" if const_expr(op == "max") else "sum", tpr, buf, 0)
+        if const_expr(op == "mean"):
+            val = val / n_f
+        if t == 0:
+            mO[row] = val.to(dtype)
+    else:
+        scale = Float32(0.0)
+        shift = Float32(0.0)
+        if const_expr(op == "softmax"):
+            row_max = _row_reduce(acc, "max", tpr, buf, 0)
+            row_sum = _row_reduce(run_sum * cute.math.exp2((acc - row_max) * LOG2_E, fastmath=True), "sum", tpr, buf, 1)
+            scale = cute.arch.rcp_approx(row_sum)
+            shift = row_max * LOG2_E
+        else:
+            scale = cute.math.rsqrt(_row_reduce(acc, "sum", tpr, buf, 0) / n_f + eps)
+        # Pass 2: re-read the row (mostly L2 hits), normalise, write.
+        for it in cutlass.range(iters):
+            for k in cutlass.range_constexpr(chunks):
+                if it * step + k * tpr + t < nv:
+                    cute.copy(atom, mX[None, it * step + k * tpr + t, row], rX[None, k])
+                    if const_expr(op == "rmsnorm"):
+                        cute.copy(atom, mW[None, it * step + k * tpr + t], rW[None, k])
+            x = rX.load().to(Float32)
+            if const_expr(op == "softmax"):
+                rY.store((cute.math.exp2(x * LOG2_E - shift, fastmath=True) * scale).to(dtype))
+            else:
+                rY.store((x * scale * rW.load().to(Float32)).to(dtype))
+            for k in cutlass.range_constexpr(chunks):
+                if it * step + k * tpr + t < nv:
+                    cute.copy(atom, rY[None, k], mO[None, it * step + k * tpr + t, row])
+
+
+@cute.jit
+def reduction_launch(
+    pX: cute.Pointer, pW: cute.Pointer, pO: cute.Pointer, m: Int32, nv: Int32, ld: Int32, iters: Int32,
+    eps: Float32, stream,
+    op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
+    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool],
+    full: cutlass.Constexpr[bool], smem_bytes: cutlass.Constexpr[int],
+):
+    """Host side: x as (VEC, NV, M) : (1, VEC, ld) so each (VEC) column is one aligned vector access."""
+    mX = cute.make_tensor(pX, cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(ld, divby=vec))))
+    mW = cute.make_tensor(pW, cute.make_layout((vec, nv), stride=(1, vec)))
+    if const_expr(op in ROW_OUT_OPS):
+        mO = cute.make_tensor(pO, cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(nv * vec, divby=vec))))
+    else:
+        mO = cute.make_tensor(pO, cute.make_layout(m))
+    if const_expr(looped):
+        looped_kernel(mX, mW, mO, m, nv, iters, eps, op, vec, tpr, chunks, threads).launch(
+            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
+    else:
+        rows = threads // tpr
+        row_kernel(mX, mW, mO, m, nv, eps, op, vec, tpr, chunks, threads, full).launch(
+            grid=[(m + rows - 1) // rows, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
+
+
+# ------------------------------------------------------------------------------------------------
+# Host interface
+# ------------------------------------------------------------------------------------------------
+
+_compiled: dict = {}  # (op, dtype, vec, plan) -> compiled launcher
+
+
+def _args(op: str, dtype: str, vec: int, addresses, m: int, nv: int, ld: int, iters: int, eps: float, stream):
+    """reduction_launch's runtime arguments: x, weight, out as typed pointers, then sizes, eps and the stream.
+
+    The alignment each pointer promises is part of the compiled signature: VEC elements for x, weight and a
+    row output, one element for out [M], which only gets scalar stores."""
+    eb = _BYTES[dtype]
+    aligns = (vec * eb, vec * eb, vec * eb if op in ROW_OUT_OPS else eb)
+    return (*rt.gmem_ptrs(dtype, addresses, aligns), Int32(m), Int32(nv), Int32(ld), Int32(iters), Float32(eps),
+            stream)
+
+
+def _const_args(op: str, vec: int, cfg: dict):
+    return (op, vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg))
+
+
+def _compile_args(op: str, dtype: str, vec: int, cfg: dict, stream) -> tuple:
+    """Placeholder pointers (aligned as the plan promises) and sizes; the constexprs select the compiled variant."""
+    align = vec * _BYTES[dtype]
+    return (*_args(op, dtype, vec, [align] * 3, 1, 1, vec, 1, EPS, stream), *_const_args(op, vec, cfg))
+
+
+def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
+    """Widest power-of-two vector (<= 128 bits) dividing N, the row stride and every tensor's element offset."""
+    vec = ACCESS_BITS // 8 // elem_bytes
+    while vec > 1 and (n % vec or ld % vec or any(a % (vec * elem_bytes) for a in addresses)):
+        vec //= 2
+    return vec
+
+
+def run(x, *args, out=None, op: str = OP, eps: float = EPS):
+    """Reduce x [M, N] over its last dim on the current CUDA stream. rmsnorm: run(x, weight, out=None)."""
+    if op not in OPS:
+        raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
+    dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
+    if (m - 1) * ld + n >= 2**31:
+        raise ValueError(f"{op}: {m}x{n} with row stride {ld} exceeds the int32 index range of this kernel")
+    weight = x if weight is None else weight  # only rmsnorm reads the weight
+    eb = x.element_size()
+    addresses = [x.data_ptr(), weight.data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0]
+    if any(a % eb for a in addresses):
+        raise ValueError(f"{op}: tensors must be aligned to their element size")
+    vec = _pick_vec(eb, n, ld, addresses)
+    cfg = plan(n, vec)
+    stream = rt.current_stream()
+    key = (op, dtype, *_const_args(op, vec, cfg))
+    launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg, stream))
+    launcher(*_args(op, dtype, vec, [x.data_ptr(), weight.data_ptr(), out.data_ptr()], m, n // vec, ld, cfg["iters"],
+                    eps, stream))
+    return out
+
+
+def _case_mn(case: dict | None) -> tuple[int, int]:
+    if not case:
+        return 4096, 4096
+    dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
+    return int(dims[0]), int(dims[-1])
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
+                 dtype: str | None = None, vec: int | None = None) -> str:
+    """Compile the case's launch plan for sm_90a without a GPU (fake pointers and stream); write and return PTX."""
+    dtype = dtype or OP_SPEC["dtype"]
+    _, n = _case_mn(case)
+    vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
+    cfg = plan(n, vec)
+    path = "looped" if cfg["looped"] else "rows"
+    return rt.dump_ptx(reduction_launch, _compile_args(op, dtype, vec, cfg, rt.make_fake_stream()), out_dir,
+                       f"{op}_{dtype}_n{n}_{path}")
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case (contiguous rows), for the plan and the report."""
+    dtype = OP_SPEC["dtype"]
+    m, n = _case_mn(case)
+    vec = _pick_vec(_BYTES[dtype], n, n, [])
+    cfg = plan(n, vec)
+    grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"])
+    two_pass = cfg["looped"] and OP in ROW_OUT_OPS
+    return {
+        "path": "looped (one CTA per row, two passes)" if cfg["looped"] else "register-resident rows",
+        "vector_elements": vec,
+        "threads_per_row": cfg["tpr"],
+        "chunks_per_thread": cfg["chunks"] if not cfg["looped"] else f"{cfg['chunks']} per iteration x {cfg['iters']}",
+        "rows_per_cta": cfg["rows_per_cta"],
+        "threads_per_cta": cfg["threads"],
+        "smem_bytes": _smem_bytes(cfg),
+        "grid": [grid, 1, 1],
+        "grid_blocks": grid,
+        "data_movement": f"global -> registers with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in registers, "
+        "warp shfl.sync butterfly, smem across warps, then registers -> global"
+        + ("; the row is read twice (the second pass is expected to hit L2)" if two_pass else "; x is read once"),
+    }

@@ -1,0 +1,580 @@
+"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): sum, mean, max, softmax, rmsnorm.
+
+A bandwidth kernel over the last dim of x [M, N]: each row is owned by a power-of-two group of lanes or by
+whole waves, read once with 128-bit buffer loads into VGPRs, reduced in fp32 in three levels (in-lane tree,
+DPP across the wave, 4 bytes per wave through LDS across waves), and, for softmax and rmsnorm, normalised
+from the same registers and written back, so HBM sees x once. plan() picks the lanes per row and vectors
+per lane so that a row of up to 32768 elements fits in registers at 32 fp32 values per lane; longer rows
+take a looped two-pass path with one workgroup per row. Edges (N not a multiple of the vector, M not a
+multiple of the rows per workgroup) are explicit branches around each access, never padding.
+
+What it computes
+    x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor).
+    sum / mean / max -> out [M] in x's dtype;  softmax -> out [M, N] (max-subtracted);
+    rmsnorm -> out [M, N] = x / sqrt(mean(x^2) + eps) * weight[N] (as F.rms_norm). Loads are bf16/fp16/fp32,
+    all math and accumulation is fp32, every output is rounded once to x's dtype. NaN and -inf follow torch:
+    a row holding a NaN gets max NaN and an all-NaN softmax row; an all -inf row gives max -inf and a NaN
+    softmax row (-inf - -inf), some -inf entries softmax to 0.
+
+Why this shape (roofline, peaks from reference/gpu_specs.json)
+    A row reduction does 1-5 FLOP per element moved; the ridge point is ~247 FLOP/byte on gfx942 (MI300X:
+    1307 dense bf16 TFLOP/s / 5.3 TB/s) and ~315 on gfx950 (MI355X: 2517 / 8.0), so this is a bandwidth
+    kernel: read x once, write the output once, in 128-bit coalesced accesses with enough bytes in flight.
+    softmax and rmsnorm need the row twice (reduce, then normalise), so the row stays in VGPRs between the
+    two steps and HBM is read once. Floor at 32768 x 8192 bf16 (512 MiB in): 512 MiB / 5.3 TB/s = ~101 us
+    for sum, ~203 us for softmax/rmsnorm (1 GiB moved).
+
+CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
+    - Waves are 64 lanes (a CUDA warp is 32). The in-wave step is DPP, not shuffles: fx.coop.warp_reduce
+      lowers a full wave to v_*_dpp row_shr:1,2,4,8 + row_bcast:15 + row_bcast:31 and one v_readlane_b32
+      of lane 63 (the total lands in an SGPR, uniform by construction); a 2-32 lane group to an XOR
+      butterfly of DPP quad_perm / row_half_mirror / row_ror:8 moves plus one ds_swizzle_b32 (SWAP 16, a
+      lane crossbar move that touches no LDS memory). No ds_bpermute is needed. A row spanning W > 1 waves
+      meets once in LDS.
+    - Grid: one workgroup per 256 / TPR rows; at 32768 x 8192 that is 32768 workgroups of 4 waves, about a
+      hundred per CU (op.json's compute_units), so the tail wave is negligible.
+    - LDS: 4 B per wave per reduction, 16-128 B per workgroup, so LDS never limits occupancy.
+    - Registers: 512 VGPRs per SIMD lane (arch VGPRs + AGPRs, at most 256 arch VGPRs per wave, allocated in
+      granules of 8), at most 8 waves per SIMD: waves/SIMD = min(8, 512 / VGPRs), so <= 64 VGPRs keeps all 8.
+      A 1024-lane workgroup puts 4 waves on every SIMD, so it cannot launch at all above 128 VGPRs. The
+      register path keeps VALUES_PER_LANE = 32 fp32 row values per lane (32 VGPRs for the row): 1024 lanes x
+      32 = 32768 elements per row in registers, with room left for the reduction and the addresses. 64 per
+      lane would hold 65536-element rows but roughly double the registers (4-5 waves per SIMD) for every N.
+      rmsnorm loads its weight only after the row reduction for the same reason: loaded with x, its 32
+      values would be live next to x's. The compiled counts per op are in benchmarks/flydsl_compile.md.
+    - ALU: gfx942 has no f32 -> bf16 convert (a multi-instruction round-to-nearest-even with a NaN check per
+      value), gfx950 has v_cvt_pk_bf16_f32; v_pk_mul_f32 / v_pk_add_f32 do two fp32 per instruction. softmax
+      (exp, scale, convert per element) is the op nearest to turning ALU-bound, most of all bf16 on gfx942.
+    - No MFMA: there is no matrix product here.
+    - Memory: buffer loads. A buffer access goes through a 128-bit resource descriptor (base, num_records =
+      size in bytes, format flags) in 4 SGPRs plus a 32-bit per-lane byte offset; one 16-byte vector per
+      lane is one buffer_load_dwordx4 (8 bf16/fp16 or 4 fp32), a wave moves 1 KiB per instruction. The
+      hardware returns 0 for a load past num_records and drops such a store (checked per dword). Here every
+      access is also predicated explicitly (see Boundaries), so correctness does not rest on that check.
+    - NaN-propagating max: fx.max is arith.maximumf. gfx950 has v_maximum3_f32 (IEEE maximum of three),
+      gfx942 only v_max_f32 / v_max3_f32, which return the number when the other operand is NaN (LLVM
+      expands one maximumf there into v_max + v_cmp_o + v_cndmask). So on gfx942 the in-lane max is a
+      v_max3_f32 tree plus one "any NaN" flag (v_cmp_u_f32 per pair, OR-ed in SGPRs, one v_cndmask at the
+      end); the cross-lane steps use fx.max. Pitfall avoided: FlyDSL's Vector.reduce(MAX) is MAXNUMF, which
+      drops NaN, and fx.coop.warp_reduce folds a Vector with it, so only fp32 scalars go in.
+
+The reduction hierarchy (one row is owned by TPR lanes; vector k of lane t is the row's vector k*TPR + t)
+    1. lane:      chunks x vec values, fp32 tree (sum) or NaN-propagating max, no communication.
+    2. wave:      DPP over min(TPR, 64) lanes as above; every lane of the group ends with the result.
+    3. workgroup: TPR = 64*W > 64: lane 0 of each wave writes LDS[slot][wave], one s_barrier, every lane
+                  reads its row's W totals (an LDS broadcast, ds_read_b128) and folds them in one fixed
+                  order, so all lanes agree bit for bit. softmax uses slot 0 for the max and slot 1 for the
+                  sum: one barrier per reduction, no reuse race.
+
+Thread/value layout (register path)
+    x viewed as 1-D vectors of vec elements: row r, vector j  ->  vector index r * (ld / vec) + j
+
+        k = 0:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     one buffer_load_dwordx4 per lane,
+        k = 1:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     a wave reads 1 KiB contiguous
+
+    NV = N / vec vectors per row; KMAX = 32 / vec vectors per lane. Rows of <= 64 * KMAX vectors use the
+    smallest power-of-two TPR (1..64) with ceil(NV / TPR) <= KMAX and pack 256 / TPR rows in a 256-lane
+    workgroup (4 waves, one per SIMD). Longer rows use W = 2..16 whole waves per row (any W: the LDS step
+    needs no power of two), the W wasting the fewest vector slots, then the fewest waves; 256 / TPR rows
+    per workgroup when that divides. Examples, bf16 (vec 8, KMAX 4):
+        N = 7 (vec 1)      TPR 1,    7 chunks, 256 rows/WG  -- one lane per row, scalar buffer_load_ushort
+        N = 1000           TPR 32,   4 chunks, 8 rows/WG    -- half a wave per row: DPP + ds_swizzle
+        N = 4096           TPR 128,  4 chunks, 2 rows/WG    -- 2 waves per row: DPP + LDS
+        N = 5120           TPR 320,  2 chunks, 1 row/WG     -- 5 waves, no idle slot (640 vectors)
+        N = 8192           TPR 256,  4 chunks, 1 row/WG     -- 32768 workgroups at 32768 x 8192
+        N = 32768          TPR 1024, 4 chunks, 1 row/WG     -- the largest register-resident row
+    fp32 has vec 4, KMAX 8, the same TPR per N. A Constexpr `full` (chunks * TPR == NV) drops the per-vector
+    predicates, so the loads issue back to back (32768 x 8192: 4 unpredicated dwordx4 loads per lane).
+
+Data movement
+    HBM -> VGPRs (buffer_load_dwordx4, all of a lane's 4 (bf16/fp16) or 8 (fp32) vectors issued before the
+    first use) -> fp32 math in VGPRs -> DPP, then 4 B per wave through LDS -> VGPRs -> HBM
+    (buffer_store_dwordx4 for softmax/rmsnorm; one 16/32-bit buffer store per row for sum/mean/max). Data
+    is never staged in LDS: no lane reuses another's data, only the partials meet. Bytes in flight at
+    32768 x 8192 bf16 (Little's law): 256 lanes x 64 B = 16 KiB per workgroup, 8 workgroups per CU at 8 waves
+    per SIMD = 128 KiB per CU, above the bandwidth x latency / CUs that DRAM latency needs: 5.3 TB/s x ~1 us
+    / 304 CUs = ~17 KiB (gfx942) to 8 TB/s x ~1 us / 256 CUs = ~31 KiB (gfx950), ~1 us an assumed latency.
+
+Large N (> 32768 elements): the looped path
+    One 512-lane workgroup (8 waves) per row, a runtime loop over the row 2048 vectors (32 KiB bf16) at a
+    time, 4 vectors per lane per iteration. Pass 1 accumulates per lane: the sum, the sum of squares, the
+    max, or softmax's online (max, sum), the sum rescaled by exp(m_old - m_new) when the max grows; a lane
+    that has seen only -inf so far uses a shift of 0 (exp(-inf - -inf) would be NaN), a NaN max stays NaN.
+    The lane partials then go through the same DPP + LDS steps (softmax: max first, then the sums rescaled
+    to the row max). Pass 2 (softmax, rmsnorm) re-reads the row and writes: a 256 KiB bf16 row was just
+    read, so the re-read should come from the 4 MB L2 of the XCD or the 256 MB Infinity Cache. This is
+    correct for any N but leaves CUs idle for small M (8 x 131072 runs on 8 workgroups).
+
+Boundaries
+    - vec is the widest power of two (<= 128 bits) dividing N, the row stride and the element offsets of x,
+      out and weight (_pick_vec, per call, like the Hopper cell): N = 1000 bf16 keeps 8, N = 7 or a stride of
+      1003 fall back to vec 1 (buffer_load_ushort / _dword, still coalesced across lanes); stride 4160 keeps 8.
+    - Vectors past the row end (j >= NV, only when not `full`) and rows past M (the last workgroup when M is
+      not a multiple of its rows) are skipped by branches around each load and store (exec-masked on AMD);
+      registers start at the op's identity (0, or -inf for max/softmax), so skipped vectors fold away.
+    - Every byte offset is < 2^31 (run() refuses a span of (M-1)*ld + N elements of >= 2 GiB), and the
+      descriptors' num_records are the real tensor sizes, a second guard that no access can leave them.
+    - The barrier and the DPP steps sit outside every divergent branch: all lanes of the workgroup reach
+      them (rows past M compute on identities and are never stored).
+
+Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
+math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
+by benchmarks/models/reduction_flydsl.py in the template repository: that checks the algorithm, not the
+compiler or the hardware. Host side: argument checks from host.py, op.json, the targets and compile-only
+from flydsl_runtime.py.
+
+Interface (the same in every kbaseline cell):
+    run(x, out=None) / run(x, weight, out=None) -> out   ROCm torch tensors; compiles and caches per variant.
+    compile_only(case, out_dir) -> ISA text   compile the variant run() picks for the case (contiguous rows
+                                              unless the case has a row_stride) for op.json's target, with no
+                                              GPU, in a child process (flydsl_runtime.py, tools/rocm_env.py);
+                                              writes kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<gfx>.s
+    describe(case)              -> dict        lanes per row, chunks, grid, LDS and data movement
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+import host
+from flydsl.compiler.backends import current_target
+from flydsl.expr import const_expr, range_constexpr
+from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE, child_main, compile_isa, placeholder
+
+OP_SPEC = host.OP
+OP = OP_SPEC["op"]
+EPS = float(OP_SPEC.get("params", {}).get("eps", 1e-6))
+
+OPS = ("sum", "mean", "max", "softmax", "rmsnorm")
+ROW_OUT_OPS = ("softmax", "rmsnorm")  # out is [M, N]; the others write out [M]
+ACCESS_BITS = 128  # one buffer_load_dwordx4 per vector
+VALUES_PER_LANE = 32  # fp32 row values a lane keeps in VGPRs on the register path
+MAX_WAVES_PER_ROW = 16  # 1024 lanes, the largest workgroup -> rows up to 16 * 64 * 32 = 32768 elements
+MIN_WG_LANES = 256  # 4 waves, one per SIMD of a CU
+LOOP_LANES = 512  # looped (long-row) path: one 8-wave workgroup per row
+LOOP_CHUNKS = 4  # vectors per lane per loop iteration
+LOG2_E = math.log2(math.e)
+
+_BYTES = DTYPE_BYTES  # op.json dtype -> bytes per element
+
+
+# ------------------------------------------------------------------------------------------------
+# Launch plan (host side, plain Python)
+# ------------------------------------------------------------------------------------------------
+
+def plan(n: int, vec: int) -> dict:
+    """Lanes per row (tpr), vectors per lane (chunks) and workgroup shape for a row of n elements, vec at a time."""
+    nv = n // vec  # vec divides n (_pick_vec)
+    kmax = max(1, VALUES_PER_LANE // vec)
+    if nv <= WAVE * kmax:
+        # A wave or less per row: the smallest power-of-two lane group, several rows per workgroup.
+        tpr = 1
+        while -(-nv // tpr) > kmax:
+            tpr *= 2
+    elif nv <= MAX_WAVES_PER_ROW * WAVE * kmax:
+        # Several waves per row: the wave count wasting the fewest vector slots, then the fewest waves.
+        lo = -(-nv // (WAVE * kmax))
+        waves = min(range(lo, MAX_WAVES_PER_ROW + 1), key=lambda w: (w * WAVE * -(-nv // (w * WAVE)) - nv, w))
+        tpr = waves * WAVE
+    else:
+        return {"looped": True, "tpr": LOOP_LANES, "chunks": LOOP_CHUNKS, "threads": LOOP_LANES, "rows": 1,
+                "full": False, "nv": nv, "iters": -(-nv // (LOOP_LANES * LOOP_CHUNKS))}
+    chunks = -(-nv // tpr)
+    rows = MIN_WG_LANES // tpr if MIN_WG_LANES % tpr == 0 else 1
+    return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": rows * tpr, "rows": rows,
+            "full": chunks * tpr == nv, "nv": nv, "iters": 1}
+
+
+def _lds_floats(op: str, cfg: dict) -> int:
+    """fp32 LDS slots: one per wave per reduction (softmax has two: max, then sum), none within one wave."""
+    if cfg["tpr"] <= WAVE:
+        return 0
+    return (2 if op == "softmax" else 1) * (cfg["threads"] // WAVE)
+
+
+# ------------------------------------------------------------------------------------------------
+# Device side
+# ------------------------------------------------------------------------------------------------
+
+def _tree(vals: list, fn):
+    """Pairwise fold of a Python list of traced scalars: depth log2(n), no serial dependency chain."""
+    while len(vals) > 1:
+        nxt = [fn(vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals = nxt
+    return vals[0]
+
+
+def _lane_sum(vals: list):
+    return _tree(vals, lambda a, b: a + b)
+
+
+def _lane_max(vals: list):
+    """NaN-propagating max of fp32 scalars (torch.amax semantics); see "NaN-propagating max" above."""
+    if current_target().arch.startswith("gfx95"):
+        return _tree(vals, fx.max)  # arith.maximumf -> v_maximum3_f32
+    m = _tree(vals, fx.maxnumf)  # v_max3_f32: drops NaN ...
+    nan = _tree([v != v for v in vals], lambda a, b: a | b)  # ... so flag it: v_cmp_u_f32 pairs, s_or_b64
+    return nan.select(fx.Float32(math.nan), m)
+
+
+def _combine(kind: str, a, b):
+    return fx.max(a, b) if kind == "max" else a + b  # fx.max = arith.maximumf: NaN-propagating
+
+
+def _identity(op: str) -> float:
+    return -math.inf if op in ("max", "softmax") else 0.0
+
+
+@flyc.jit
+def _row_reduce(val, kind: str, tpr: int, threads: int, lds, slot: int, tid):
+    """Lane partial -> row result in every lane of the row: DPP within the wave, then LDS across waves."""
+    if const_expr(tpr > 1):
+        op = fx.ReductionOp.MAX if const_expr(kind == "max") else fx.ReductionOp.ADD
+        val = fx.coop.warp_reduce(val, op, width=min(tpr, WAVE))  # DPP (+ ds_swizzle for 32-lane groups)
+    if const_expr(tpr > WAVE):
+        waves = tpr // WAVE
+        slot_base = slot * (threads // WAVE)  # one fp32 per wave of the workgroup per slot
+        if tid % WAVE == 0:
+            lds[slot_base + tid // WAVE] = val
+        fx.barrier()
+        first = slot_base + (tid // tpr) * waves  # the row's waves are consecutive
+        acc = lds[first]
+        for w in range_constexpr(1, waves):
+            acc = _combine(kind, acc, lds[first + w])
+        val = acc
+    return val
+
+
+def _regs(vec: int, chunks: int, dtype):
+    """A register tensor of `chunks` vectors and its view: view[None, k] is vector k (elements k*vec ...).
+
+    1-D storage on purpose: a (1, chunks) register tensor (vec = 1) fails FlyDSL 0.4.2's fly-layout-lowering
+    with no diagnostic; a 1-D one viewed through logical_divide works for every vec.
+    """
+    r = fx.make_rmem_tensor(vec * chunks, dtype)
+    return r, fx.logical_divide(r, fx.make_layout(vec, 1))
+
+
+def _vectors(t, vec: int):
+    """Buffer-descriptor view of a 1-D tensor cut into vectors: view[None, i] is elements i*vec .. i*vec+vec-1.
+
+    max_size=False: num_records is the tensor's size in bytes, so even a wrong index could not leave it.
+    """
+    return fx.logical_divide(fx.rocdl.make_buffer_tensor(t, max_size=False), fx.make_layout(vec, 1))
+
+
+@flyc.jit
+def _move(atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, load: bool):
+    """This lane's vectors k = 0..chunks-1 <-> row vectors j = j0 + k*lanes + t at gmem vector base + j.
+
+    One buffer access of vec elements each; vectors with j >= nv are skipped (a branch, exec-masked),
+    unless `full` (a Constexpr) says none can be.
+    """
+    for k in range_constexpr(chunks):
+        j = j0 + k * lanes + t
+        if const_expr(full):
+            if const_expr(load):
+                fx.copy(atom, gmem[None, base + j], regs[None, k])
+            else:
+                fx.copy(atom, regs[None, k], gmem[None, base + j])
+        else:
+            if j < nv:
+                if const_expr(load):
+                    fx.copy(atom, gmem[None, base + j], regs[None, k])
+                else:
+                    fx.copy(atom, regs[None, k], gmem[None, base + j])
+
+
+@flyc.jit
+def _store_scalar(Out, index, val, dtype):
+    """out[index] = val in dtype, one 16/32-bit buffer store."""
+    r = fx.make_rmem_tensor(1, dtype)
+    r[0] = val.to(dtype)
+    fx.copy(fx.make_copy_atom(fx.rocdl.BufferCopy(dtype.width), dtype), r, _vectors(Out, 1)[None, index])
+
+
+@flyc.kernel
+def row_kernel(
+    X: fx.Tensor, W: fx.Tensor, Out: fx.Tensor, m: fx.Int32, nv: fx.Int32, ldv: fx.Int32, eps: fx.Float32,
+    op: fx.Constexpr[str], vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int],
+    threads: fx.Constexpr[int], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int],
+):
+    """Register path: tpr lanes own one row; the row's chunks x vec values per lane stay in VGPRs."""
+    tid = fx.thread_idx.x
+    row = fx.block_idx.x * (threads // tpr) + tid // tpr
+    t = tid % tpr
+    dtype = X.element_type
+    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+    n_f = fx.Float32(nv * vec)
+    lds = None
+    if const_expr(lds_floats > 0):
+        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+
+    rX, vX = _regs(vec, chunks, dtype)
+    rX.fill(_identity(op))
+    row_ok = row < m
+    if row_ok:
+        _move(atom, _vectors(X, vec), vX, row * ldv, 0, tpr, chunks, t, nv, full, True)
+    x = rX.load().to(fx.Float32)
+    vals = [x[i] for i in range(vec * chunks)]
+
+    if const_expr(op in ("sum", "mean", "max")):
+        if const_expr(op == "max"):
+            val = _row_reduce(_lane_max(vals), "max", tpr, threads, lds, 0, tid)
+        else:
+            val = _row_reduce(_lane_sum(vals), "sum", tpr, threads, lds, 0, tid)
+        if const_expr(op == "mean"):
+            val = val / n_f
+        if row_ok & (t == 0):
+            _store_scalar(Out, row, val, dtype)
+    else:
+        y = None
+        if const_expr(op == "softmax"):
+            row_max = _row_reduce(_lane_max(vals), "max", tpr, threads, lds, 0, tid)
+            with fx.fastmath("afn"):  # v_exp_f32 and v_rcp_f32 (~1 ulp) instead of the IEEE-exact sequences
+                e = fx.math.exp2((x - row_max) * LOG2_E)
+                row_sum = _row_reduce(_lane_sum([e[i] for i in range(vec * chunks)]), "sum", tpr, threads, lds, 1,
+                                      tid)
+                y = e * (1.0 / row_sum)
+        else:
+            ss = _row_reduce(_lane_sum([v * v for v in vals]), "sum", tpr, threads, lds, 0, tid)
+            # The weight (L2-resident: every row reads it) is loaded only now, so its 32 values are not
+            # live next to x's during the reduction: 65-68 VGPRs instead of 100.
+            rW, vW = _regs(vec, chunks, dtype)
+            rW.fill(0.0)
+            _move(atom, _vectors(W, vec), vW, 0, 0, tpr, chunks, t, nv, full, True)
+            mean_sq = ss / n_f + eps
+            with fx.fastmath("afn"):
+                rstd = fx.math.rsqrt(mean_sq)
+            y = x * rstd * rW.load().to(fx.Float32)
+        rY, vY = _regs(vec, chunks, dtype)
+        rY.store(y.to(dtype))
+        if row_ok:
+            _move(atom, _vectors(Out, vec), vY, row * nv, 0, tpr, chunks, t, nv, full, False)
+
+
+@flyc.kernel
+def looped_kernel(
+    X: fx.Tensor, W: fx.Tensor, Out: fx.Tensor, nv: fx.Int32, ldv: fx.Int32, iters: fx.Int32, eps: fx.Float32,
+    op: fx.Constexpr[str], vec: fx.Constexpr[int], threads: fx.Constexpr[int], chunks: fx.Constexpr[int],
+    lds_floats: fx.Constexpr[int],
+):
+    """Long rows: one workgroup per row; pass 1 reduces the row in slices, pass 2 re-reads it and writes."""
+    tid = fx.thread_idx.x
+    row = fx.block_idx.x
+    dtype = X.element_type
+    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+    gX = _vectors(X, vec)
+    lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    rX, vX = _regs(vec, chunks, dtype)
+    step = threads * chunks
+    n_f = fx.Float32(nv * vec)
+
+    # Pass 1: per-lane partials. acc = sum / sum of squares / max; (acc, run_sum) = online softmax.
+    acc = fx.Float32(_identity(op))
+    run_sum = fx.Float32(0.0)
+    for it in range(iters):
+        rX.fill(_identity(op))
+        _move(atom, gX, vX, row * ldv, it * step, threads, chunks, tid, nv, False, True)
+        x = rX.load().to(fx.Float32)
+        vals = [x[i] for i in range(vec * chunks)]
+        if const_expr(op in ("sum", "mean")):
+            acc = acc + _lane_sum(vals)
+        elif const_expr(op == "rmsnorm"):
+            acc = acc + _lane_sum([v * v for v in vals])
+        elif const_expr(op == "max"):
+            acc = fx.max(acc, _lane_max(vals))
+        else:
+            # Online softmax, -inf safe: while a lane has seen only -inf, new_max is -inf and the shift is
+            # taken as 0, so exp2(-inf - 0) = 0 instead of exp2(-inf - -inf) = NaN. A NaN max stays NaN.
+            new_max = fx.max(acc, _lane_max(vals))
+            shift = (new_max == -math.inf).select(fx.Float32(0.0), new_max)
+            with fx.fastmath("afn"):
+                e = fx.math.exp2((x - shift) * LOG2_E)
+                run_sum = run_sum * fx.math.exp2((acc - shift) * LOG2_E) + _lane_sum(
+                    [e[i] for i in range(vec * chunks)])
+            acc = new_max
+
+    if const_expr(op in ("sum", "mean", "max")):
+        val = _row_reduce(acc, "max" if const_expr(op == "max") else "sum", threads, threads, lds, 0, tid)
+        if const_expr(op == "mean"):
+            val = val / n_f
+        if tid == 0:
+            _store_scalar(Out, row, val, dtype)
+    else:
+        scale = fx.Float32(0.0)
+        row_max = fx.Float32(0.0)
+        if const_expr(op == "softmax"):
+            row_max = _row_reduce(acc, "max", threads, threads, lds, 0, tid)
+            with fx.fastmath("afn"):
+                # A lane that saw only -inf has acc = -inf: its sum (0) scales by exp2(-inf) = 0.
+                lane_sum = run_sum * fx.math.exp2((acc - row_max) * LOG2_E)
+                scale = 1.0 / _row_reduce(lane_sum, "sum", threads, threads, lds, 1, tid)
+        else:
+            mean_sq = _row_reduce(acc, "sum", threads, threads, lds, 0, tid) / n_f + eps
+            with fx.fastmath("afn"):
+                scale = fx.math.rsqrt(mean_sq)
+        # Pass 2: re-read the row (expected from L2 / Infinity Cache), normalise, write.
+        gW = _vectors(W, vec)
+        gOut = _vectors(Out, vec)
+        rW, vW = _regs(vec, chunks, dtype)
+        rY, vY = _regs(vec, chunks, dtype)
+        for it in range(iters):
+            rX.fill(0.0)
+            _move(atom, gX, vX, row * ldv, it * step, threads, chunks, tid, nv, False, True)
+            x = rX.load().to(fx.Float32)
+            if const_expr(op == "softmax"):
+                with fx.fastmath("afn"):
+                    rY.store((fx.math.exp2((x - row_max) * LOG2_E) * scale).to(dtype))
+            else:
+                rW.fill(0.0)
+                _move(atom, gW, vW, 0, it * step, threads, chunks, tid, nv, False, True)
+                rY.store((x * scale * rW.load().to(fx.Float32)).to(dtype))
+            _move(atom, gOut, vY, row * nv, it * step, threads, chunks, tid, nv, False, False)
+
+
+@flyc.jit
+def reduction_launch(
+    X: fx.Tensor, W: fx.Tensor, Out: fx.Tensor, m: fx.Int32, nv: fx.Int32, ldv: fx.Int32, iters: fx.Int32,
+    eps: fx.Float32,
+    op: fx.Constexpr[str], vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int],
+    threads: fx.Constexpr[int], looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side: one workgroup per threads // tpr rows (register path) or per row (looped path)."""
+    if const_expr(looped):
+        looped_kernel(X, W, Out, nv, ldv, iters, eps, op, vec, threads, chunks, lds_floats).launch(
+            grid=(m, 1, 1), block=(threads, 1, 1), stream=stream)
+    else:
+        rows = threads // tpr
+        row_kernel(X, W, Out, m, nv, ldv, eps, op, vec, tpr, chunks, threads, full, lds_floats).launch(
+            grid=((m + rows - 1) // rows, 1, 1), block=(threads, 1, 1), stream=stream)
+
+
+# ------------------------------------------------------------------------------------------------
+# Host interface
+# ------------------------------------------------------------------------------------------------
+
+_compiled: dict = {}  # (op, dtype, constexprs) -> CompiledFunction; M, N, the stride and eps are runtime values
+
+
+def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
+    """Widest power-of-two vector (<= 128 bits) dividing N, the row stride and every tensor's element offset."""
+    vec = ACCESS_BITS // 8 // elem_bytes
+    while vec > 1 and (n % vec or ld % vec or any(a % (vec * elem_bytes) for a in addresses)):
+        vec //= 2
+    return vec
+
+
+def _constexprs(op: str, vec: int, cfg: dict) -> tuple:
+    return (op, vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _lds_floats(op, cfg))
+
+
+def run(x, *args, out=None, op: str = OP, eps: float = EPS):
+    """Reduce x [M, N] over its last dim on the current stream. rmsnorm: run(x, weight, out=None)."""
+    import torch
+
+    if op not in OPS:
+        raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
+    dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
+    eb = x.element_size()
+    span = (m - 1) * ld + n  # elements from the first to the last one read
+    if span * eb >= MAX_BYTES:
+        raise ValueError(f"{op}: {m}x{n} with row stride {ld} spans {span * eb} bytes; buffer accesses address "
+                         f"under 2 GiB (32-bit offsets)")
+    addresses = [x.data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0,
+                 weight.data_ptr() if weight is not None else 0]
+    if any(a % eb for a in addresses):
+        raise ValueError(f"{op}: tensors must be aligned to their element size")
+    vec = _pick_vec(eb, n, ld, addresses)
+    cfg = plan(n, vec)
+    flat_x = x.as_strided((span,), (1,))  # the rows' storage, gaps included; the kernel indexes r * ld + c
+    flat_w = weight if weight is not None else flat_x  # never read unless rmsnorm
+    flat_o = out.view(-1)
+    scalars = (m, n // vec, ld // vec, cfg["iters"], float(eps))
+    stream = torch.cuda.current_stream()
+    key = (op, dtype, *_constexprs(op, vec, cfg))
+    if key not in _compiled:
+        _compiled[key] = flyc.compile(reduction_launch, flat_x, flat_w, flat_o, *scalars, *_constexprs(op, vec, cfg),
+                                      stream)
+    _compiled[key](flat_x, flat_w, flat_o, *scalars, *_constexprs(op, vec, cfg), stream)
+    return out
+
+
+def _case_shape(case: dict | None) -> tuple[int, int, int]:
+    """(M, N, row stride) of a case; no case means the headline 32768 x 8192."""
+    if not case:
+        return 32768, 8192, 8192
+    dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
+    m, n = int(dims[0]), int(dims[-1])
+    return m, n, int(case.get("row_stride") or n)
+
+
+def _variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
+    """The vector width and plan run() picks for 16-byte-aligned tensors, and the ISA file tag."""
+    vec = _pick_vec(_BYTES[dtype], n, ld, [])
+    cfg = plan(n, vec)
+    tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
+    if vec * _BYTES[dtype] * 8 < ACCESS_BITS:
+        tag += f"_vec{vec}"
+    return vec, cfg, tag
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
+                 dtype: str | None = None, arch: str | None = None) -> str:
+    """Compile the variant run() would pick for the case, for `arch` (default op.json's target), with no GPU.
+
+    Writes and returns the AMDGPU ISA (kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<arch>.s)."""
+    dtype = dtype or OP_SPEC["dtype"]
+    if op not in OPS:
+        raise ValueError(f"compile_only: unknown reduction op {op!r}; expected one of {OPS}")
+    _, n, ld = _case_shape(case)
+    tag = _variant(n, ld, dtype)[2]
+    return compile_isa(__file__, f"{op}_{dtype}_{tag}", [op, dtype, n, ld], arch, out_dir)
+
+
+def _emit_isa(op: str, dtype: str, n: str, ld: str) -> None:
+    """Child side of compile_only: compile with CPU placeholder tensors (shapes, stride, scalars: runtime values)."""
+    vec, cfg, _ = _variant(int(n), int(ld), dtype)
+    x = placeholder(dtype, 4096)
+    flyc.compile(reduction_launch, x, x.clone(), x.clone(), 1, 1, 1, 1, EPS, *_constexprs(op, vec, cfg))
+
+
+def describe(case: dict) -> dict:
+    """Launch configuration of a case, for the plan and the report."""
+    dtype = OP_SPEC["dtype"]
+    m, n, ld = _case_shape(case)
+    vec, cfg, _ = _variant(n, ld, dtype)
+    grid = m if cfg["looped"] else -(-m // cfg["rows"])
+    two_pass = cfg["looped"] and OP in ROW_OUT_OPS
+    waves_per_row = max(1, cfg["tpr"] // WAVE)
+    bits = vec * _BYTES[dtype] * 8
+    return {
+        "path": "looped (one workgroup per row, two passes)" if cfg["looped"] else "register-resident rows",
+        "vector_elements": vec,
+        "vector_bits": bits,
+        "lanes_per_row": cfg["tpr"],
+        "waves_per_row": waves_per_row if cfg["tpr"] >= WAVE else f"1/{WAVE // cfg['tpr']}",
+        "chunks_per_lane": cfg["chunks"] if not cfg["looped"] else f"{cfg['chunks']} per iteration x {cfg['iters']}",
+        "rows_per_workgroup": cfg["rows"],
+        "threads_per_cta": cfg["threads"],
+        "waves_per_workgroup": cfg["threads"] // WAVE,
+        "lds_bytes": 4 * _lds_floats(OP, cfg),
+        "grid": [grid, 1, 1],
+        "grid_blocks": grid,
+        "data_movement": f"HBM -> VGPRs with {bits}-bit buffer loads, fp32 reduce in VGPRs"
+        + (", DPP within the wave" if cfg["tpr"] > 1 else " (one lane per row: no cross-lane step)")
+        + (", LDS across waves (one s_barrier per reduction)" if cfg["tpr"] > WAVE else "")
+        + ", then VGPRs -> HBM"
+        + ("; the row is read twice (the second pass is expected to hit L2 / Infinity Cache)" if two_pass
+           else "; x is read once"),
+    }
+
+
+if __name__ == "__main__":
+    child_main(_emit_isa)

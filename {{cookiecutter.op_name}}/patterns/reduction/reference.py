@@ -1,0 +1,37 @@
+"""PyTorch reference for the row reductions: the ground truth test_kernel.py checks the kernel against.
+
+- ``reference(*inputs)``: the harness calls it on float64 copies of the inputs, so the reference adds no rounding
+  error of its own. It is op.json's op from ``BUILT_IN``, or your own function when the workspace was baked with
+  ``pytorch_logic`` (host.reference_for says how your parameters are matched).
+- ``baseline(*inputs)``: what "torch" means in the timing: the same expression in eager torch, on the native
+  dtype, timed in the same run with the same timer as the kernel.
+- ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case: ``x`` [M, N],
+  with a padded row stride when the case has one (the kernel must honour ``x.stride(0)``), and ``weight`` [N].
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import host
+
+EPS = (host.OP.get("params") or {}).get("eps", 1e-6)  # rms_norm's eps: op.json params.eps, the kernel's too
+
+BUILT_IN = {
+    "sum": lambda x: x.sum(dim=-1),  # torch accumulates 16-bit inputs in fp32 and rounds once
+    "mean": lambda x: x.mean(dim=-1),
+    "max": lambda x: x.amax(dim=-1),
+    "softmax": lambda x: torch.softmax(x, dim=-1),
+    "rmsnorm": lambda x, weight: F.rms_norm(x, (x.shape[-1],), weight, eps=EPS),
+}
+
+reference = host.reference_for(BUILT_IN)
+baseline = reference
+
+
+def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: list[str] | None = None) -> list:
+    randn = host.randn(torch.Generator(device=device).manual_seed(seed), dtype, device)
+    m, n = case["dims"]
+    x = randn(m, case.get("row_stride") or n)[:, :n]
+    return [x if name == "x" else randn(n) for name in inputs or host.OP["inputs"]]

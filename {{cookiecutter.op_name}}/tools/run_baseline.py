@@ -1,0 +1,258 @@
+"""The whole V0 flow of this workspace, in one command:
+
+    python tools/run_baseline.py            # on a GPU of the workspace's vendor
+
+    1. python test_kernel.py --compile-only   the ISA markers of the compiled kernel
+    2. python test_kernel.py                  correctness per case (SIGALRM) + timing vs torch eager
+    3. compute_utilization                    TFLOPS, GB/s, % of the cited dense peaks, roofline position
+       roofline, isa_metrics                  results/roofline.png; the compiled ISA against the op's targets
+    4. baseline_report.md, plans/v0_plan.md   written from the results (the plan holds the gpu-wiki route)
+    5. memory/v0.json                         through memory_manager (schema-validated)
+    6. git commit -m "V0: baseline kernel"
+
+`--not-run REASON` writes the report and memory as NOT RUN and why. `--bake` is what the template's post-gen
+hook calls once, in a freshly arranged workspace: it writes the README (tools/readme.py), compiles to the
+target's ISA when op.json's DSL compiles at bake time (FlyDSL, with no AMD GPU here), records NOT RUN, commits
+the scaffold, and then runs the V0 flow above when `run_baseline` allows and a GPU of the target's vendor is here.
+Exit codes: 0 all passed, 1 a case failed or timed out, 2 not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import compute_utilization
+import gpu_detect
+import isa_metrics
+import memory_manager
+import readme
+import report
+import roofline
+
+WS = Path(__file__).resolve().parent.parent
+COMMIT_PATHS = ["kernel.py", "test_kernel.py", "reference.py", "baseline_report.md", "memory", "README.md",
+                "plans", "results", "op.json"]
+
+
+def git(ws: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True)
+
+
+def git_commit(ws: Path, message: str, paths: list[str] | None = None) -> str | None:
+    """Stage paths (default: everything) and commit, with a local identity when none is configured."""
+    top = git(ws, "rev-parse", "--show-toplevel")
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ws.resolve():
+        git(ws, "init", "-q")  # its own repository, also when baked inside another one (e.g. the template's)
+    git(ws, "add", "--", *(p for p in (paths or ["."]) if (ws / p).exists()))
+    identity = []
+    if not git(ws, "config", "user.email").stdout.strip():
+        identity = ["-c", "user.name=kbaseline", "-c", "user.email=kbaseline@localhost"]
+    done = subprocess.run(["git", *identity, "commit", "-q", "-m", message], cwd=ws, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None  # nothing to commit
+    return git(ws, "rev-parse", "HEAD").stdout.strip()
+
+
+def load_op(ws: Path = WS) -> dict:
+    return json.loads((ws / "op.json").read_text())
+
+
+def kernel_config(op: dict, case: dict) -> dict | None:
+    sys.path.insert(0, str(WS))
+    try:
+        import kernel
+    except Exception as err:  # no DSL installed here: the report says so instead of a configuration
+        print(f"run_baseline: note: kernel.py not importable here ({type(err).__name__}: {err})", file=sys.stderr)
+        return None
+    return kernel.describe(case)
+
+
+def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
+    cases = {c["name"]: c for c in op["cases"]}
+    copy_gbps = results.get("device_copy", {}).get("gbps")
+    rows = {}
+    for rec in results.get("cases", []):
+        if "latency_us" not in rec:
+            continue
+        case = cases[rec["name"]]
+        cfg = kernel_config(op, case) or {}
+        flops, nbytes = compute_utilization.case_work(op, case)
+        time_ms = rec["latency_us"] / 1e3
+        u = compute_utilization.compute(op["gpu"], op["dtype"], flops, nbytes, time_ms, cfg.get("grid_blocks"), copy_gbps)
+        u.update(torch_latency_us=rec["torch_latency_us"], speedup_vs_torch=rec["speedup_vs_torch"],
+                 command=compute_utilization.command(op, case, time_ms, cfg.get("grid_blocks"), copy_gbps))
+        rows[rec["name"]] = u
+    return rows
+
+
+def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows: list[dict],
+                 not_run_reason: str | None) -> None:
+    memory_manager.create(ws, "v0", force=True)
+    route = report.wiki_route(op)
+    _lines, wiki_refs = report.wiki_status(op, route)
+    values = {
+        "op": {"name": op["op_name"], "pattern": op["pattern"], "op": op["op"], "gpu": op["gpu"],
+               "target": op["target"], "framework": op["framework"], "dtype": op["dtype"]},
+        "optimization.action_category": "baseline",
+        "optimization.action_description": op["baseline_summary"],
+        "references": report.spec_sources(op) + wiki_refs,
+        "pitfalls_and_fixes": op["pitfalls"],
+        "search_log": report.wiki_search_log(op, route),
+        "isa_metric_progress": isa_rows,
+    }
+    head = git(ws, "rev-parse", "HEAD")
+    if head.returncode == 0:
+        values["git_commit_hash"] = head.stdout.strip()
+    if not results or not results.get("ran"):
+        reason = not_run_reason or (results or {}).get("not_run_reason") or "not run"
+        values.update({"correctness.status": "NOT_RUN", "correctness.not_run_reason": reason,
+                       "quality_gate.result": "NOT_RUN", "quality_gate.failure_reason": f"not run: {reason}"})
+        memory_manager.update(ws, "v0", values=values)
+        return
+    cases = results["cases"]
+    failed = [r["name"] for r in cases if r["status"] != "PASS"]
+    statuses = {r["status"] for r in cases}
+    status = "PASS" if not failed else ("FAIL" if "FAIL" in statuses else "TIMEOUT_FAIL")
+    errs = [r["rel_err"] for r in cases if r.get("rel_err") is not None]
+    values.update({
+        "correctness.rel_err": max(errs) if errs else None, "correctness.status": status,
+        "correctness.tolerance": op["tolerance"], "correctness.cases_total": len(cases),
+        "correctness.cases_passed": len(cases) - len(failed), "correctness.failed_cases": failed,
+        "environment": {"device": results.get("device"), "torch": results.get("torch"), "date": results.get("date")},
+    })
+    head_name = compute_utilization.headline_case(op)["name"]
+    if head_name in util:
+        u = util[head_name]
+        values.update({f"performance.{k}": u[k] for k in (
+            "latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
+            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound",
+            "copy_bandwidth_utilization_pct") if k in u})
+        values["performance.case"] = head_name
+    values["performance.device"] = results.get("device")
+    values["performance.per_case"] = [
+        {"case": n, **{k: u[k] for k in ("latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
+                                         "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch")}}
+        for n, u in util.items()]
+    if failed:
+        gate, why = "FAIL", f"{len(failed)} case(s) not PASS: {', '.join(failed)}"
+    elif head_name not in util:
+        gate, why = "FAIL", f"headline case {head_name} was not timed"
+    else:
+        gate, why = "PASS", None
+    values.update({"quality_gate.result": gate, "quality_gate.failure_reason": why})
+    memory_manager.update(ws, "v0", values=values)
+
+
+def with_compile_status(reason: str, op: dict, compile_check: dict | None) -> str:
+    """A NOT RUN reason that also says whether the kernel compiled for the target on this machine."""
+    if compile_check and compile_check.get("target") == op["target"]:
+        state = "compiled for" if compile_check.get("ok") else "compile-only check FAILED for"
+        return f"{state} {op['target']}; not run on hardware: {reason}"
+    return reason
+
+
+def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None = None) -> None:
+    """Steps 3-5: utilization, the plan and report, and memory, from whatever results exist."""
+    compile_check = report.load_json(ws / "results" / "compile_only.json")
+    ran = bool(results and results.get("ran"))
+    reason = None if ran else with_compile_status(
+        not_run_reason or (results or {}).get("not_run_reason") or "not run", op, compile_check)
+    head = compute_utilization.headline_case(op)
+    config = kernel_config(op, head)
+    util = utilization_rows(op, results) if ran else {}
+    if util:
+        (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
+    specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
+    metrics = isa_metrics.read_workspace(ws, op)
+    isa = {"metrics": metrics, "rows": isa_metrics.progress(op, specs, metrics, util.get(head["name"]), reason)}
+    plot = roofline.plot(ws, op, results, specs, reason)
+    report.write_plan(ws, op, config)
+    report.write_report(ws, op, results, util, config, reason, compile_check, isa, plot)
+    write_memory(ws, op, results, util, isa["rows"], reason)
+
+
+def run_tests(ws: Path, timeout: float) -> dict | None:
+    """Steps 1-2 in a child process, so a hang that even the watchdog misses cannot stop the flow."""
+    subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, timeout=600)
+    try:
+        subprocess.run([sys.executable, "test_kernel.py", "--timeout", str(timeout)], cwd=ws, timeout=timeout + 120)
+    except subprocess.TimeoutExpired:
+        print(f"run_baseline: test_kernel.py killed after {timeout + 120:.0f} s", file=sys.stderr)
+    results = report.load_json(ws / "results" / "results.json")
+    if results and results.get("ran"):
+        done = {r["name"] for r in results.get("cases", [])}
+        for c in load_op(ws)["cases"]:
+            if c["name"] not in done:
+                results.setdefault("cases", []).append({"name": c["name"], "role": c["role"], "dims": c["dims"],
+                                                        "status": "TIMEOUT_FAIL", "error": "run killed before this case"})
+        results["all_passed"] = all(r["status"] == "PASS" for r in results["cases"])
+    return results
+
+
+def run_decision(op: dict) -> tuple[bool, str]:
+    """(run now?, why not). auto and yes both need a GPU of the target's vendor; yes only says it louder."""
+    if op["run_baseline"] == "no":
+        return False, "run_baseline=no; run `python tools/run_baseline.py` on the GPU when ready"
+    found = gpu_detect.detect()
+    if found["vendor"] != op["device"]["vendor"]:
+        seen = f" (found {found['raw']})" if found["raw"] else ""
+        return False, f"no {op['device']['label']} GPU{seen}"
+    return True, ""
+
+
+def bake(ws: Path) -> int:
+    """The template's post-gen step: README, NOT RUN records and the scaffold commit; then V0 when a GPU allows."""
+    op = load_op(ws)
+    readme.write(ws, op)
+    go, reason = run_decision(op)
+    if op["run_baseline"] == "yes" and not go:
+        print(f"kbaseline: warning: run_baseline=yes but {reason}; the report and memory say NOT RUN")
+    if not go and op["framework_info"]["compile_at_bake"]:  # still prove the kernel compiles to real ISA
+        print(f"kbaseline: compiling the kernel for {op['target']} on this machine (a few seconds) ...")
+        subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws)
+    record(ws, op, None, reason or "V0 run starting now")
+    git_commit(ws, f"Scaffold {op['op_name']}: {op['op']} {op['dtype']} {op['pattern']} for {op['gpu']} "
+                   f"({op['framework']}, {op['target']})" + ("" if go else f"; V0 not run: {reason}"))
+    if not go:
+        print(f"kbaseline: workspace {ws.name} ready; V0 not run: {reason}")
+        return 2
+    print(f"kbaseline: running the V0 flow on {gpu_detect.detect()['raw']} ...")
+    code = main([])
+    print(f"kbaseline: V0 flow finished ({'all PASS' if code == 0 else 'see baseline_report.md'})")
+    return code
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Run the V0 flow: test, measure, report, memory, commit.")
+    p.add_argument("--not-run", metavar="REASON", help="record NOT RUN (and why) without running anything")
+    p.add_argument("--bake", action="store_true", help="the template's post-gen step (README, scaffold commit, V0)")
+    p.add_argument("--timeout", type=float, default=1800, help="whole test run budget in seconds")
+    p.add_argument("--no-commit", action="store_true", help="leave the results uncommitted")
+    args = p.parse_args(argv)
+    if args.bake:
+        return bake(WS)
+    op = load_op()
+    if args.not_run:
+        record(WS, op, None, args.not_run)
+        return 2
+    results = run_tests(WS, args.timeout)
+    if not results or not results.get("ran"):
+        reason = (results or {}).get("not_run_reason", "test_kernel.py produced no results")
+        record(WS, op, results, reason)
+        print(f"run_baseline: NOT RUN: {reason}")
+        return 2
+    record(WS, op, results)
+    if not args.no_commit:
+        sha = git_commit(WS, "V0: baseline kernel", COMMIT_PATHS)
+        print(f"run_baseline: committed {sha}" if sha else "run_baseline: nothing new to commit")
+    passed = results["all_passed"]
+    print(f"run_baseline: {'PASS' if passed else 'FAIL'}; see baseline_report.md")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
