@@ -1,8 +1,4 @@
-"""The decode_attention cell in FlyDSL: what its kernel promises and teaches (kernel: {{cookiecutter.op_name}}/patterns/decode_attention/flydsl/kernel.py).
-
-Frozen into op.json at bake time: the plan, report, README and memory are written from it. The design itself
-is taught by the kernel's docstring, which the workspace README quotes; this file holds what the records need.
-"""
+"""The decode_attention cell in FlyDSL: what patterns/decode_attention/flydsl/kernel.py promises, for op.json and the records."""
 
 from tools.dsls.flydsl import NO_SCRATCH, PRIVATE_0
 

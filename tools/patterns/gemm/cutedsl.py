@@ -1,8 +1,4 @@
-"""The gemm cell in CuTe DSL: what its kernel promises and teaches (kernel: {{cookiecutter.op_name}}/patterns/gemm/cutedsl/kernel.py).
-
-Frozen into op.json at bake time: the plan, report, README and memory are written from it. The design itself
-is taught by the kernel's docstring, which the workspace README quotes; this file holds what the records need.
-"""
+"""The gemm cell in CuTe DSL: what patterns/gemm/cutedsl/kernel.py promises, for op.json and the records."""
 
 from tools.dsls.cutedsl import NO_LOCAL
 
