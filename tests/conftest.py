@@ -104,12 +104,20 @@ def matrix(tmp_path_factory) -> dict[tuple[str, str], Baked]:
     """Every row of MATRIX baked once per session, keyed (gpu, op)."""
     out = tmp_path_factory.mktemp("matrix")
 
+    defaults = spec.context()
+
     def bake(row):
         gpu, pattern, op, dtype = row
-        name = f"{op}_{gpu.lower()}"
-        (out / name).mkdir()
-        done = bake_cli(out / name, f"pattern={pattern}", f"op={op}", f"gpu={gpu}", f"dtype={dtype}", f"op_name={name}")
-        return (gpu, op), Baked(out / name / name, done.returncode, done.stdout + done.stderr)
+        folder = out / f"{op}_{gpu.lower()}"
+        folder.mkdir()
+        if (gpu, pattern, op, dtype) == (defaults["gpu"], defaults["pattern"], registry.resolve_op(pattern, "default"),
+                                         defaults["dtype"]):  # the README's own command, with no key=value at all
+            name, pairs = defaults["op_name"], []
+        else:
+            name = folder.name
+            pairs = [f"pattern={pattern}", f"op={op}", f"gpu={gpu}", f"dtype={dtype}", f"op_name={name}"]
+        done = bake_cli(folder, *pairs)
+        return (gpu, op), Baked(folder / name, done.returncode, done.stdout + done.stderr)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         return dict(pool.map(bake, MATRIX))

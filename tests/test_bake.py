@@ -51,7 +51,7 @@ def test_bake_matrix_cell(matrix, gpu, pattern, op, dtype):
     assert (spec["arch"], spec["target"], spec["framework"]) == (expected_arch, target, framework)
     assert spec["compute_units"] == {"H100": 132, "H20": 78, "H200": 132, "MI300X": 304, "MI308X": 80, "MI355X": 256}[gpu]
     log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.splitlines()
-    assert len(log) == 1 and log[0].startswith(f"Scaffold {op}_{gpu.lower()}") and "V0 not run" in log[0]
+    assert len(log) == 1 and log[0].startswith(f"Scaffold {ws.name}: {op} {dtype} {pattern} for {gpu}") and "V0 not run" in log[0]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
     assert status == "", f"uncommitted files after the bake:\n{status}"
 

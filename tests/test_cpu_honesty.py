@@ -11,11 +11,13 @@ import pytest
 from conftest import AMD_MATRIX, ROOT, bake_cli, read_json
 
 
-def test_default_bake_on_cpu_is_honest(tmp_path):
-    done = bake_cli(tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "V0 not run: no NVIDIA GPU" in done.stdout
-    (ws,) = tmp_path.iterdir()
+def test_default_bake_on_cpu_is_honest(matrix):
+    """The matrix bakes the default cell with no key=value at all: README's `cookiecutter . --no-input`."""
+    done = matrix[("H200", "matmul")]
+    assert done.exit_code == 0, done.output
+    assert "V0 not run: no NVIDIA GPU" in done.output
+    ws = done.project_path
+    assert ws.name == "matmul_bf16"  # the default op_name
     spec = read_json(ws / "op.json")
     assert (spec["pattern"], spec["op"], spec["gpu"], spec["dtype"]) == ("gemm", "matmul", "H200", "bf16")
 

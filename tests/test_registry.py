@@ -39,14 +39,14 @@ def test_every_pattern_has_its_spec_and_workspace_files(pattern):
         assert hasattr(module, attr), f"tools/patterns/{pattern} lacks {attr}"
     assert module.DEFAULT_OP in module.OPS
     assert (WS_TEMPLATE / "patterns" / pattern / "reference.py").is_file()
-    assert any((registry.ROOT / "tools" / "patterns" / pattern / f"{d}.py").is_file() for d in registry.dsls())
+    assert any(registry.spec_path(pattern, d).is_file() for d in registry.dsls())
 
 
 def test_every_cell_has_both_halves():
     """A cell spec without its kernel (or a kernel without its spec) is a half-built cell: neither is allowed."""
     for pattern in registry.patterns():
         for dsl in registry.dsls():
-            spec = (ROOT / "tools" / "patterns" / pattern / f"{dsl}.py").is_file()
+            spec = registry.spec_path(pattern, dsl).is_file()
             kernel = registry.kernel_path(pattern, dsl).is_file()
             assert spec == kernel, f"{pattern}/{dsl}: spec {spec}, kernel {kernel}"
     assert len(registry.cells()) == len(registry.patterns()) * len(registry.dsls())  # all eight are built today

@@ -3,7 +3,9 @@
 - a **pattern** is a package ``tools/patterns/<name>/`` (its spec; see tools/patterns/__init__.py);
 - a **DSL** is a module ``tools/dsls/<name>.py`` (see tools/dsls/cutedsl.py);
 - a **cell** (pattern x DSL) is built when both of its halves exist: the cell spec
-  ``tools/patterns/<pattern>/<dsl>.py`` and the kernel ``{{cookiecutter.op_name}}/patterns/<pattern>/<dsl>/kernel.py``.
+  ``tools/patterns/<pattern>/<dsl>.toml`` (data: what the kernel promises, for op.json and the records) and the
+  kernel ``{{cookiecutter.op_name}}/patterns/<pattern>/<dsl>/kernel.py``. The ISA markers every cell of a DSL shares
+  (``ISA_MARKERS`` of its module) are added to each of its cells here.
 
 Lookups of an unknown name, or of a cell that is not built, raise catalog.InputError with the list of what exists.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import tomllib
 from pathlib import Path
 
 from tools.catalog import GPUS, InputError
@@ -38,12 +41,23 @@ def kernel_path(pattern: str, dsl: str) -> Path:
     return WORKSPACE_TEMPLATE / "patterns" / pattern / dsl / "kernel.py"
 
 
+def spec_path(pattern: str, dsl: str) -> Path:
+    return ROOT / "tools" / "patterns" / pattern / f"{dsl}.toml"
+
+
+def _load_cell(pattern: str, dsl: str) -> dict:
+    cell = tomllib.loads(spec_path(pattern, dsl).read_text())
+    common, own = dsls()[dsl].ISA_MARKERS, cell.get("isa_markers", {})
+    cell["isa_markers"] = {"required": [*own.get("required", []), *common["required"]],
+                           "forbidden": [*common["forbidden"], *own.get("forbidden", [])]}
+    return cell
+
+
 @functools.cache
 def cells() -> dict:
     """(pattern, dsl) -> the cell spec dict, for every cell whose spec and kernel both exist."""
-    return {(p, d): importlib.import_module(f"tools.patterns.{p}.{d}").CELL
-            for p in patterns() for d in dsls()
-            if (ROOT / "tools" / "patterns" / p / f"{d}.py").is_file() and kernel_path(p, d).is_file()}
+    return {(p, d): _load_cell(p, d) for p in patterns() for d in dsls()
+            if spec_path(p, d).is_file() and kernel_path(p, d).is_file()}
 
 
 def pattern(name: str):

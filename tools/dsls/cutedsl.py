@@ -30,4 +30,6 @@ FACTS = [
     "(then `compiled.artifacts.PTX` is that file's path, otherwise the text).",
 ]
 
-NO_LOCAL = {"text": ".local", "meaning": "local memory: register spills or a stack array"}
+# What every CuTe DSL cell's PTX must (not) contain, on top of its own markers (tools/patterns/<p>/cutedsl.toml)
+ISA_MARKERS = {"required": [],
+               "forbidden": [{"text": ".local", "meaning": "local memory: register spills or a stack array"}]}

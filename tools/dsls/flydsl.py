@@ -34,5 +34,6 @@ FACTS = [
     "the tensor is not out of range.",
 ]
 
-NO_SCRATCH = [{"text": "scratch_", "meaning": "scratch loads/stores: register spills"}]
-PRIVATE_0 = {"text": ".private_segment_fixed_size: 0", "meaning": "no scratch memory per lane"}
+# What every FlyDSL cell's ISA must (not) contain, on top of its own markers (tools/patterns/<p>/flydsl.toml)
+ISA_MARKERS = {"required": [{"text": ".private_segment_fixed_size: 0", "meaning": "no scratch memory per lane"}],
+               "forbidden": [{"text": "scratch_", "meaning": "scratch loads/stores: register spills"}]}

@@ -228,13 +228,20 @@ def _nvidia(path: Path, target: str) -> dict:
     return metrics
 
 
+# ISA family (op.json framework_info.isa.family, from the DSL's module) -> reader of one compiled file
+READERS = {"ptx": _nvidia, "amdgpu": lambda path, target: amdgpu_metrics(path.read_text())}
+
+
 def read_workspace(ws: Path, op: dict) -> dict | None:
     """Metrics of the workspace's compiled kernel, or None when nothing has been compiled yet."""
     path = isa_file(ws)
     if path is None:
         return None
     family = op["framework_info"]["isa"]["family"]
-    metrics = _nvidia(path, op["target"]) if family == "ptx" else amdgpu_metrics(path.read_text())
+    if family not in READERS:
+        raise ValueError(f"isa_metrics: no reader for ISA family {family!r} (op.json framework_info.isa); "
+                         f"known: {', '.join(READERS)}")
+    metrics = READERS[family](path, op["target"])
     metrics["file"] = str(path.relative_to(ws)) if path.is_relative_to(ws) else str(path)
     return metrics
 
