@@ -14,7 +14,6 @@ Parsers raise ``catalog.InputError`` with one line: the item, what is wrong, and
 
 from __future__ import annotations
 
-import math
 import re
 
 from tools.catalog import DTYPES, InputError
@@ -68,5 +67,3 @@ def build_cases(pattern, dtype: str, text: str) -> list[dict]:
         unique.setdefault(c["name"], c)
     return list(unique.values())
 
-
-product = math.prod

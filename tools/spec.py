@@ -8,7 +8,10 @@ post-gen hook (tools/scaffold.py) reads it back rather than working anything out
 
 from __future__ import annotations
 
-from tools import shapes
+import json
+import os
+
+from tools import registry, shapes
 from tools.catalog import DTYPES
 from tools.validate import validate
 
@@ -57,13 +60,7 @@ def build(ctx: dict) -> dict:
 def context(**values) -> dict:
     """A full cookiecutter context without cookiecutter (tests, benchmarks): cookiecutter.json's defaults (a list's
     first choice), overridden by `values`, with the private keys the prompts would derive."""
-    import json
-    import os
-    from pathlib import Path
-
-    from tools import registry
-
-    defaults = json.loads((Path(__file__).resolve().parent.parent / "cookiecutter.json").read_text())
+    defaults = json.loads((registry.ROOT / "cookiecutter.json").read_text())
     ctx = {k: v[0] if isinstance(v, list) else v for k, v in defaults.items()
            if not k.startswith("_") and "{{" not in str(v)}  # rendered defaults (op_name) are derived below
     ctx.update(values)

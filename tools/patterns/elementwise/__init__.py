@@ -6,6 +6,8 @@ of the pattern is ``{{cookiecutter.op_name}}/patterns/elementwise/`` (reference.
 
 from __future__ import annotations
 
+import math
+
 from tools import shapes
 from tools.catalog import InputError
 
@@ -58,7 +60,7 @@ def cases(text: str, role: str, dtype: str) -> list[dict]:
     out = []
     for item in shapes.items(text):
         dims = shapes.dims(item, (1, 2), "268435456;8192x8192")
-        numel = shapes.product(dims)
+        numel = math.prod(dims)
         if numel > MAX_NUMEL:
             raise InputError(f"shapes: '{item}' has {numel} elements, above the kernel's int32 limit of "
                              f"{MAX_NUMEL}; split the tensor or use smaller shapes")
