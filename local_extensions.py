@@ -15,6 +15,7 @@ hook (tools/spec.py -> op.json). It adds:
 Filters other than kb_check_op_name never raise: bad values pass through and the pre-gen hook refuses them.
 """
 
+import functools
 import importlib.util
 import os
 import sys
@@ -29,19 +30,14 @@ from tools import registry  # noqa: E402
 from tools.catalog import InputError  # noqa: E402
 from tools.validate import check_op_name  # noqa: E402
 
-_detected = None
-
-
+@functools.cache
 def _detect() -> dict:
     """The workspace's gpu_detect.py, loaded from the workspace template (the one detector, shared with workspaces)."""
-    global _detected
-    if _detected is None:
-        path = os.path.join(ROOT, "{{cookiecutter.op_name}}", "tools", "gpu_detect.py")
-        spec = importlib.util.spec_from_file_location("kbaseline_gpu_detect", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _detected = module.detect()
-    return _detected
+    path = os.path.join(ROOT, "{{cookiecutter.op_name}}", "tools", "gpu_detect.py")
+    spec = importlib.util.spec_from_file_location("kbaseline_gpu_detect", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.detect()
 
 
 def kb_gpu(value):

@@ -21,7 +21,6 @@ import isa_metrics
 import pytest
 import rocm_env
 from tools import registry, scaffold
-from tools.catalog import GPUS
 
 HAVE_FLYDSL = importlib.util.find_spec("flydsl") is not None  # finds the package without loading its MLIR libraries
 needs_flydsl = pytest.mark.skipif(not HAVE_FLYDSL, reason="flydsl is not installed here (CI installs flydsl==0.4.2 "
@@ -68,8 +67,7 @@ def compile_variant(dest: Path, pattern, op, dtype, arch, shape="") -> str:
 
 def bake_time_isa(matrix, op, dtype, arch) -> str | None:
     """The ISA the matrix's bake compiled for this (op, dtype) on the first GPU of `arch`, when it baked that."""
-    gpu = next(name for name in GPUS if registry.gpu(name)["target"] == arch)
-    baked = matrix.get((gpu, op))
+    baked = matrix.get((registry.first_gpu(arch), op))
     if baked is None or json.loads((baked.project_path / "op.json").read_text())["dtype"] != dtype:
         return None
     check = json.loads((baked.project_path / "results" / "compile_only.json").read_text())

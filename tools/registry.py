@@ -84,6 +84,11 @@ def gpu(name: str) -> dict:
     return {**spec, "target": dsl.ARCHS[spec["arch"]], "framework": dsl.NAME}
 
 
+def first_gpu(target: str) -> str:
+    """The first catalogued GPU of a compile target (gfx942: MI300X, gfx950: MI355X): compile checks bake it."""
+    return next(name for name in GPUS if gpu(name)["target"] == target)
+
+
 def cell(pattern_name: str, dsl_name: str, gpu_name: str = "") -> dict:
     """The cell spec, or the one-line refusal that names what is built."""
     if (pattern_name, dsl_name) not in cells():

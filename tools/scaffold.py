@@ -68,14 +68,17 @@ def workspace(dest: Path, ctx: dict) -> Path:
 def main(ws: Path) -> None:
     op = json.loads((ws / "op.json").read_text())
     arrange(ws, op)
-    subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws)
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws)
+    committed = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=ws, capture_output=True).returncode == 0
+    if not committed:  # the bake step broke before its scaffold commit: say so (cookiecutter keeps the folder)
+        print(f"kbaseline: warning: `python tools/run_baseline.py --bake` stopped (exit {done.returncode}) before the "
+              f"scaffold commit; the workspace is kept: fix the error above and run it again in {ws}", file=sys.stderr)
 
 
 def compile_workspace(dest: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
     """A workspace for compile checks of one cell (tests, benchmarks/flydsl_compile.py, benchmarks/models): the
     first GPU of `target` (gfx942: MI300X, gfx950: MI355X); `shape` in the pattern's grammar is its first case."""
     from tools import registry, spec
-    from tools.catalog import GPUS
 
-    gpu = next(name for name in GPUS if registry.gpu(name)["target"] == target)
-    return workspace(dest, spec.context(pattern=pattern, op=op, dtype=dtype, gpu=gpu, shapes=shape, run_baseline="no"))
+    return workspace(dest, spec.context(pattern=pattern, op=op, dtype=dtype, gpu=registry.first_gpu(target),
+                                        shapes=shape, run_baseline="no"))

@@ -102,8 +102,10 @@ def reduction_operands(op: str, x, args, out, weighted: bool, row_out: bool):
 
 
 def matmul_dims(a, b, out, access: str):
-    """(M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors, K-major, 16-byte rows and starts."""
-    if DTYPE_NAMES.get(str(a.dtype).removeprefix("torch.")) not in ("bf16", "fp16") or b.dtype != a.dtype:
+    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors, K-major, 16-byte rows and
+    starts."""
+    dtype = dtype_of(a, "matmul", ("bf16", "fp16"))
+    if b.dtype != a.dtype:
         raise TypeError(f"matmul: a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"matmul: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
@@ -114,16 +116,16 @@ def matmul_dims(a, b, out, access: str):
     if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out)):
         raise ValueError(f"matmul: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
                          f"aligned ({access}); got K={k}")
-    return m, n, k, out
+    return dtype, m, n, k, out
 
 
 def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
-    """(B, Hq, Hkv, S, D, out) of decode attention: q[B, Hq, D], k/v_cache[B, S, Hkv, D], seq_lens[B] int32."""
+    """(dtype, B, Hq, Hkv, S, D, out) of decode attention: q[B, Hq, D], k/v_cache[B, S, Hkv, D], seq_lens[B] int32."""
     if q.dim() != 3 or k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
         raise ValueError(f"{op}: expects q[B, Hq, D], k_cache/v_cache[B, S, Hkv, D], seq_lens[B]")
     (B, Hq, D), (Bk, S, Hkv, Dk) = q.shape, k_cache.shape
-    if DTYPE_NAMES.get(str(q.dtype).removeprefix("torch.")) not in ("bf16", "fp16") or not (
-            k_cache.dtype == v_cache.dtype == q.dtype):
+    dtype = dtype_of(q, op, ("bf16", "fp16"))
+    if not k_cache.dtype == v_cache.dtype == q.dtype:
         raise TypeError(f"{op}: q/k_cache/v_cache must all be bf16 or fp16, got {q.dtype}, {k_cache.dtype}, "
                         f"{v_cache.dtype}")
     if Bk != B or Dk != D or D not in (64, 128, 256) or Hq % Hkv:
@@ -135,7 +137,7 @@ def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
         raise ValueError(f"{op}: every input must be a contiguous GPU tensor")
     out = out_tensor(op, out, q.shape, q)
     check_aligned(op, (q, k_cache, v_cache, out), access)
-    return B, Hq, Hkv, S, D, out
+    return dtype, B, Hq, Hkv, S, D, out
 
 
 def reference_for(built_in: dict):

@@ -11,6 +11,7 @@ see a GPU anyway, and a bake on a CPU machine should not wait for it.
 
 from __future__ import annotations
 
+import functools
 import glob
 import shutil
 import subprocess
@@ -64,8 +65,10 @@ def _from_smi(cmd: list[str], vendor: str) -> tuple[str, str] | None:
     return (lines[0], vendor) if lines and vendor == "nvidia" else None
 
 
+@functools.cache
 def detect() -> dict:
-    """{'name': canonical or None, 'raw': device string or None, 'vendor': 'nvidia'/'amd'/None}."""
+    """{'name': canonical or None, 'raw': device string or None, 'vendor': 'nvidia'/'amd'/None}; probed once per
+    process (the bake asks twice: may it run, and on what)."""
     for probe in (
         _from_torch,
         lambda: _from_smi(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], "nvidia"),

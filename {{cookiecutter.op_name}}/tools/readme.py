@@ -17,13 +17,15 @@ import compute_utilization
 import isa_metrics
 
 WS = Path(__file__).resolve().parent.parent
-TOOLS = ["run_baseline.py", "compute_utilization.py", "memory_manager.py", "report.py", "readme.py",
-         "gpu_detect.py", "roofline.py (the roofline PNG)", "isa_metrics.py (the ISA table)"]
+
+
+def _doc(path: Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text())) or ""
 
 
 def design_paragraph(kernel_file: Path) -> str:
     """The kernel docstring's summary paragraph: the text after its title line, up to the next blank line."""
-    doc = ast.get_docstring(ast.parse(kernel_file.read_text())) or ""
+    doc = _doc(kernel_file)
     parts = [p.strip() for p in doc.split("\n\n")]
     return " ".join(parts[1].split()) if len(parts) > 1 else "(kernel.py has no design paragraph)"
 
@@ -68,7 +70,6 @@ def render(ws: Path, op: dict) -> str:
     fw, device = op["framework_info"], op["device"]
     h = headline(op, specs)
     inputs = ", ".join(f"`{name}`" for name in op["inputs"])
-    tools = TOOLS + [f"{p.name} (stand-in ROCm tree for compiling on a CPU)" for p in sorted((ws / "tools").glob("rocm_env.py"))]
     if fw["compile_at_bake"]:
         provenance = (f"The kernel has been compiled to real `{op['target']}` ISA on a CPU and never run on "
                       f"{device['label']} hardware (the template's authors have no such GPU): the first "
@@ -105,7 +106,7 @@ def render(ws: Path, op: dict) -> str:
         "| `baseline_report.md` | Phase 4: configuration, correctness, performance; \"NOT RUN\" until run on a GPU |",
         "| `memory/v0.json` | the iteration record, validated by `reference/v_iteration.schema.json` |",
         "| `results/` | raw JSON of the last run, and `roofline.png` |",
-        f"| `tools/` | {', '.join(f'`{t.split()[0]}`' + t[len(t.split()[0]):] for t in tools)} |",
+        *[f"| `tools/{path.name}` | {_doc(path).splitlines()[0].rstrip(':')} |" for path in sorted((ws / "tools").glob("*.py"))],
         "| `reference/` | the memory schema and `gpu_specs.json` (dense peaks, each with its datasheet) |",
     ]
     if op["reference"]["source"] == "user":

@@ -760,10 +760,9 @@ def run(q, k_cache, v_cache, seq_lens, out=None):
     """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math)."""
     import torch
 
-    B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "128-bit loads")
+    dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "128-bit loads")
     if k_cache.numel() >= 2**31:
         raise ValueError(f"{OP}: the KV cache has >= 2^31 elements; this kernel indexes with int32")
-    dtype = host.dtype_of(q, OP, ("bf16", "fp16"))
     p = plan(B, Hq, Hkv, S, D)
     n_part = B * Hq * p["splits"]
     key = (q.device, n_part, D)

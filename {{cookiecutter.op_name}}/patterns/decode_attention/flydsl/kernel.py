@@ -474,8 +474,7 @@ def run(q, k_cache, v_cache, seq_lens, out=None):
     """out[b, h] = softmax(q[b, h] . k[b, :len, h // G]^T * scale) . v[b, :len, h // G] (fp32 math)."""
     import torch
 
-    B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "dwordx4 loads")
-    dtype = host.dtype_of(q, OP, ("bf16", "fp16"))
+    dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "dwordx4 loads")
     if (S + 2 * TILE) * Hkv * D * 2 >= MAX_BYTES or q.numel() * 2 >= MAX_BYTES:
         raise ValueError(f"{OP}: one sequence's K (or V) or q is >= 2 GiB; buffer offsets are 32-bit")
     if B * Hkv > 65535:

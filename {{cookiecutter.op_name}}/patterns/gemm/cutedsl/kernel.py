@@ -473,10 +473,9 @@ def _co_resident_clusters(cluster_size: int) -> int:
 
 def run(a, b, out=None, cfg: Config | None = None):
     """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation)."""
-    m, n, k, out = host.matmul_dims(a, b, out, "TMA")
+    dtype, m, n, k, out = host.matmul_dims(a, b, out, "TMA")
     if min(m, n, k) == 0:
         return out.zero_()
-    dtype = host.dtype_of(a, "matmul", ("bf16", "fp16"))
     cfg = cfg or choose_config(m, n)
     stream = rt.current_stream()
     launcher = rt.compiled(_compiled, (cfg, dtype), gemm_launch, lambda: _compile_args(cfg, dtype, stream))

@@ -438,8 +438,7 @@ def run(a, b, out=None, cfg: Config | None = None):
     """out[M,N] = a[M,K] @ b[N,K].T on the current stream (bf16/fp16 in and out, fp32 accumulation)."""
     import torch
 
-    m, n, k, out = host.matmul_dims(a, b, out, "dwordx4 buffer loads")
-    dtype = host.dtype_of(a, "matmul", ("bf16", "fp16"))
+    dtype, m, n, k, out = host.matmul_dims(a, b, out, "dwordx4 buffer loads")
     if min(m, n, k) == 0:
         return out.zero_()
     if max(t.numel() * t.element_size() for t in (a, b, out)) >= MAX_BYTES:
