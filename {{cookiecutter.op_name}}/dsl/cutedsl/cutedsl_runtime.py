@@ -1,26 +1,56 @@
-"""CuTe DSL runtime of the kbaseline cells: the host-side plumbing that every CuTe DSL kernel.py shares.
+"""CuTe DSL runtime of the kbaseline cells: the one launch path that every CuTe DSL kernel.py shares.
 
-Its one job is to get a CuTe DSL kernel from Python onto sm_90a the same way in every cell: it sets the
-target before `cutlass` is imported, turns op.json dtypes and integer addresses into CuTe pointers, compiles
-once per static configuration (`cute.compile` does not cache by itself), and, with no GPU at all, compiles
-with `--keep-ptx` and writes the PTX where the workspace expects it. Each kernel.py imports it before
-anything from `cutlass`; the kernels' device code and launch plans stay in kernel.py, the DSL-independent
-argument checks in host.py.
+Its one job is to get a CuTe DSL kernel from torch tensors onto sm_90a the same way in every cell, at a
+host cost close to torch's own: it sets the target before `cutlass` is imported, builds the fake tensors a
+launcher is compiled on, compiles it once per static configuration through TVM-FFI, and, with no GPU at
+all, compiles the very same signature with `--keep-ptx` and writes the PTX where the workspace expects
+it. Each kernel.py imports it before anything from `cutlass`; the kernels' device code and launch plans
+stay in kernel.py, the DSL-independent argument checks in host.py.
+
+The launch path (why a call costs a few microseconds, not fifty)
+    A CuTe DSL launcher compiled the default way is called through Python: every argument is converted on
+    every call (`from_dlpack` or `make_ptr`, then the DSL's own argument marshalling), which costs 40-100 us
+    per call. Compiled with `--enable-tvm-ffi`, the launcher becomes a TVM-FFI function: the call takes the
+    torch tensors themselves (DLPack, made cheap by torch-c-dlpack-ext or a torch that has the exchange API
+    built in), and the generated C wrapper reads each tensor's pointer, shape and strides, checks them
+    against the compiled signature, and launches. So a kernel's `run()` is:
+
+        signature lookup (a dict)  ->  the compiled function, called with the torch tensors  ->  launch
+
+    What the C wrapper checks on every call, for free: dtype, rank, device type and index, every static
+    extent and stride, that two tensors which share a shape symbol agree on it (`x` and `out` share the
+    row count, say), the divisibility of each symbol, and the promised byte alignment of each tensor. A
+    kernel.py therefore keeps in Python only what the wrapper cannot see (contiguity of a flattened
+    tensor, an index-range limit), and runs host.py's full checks only on a signature's first call and
+    after the wrapper has refused a call, to say what is wrong in the same words as every other cell.
+
+Fake tensors and symbols
+    `tensor(dtype, shape, stride, align)` is what a launcher is compiled on: every extent or stride is an
+    int (static: part of the code) or a symbol from `dim()` (dynamic: a runtime value, bound from the real
+    tensor at each call). One compile therefore serves every shape of its configuration; the key of
+    `compiled()` is what really changes the code (op, dtype, rank, tile configuration, alignment), never
+    the shape.
+
+The stream
+    Launchers take `STREAM`, the TVM-FFI environment stream: the wrapper asks torch for its current CUDA
+    stream on every call, so a kernel runs on the stream of the surrounding torch code, inside
+    `torch.cuda.stream(...)` and during CUDA-graph capture alike, with no stream argument to pass.
 
 Environment (set here, before `import cutlass`; an existing value wins)
     CUTE_DSL_ARCH=sm_90a        unset, CuTe DSL 4.8.1 silently targets sm_100a
     CUTE_DSL_DUMP_DIR=build/    the workspace's build/ folder (this file sits beside kernel.py); the DSL
                                 only writes `--keep-ptx` files into a folder that already exists
 
-Compile-only (no GPU): placeholder addresses (`gmem_ptrs(dtype, [16, 16, 16])`) and `make_fake_stream()`
-stand in for tensors and the CUDA stream; `dump_ptx` compiles with `--keep-ptx`, reads
-`compiled.artifacts.PTX` (the dumped file's path when CUTE_DSL_DUMP_DIR is set, the text otherwise) and
-writes `kernel_<name>.sm_90a.ptx` into the caller's out_dir.
+Compile-only (no GPU): fake tensors need no device and `STREAM` needs no CUDA context, so `dump_ptx`
+compiles exactly the signature that run() compiles, adds `--keep-ptx`, reads `compiled.artifacts.PTX`
+(the dumped file's path when CUTE_DSL_DUMP_DIR is set, the text otherwise) and writes
+`kernel_<name>.sm_90a.ptx` into the caller's out_dir.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 ARCH = "sm_90a"
@@ -30,53 +60,51 @@ os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(BUILD_DIR))
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
-from cutlass.cute.runtime import make_fake_stream, make_ptr  # noqa: E402, F401 (make_fake_stream is re-exported)
+from cutlass.cute.runtime import make_fake_stream, make_fake_tensor  # noqa: E402
 
 import host  # noqa: E402
 
 OP = host.OP  # op.json of the workspace
-CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32}
+CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32, "int32": cutlass.Int32}
+TVM_FFI = "--enable-tvm-ffi"
+STREAM = make_fake_stream(use_tvm_ffi_env_stream=True)  # torch's current stream, read by the wrapper per call
+COMPILE_SECONDS: dict = {}  # compiled() key -> seconds its first compile took (the results record them)
 
 
-def gmem_ptr(dtype, address: int, align: int = 16):
-    """A global-memory pointer of `dtype` (an op.json name such as 'bf16', or a cutlass type) promising `align` bytes.
-
-    The promised alignment is part of the compiled signature: it decides whether loads may be vectorised."""
-    return make_ptr(CUTLASS_DTYPES.get(dtype, dtype), address, cute.AddressSpace.gmem, assumed_align=align)
+def dim(divisibility: int = 1):
+    """A dynamic extent or stride (int32) of a fake tensor. Reuse one object wherever two tensors must agree."""
+    return cute.sym_int32(divisibility=divisibility)
 
 
-def gmem_ptrs(dtypes, addresses, aligns=16) -> list:
-    """gmem_ptr for each address; `dtypes` and `aligns` are one value for all or one per address."""
-    n = len(addresses)
-    dtypes = dtypes if isinstance(dtypes, (list, tuple)) else [dtypes] * n
-    aligns = aligns if isinstance(aligns, (list, tuple)) else [aligns] * n
-    return [gmem_ptr(t, a, al) for t, a, al in zip(dtypes, addresses, aligns)]
+def tensor(dtype, shape, stride=None, align: int = 16):
+    """A fake global-memory tensor of `dtype` (an op.json name such as 'bf16', or a cutlass type) to compile on.
 
-
-def current_stream():
-    """torch's current CUDA stream as the driver handle a compiled CuTe launcher takes."""
-    import torch
-    from cuda.bindings import driver
-
-    return driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    `shape` and `stride` hold ints (static) and `dim()` symbols (dynamic); `stride=None` is row-major with a
+    static innermost stride of 1 and a fresh dynamic symbol for every other stride. `align` is the byte
+    alignment the compiled code may assume of the data pointer; the TVM-FFI wrapper checks it on every call."""
+    if stride is None:
+        stride = (*(dim() for _ in shape[1:]), 1)
+    return make_fake_tensor(CUTLASS_DTYPES.get(dtype, dtype), tuple(shape), stride=tuple(stride), assumed_align=align)
 
 
 def compiled(cache: dict, key, launcher, compile_args):
-    """cute.compile(launcher, *compile_args()), once per key: the kernel's static configuration (dtype, constexprs).
+    """launcher compiled through TVM-FFI on compile_args(), once per key (cute.compile does not cache by itself).
 
-    `compile_args` is a callable, called only on the first use of a key: the placeholder pointers it builds cost
-    microseconds each, which the hot path must not pay on every call."""
+    `compile_args` is a callable, called only on the first use of a key; the compile time is kept in
+    COMPILE_SECONDS, because a user feels it on their first call."""
     if key not in cache:
-        cache[key] = cute.compile(launcher, *compile_args())
+        start = time.perf_counter()
+        cache[key] = cute.compile(launcher, *compile_args(), options=TVM_FFI)
+        COMPILE_SECONDS[key] = time.perf_counter() - start
     return cache[key]
 
 
 def dump_ptx(launcher, args, out_dir: str | os.PathLike, name: str) -> str:
-    """Compile launcher(*args) with --keep-ptx (no GPU needed); write out_dir/kernel_<name>.sm_90a.ptx; return it."""
+    """Compile launcher(*args) as run() does, plus --keep-ptx (no GPU needed); write out_dir/kernel_<name>.sm_90a.ptx."""
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(os.environ["CUTE_DSL_DUMP_DIR"]).mkdir(parents=True, exist_ok=True)  # the DSL only dumps into an existing dir
-    ptx = cute.compile(launcher, *args, options="--keep-ptx").artifacts.PTX
+    ptx = cute.compile(launcher, *args, options=f"{TVM_FFI} --keep-ptx").artifacts.PTX
     if "\n" not in ptx and Path(ptx).is_file():  # with CUTE_DSL_DUMP_DIR set, the artifact is the dumped file's path
         ptx = Path(ptx).read_text()
     (out_dir / f"kernel_{name}.{ARCH}.ptx").write_text(ptx)

@@ -123,7 +123,7 @@ defaults, and the correctness checks (NaN- and 6e4-filled cache tails): benchmar
 
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
-    compile_only(case, out_dir) -> PTX text                 compile for sm_90a with no GPU (fake pointers)
+    compile_only(case, out_dir) -> PTX text                 compile for sm_90a with no GPU (fake tensors)
     describe(case) -> dict                                  grid, threads, splits and data movement
 """
 

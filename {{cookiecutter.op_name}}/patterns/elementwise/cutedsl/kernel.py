@@ -54,7 +54,7 @@ Data movement
 
 Interface (the same in every kbaseline cell):
     run(*inputs, out=None)      -> out         run on CUDA tensors; compiles and caches on first use
-    compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake pointers)
+    compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
     describe(case)              -> dict         tile, threads, grid and data movement, for the report
 """
 
@@ -67,6 +67,7 @@ import host
 
 import cutlass
 import cutlass.cute as cute
+import torch
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
@@ -160,54 +161,69 @@ def elementwise_kernel(
 
 
 @cute.jit
-def elementwise_launch(
-    pA: cute.Pointer, pB: cute.Pointer, pC: cute.Pointer, n: cutlass.Int32, stream,
-    op: cutlass.Constexpr[str],
-):
-    """Host side: wrap raw pointers as 1-D tensors of n elements and launch one CTA per tile."""
-    vec = ACCESS_BITS // pA.dtype.width
+def elementwise_launch(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream, op: cutlass.Constexpr[str]):
+    """Host side: view the contiguous tensors as 1-D tensors of n elements and launch one CTA per tile."""
+    vec = ACCESS_BITS // mA.element_type.width
     tile = THREADS * vec * UNROLL[op]
-    mA = cute.make_tensor(pA, cute.make_layout(n))
-    mB = cute.make_tensor(pB, cute.make_layout(n))
-    mC = cute.make_tensor(pC, cute.make_layout(n))
-    elementwise_kernel(mA, mB, mC, n, vec, UNROLL[op], op).launch(
+    n = cute.size(mA.shape)
+    flat = [cute.make_tensor(t.iterator, cute.make_layout(n)) for t in (mA, mB, mC)]
+    elementwise_kernel(*flat, n, vec, UNROLL[op], op).launch(
         grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
     )
 
 
-_compiled: dict = {}  # (op, dtype) -> compiled launcher
+_compiled: dict = {}  # (op, dtype, rank) -> compiled launcher: one compile serves every shape of that rank
+_launches: dict = {}  # (op, torch dtype, rank, number of inputs) -> compiled launcher, for the hot path
+MAX_ELEMENTS = 2**31 - THREADS * 8 * max(UNROLL.values())  # int32 element offsets, with the last tile's overrun
 
 
-def _args(dtype: str, addresses, n: int, stream) -> tuple:
-    """elementwise_launch's runtime arguments: A, B, C pointers (16-byte aligned), n, the stream."""
-    return (*rt.gmem_ptrs(dtype, addresses), cutlass.Int32(n), stream)
+def _compile_args(op: str, dtype: str, rank: int) -> tuple:
+    """Fake A, B, C of one shape (shared symbols: the wrapper checks that all three agree), 16-byte aligned."""
+    shape = [rt.dim() for _ in range(rank)]
+    return (*(rt.tensor(dtype, shape) for _ in range(3)), rt.STREAM, op)
+
+
+def _prepare(op: str, inputs, out):
+    """A signature's first call, or a refused one: host.py's checks, then the launcher for this signature."""
+    n_inputs = 2 if op in BINARY_OPS else 1
+    dtype, out = host.elementwise_operands(op, inputs, out, n_inputs, "128-bit accesses")
+    if inputs[0].numel() > MAX_ELEMENTS:
+        raise ValueError(f"{op}: {inputs[0].numel()} elements exceed the int32 index range of this kernel")
+    rank = inputs[0].dim()
+    return rt.compiled(_compiled, (op, dtype, rank), elementwise_launch, lambda: _compile_args(op, dtype, rank))
 
 
 def run(*inputs, out=None, op: str = OP):
-    """out = op(*inputs) on the current CUDA stream. Inputs: contiguous CUDA tensors of one shape and dtype."""
-    n_inputs = 2 if op in BINARY_OPS else 1
-    dtype, out = host.elementwise_operands(op, inputs, out, n_inputs, "128-bit accesses")
+    """out = op(*inputs) on the current CUDA stream. Inputs: contiguous CUDA tensors of one shape and dtype.
+
+    The hot path is a dict lookup, three contiguity checks (the wrapper checks dtype, shape agreement,
+    device and alignment itself) and the TVM-FFI call; see cutedsl_runtime.py."""
     x = inputs[0]
-    n = x.numel()
-    if n == 0:
-        return out
-    if n > 2**31 - THREADS * 8 * UNROLL[op]:
-        raise ValueError(f"{op}: {n} elements exceed the int32 index range of this kernel")
-    stream = rt.current_stream()
-    # Placeholder addresses at compile time: the compiled code takes the real pointers and n at each call.
-    launcher = rt.compiled(_compiled, (op, dtype), elementwise_launch,
-                           lambda: (*_args(dtype, [16] * 3, 1, stream), op))
-    b = inputs[1] if n_inputs == 2 else x  # unary ops never read B
-    launcher(*_args(dtype, [x.data_ptr(), b.data_ptr(), out.data_ptr()], n, stream))
+    signature = (op, x.dtype, x.dim(), len(inputs))
+    launcher = _launches.get(signature)
+    if launcher is None:
+        launcher = _launches[signature] = _prepare(op, inputs, out)
+    if out is None:
+        out = torch.empty_like(x)
+    b = inputs[1] if op in BINARY_OPS else x  # unary ops never read B
+    if not (0 < x.numel() <= MAX_ELEMENTS and x.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
+        _prepare(op, inputs, out)  # raises, in host.py's words ...
+        return out  # ... unless the tensor is empty: nothing to do
+    try:
+        launcher(x, b, out)
+    except (TypeError, ValueError):  # the wrapper refused the call before launching
+        _prepare(op, inputs, out)  # host.py says why in the words every cell uses ...
+        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return out
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
                  dtype: str | None = None) -> str:
-    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    """Compile run()'s launcher for sm_90a without a GPU (fake tensors, one shape symbol); write and return the PTX.
+
+    One compile serves every size, so `case` does not change the PTX; 1-D is the rank it is compiled for."""
     dtype = dtype or OP_SPEC["dtype"]
-    args = (*_args(dtype, [16] * 3, 1, rt.make_fake_stream()), op)
-    return rt.dump_ptx(elementwise_launch, args, out_dir, f"{op}_{dtype}")
+    return rt.dump_ptx(elementwise_launch, _compile_args(op, dtype, 1), out_dir, f"{op}_{dtype}")
 
 
 def describe(case: dict) -> dict:

@@ -87,7 +87,7 @@ benchmarks/2026-11-30-h200-gemm.md.
 
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
-    compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake pointers)
+    compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
     describe(case)              -> dict         tile, cluster, stages, threads, grid, for the report
 """
 

@@ -94,7 +94,7 @@ benchmarks/2026-11-30-h200-reduction.md.
 
 Interface (the same in every kbaseline cell):
     run(x, out=None) / run(x, weight, out=None)  -> out   CUDA tensors; compiles and caches on first use
-    compile_only(case, out_dir)                  -> PTX   compile for sm_90a with no GPU (fake pointers)
+    compile_only(case, out_dir)                  -> PTX   compile for sm_90a with no GPU (fake tensors)
     describe(case)                               -> dict  threads per row, chunks, grid, data movement
 """
 
