@@ -1,9 +1,9 @@
 """Hash the compiled ISA of every cell, baked through the template: the proof that a refactor left kernels unchanged.
 
-    python benchmarks/kernel_hashes.py --out after.json [--jobs 2] [--template DIR] [--gpus H200 H20]
+    python benchmarks/kernel_hashes.py --out after.json [--jobs 2] [--template DIR] [--gpus H200 H20] [--patterns gemm]
 
-DIR is another checkout (the "before" side); --gpus keeps only those GPUs' variants (H200 H20: the CuTe DSL
-cells alone).
+DIR is another checkout (the "before" side); --gpus and --patterns keep only those variants (--gpus H200 H20:
+the CuTe DSL cells alone).
 
 Each (gpu, pattern, op, dtype) is baked with `cookiecutter --no-input ... run_baseline=no`, then compiled
 with the workspace's own `python test_kernel.py --compile-only`; the sha256 of the ISA it writes
@@ -60,8 +60,9 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--template", type=Path, default=ROOT, help="the template checkout to bake (default: this one)")
     p.add_argument("--gpus", nargs="+", help="only these GPUs' variants (default: all)")
+    p.add_argument("--patterns", nargs="+", help="only these patterns' variants (default: all)")
     args = p.parse_args(argv)
-    chosen = [v for v in variants() if not args.gpus or v[0] in args.gpus]
+    chosen = [v for v in variants() if (not args.gpus or v[0] in args.gpus) and (not args.patterns or v[1] in args.patterns)]
     with tempfile.TemporaryDirectory(prefix="kb-hashes-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(lambda v: one(*v, Path(tmp), args.template.resolve()), chosen))
     Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")

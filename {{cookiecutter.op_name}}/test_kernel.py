@@ -15,10 +15,17 @@ TIMEOUT_FAIL while later cases still run. --timeout bounds the whole run: cases 
 left are TIMEOUT_FAIL. A watchdog thread backs SIGALRM up for hangs inside native code (a GPU kernel
 that never returns): it records the case and ends the process.
 
-Timing: CUDA events around each launch, L2 flushed before each one (a cold cache), median of many
-runs after warm-up. PyTorch (reference.baseline on the native dtype) is timed the same way in the
-same run, so the speedup is a ratio of like measurements; so is a 1 GiB device-to-device copy, the
-achievable-bandwidth ceiling the report compares against.
+Timing: two figures per case, for the kernel and for PyTorch (reference.baseline on the native dtype)
+alike, in the same run on the same inputs, so every ratio is one of like measurements:
+- GPU time (`latency_us`): CUDA events around each launch, L2 flushed before each one (a cold cache),
+  median of many runs after warm-up. What the kernel costs the GPU.
+- call latency (`call_us`): warm, back-to-back calls with no sync in between, as a model's forward
+  makes them, timed on the host clock until the GPU has finished the last one, per call. What a user
+  waits. `host_us` is the host's share alone (the time to submit), so `call_bound` says which side sets
+  the pace: "host" when submitting a call takes as long as running it, "gpu" otherwise.
+A 1 GiB device-to-device copy is timed like the kernels: the achievable-bandwidth ceiling the report
+compares against. Each case's first call is timed too (`first_call_s`): it includes the compile of
+any kernel variant the case is the first to need, which a user feels once per process.
 
 Results go to results/results.json after every case. Exit codes: 0 all passed, 1 a case failed or
 timed out, 2 not run (no matching GPU).
@@ -75,13 +82,16 @@ def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_
     inputs = make_inputs(case, torch_dtype, device, seed)
     ref = reference(*[t.double() if t.is_floating_point() else t for t in inputs])
     out = torch.full(ref.shape, float("nan"), dtype=torch_dtype, device=device)  # poison: a skipped element stays NaN
-    kernel_run(*inputs, out=out)
+    started = time.perf_counter()
+    kernel_run(*inputs, out=out)  # the first call of this case: it compiles whatever variant is new
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+    first_call_s = time.perf_counter() - started
     unwritten = int(torch.isnan(out).sum() - torch.isnan(ref).sum())
     err = rel_err(out, ref)
     passed = not math.isnan(err) and err < tolerance
-    record = {"rel_err": None if math.isnan(err) else err, "status": "PASS" if passed else "FAIL"}
+    record = {"rel_err": None if math.isnan(err) else err, "status": "PASS" if passed else "FAIL",
+              "first_call_s": round(first_call_s, 4)}
     if not passed:
         record["error"] = (
             f"{unwritten} output element(s) NaN where the reference is not (unwritten or invalid)"
@@ -182,14 +192,45 @@ def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int 
     return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
 
 
+def call_latency(fn, gpu_us: float, budget_s: float = 0.2, bound_ratio: float = 0.9) -> dict:
+    """Warm, back-to-back fn() calls with no sync between them, as a model's forward makes them.
+
+    host_us: host time to submit one call; call_us: wall time per call until the GPU finished the last one
+    (host included). When submitting takes at least bound_ratio of the whole call, the host sets the pace."""
+    import torch
+
+    n = int(min(1000, max(20, budget_s * 1e6 / max(gpu_us, 1.0))))
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    host_us, call_us = (t1 - t0) / n * 1e6, (t2 - t0) / n * 1e6
+    return {"host_us": host_us, "call_us": call_us, "call_bound": "host" if host_us >= bound_ratio * call_us else "gpu",
+            "calls": n}
+
+
 def time_case(case: dict, kernel_run, baseline, make_inputs, torch_dtype, seed: int) -> dict:
-    """Kernel and torch (reference.baseline) on the same inputs, one timer, one run."""
+    """Kernel and torch (reference.baseline) on the same inputs, both timers, one run."""
     inputs = make_inputs(case, torch_dtype, "cuda", seed)
     out = kernel_run(*inputs)  # allocates the output once; the timed launches reuse it
-    k = bench(lambda: kernel_run(*inputs, out=out))
-    t = bench(lambda: baseline(*inputs))
+
+    def ours():
+        kernel_run(*inputs, out=out)
+
+    def theirs():
+        baseline(*inputs)
+
+    k, t = bench(ours), bench(theirs)
+    kc, tc = call_latency(ours, k["median_us"]), call_latency(theirs, t["median_us"])
     return {"latency_us": k["median_us"], "torch_latency_us": t["median_us"],
-            "speedup_vs_torch": t["median_us"] / k["median_us"], "timing_iters": k["iters"]}
+            "speedup_vs_torch": t["median_us"] / k["median_us"], "timing_iters": k["iters"],
+            "call_us": kc["call_us"], "host_us": kc["host_us"], "call_bound": kc["call_bound"],
+            "torch_call_us": tc["call_us"], "torch_host_us": tc["host_us"], "torch_call_bound": tc["call_bound"],
+            "call_speedup_vs_torch": tc["call_us"] / kc["call_us"], "calls": kc["calls"]}
 
 
 def copy_ceiling(nbytes: int = 1 << 30) -> dict:
@@ -284,11 +325,14 @@ def main(argv=None) -> int:
 
     import torch
 
-    import kernel
+    started = time.perf_counter()
+    import kernel  # the DSL's own import (cutlass, flydsl) is part of what a user's first call costs
+
+    import_s = time.perf_counter() - started
     import reference
 
     torch_dtype = getattr(torch, OP["torch_dtype"])
-    payload.update(ran=True, device=device_name, torch=torch.__version__)
+    payload.update(ran=True, device=device_name, torch=torch.__version__, kernel_import_s=round(import_s, 3))
 
     def save(records):
         payload["cases"] = records
@@ -320,7 +364,8 @@ def main(argv=None) -> int:
     width = max(len(r["name"]) for r in records)
     for r in records:
         err = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
-        perf = (f"  {r['latency_us']:9.1f} us  torch {r['torch_latency_us']:9.1f} us  {r['speedup_vs_torch']:.2f}x"
+        perf = (f"  GPU {r['latency_us']:9.1f} us  torch {r['torch_latency_us']:9.1f} us  {r['speedup_vs_torch']:.2f}x"
+                f"  | call {r['call_us']:8.1f} us  torch {r['torch_call_us']:8.1f} us  ({r['call_bound']}-bound)"
                 if "latency_us" in r else "")
         print(f"{r['name']:<{width}}  {r['status']:<12} rel_err {err}{perf}{'  ' + r['error'] if 'error' in r else ''}")
     print(f"{'ALL PASS' if payload['all_passed'] else 'FAILURES'}: {sum(r['status'] == 'PASS' for r in records)}/{len(records)} "

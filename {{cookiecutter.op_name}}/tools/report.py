@@ -367,19 +367,27 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
                          f"{u['tflops_peak_utilization_pct']:.2f}", f"{u['bandwidth_peak_utilization_pct']:.1f}",
                          _fmt(u.get("copy_bandwidth_utilization_pct"), ".1f"),
                          f"{u['torch_latency_us']:.1f}", f"{u['speedup_vs_torch']:.2f}x",
-                         _fmt(u.get("waves"), ".1f"), u["bound"]])
+                         _fmt(u.get("waves"), ".1f"), u["bound"], _fmt(u.get("call_us"), ".1f"),
+                         _fmt(u.get("torch_call_us"), ".1f"), u.get("call_bound") or "-",
+                         _fmt(u.get("first_call_s"), ".2f")])
         any_u = next(iter(utilization.values()))
         copy = results.get("device_copy")
         lines += [
-            _table(["case", "latency (us)", "TFLOPS", "GB/s", "TFLOPS % of peak", "BW % of peak", "BW % of copy",
-                    "torch eager (us)", "speedup", "waves", "bound"], rows),
+            _table(["case", "GPU time (us)", "TFLOPS", "GB/s", "TFLOPS % of peak", "BW % of peak", "BW % of copy",
+                    "torch eager GPU (us)", "speedup", "waves", "bound", "call (us)", "torch call (us)",
+                    "call bound by", "first call (s)"], rows),
             "",
             (f"Measured ceiling in the same run: a 1 GiB device-to-device copy moved {copy['gbps']:.0f} GB/s "
              "(read + write bytes), the 'BW % of copy' column's denominator." if copy else ""),
             "",
             f"Peaks (dense): {any_u['peak_tflops']:g} TFLOP/s {op['dtype']} ({any_u['sources']['compute']['title']}); "
-            f"{any_u['peak_bandwidth_gbps']:g} GB/s HBM ({any_u['sources']['bandwidth']['title']}). Latency is the "
-            "median of CUDA-event timings with a cold L2; torch eager is timed the same way in the same run.",
+            f"{any_u['peak_bandwidth_gbps']:g} GB/s HBM ({any_u['sources']['bandwidth']['title']}). GPU time is the "
+            "median of CUDA-event timings with a cold L2: what the kernel costs the GPU. Call latency is what a "
+            "caller waits per call in warm, back-to-back calls, host included; 'call bound by' says which side "
+            "sets it (host: submitting a call takes as long as running it, so launch cost is the lever; gpu: the "
+            "kernel is). torch eager is timed both ways in the same run, on the same inputs. 'first call' is the "
+            "case's first run() with its sync: it includes compiling any kernel variant that case is the first to "
+            f"need (importing kernel.py and its DSL took {_fmt(results.get('kernel_import_s'), '.2f')} s more, once).",
             "",
             "Reproduce one row with the workflow's command:",
             "",

@@ -71,6 +71,11 @@ def kernel_config(op: dict, case: dict) -> dict | None:
     return kernel.describe(case)
 
 
+# test_kernel.py's call-latency figures (warm back-to-back calls, host included), carried as measured
+CALL_FIELDS = ("call_us", "host_us", "call_bound", "torch_call_us", "torch_host_us", "torch_call_bound",
+               "call_speedup_vs_torch")
+
+
 def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
     cases = {c["name"]: c for c in op["cases"]}
     copy_gbps = results.get("device_copy", {}).get("gbps")
@@ -83,7 +88,8 @@ def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
         flops, nbytes = compute_utilization.case_work(op, case)
         time_ms = rec["latency_us"] / 1e3
         u = compute_utilization.compute(op["gpu"], op["dtype"], flops, nbytes, time_ms, cfg.get("grid_blocks"), copy_gbps)
-        u.update(torch_latency_us=rec["torch_latency_us"], speedup_vs_torch=rec["speedup_vs_torch"],
+        u.update({k: rec[k] for k in CALL_FIELDS if k in rec}, torch_latency_us=rec["torch_latency_us"],
+                 speedup_vs_torch=rec["speedup_vs_torch"], first_call_s=rec.get("first_call_s"),
                  command=compute_utilization.command(op, case, time_ms, cfg.get("grid_blocks"), copy_gbps))
         rows[rec["name"]] = u
     return rows
@@ -130,12 +136,15 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows:
         values.update({f"performance.{k}": u[k] for k in (
             "latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
             "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound",
-            "copy_bandwidth_utilization_pct") if k in u})
+            "copy_bandwidth_utilization_pct", "call_us", "torch_call_us", "call_bound", "first_call_s") if k in u})
         values["performance.case"] = head_name
     values["performance.device"] = results.get("device")
+    values["performance.kernel_import_s"] = results.get("kernel_import_s")
     values["performance.per_case"] = [
         {"case": n, **{k: u[k] for k in ("latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
-                                         "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch")}}
+                                         "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch",
+                                         "call_us", "torch_call_us", "call_bound", "first_call_s")
+                       if u.get(k) is not None}}
         for n, u in util.items()]
     if failed:
         gate, why = "FAIL", f"{len(failed)} case(s) not PASS: {', '.join(failed)}"

@@ -329,19 +329,25 @@ def looped_kernel(
 
 @cute.jit
 def reduction_launch(
-    pX: cute.Pointer, pW: cute.Pointer, pO: cute.Pointer, m: Int32, nv: Int32, ld: Int32, iters: Int32,
-    eps: Float32, stream,
+    mX_in: cute.Tensor, mW_in: cute.Tensor, mO_in: cute.Tensor, iters: Int32, eps: Float32, stream,
     op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool],
     full: cutlass.Constexpr[bool], smem_bytes: cutlass.Constexpr[int],
 ):
-    """Host side: x as (VEC, NV, M) : (1, VEC, ld) so each (VEC) column is one aligned vector access."""
-    mX = cute.make_tensor(pX, cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(ld, divby=vec))))
-    mW = cute.make_tensor(pW, cute.make_layout((vec, nv), stride=(1, vec)))
+    """Host side: x as (VEC, NV, M) : (1, VEC, ld) so each (VEC) column is one aligned vector access.
+
+    M, N and the row stride ld are x's own (runtime values the TVM-FFI wrapper bound from the tensor);
+    the weight and the output are rebuilt from their data pointers in the same (VEC, NV) shape."""
+    m, n = mX_in.shape
+    ld = mX_in.stride[0]
+    nv = n // vec
+    mX = cute.make_tensor(mX_in.iterator, cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(ld, divby=vec))))
+    mW = cute.make_tensor(mW_in.iterator, cute.make_layout((vec, nv), stride=(1, vec)))
     if const_expr(op in ROW_OUT_OPS):
-        mO = cute.make_tensor(pO, cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(nv * vec, divby=vec))))
+        mO = cute.make_tensor(mO_in.iterator,
+                              cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(nv * vec, divby=vec))))
     else:
-        mO = cute.make_tensor(pO, cute.make_layout(m))
+        mO = cute.make_tensor(mO_in.iterator, cute.make_layout(m))
     if const_expr(looped):
         looped_kernel(mX, mW, mO, m, nv, iters, eps, op, vec, tpr, chunks, threads).launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
@@ -355,28 +361,26 @@ def reduction_launch(
 # Host interface
 # ------------------------------------------------------------------------------------------------
 
-_compiled: dict = {}  # (op, dtype, vec, plan) -> compiled launcher
-
-
-def _args(op: str, dtype: str, vec: int, addresses, m: int, nv: int, ld: int, iters: int, eps: float, stream):
-    """reduction_launch's runtime arguments: x, weight, out as typed pointers, then sizes, eps and the stream.
-
-    The alignment each pointer promises is part of the compiled signature: VEC elements for x, weight and a
-    row output, one element for out [M], which only gets scalar stores."""
-    eb = _BYTES[dtype]
-    aligns = (vec * eb, vec * eb, vec * eb if op in ROW_OUT_OPS else eb)
-    return (*rt.gmem_ptrs(dtype, addresses, aligns), Int32(m), Int32(nv), Int32(ld), Int32(iters), Float32(eps),
-            stream)
+_compiled: dict = {}  # (op, dtype, vec, plan) -> compiled launcher: one compile serves every M, and every N of the plan
+_launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters): the hot path's one lookup
 
 
 def _const_args(op: str, vec: int, cfg: dict):
     return (op, vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg))
 
 
-def _compile_args(op: str, dtype: str, vec: int, cfg: dict, stream) -> tuple:
-    """Placeholder pointers (aligned as the plan promises) and sizes; the constexprs select the compiled variant."""
-    align = vec * _BYTES[dtype]
-    return (*_args(op, dtype, vec, [align] * 3, 1, 1, vec, 1, EPS, stream), *_const_args(op, vec, cfg))
+def _compile_args(op: str, dtype: str, vec: int, cfg: dict) -> tuple:
+    """Fake x [M, N] : (ld, 1), weight [N] (rmsnorm; the other ops are handed x and never read it) and out.
+
+    M and N are symbols shared by all three, so the wrapper checks that they agree; N and ld are multiples of
+    VEC, and x, weight and a row output promise VEC-element alignment (one element for out [M], which only
+    gets scalar stores). A row output is contiguous: its row stride is the N symbol itself."""
+    eb = _BYTES[dtype]
+    m, n = rt.dim(), rt.dim(vec)
+    x = rt.tensor(dtype, (m, n), (rt.dim(vec), 1), align=vec * eb)
+    weight = rt.tensor(dtype, (n,), (1,), align=vec * eb) if op == "rmsnorm" else x
+    out = rt.tensor(dtype, (m, n), (n, 1), align=vec * eb) if op in ROW_OUT_OPS else rt.tensor(dtype, (m,), (1,), eb)
+    return (x, weight, out, 1, EPS, rt.STREAM, *_const_args(op, vec, cfg))
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -387,25 +391,46 @@ def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
     return vec
 
 
-def run(x, *args, out=None, op: str = OP, eps: float = EPS):
-    """Reduce x [M, N] over its last dim on the current CUDA stream. rmsnorm: run(x, weight, out=None)."""
+def _prepare(op: str, x, args, out):
+    """A signature's first call, or a refused one: host.py's checks, the plan, then the compiled launcher."""
     if op not in OPS:
         raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
     dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
     if (m - 1) * ld + n >= 2**31:
         raise ValueError(f"{op}: {m}x{n} with row stride {ld} exceeds the int32 index range of this kernel")
-    weight = x if weight is None else weight  # only rmsnorm reads the weight
     eb = x.element_size()
-    addresses = [x.data_ptr(), weight.data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0]
+    addresses = [x.data_ptr(), (weight if weight is not None else x).data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0]
     if any(a % eb for a in addresses):
         raise ValueError(f"{op}: tensors must be aligned to their element size")
     vec = _pick_vec(eb, n, ld, addresses)
     cfg = plan(n, vec)
-    stream = rt.current_stream()
     key = (op, dtype, *_const_args(op, vec, cfg))
-    launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg, stream))
-    launcher(*_args(op, dtype, vec, [x.data_ptr(), weight.data_ptr(), out.data_ptr()], m, n // vec, ld, cfg["iters"],
-                    eps, stream))
+    return rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg)), cfg["iters"]
+
+
+def run(x, *args, out=None, op: str = OP, eps: float = EPS):
+    """Reduce x [M, N] over its last dim on the current CUDA stream. rmsnorm: run(x, weight, out=None).
+
+    The signature is what picks the compiled variant and the plan: N, the row stride and each pointer's
+    16-byte phase (they set the vector width). M is free: one signature serves every batch size. The
+    wrapper checks dtypes, shapes, strides and alignment against the variant; host.py runs on a
+    signature's first call and when the wrapper refuses one (see cutedsl_runtime.py)."""
+    if x.dim() != 2 or len(args) != (op == "rmsnorm"):
+        _prepare(op, x, args, out)  # raises, in host.py's words
+    weight = args[0] if args else x  # only rmsnorm reads the weight
+    if out is None:
+        out = x.new_empty(x.shape if op in ROW_OUT_OPS else x.shape[:1])
+    signature = (op, x.dtype, x.shape[1], x.stride(0) if x.shape[0] > 1 else x.shape[1],
+                 x.data_ptr() % 16, weight.data_ptr() % 16, out.data_ptr() % 16)
+    prepared = _launches.get(signature)
+    if prepared is None or x.shape[0] * signature[3] >= 2**31:
+        prepared = _launches[signature] = _prepare(op, x, args, out)
+    launcher, iters = prepared
+    try:
+        launcher(x, weight, out, iters, eps)
+    except (TypeError, ValueError):  # the wrapper refused the call before launching
+        _prepare(op, x, args, out)  # host.py says why in the words every cell uses ...
+        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return out
 
 
@@ -424,7 +449,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec)
     path = "looped" if cfg["looped"] else "rows"
-    return rt.dump_ptx(reduction_launch, _compile_args(op, dtype, vec, cfg, rt.make_fake_stream()), out_dir,
+    return rt.dump_ptx(reduction_launch, _compile_args(op, dtype, vec, cfg), out_dir,
                        f"{op}_{dtype}_n{n}_{path}")
 
 
