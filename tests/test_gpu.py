@@ -33,3 +33,58 @@ def test_workspace_passes_on_the_gpu(tmp_path, pattern, op, dtype):
     assert results["ran"] and results["all_passed"]
     assert {c["status"] for c in results["cases"]} == {"PASS"}
     assert results["max_rel_err"] < read_json(ws / "op.json")["tolerance"]
+
+
+GRAPH_CHILD = """
+import json, math, sys
+import torch
+sys.path.insert(0, ".")
+import kernel, reference
+op = json.load(open("op.json"))
+dtype = getattr(torch, op["torch_dtype"])
+case = min(op["cases"], key=lambda c: math.prod(c["dims"]))
+inputs = reference.make_inputs(case, dtype, "cuda", 0)
+
+def check(out, what):
+    ref = reference.reference(*[t.double() if t.is_floating_point() else t for t in inputs])
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert err < op["tolerance"], f"{what}: rel_err {err}"
+
+out = kernel.run(*inputs)
+torch.cuda.synchronize()
+check(out, "eager")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    out_side = kernel.run(*inputs)
+torch.cuda.current_stream().wait_stream(side)
+torch.cuda.synchronize()
+check(out_side, "side stream")
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    out_graph = kernel.run(*inputs)
+for t in inputs:  # new values in the captured buffers: the replay must read them
+    if t.is_floating_point():
+        t.copy_(torch.randn_like(t))
+graph.replay()
+torch.cuda.synchronize()
+check(out_graph, "graph replay")
+try:
+    kernel.run(*[t.cpu() if i == 0 else t for i, t in enumerate(inputs)])
+except (TypeError, ValueError) as err:
+    assert str(err).startswith(op["op"]), f"refusal not in host.py's words: {err}"
+else:
+    raise AssertionError("a CPU tensor was not refused")
+print("ok", case["name"])
+"""
+
+
+@pytest.mark.parametrize("pattern", ["elementwise", "reduction", "gemm", "decode_attention"])
+def test_run_is_capturable_in_a_cuda_graph(tmp_path, pattern):
+    """Every Hopper cell's run(): correct eagerly, on a side stream, and replayed from a CUDA graph with new inputs;
+    a bad call is refused in host.py's words (the TVM-FFI wrapper's refusal is re-explained)."""
+    done = bake_cli(tmp_path, f"pattern={pattern}", "op_name=ws", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([sys.executable, "-c", GRAPH_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
