@@ -1,0 +1,154 @@
+"""Launch cost of every Hopper cell: host µs per run(), GPU µs and do_bench µs, next to torch eager and quack.
+
+    python3 benchmarks/bench_launch.py --out benchmarks/results/DATE-h200-launch.json      # on the H200
+    python3 benchmarks/bench_launch.py --out ... --workspaces WS [WS ...]                  # already-baked ones
+
+It bakes one workspace per cell and op below through this template (`cookiecutter --no-input ...
+run_baseline=no`), then, for each workspace, in ONE child process (one timer for every side):
+- host µs: N back-to-back calls with no sync, host clock (what a model's forward pays per call while the
+  GPU keeps up), then one sync;
+- call µs: the same N calls timed until the GPU finished the last one (host and GPU together);
+- GPU µs: torch.profiler's CUDA kernel time over the calls, per call (all of the call's kernels);
+- do_bench µs: triton.testing.do_bench (L2 flushed between calls; its flush hides host cost up to ~80 µs, so
+  on its own it can mislead both ways: it is here for comparison with other projects' numbers);
+- first-call s: the workspace's first run() on the shape, compile included (a fresh process per workspace).
+The sides: our kernel.run, the workspace's torch baseline (reference.baseline: eager torch, cuBLAS, SDPA),
+and quack (benchmarks only: never imported by the template) where it has the op (rmsnorm, softmax, GEMM).
+Inputs are the workspace's own reference.make_inputs on the same seed. Writes JSON rows and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CELLS = [("elementwise", "silu_mul"), ("elementwise", "add"), ("reduction", "rmsnorm"), ("reduction", "softmax"),
+         ("gemm", "matmul"), ("decode_attention", "gqa")]
+SHAPES = {  # pattern -> (label, case in op.json's case form): the tiny ones first, then the headline
+    "elementwise": [("1000x1111", {"dims": [1000, 1111]}), ("2^28", {"dims": [1 << 28]})],
+    "reduction": [("128x8192", {"dims": [128, 8192]}), ("4096x4096", {"dims": [4096, 4096]}),
+                  ("32768x8192", {"dims": [32768, 8192]})],
+    "gemm": [("1x4096x4096", {"dims": [1, 4096, 4096]}), ("128x8192x8192", {"dims": [128, 8192, 8192]}),
+             ("8192^3", {"dims": [8192, 8192, 8192]})],
+    "decode_attention": [("B1 Hq32 Hkv8 S8192 D128", {"dims": [1, 32, 8, 8192, 128], "seq_lens": [8192]}),
+                         ("B32 Hq32 Hkv8 S4096 D64", {"dims": [32, 32, 8, 4096, 64], "seq_lens": [4096] * 32}),
+                         ("B32 Hq32 Hkv8 S4096 D128", {"dims": [32, 32, 8, 4096, 128], "seq_lens": [4096] * 32})],
+}
+
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    import torch
+    sys.path.insert(0, ".")
+    import kernel, reference
+    from triton.testing import do_bench
+    op = json.load(open("op.json"))
+    dtype = getattr(torch, op["torch_dtype"])
+    EPS = float(op.get("params", {}).get("eps", 1e-6))
+
+    def quack_side(inputs):
+        if op["op"] not in ("rmsnorm", "softmax", "matmul"):
+            return None
+        import quack
+        if op["op"] == "rmsnorm":
+            return lambda: quack.rmsnorm(inputs[0], inputs[1], eps=EPS)
+        if op["op"] == "softmax":
+            return lambda: quack.softmax(inputs[0])
+        from quack.gemm_interface import gemm
+        return lambda: gemm(inputs[0], inputs[1].T)
+
+    def gpu_us(fn, n):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                fn()
+            torch.cuda.synchronize()
+        return sum(e.self_device_time_total for e in prof.key_averages()) / n
+
+    def host_call_us(fn, n):
+        fn(); torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        return (t1 - t0) / n * 1e6, (t2 - t0) / n * 1e6
+
+    def measure(fn):
+        g = gpu_us(fn, 20)
+        n = int(min(1000, max(20, 0.25e6 / max(g, 1.0))))
+        host, call = host_call_us(fn, n)
+        return {"host_us": host, "call_us": call, "gpu_us": gpu_us(fn, min(n, 100)), "do_bench_us": do_bench(fn) * 1e3}
+
+    rows = []
+    for label, case in json.loads(sys.argv[1]):
+        inputs = reference.make_inputs(case, dtype, "cuda", 0)
+        t0 = time.perf_counter()
+        out = kernel.run(*inputs)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        sides = {"kbaseline": lambda: kernel.run(*inputs, out=out), "torch": lambda: reference.baseline(*inputs)}
+        q = quack_side(inputs)
+        if q is not None:
+            sides["quack"] = q
+        row = {"workspace": op["op_name"], "op": op["op"], "pattern": op["pattern"], "shape": label,
+               "first_call_s": first}
+        for side, fn in sides.items():
+            row[side] = measure(fn)
+        rows.append(row)
+        del inputs, out
+        torch.cuda.empty_cache()
+    print(json.dumps(rows))
+""")
+
+
+def bake(dest: Path) -> list[Path]:
+    """One workspace per (pattern, op) of CELLS, baked for the H200 through this template."""
+    out = []
+    for pattern, op in CELLS:
+        name = f"launch_{op}"
+        done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(dest),
+                               f"pattern={pattern}", f"op={op}", "gpu=H200", f"op_name={name}", "run_baseline=no"],
+                              cwd=dest, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"bench_launch: baking {pattern}/{op} failed: {done.stderr[-1500:]}")
+        out.append(dest / name)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--workspaces", nargs="+", type=Path, help="already-baked workspaces (default: bake CELLS)")
+    args = p.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kb-launch-") as tmp:
+        for ws in args.workspaces or bake(Path(tmp)):
+            pattern = json.loads((ws / "op.json").read_text())["pattern"]
+            done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(SHAPES[pattern])], cwd=ws,
+                                  capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                print(f"{ws.name}: failed\n{done.stderr[-3000:]}", file=sys.stderr)
+                continue
+            rows += json.loads(done.stdout.strip().splitlines()[-1])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=1) + "\n")
+    print("| op | shape | first call s | ours host µs | ours call µs | ours GPU µs | ours do_bench µs | torch host µs | "
+          "torch call µs | torch GPU µs | torch do_bench µs | quack host µs | quack GPU µs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        k, t, q = r["kbaseline"], r["torch"], r.get("quack")
+        qs = f"{q['host_us']:.1f} | {q['gpu_us']:.1f}" if q else "- | -"
+        print(f"| {r['op']} | {r['shape']} | {r['first_call_s']:.2f} | {k['host_us']:.1f} | {k['call_us']:.1f} | "
+              f"{k['gpu_us']:.1f} | {k['do_bench_us']:.1f} | {t['host_us']:.1f} | {t['call_us']:.1f} | {t['gpu_us']:.1f} | "
+              f"{t['do_bench_us']:.1f} | {qs} |")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
