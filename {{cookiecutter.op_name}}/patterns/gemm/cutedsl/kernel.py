@@ -85,6 +85,17 @@ Levers not used here
 Measured TFLOP/s against cuBLAS, per shape and dtype, and the cluster / tile / raster sweep:
 benchmarks/2026-11-30-h200-gemm.md.
 
+Launch (host side; the general story is in cutedsl_runtime.py)
+    gemm_launch is compiled once per (Config, dtype), through TVM-FFI, on fake tensors A [M,K], B [N,K] and
+    C [M,N] whose M, N, K are symbols shared between them, so one compile serves every shape of its Config
+    and the wrapper checks on each call that the three tensors agree, are row-major and contiguous
+    (row stride = K or N), 16-byte aligned, with K (and N, for the TMA store) a multiple of 8 elements.
+    Inside, gemm_launch rebuilds the row-major layouts from the tensors' base pointers and those extents,
+    and builds the TMA descriptors from them. run() keeps one entry per (dtype, a.shape, b.shape, cfg):
+    the first call of a signature runs host.py's checks and choose_config, later calls are a dict lookup
+    and the TVM-FFI call on torch's current stream; a call the wrapper refuses goes back to host.py's checks,
+    which say what is wrong.
+
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
     compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
@@ -412,16 +423,18 @@ def gemm_kernel(
 
 @cute.jit
 def gemm_launch(
-    pA: cute.Pointer, pB: cute.Pointer, pC: cute.Pointer, m: Int32, n: Int32, k: Int32, max_clusters: Int32,
-    stream, cfg: cutlass.Constexpr,
+    mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_clusters: Int32, stream, cfg: cutlass.Constexpr,
 ):
-    """Host side: build row-major tensors and TMA descriptors, launch a persistent grid of clusters."""
-    dtype = pA.dtype
+    """Host side: rebuild row-major tensors and TMA descriptors from the tensors' pointers and M, N, K, then launch
+    a persistent grid of clusters."""
+    dtype = mA_in.element_type
+    m, k = mA_in.shape
+    n = mB_in.shape[0]
     k = cute.assume(k, divby=128 // dtype.width)  # TMA: row strides are multiples of 16 bytes
     n_c = cute.assume(n, divby=128 // dtype.width) if cfg.tma_store else n
-    mA = cute.make_tensor(pA, cute.make_layout((m, k), stride=(k, 1)))
-    mB = cute.make_tensor(pB, cute.make_layout((n, k), stride=(k, 1)))
-    mC = cute.make_tensor(pC, cute.make_layout((m, n_c), stride=(n_c, 1)))
+    mA = cute.make_tensor(mA_in.iterator, cute.make_layout((m, k), stride=(k, 1)))
+    mB = cute.make_tensor(mB_in.iterator, cute.make_layout((n, k), stride=(k, 1)))
+    mC = cute.make_tensor(mC_in.iterator, cute.make_layout((m, n_c), stride=(n_c, 1)))
 
     sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg)
     a_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_n > 1 else cpasync.CopyBulkTensorTileG2SOp()
@@ -450,17 +463,28 @@ def gemm_launch(
 
 # ---------------------------------------------------------------- host API
 
-_compiled: dict = {}  # (Config, dtype) -> compiled launcher
+_compiled: dict = {}  # (Config, dtype) -> compiled launcher: one compile serves every M, N, K of that config
+_launches: dict = {}  # (torch dtype, a.shape, b.shape, cfg) -> _Launch, for the hot path
 _max_clusters: dict = {}  # cluster size -> co-resident clusters on this GPU
 
 
-def _args(dtype: str, addresses, m: int, n: int, k: int, max_clusters: int, stream) -> tuple:
-    """gemm_launch's runtime arguments: A, B, C pointers (16-byte aligned, as TMA needs), sizes, the stream."""
-    return (*rt.gmem_ptrs(dtype, addresses), Int32(m), Int32(n), Int32(k), Int32(max_clusters), stream)
+@dataclass(frozen=True)
+class _Launch:
+    """What run() needs per argument signature: the compiled launcher, its grid cap, the output's shape.
+    launcher None: an empty problem (M, N or K = 0), where out is only zero-filled."""
+
+    launcher: object
+    max_clusters: int
+    out_shape: tuple
 
 
-def _compile_args(cfg: Config, dtype: str, stream) -> tuple:
-    return (*_args(dtype, [16] * 3, 8, 8, 8, 1, stream), cfg)
+def _compile_args(dtype: str, cfg: Config) -> tuple:
+    """Fake A [M,K], B [N,K], C [M,N], row-major and 16-byte aligned, sharing the M, N, K symbols (the wrapper
+    checks that the three agree and are contiguous); a placeholder max_clusters; the env stream; cfg."""
+    row = 128 // host.DTYPE_BITS[dtype]  # elements per 16 bytes: TMA's row-stride rule
+    m, n, k = rt.dim(), rt.dim(row if cfg.tma_store else 1), rt.dim(row)
+    a, b, c = (rt.tensor(dtype, shape, (stride, 1)) for shape, stride in (((m, k), k), ((n, k), k), ((m, n), n)))
+    return a, b, c, Int32(1), rt.STREAM, cfg
 
 
 def _co_resident_clusters(cluster_size: int) -> int:
@@ -471,16 +495,34 @@ def _co_resident_clusters(cluster_size: int) -> int:
     return _max_clusters[cluster_size]
 
 
-def run(a, b, out=None, cfg: Config | None = None):
-    """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation)."""
-    dtype, m, n, k, out = host.matmul_dims(a, b, out, "TMA")
+def _prepare(a, b, out, cfg: Config | None) -> _Launch:
+    """A signature's first call, or a refused one: host.py's checks, the config, the compiled launcher."""
+    dtype, m, n, k, _ = host.matmul_dims(a, b, out, "TMA")
     if min(m, n, k) == 0:
-        return out.zero_()
+        return _Launch(None, 0, (m, n))
     cfg = cfg or choose_config(m, n)
-    stream = rt.current_stream()
-    launcher = rt.compiled(_compiled, (cfg, dtype), gemm_launch, lambda: _compile_args(cfg, dtype, stream))
-    launcher(*_args(dtype, [a.data_ptr(), b.data_ptr(), out.data_ptr()], m, n, k,
-                    _co_resident_clusters(cfg.cluster_size), stream))
+    launcher = rt.compiled(_compiled, (cfg, dtype), gemm_launch, lambda: _compile_args(dtype, cfg))
+    return _Launch(launcher, _co_resident_clusters(cfg.cluster_size), (m, n))
+
+
+def run(a, b, out=None, cfg: Config | None = None):
+    """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation).
+
+    The hot path is a dict lookup on (dtype, shapes, cfg) and the TVM-FFI call, which checks dtypes, shapes,
+    contiguity, device and alignment itself; see cutedsl_runtime.py."""
+    signature = (a.dtype, a.shape, b.shape, cfg)
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare(a, b, out, cfg)
+    if launch.launcher is None:  # nothing to multiply: out = 0, after host.py's checks of out
+        return host.matmul_dims(a, b, out, "TMA")[-1].zero_()
+    if out is None:
+        out = a.new_empty(launch.out_shape)
+    try:
+        launch.launcher(a, b, out, launch.max_clusters)
+    except (TypeError, ValueError):  # the wrapper refused the call before launching
+        _prepare(a, b, out, cfg)  # host.py says why in the words every cell uses ...
+        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return out
 
 
@@ -490,13 +532,14 @@ def _case_dims(case: dict | None) -> tuple[int, int, int]:
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
-    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    """Compile run()'s launcher for sm_90a without a GPU (fake tensors); write and return the PTX.
+
+    The case's M and N pick the Config, as in run(); any other M, N, K of that Config shares the PTX."""
     dtype = dtype or OP_SPEC["dtype"]
     m, n, _ = _case_dims(case)
     cfg = choose_config(m, n)
     tag = f"{cfg.tile_m}x{cfg.tile_n}_c{cfg.cluster_m}x{cfg.cluster_n}{'' if cfg.tma_store else '_stg'}"
-    return rt.dump_ptx(gemm_launch, _compile_args(cfg, dtype, rt.make_fake_stream()), out_dir,
-                       f"matmul_{dtype}_{tag}")
+    return rt.dump_ptx(gemm_launch, _compile_args(dtype, cfg), out_dir, f"matmul_{dtype}_{tag}")
 
 
 def describe(case: dict) -> dict:
