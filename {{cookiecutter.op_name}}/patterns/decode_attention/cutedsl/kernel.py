@@ -121,6 +121,16 @@ Limits
 Measured times against torch SDPA, the knob sweeps (splits, chunks, stages, heads per CTA) behind the
 defaults, and the correctness checks (NaN- and 6e4-filled cache tails): benchmarks/2026-11-30-h200-decode-attention.md.
 
+Host side (the launch path itself is described in cutedsl_runtime.py)
+    One TVM-FFI launcher per path launches both kernels. It takes the torch tensors (q, k_cache, v_cache,
+    seq_lens, the fp32 partials o[B, Hq, splits, D] and lse[B, Hq, splits], out), then chunks, split_size
+    and qscale; it is compiled once per dtype, D and plan constexprs, on fake tensors whose shared symbols
+    (B, Hq, Hkv, S, splits; D static) let the wrapper check that the shapes agree, besides dtype, device
+    and 16-byte alignment (seq_lens included: the kernels are compiled assuming it). run() itself checks
+    contiguity; host.py's checks and plan() run once per (dtype, q.shape, k_cache.shape) and again on a
+    refused call, to say what is wrong. The partials are allocated on every call, from torch's caching
+    allocator, so a captured CUDA graph or a second stream never shares them with another call.
+
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
     compile_only(case, out_dir) -> PTX text                 compile for sm_90a with no GPU (fake tensors)
@@ -137,6 +147,7 @@ import host
 
 import cutlass
 import cutlass.cute as cute
+import torch
 from cutlass.memory import SmemAllocator
 
 OP_SPEC = host.OP
@@ -659,56 +670,58 @@ def merge_kernel(
     mOut[tidx, hq, b] = (num / den).to(mOut.element_type)
 
 
-def _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims):
-    """Raw pointers as CuTe tensors (dims fastest-first); `dims` splits each row of D into the path's vectors."""
+def _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims):
+    """The launcher's tensors as the kernels index them: dims fastest-first, `dims` splitting each row of D
+    into the path's vectors. q, the caches, seq_lens and out are rebuilt from their data pointers and shape
+    values (they are contiguous: run() and the wrapper check it), with the divisibility facts the kernels
+    were written for; the fp32 partials, which run() allocates, keep their own strides, modes reversed."""
+    B, Hq, _ = mQ.shape
+    _, S, Hkv, _ = mK.shape
     hd = cute.assume(Hkv * d, divby=d)
     qd = cute.assume(Hq * d, divby=d)
-    mQ = cute.make_tensor(pQ, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
+    q = cute.make_tensor(mQ.iterator, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
     kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
-    mO = cute.make_tensor(pO, cute.make_layout((d, splits, Hq, B), stride=(1, d, splits * d, Hq * splits * d)))
-    mLse = cute.make_tensor(pLse, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
-    mOut = cute.make_tensor(pOut, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
-    return (mQ, cute.make_tensor(pK, kv_layout), cute.make_tensor(pV, kv_layout),
-            cute.make_tensor(pLens, cute.make_layout(B)), mO, mLse, mOut)
+    o = cute.make_tensor(mO.iterator, cute.select(mO.layout, mode=[3, 2, 1, 0]))  # (d, splits, Hq, B)
+    lse = cute.make_tensor(mLse.iterator, cute.select(mLse.layout, mode=[2, 1, 0]))  # (splits, Hq, B)
+    out = cute.make_tensor(mOut.iterator, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
+    views = (q, cute.make_tensor(mK.iterator, kv_layout), cute.make_tensor(mV.iterator, kv_layout),
+             cute.make_tensor(mLens.iterator, cute.make_layout(B)), o, lse, out)
+    return views, (B, Hq, Hkv, S, mO.shape[2])
 
 
 @cute.jit
 def decode_launch(
-    pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
-    pLse: cute.Pointer, pOut: cute.Pointer,
-    B: cutlass.Int32, Hq: cutlass.Int32, Hkv: cutlass.Int32, S: cutlass.Int32,
-    chunks: cutlass.Int32, splits: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
+    mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
     d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
     unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
 ):
-    """Host side: view the raw pointers as CuTe tensors (dims fastest-first) and launch both kernels."""
+    """Host side: re-view the tensors (dims fastest-first) and launch both kernels."""
     tpk = d // (VEC * nch)
     dims = ((VEC, tpk, nch), (1, VEC, VEC * tpk))  # D split into (8 contiguous values, tpk threads, nch chunks)
-    mQ, mK, mV, mLens, mO, mLse, mOut = _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims)
+    (q, k, v, lens, o, lse, out), (B, Hq, Hkv, S, splits) = _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims)
     smem_bytes = _split_smem_bytes(d, heads, nch, unroll, stages)
-    split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll, stages,
+    split_kernel(q, k, v, lens, o, lse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll, stages,
                  pdl).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1], smem=smem_bytes, stream=stream)
-    merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
-                                                                   use_pdl=pdl)
+    merge_kernel(o, lse, lens, out, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
+                                                               use_pdl=pdl)
 
 
 @cute.jit
 def decode_launch_mma(
-    pQ: cute.Pointer, pK: cute.Pointer, pV: cute.Pointer, pLens: cute.Pointer, pO: cute.Pointer,
-    pLse: cute.Pointer, pOut: cute.Pointer,
-    B: cutlass.Int32, Hq: cutlass.Int32, Hkv: cutlass.Int32, S: cutlass.Int32,
-    chunks: cutlass.Int32, splits: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
+    mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
     d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
     stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
 ):
     """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then both kernels."""
     dims = ((VEC, d // VEC), (1, VEC))
-    mQ, mK, mV, mLens, mO, mLse, mOut = _views(pQ, pK, pV, pLens, pO, pLse, pOut, B, Hq, Hkv, S, splits, d, dims)
-    mma_split_kernel(mQ, mK, mV, mLens, mO, mLse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
+    (q, k, v, lens, o, lse, out), (B, Hq, Hkv, S, splits) = _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims)
+    mma_split_kernel(q, k, v, lens, o, lse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
                      pdl).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
                                  smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
-    merge_kernel(mO, mLse, mLens, mOut, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
-                                                                   use_pdl=pdl)
+    merge_kernel(o, lse, lens, out, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
+                                                               use_pdl=pdl)
 
 
 def _mma_smem_bytes(d: int, heads: int, kt: int, stages: int) -> int:
@@ -729,14 +742,10 @@ def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) ->
 # Python entry points
 # ------------------------------------------------------------------------------------------------
 
-_compiled: dict = {}   # (dtype, d, heads, nch, unroll, stages, pdl, THREADS) -> compiled launcher
-_workspace: dict = {}  # (device, numel) -> fp32 partial buffers, reused across calls
-
-
-def _args(dtype: str, addrs, sizes, qscale: float):
-    """Runtime arguments of both launchers: q, k, v, seq_lens, o_part, lse_part, out pointers, the sizes, qscale."""
-    types = [dtype, dtype, dtype, cutlass.Int32, cutlass.Float32, cutlass.Float32, dtype]
-    return [*rt.gmem_ptrs(types, addrs), *[cutlass.Int32(s) for s in sizes], cutlass.Float32(qscale)]
+_compiled: dict = {}  # (dtype, [mma,] d, heads, ...constexprs, warps/threads) -> compiled launcher: every shape
+# (torch dtype, q.shape, k_cache.shape) -> (launcher, o and lse partials' shapes, the scalars after the tensors:
+# the plan's runtime numbers chunks and split_size, and qscale); the hot path's one lookup
+_launches: dict = {}
 
 
 def _variant(dtype: str, d: int, p: dict):
@@ -748,47 +757,70 @@ def _variant(dtype: str, d: int, p: dict):
     return key, decode_launch, key[1:-1]
 
 
-def _compile_args(dtype: str, consts, stream) -> tuple:
-    return (*_args(dtype, [16] * 7, [1] * 7, 1.0), stream, *consts)
+def _compile_args(dtype: str, d: int, consts) -> tuple:
+    """Fake tensors of one symbolic shape, 16-byte aligned; shared symbols let the wrapper check that they agree.
+
+    B: q, caches, seq_lens, partials, out; Hq: q, partials, out; S and Hkv: the two caches; splits: the two
+    partials. D is static (it is a constexpr of the variant). Then placeholders for chunks, split_size, qscale."""
+    B, Hq, Hkv, S, splits = (rt.dim() for _ in range(5))
+    q, k, v, out = (rt.tensor(dtype, shape) for shape in ((B, Hq, d), (B, S, Hkv, d), (B, S, Hkv, d), (B, Hq, d)))
+    o_part = rt.tensor("fp32", (B, Hq, splits, d), stride=(rt.dim(), rt.dim(), d, 1))  # the kernels' static d stride
+    tensors = (q, k, v, rt.tensor("int32", (B,)), o_part, rt.tensor("fp32", (B, Hq, splits)), out)
+    return (*tensors, cutlass.Int32(1), cutlass.Int32(1), cutlass.Float32(1.0), rt.STREAM, *consts)
 
 
 def _softmax_scale(d: int) -> float:
     return float(SCALE) if SCALE is not None else 1.0 / math.sqrt(d)
 
 
-def run(q, k_cache, v_cache, seq_lens, out=None):
-    """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math)."""
-    import torch
-
+def _prepare(q, k_cache, v_cache, seq_lens, out) -> tuple:
+    """A signature's first call, or a refused one: host.py's checks, the plan, the launcher for this signature."""
     dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "128-bit loads")
     if k_cache.numel() >= 2**31:
         raise ValueError(f"{OP}: the KV cache has >= 2^31 elements; this kernel indexes with int32")
+    host.check_aligned(OP, (seq_lens,), "seq_lens too: the kernels are compiled assuming it")
     p = plan(B, Hq, Hkv, S, D)
-    n_part = B * Hq * p["splits"]
-    key = (q.device, n_part, D)
-    if key not in _workspace:
-        _workspace[key] = (torch.empty(n_part * D, dtype=torch.float32, device=q.device),
-                           torch.empty(n_part, dtype=torch.float32, device=q.device))
-    o_part, lse_part = _workspace[key]
-    stream = rt.current_stream()
     ckey, launch, consts = _variant(dtype, D, p)
-    launcher = rt.compiled(_compiled, ckey, launch, lambda: _compile_args(dtype, consts, stream))
-    addrs = [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), seq_lens.data_ptr(), o_part.data_ptr(),
-             lse_part.data_ptr(), out.data_ptr()]
-    sizes = [B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"]]
-    launcher(*_args(dtype, addrs, sizes, _softmax_scale(D) * LOG2E), stream)
+    launcher = rt.compiled(_compiled, ckey, launch, lambda: _compile_args(dtype, D, consts))
+    splits = p["splits"]
+    return launcher, (B, Hq, splits, D), (B, Hq, splits), (p["chunks"], p["split_size"], _softmax_scale(D) * LOG2E)
+
+
+def run(q, k_cache, v_cache, seq_lens, out=None):
+    """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math).
+
+    The hot path is a dict lookup, the out and partials allocations (torch's caching allocator), four
+    contiguity checks and one TVM-FFI call that launches both kernels; see cutedsl_runtime.py."""
+    signature = (q.dtype, q.shape, k_cache.shape)
+    prepared = _launches.get(signature)
+    if prepared is None:
+        prepared = _launches[signature] = _prepare(q, k_cache, v_cache, seq_lens, out)
+    launcher, o_shape, lse_shape, scalars = prepared
+    if out is None:
+        out = torch.empty_like(q)
+    o_part = q.new_empty(o_shape, dtype=torch.float32)  # fresh per call: a captured graph or a second
+    lse_part = q.new_empty(lse_shape, dtype=torch.float32)  # stream never shares them with another call
+    try:
+        if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):
+            raise ValueError(f"{OP}: q, k_cache, v_cache and out must be contiguous")
+        launcher(q, k_cache, v_cache, seq_lens, o_part, lse_part, out, *scalars)
+    except (TypeError, ValueError):  # refused before anything was launched (here or by the wrapper)
+        _prepare(q, k_cache, v_cache, seq_lens, out)  # host.py says why in the words every cell uses ...
+        raise  # ... and the refusal's own message stands if host.py finds nothing wrong
     return out
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
-    """Compile for sm_90a without a GPU (fake pointers and stream); write and return the PTX."""
+    """Compile run()'s launcher of the case's path for sm_90a without a GPU (fake tensors); write and return the PTX.
+
+    One compile serves every shape of a path, so the case only picks the path (its D and the plan's constexprs)."""
     dtype = dtype or OP_SPEC["dtype"]
     case = case or OP_SPEC["cases"][0]
     v = case["vars"]
     p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
     _, launch, consts = _variant(dtype, v["D"], p)
     path = "mma" if p["mma"] else "cc"
-    return rt.dump_ptx(launch, _compile_args(dtype, consts, rt.make_fake_stream()), out_dir,
+    return rt.dump_ptx(launch, _compile_args(dtype, v["D"], consts), out_dir,
                        f"{OP}_{dtype}_d{v['D']}_h{p['heads']}_{path}")
 
 
