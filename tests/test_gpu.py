@@ -69,12 +69,15 @@ for t in inputs:  # new values in the captured buffers: the replay must read the
 graph.replay()
 torch.cuda.synchronize()
 check(out_graph, "graph replay")
-try:
-    kernel.run(*[t.cpu() if i == 0 else t for i, t in enumerate(inputs)])
-except (TypeError, ValueError) as err:
-    assert str(err).startswith(op["op"]), f"refusal not in host.py's words: {err}"
-else:
-    raise AssertionError("a CPU tensor was not refused")
+bad_calls = {"a CPU tensor": lambda: kernel.run(*[t.cpu() if i == 0 else t for i, t in enumerate(inputs)]),
+             "an out of the wrong shape": lambda: kernel.run(*inputs, out=torch.empty(3, dtype=dtype, device="cuda"))}
+for what, call in bad_calls.items():
+    try:
+        call()
+    except (TypeError, ValueError) as err:
+        assert str(err).startswith(op["op"]), f"{what}: refusal not in host.py's words: {err}"
+    else:
+        raise AssertionError(f"{what} was not refused")
 print("ok", case["name"])
 """
 
