@@ -2,7 +2,7 @@
 
     python tools/memory_manager.py create --workspace W --version v0
     python tools/memory_manager.py update --workspace W --version v0 \\
-        --set 'performance.latency_us=384.2' --set 'correctness.status=PASS'
+        --set 'performance.latency_us=384.2' --set 'correctness.rel_err=0.0031' --set 'correctness.status=PASS'
     python tools/memory_manager.py update --workspace W --version v0 \\
         --append 'references={"path": "reference/gpu_specs.json", "source_type": "datasheet"}'
     python tools/memory_manager.py read --workspace W [--version v0]
