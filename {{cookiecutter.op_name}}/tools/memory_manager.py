@@ -22,7 +22,7 @@ quality_gate.result PASS needs correctness PASS and a measured performance.laten
 what needs two fields compared: rel_err below the tolerance, every case passed, and the record's
 version equal to its file name (memory/v0.json says "version": "v0"; --set version=v7 there is refused).
 
-Versions are v<N>, matched whole (fullmatch: 'v2\n' is refused, not made into a file name). A record
+Versions are v<N>, matched whole (fullmatch: 'v2\\n' is refused, not made into a file name). A record
 that cannot be read back (truncated, hand-broken, failing the schema) is broken: `read --version` and
 `update` of it are refused with one line naming the file; `list` and `read` report it in one line on
 stderr, keep serving the good records, and exit 1 (as ls does for an entry it cannot read).
