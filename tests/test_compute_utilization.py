@@ -1,4 +1,4 @@
-"""compute_utilization: a hand-checked case, the seed's CLI verbatim, and expressions that must be refused."""
+"""compute_utilization: a hand-checked case, the seed's CLI verbatim, and expressions and numbers that must be refused."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 import compute_utilization as cu
 import pytest
-
-
+from tools import registry
+from tools.catalog import InputError
 
 def test_hand_checked_h200_bf16():
     # 2^28-element silu_mul: 5 FLOP and 6 bytes (2 reads + 1 write of bf16) per element, in 0.4 ms.
@@ -29,8 +29,8 @@ def test_hand_checked_h200_bf16():
     assert "Datasheet" in r["sources"]["bandwidth"]["title"]
 
 
-def test_seed_command_line_verbatim_and_case_insensitive_gpu(tools_ws):
-    done = subprocess.run([sys.executable, str(tools_ws / "tools" / "compute_utilization.py"), "--gpu", "h200", "--dtype", "bf16",
+def test_seed_command_line_verbatim(tools_ws):
+    done = subprocess.run([sys.executable, str(tools_ws / "tools" / "compute_utilization.py"), "--gpu", "H200", "--dtype", "bf16",
                            "--flops-expr", "2*4096*4096*4096", "--bytes-expr", "3*4096*4096*2",
                            "--time-ms", "0.25", "--grid-blocks", "264"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -113,3 +113,83 @@ def test_headline_and_command_round_trip(tools_ws):
     assert done.returncode == 0, done.stderr
     flops, _nbytes = cu.case_work(op, case)
     assert json.loads(done.stdout)["tflops"] == pytest.approx(flops / 0.19e-3 / 1e12)
+
+
+def refusal(tools_ws, *args: str) -> subprocess.CompletedProcess:
+    """The CLI on bad input, in a child bounded in time (20 s) and memory (2 GiB): a hang or a runaway integer
+    fails the test instead of the machine. A refusal is exit 2 and one `compute_utilization: error:` line."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    argv = {"--gpu": "H200", "--dtype": "bf16", "--flops-expr": "1", "--bytes-expr": "1", "--time-ms": "1"}
+    for flag, value in zip(args[::2], args[1::2]):
+        argv[flag] = value
+    try:
+        done = subprocess.run([sys.executable, str(tools_ws / "tools" / "compute_utilization.py"),
+                               *[x for kv in argv.items() for x in kv]], capture_output=True, text=True, timeout=20,
+                              preexec_fn=limit)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args} still running after 20 s")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("compute_utilization: error:"), done.stderr
+    return done
+
+
+def test_nested_powers_are_refused_at_once(tools_ws):
+    # each power is checked before it is computed: the first 10**64 is already beyond 1e30, so nothing grows
+    done = refusal(tools_ws, "--flops-expr", "((((10**64)**64)**64)**64)**64")
+    assert "'10**64' is beyond 1e30" in done.stderr
+
+
+@pytest.mark.parametrize("expr, says", [
+    ("((10**64)**64)**2", "beyond 1e30"),
+    ("(-8)**0.5", "not a real number"),
+    ("ceil(1e308*10)", "beyond 1e30"),
+    ("max(1)", "max() takes 2 or more argument(s), got 1"),
+    ("+".join(["1"] * 5000), "nested too deeply to parse"),
+])
+def test_expressions_that_crashed_are_one_line_refusals(tools_ws, expr, says):
+    assert says in refusal(tools_ws, "--flops-expr", expr).stderr
+
+
+def test_long_sums_are_evaluated_without_recursion():
+    # 1500 terms parse, and evaluate on an explicit stack (a recursive evaluator passes Python's 1000 frames)
+    assert cu.evaluate("+".join(["x"] * 1500), {"x": 2}) == 3000
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--flops-expr", "-5"), "FLOP count is -5"),
+    (("--bytes-expr", "0"), "byte count is 0"),
+    (("--time-ms", "nan"), "argument --time-ms: 'nan' is not a finite number > 0"),
+    (("--time-ms", "inf"), "argument --time-ms: 'inf' is not a finite number > 0"),
+    (("--time-ms", "0"), "argument --time-ms: '0' is not a finite number > 0"),
+    (("--copy-gbps", "-100"), "argument --copy-gbps: '-100' is not a finite number > 0"),
+    (("--grid-blocks", "-5"), "argument --grid-blocks: '-5' is not an integer >= 1"),
+])
+def test_nonsense_numbers_are_refused(tools_ws, args, says):
+    assert says in refusal(tools_ws, *args).stderr
+
+
+def test_gpu_names_agree_with_the_template(tools_ws):
+    # gpu_specs.json is the tool's list; the template refuses what cookiecutter.json's choice lacks, h200 included
+    names = list(cu.load_specs()["gpus"])
+    for name in names + [n.lower() for n in names] + ["A100", " H200"]:
+        try:
+            registry.gpu(name)
+            template_takes = True
+        except InputError:
+            template_takes = False
+        try:
+            cu.gpu_spec(name)
+            tool_takes = True
+        except cu.ExprError:
+            tool_takes = False
+        assert tool_takes == template_takes, name
+    assert "did you mean H200?" in refusal(tools_ws, "--gpu", "h200").stderr
+
+
+def test_peak_label_says_dense_once():
+    text = cu.format_result(cu.compute("H200", "bf16", 1e12, 1e9, 1.0))
+    assert "(BF16 Tensor Core, dense)" in text and "dense, dense" not in text

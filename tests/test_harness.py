@@ -117,3 +117,15 @@ def test_without_gpu_the_harness_says_not_run(workspace):
     assert "NOT RUN" in done.stdout and "PASS" not in done.stdout
     results = read_json(workspace / "results" / "results.json")
     assert results["ran"] is False and {c["status"] for c in results["cases"]} == {"NOT_RUN"}
+
+
+def test_unknown_case_is_refused_and_nothing_written(workspace):
+    results = workspace / "results"
+    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    done = subprocess.run([sys.executable, "test_kernel.py", "--case", "typo"], cwd=workspace, capture_output=True,
+                          text=True)
+    known = [c["name"] for c in read_json(workspace / "op.json")["cases"]]
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stdout + done.stderr
+    assert "--case typo: not a case of op.json" in lines[0] and all(name in lines[0] for name in known)
+    assert done.stdout == "" and {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before

@@ -299,9 +299,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile-only", action="store_true", help="compile for the target with no GPU; check ISA markers")
     parser.add_argument("--timeout", type=float, default=None, metavar="S", help="whole-run budget in seconds")
-    parser.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
+    parser.add_argument("--case", action="append", default=None,
+                        help="run only this case (repeatable); a name op.json lacks is refused before anything runs")
     parser.add_argument("--no-timing", action="store_true", help="correctness only")
     args = parser.parse_args(argv)
+    known = [c["name"] for c in OP.get("cases", [])]
+    unknown = [name for name in args.case or [] if name not in known]
+    if unknown:  # refused here, so nothing runs and results/ is left as it was
+        parser.exit(2, f"test_kernel.py: error: --case {', '.join(unknown)}: not a case of op.json; "
+                       f"known cases: {', '.join(known)}\n")
     sys.path.insert(0, str(HERE))
 
     if args.compile_only:

@@ -2,17 +2,31 @@
 
     python tools/memory_manager.py create --workspace W --version v0
     python tools/memory_manager.py update --workspace W --version v0 \\
-        --set 'performance.latency_us=384.2' --set 'correctness.status=PASS'
+        --set 'performance.latency_us=384.2' --set 'correctness.rel_err=0.0031' --set 'correctness.status=PASS'
     python tools/memory_manager.py update --workspace W --version v0 \\
         --append 'references={"path": "reference/gpu_specs.json", "source_type": "datasheet"}'
     python tools/memory_manager.py read --workspace W [--version v0]
     python tools/memory_manager.py list --workspace W
     python tools/memory_manager.py mask|unmask --workspace W --version v1
 
-Every write is checked against reference/v_iteration.schema.json (jsonschema, draft 2020-12) and
-lands atomically (temp file + rename): a bad --set or --append changes nothing. --set takes a dotted
-path that the schema defines, and converts the text to the schema's type (number, integer, boolean,
-null or string). Records with "masked": true are skipped by read and by `read` without --version.
+Every write is checked against reference/v_iteration.schema.json (jsonschema, draft 2020-12), then
+against the rules a schema cannot state (check()), and lands atomically and durably: a temp file
+(mode 0644 less the umask, like any new file), fsynced, renamed over the record, then the folder
+fsynced. A bad --set or --append changes nothing. --set takes a dotted path that the schema defines,
+and converts the text to the schema's type (number, integer, boolean, null or string). Records with
+"masked": true are skipped by read and by `read` without --version.
+
+A record cannot claim more than was measured. The schema says it where JSON Schema can (its allOf
+if/then rules): correctness.status PASS needs a measured correctness.rel_err and no failed_cases;
+quality_gate.result PASS needs correctness PASS and a measured performance.latency_us. check() adds
+what needs two fields compared: rel_err below the tolerance, every case passed, and the record's
+version equal to its file name (memory/v0.json says "version": "v0"; --set version=v7 there is refused).
+
+Versions are v<N>, matched whole (fullmatch: 'v2\\n' is refused, not made into a file name). A record
+that cannot be read back (truncated, hand-broken, failing the schema) is broken: `read --version` and
+`update` of it are refused with one line naming the file; `list` and `read` report it in one line on
+stderr, keep serving the good records, and exit 1 (as ls does for an entry it cannot read).
+Exit codes: 0 done, 1 done but a broken record was reported, 2 refused (nothing written).
 """
 
 from __future__ import annotations
@@ -22,19 +36,23 @@ import datetime
 import json
 import os
 import re
+import secrets
 import sys
-import tempfile
 from pathlib import Path
 
 import jsonschema
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reference" / "v_iteration.schema.json"
 ARRAY_FIELDS = ("isa_metric_progress", "search_log", "pitfalls_and_fixes", "references")
-VERSION = re.compile(r"^v[0-9]+$")
+VERSION = re.compile(r"v[0-9]+")  # always .fullmatch(): re's `$` also matches before a trailing newline
 
 
 class MemoryRecordError(ValueError):
     """A refused read or write; str() is the one-line reason."""
+
+
+class BrokenRecordError(MemoryRecordError):
+    """A record on disk that cannot be read back: not JSON, or not a valid record."""
 
 
 def _schema() -> dict:
@@ -46,8 +64,8 @@ def _now() -> str:
 
 
 def path_of(workspace: str | os.PathLike, version: str) -> Path:
-    if not VERSION.match(version):
-        raise MemoryRecordError(f"version '{version}' is not v<N> (e.g. v0)")
+    if not VERSION.fullmatch(version):
+        raise MemoryRecordError(f"version {version!r} is not v<N> (e.g. v0)")
     return Path(workspace) / "memory" / f"{version}.json"
 
 
@@ -67,28 +85,77 @@ def blank(version: str) -> dict:
 
 
 def validate(record: dict) -> None:
-    validator = jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    """The schema's verdict, as one line. A broken allOf rule is quoted by its description (the rule in words)."""
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
         where = ".".join(str(p) for p in e.path) or "(top level)"
-        raise MemoryRecordError(f"schema violation at {where}: {e.message}")
+        rule = list(e.absolute_schema_path)
+        why = f"{schema['allOf'][rule[1]]['description']} ({e.message})" if rule[:1] == ["allOf"] else e.message
+        raise MemoryRecordError(f"schema violation at {where}: {why}")
+
+
+def check(record: dict, path: Path) -> None:
+    """The schema, then what it cannot state: a PASS agrees with its own figures, and the version is the file's."""
+    validate(record)
+    if record["version"] != path.stem:
+        raise MemoryRecordError(f"version: {path.name} must say \"version\": \"{path.stem}\", not {record['version']!r}; "
+                                f"a record's version is its file name, so create --version {record['version']} instead")
+    c = record["correctness"]
+    if c.get("status") == "PASS":
+        if c.get("tolerance") is not None and c["rel_err"] >= c["tolerance"]:
+            raise MemoryRecordError(f"correctness: status PASS but rel_err {c['rel_err']:g} >= tolerance "
+                                    f"{c['tolerance']:g}; record FAIL, or the rel_err the tests measured")
+        if c.get("cases_total") is not None and c.get("cases_passed") != c["cases_total"]:
+            raise MemoryRecordError(f"correctness: status PASS but {c.get('cases_passed')} of {c['cases_total']} cases "
+                                    f"passed; record FAIL, or the counts the tests measured")
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write(path: Path, record: dict) -> None:
-    validate(record)
+    """Check, then write durably: temp file (0644 less the umask), fsync, rename over the record, fsync the folder."""
+    check(record, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(record, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    data = (json.dumps(record, indent=2) + "\n").encode()
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the umask applies, as to any new file
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
 
 
 def _load(path: Path) -> dict:
+    """A record read back and checked like a write; anything else is a BrokenRecordError naming the file."""
     if not path.exists():
         raise MemoryRecordError(f"{path} does not exist; run `create` first")
-    return json.loads(path.read_text())
+    fix = f"fix it, or start it over with `create --version {path.stem} --force`"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BrokenRecordError(f"{path} is broken: not readable JSON ({err}); {fix}") from None
+    if not isinstance(record, dict):
+        raise BrokenRecordError(f"{path} is broken: a JSON {type(record).__name__}, not a record object; {fix}")
+    try:
+        check(record, path)
+    except MemoryRecordError as err:
+        raise BrokenRecordError(f"{path} is broken: {err}; {fix}") from None
+    return record
 
 
 def _field_schema(dotted: str) -> dict:
@@ -174,20 +241,32 @@ def update(workspace, version: str, sets: list[str] = (), appends: list[str] = (
     return record
 
 
-def read(workspace, version: str | None = None) -> dict | None:
-    """One record, or the newest unmasked one; masked records are skipped (None)."""
+def read(workspace, version: str | None = None, broken: list[str] | None = None) -> dict | None:
+    """One record, or the newest unmasked good one; masked records are skipped (None). Without a version, the
+    one-line reasons for broken records are appended to `broken` (when given) and the good ones still served."""
     if version:
         record = _load(path_of(workspace, version))
         return None if record.get("masked") else record
-    for _version, record in reversed(list_records(workspace)):
+    records, problems = list_records(workspace)
+    if broken is not None:
+        broken.extend(problems)
+    for _version, record in reversed(records):
         if not record.get("masked"):
             return record
     return None
 
 
-def list_records(workspace) -> list[tuple[str, dict]]:
-    files = sorted(Path(workspace, "memory").glob("v*.json"), key=lambda p: int(p.stem[1:]) if VERSION.match(p.stem) else -1)
-    return [(p.stem, json.loads(p.read_text())) for p in files if VERSION.match(p.stem)]
+def list_records(workspace) -> tuple[list[tuple[str, dict]], list[str]]:
+    """([(version, record)] in version order, [one line per broken record]): one bad file hides nothing else."""
+    files = sorted((p for p in Path(workspace, "memory").glob("v*.json") if VERSION.fullmatch(p.stem)),
+                   key=lambda p: int(p.stem[1:]))
+    records, broken = [], []
+    for p in files:
+        try:
+            records.append((p.stem, _load(p)))
+        except BrokenRecordError as err:
+            broken.append(str(err))
+    return records, broken
 
 
 def set_mask(workspace, version: str, masked: bool) -> None:
@@ -208,6 +287,7 @@ def main(argv=None) -> int:
             s.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
             s.add_argument("--append", action="append", default=[], metavar="ARRAY=JSON")
     args = p.parse_args(argv)
+    broken: list[str] = []
     try:
         if args.cmd == "create":
             print(f"created {create(args.workspace, args.version, args.force)}")
@@ -215,10 +295,11 @@ def main(argv=None) -> int:
             update(args.workspace, args.version, args.set, args.append)
             print(f"updated {path_of(args.workspace, args.version)}")
         elif args.cmd == "read":
-            record = read(args.workspace, args.version)
+            record = read(args.workspace, args.version, broken)
             print(json.dumps(record, indent=2) if record else "no unmasked record")
         elif args.cmd == "list":
-            for version, record in list_records(args.workspace):
+            records, broken = list_records(args.workspace)
+            for version, record in records:
                 print(f"{version}  {'masked' if record.get('masked') else 'active'}  "
                       f"{record['correctness'].get('status')}  {record['performance'].get('latency_us')} us  "
                       f"{record['optimization'].get('action_category')}")
@@ -228,7 +309,9 @@ def main(argv=None) -> int:
     except MemoryRecordError as err:
         print(f"memory_manager: error: {err}", file=sys.stderr)
         return 2
-    return 0
+    for line in broken:
+        print(f"memory_manager: warning: {line}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":
