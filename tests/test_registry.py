@@ -35,7 +35,7 @@ def test_cookiecutter_choices_are_the_registry():
 def test_every_pattern_has_its_spec_and_workspace_files(pattern):
     module = registry.patterns()[pattern]
     for attr in ("PROMPT", "DEFAULT_OP", "DTYPES", "SHAPES_HELP", "OPS", "FORMULA_NOTES", "PHASE1", "BASELINE",
-                 "WIKI_WORDS", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "largest_buffer"):
+                 "WIKI_WORDS", "WIKI_FAMILIES", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "largest_buffer"):
         assert hasattr(module, attr), f"tools/patterns/{pattern} lacks {attr}"
     assert module.DEFAULT_OP in module.OPS
     assert (WS_TEMPLATE / "patterns" / pattern / "reference.py").is_file()
