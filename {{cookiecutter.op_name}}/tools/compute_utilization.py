@@ -8,7 +8,9 @@ Expressions may use numbers, + - * / // % **, parentheses, min/max/ceil/floor, a
 parsed with `ast` and evaluated node by node; nothing is ever passed to eval, so text such as
 "__import__('os').system(...)" is refused before anything runs.
 
-Peaks come from reference/gpu_specs.json: dense (no-sparsity) vendor figures, each with its source.
+Peaks come from reference/gpu_specs.json: dense (no-sparsity) vendor figures, each with its source. Run inside a
+workspace whose op.json is about this GPU and names a gpu-wiki that is present, each peak also names the wiki's
+source for it (tools/wiki_route.py): agreed, disagreed (both figures shown), or the wiki's own where ours has none.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import operator
 import re
 import sys
 from pathlib import Path
+
+import wiki_route
 
 SPECS_PATH = Path(__file__).resolve().parent.parent / "reference" / "gpu_specs.json"
 
@@ -127,18 +131,19 @@ def command(op: dict, case: dict, time_ms: float, grid_blocks: int | None = None
 
 
 def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, grid_blocks: int | None = None,
-            copy_gbps: float | None = None) -> dict:
-    """All utilization figures for one run. flops and nbytes are totals; time_ms is the kernel's latency."""
+            copy_gbps: float | None = None, specs: dict | None = None) -> dict:
+    """All utilization figures for one run. flops and nbytes are totals; time_ms is the kernel's latency.
+    specs: gpu_specs.json as wiki_route.cited_specs leaves it (default: this workspace's file as it is)."""
     if time_ms <= 0:
         raise ExprError(f"--time-ms must be > 0, got {time_ms}")
-    name, spec = gpu_spec(gpu)
+    name, spec = gpu_spec(gpu, specs)
     peaks = spec["dense_tflops"]
     if dtype not in peaks:
         raise ExprError(f"no dense peak for dtype '{dtype}' on {name}; known: {', '.join(peaks)}")
     if peaks[dtype]["value"] is None:
         raise ExprError(f"{name} has no cited dense {dtype} peak ({peaks[dtype].get('note', 'no vendor figure')}); "
                         f"utilization against it would be a guess")
-    roof = roofline(name, dtype, flops, nbytes)
+    roof = roofline(name, dtype, flops, nbytes, specs)
     seconds = time_ms / 1e3
     tflops = flops / seconds / 1e12
     gbps = nbytes / seconds / 1e9
@@ -152,6 +157,7 @@ def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, g
         "roofline_utilization_pct": 100 * roof["roofline_floor_us"] / (time_ms * 1e3),
         "sources": {"compute": peaks[dtype]["source"], "bandwidth": spec["hbm_bandwidth_gbps"]["source"],
                     "compute_units": spec["compute_units"]["source"]},
+        "citations": wiki_route.peak_lines(spec, dtype),
     }
     if grid_blocks is not None:
         result.update(grid_blocks=grid_blocks, compute_units=units, unit_name=spec["compute_units"]["name"],
@@ -178,6 +184,7 @@ def format_result(r: dict) -> str:
     if "waves" in r:
         lines.append(f"  waves       {r['waves']:10.2f}   ({r['grid_blocks']} blocks / {r['compute_units']} {r['unit_name']})")
     lines.append(f"  sources: compute: {r['sources']['compute']['title']}; bandwidth: {r['sources']['bandwidth']['title']}")
+    lines += [f"  {line}" for line in r.get("citations", [])]
     return "\n".join(lines)
 
 
@@ -205,8 +212,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         names = parse_vars(args.var)
+        specs = wiki_route.cited_specs(load_specs(), wiki_route.workspace_op(SPECS_PATH.parent.parent, args.gpu))
         result = compute(args.gpu, args.dtype.lower(), evaluate(args.flops_expr, names), evaluate(args.bytes_expr, names),
-                         args.time_ms, args.grid_blocks, args.copy_gbps)
+                         args.time_ms, args.grid_blocks, args.copy_gbps, specs)
     except ExprError as err:
         print(f"compute_utilization: error: {err}", file=sys.stderr)
         return 2

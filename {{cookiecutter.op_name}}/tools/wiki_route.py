@@ -364,7 +364,8 @@ def _json_route(wiki: Path, sc: Scope) -> tuple[dict[str, list[dict]], list[str]
             continue  # written for another operator
         matched = ours or bool(set(rec["retrieval"].get("technique_tags") or []) & (sc.families | set(sc.words))) \
             or _mentions(rec.get("title", ""), [*sc.words, *sc.families])
-        where = [s.get("arch")] + ([s["product"]] if s.get("product") not in (None, "any") else [])
+        where = [s.get("arch") + ("" if s.get("arch") == sc.arch or not exact else f" (lists {sc.arch})")]
+        where += [s["product"]] if s.get("product") not in (None, "any") else []
         text = f"{rec.get('title', rec['id'])} ({kind}; {'/'.join(where)}; {dsl}; {family or 'cross-operator'})"
         rank = -(rec.get("worth_score") or 0)
         if kind == "doc":  # a cross-operator doc of this DSL or architecture is its reference: always read
@@ -393,19 +394,24 @@ def layout(wiki: Path) -> str | None:
 
 def route(op: dict) -> dict:
     """This op's gpu-wiki route: {wiki, present, layout, index: [files read first], tiers: {P0..P4: [{path, id,
-    text}]}, missing: [named but absent]}. Every entry's path exists; none is another vendor's or architecture's."""
+    text}]}, missing: [named but absent]} (+ error, when the wiki is there but cannot be read). Every entry's path
+    exists; none is another vendor's or architecture's."""
     wiki = Path(op["gpu_wiki"]).expanduser()
     kind = layout(wiki) if wiki.is_dir() else None
     if kind is None:
         return {"wiki": wiki, "present": False, "layout": None, "index": [], "tiers": {}, "missing": []}
     wiki, sc = wiki.resolve(), Scope(op)
-    if kind == "json":
-        tiers, missing, index = _json_route(wiki, sc)
-    else:
-        md = _Markdown(wiki, sc)
-        paths, missing = md.route()
-        tiers, index = {t: [{"path": p, "id": None, "text": md.text(p)} for p in docs] for t, docs in paths.items()}, [
-            wiki / "README.md"]
+    try:
+        if kind == "json":
+            tiers, missing, index = _json_route(wiki, sc)
+        else:
+            md = _Markdown(wiki, sc)
+            paths, missing = md.route()
+            index = [wiki / "README.md"]
+            tiers = {t: [{"path": p, "id": None, "text": md.text(p)} for p in docs] for t, docs in paths.items()}
+    except (OSError, ValueError, KeyError, TypeError) as err:  # a wiki we cannot read must not stop the V0 flow
+        return {"wiki": wiki, "present": True, "layout": kind, "index": [], "tiers": {t: [] for t in TIERS},
+                "missing": [], "error": f"{type(err).__name__}: {err}"}
     seen, unique = set(), {}
     for tier in TIERS:  # one doc, one tier: the first that routes it
         unique[tier] = [d for d in tiers[tier] if d["path"].is_file() and not (d["path"] in seen or seen.add(d["path"]))]
@@ -497,24 +503,26 @@ def _record_peaks(path: Path) -> tuple[dict, str | None]:
 
 
 def wiki_peaks(op: dict, routed: dict | None = None) -> dict | None:
-    """The GPU's figures as the wiki gives them: {where, evidence, dense_tflops, hbm_bandwidth_gbps?, compute_units?}
-    (`where` the P0 doc's path in the wiki or the spec-sheet's record id); {where: None, note} when the wiki has no
-    figures for this GPU; None without a wiki."""
+    """The GPU's figures as the wiki gives them: {where, path, evidence, dense_tflops, hbm_bandwidth_gbps?,
+    compute_units?} (`where` the P0 doc's path in the wiki or the spec-sheet's record id, `path` its file); {where:
+    None, note} when the wiki has no figures for this GPU; None without a wiki."""
     routed = routed or route(op)
     if not routed["present"]:
         return None
     gpu, wiki = op["gpu"], routed["wiki"]
     for entry in routed["tiers"].get("P0", []):
-        if routed["layout"] == "json":
-            rec = json.loads(entry["path"].read_text())
-            if (rec.get("identity", {}).get("product") or "") != gpu.lower():
-                continue  # an architecture-level sheet describes no particular part: never this GPU's peaks
-            figures, evidence = _record_peaks(entry["path"])
-        else:
-            figures, evidence = _doc_peaks(entry["path"], gpu.lower()), None
-            if figures is None:
-                continue
-        return {"where": entry_name(entry, wiki), "evidence": evidence, **figures}
+        try:
+            if routed["layout"] == "json":
+                rec = json.loads(entry["path"].read_text())
+                if (rec.get("identity", {}).get("product") or "") != gpu.lower():
+                    continue  # an architecture-level sheet describes no particular part: never this GPU's peaks
+                figures, evidence = _record_peaks(entry["path"])
+            else:
+                figures, evidence = _doc_peaks(entry["path"], gpu.lower()), None
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue  # unreadable: not a source
+        if figures is not None:
+            return {"where": entry_name(entry, wiki), "path": str(entry["path"]), "evidence": evidence, **figures}
     why = (f"its P0 tier has no spec-sheet record for {gpu}" if routed["layout"] == "json" else
            f"no P0 spec doc has a section for {gpu}")
     names = ", ".join(entry_name(e, wiki) for e in routed["tiers"].get("P0", []))
@@ -544,9 +552,9 @@ def cited_specs(specs: dict, op: dict | None, routed: dict | None = None) -> dic
         if item.get("value") is None:
             ours = item.get("note") or "no figure"
             holder[key] = {**item, "value": value, "from_wiki": True,
-                           "kind": f"{item.get('kind', kind)}, the gpu-wiki's figure",
+                           "kind": f"the gpu-wiki's {item.get('kind', kind)}",
                            "note": f"reference/gpu_specs.json has none ({ours})",
-                           "source": {"title": label, "url": peaks["where"], "kind": "gpu-wiki"}}
+                           "source": {"title": label, "url": peaks["path"], "kind": "gpu-wiki"}}
         else:
             holder[key] = {**item, "wiki": {"value": value,
                                             "agrees": abs(value - item["value"]) <= AGREE * max(value, item["value"])}}
@@ -561,24 +569,24 @@ def peak_lines(spec: dict, dtype: str) -> list[str]:
         return []
     if not wiki.get("where"):
         return [f"gpu-wiki: {wiki['note']}; every peak is reference/gpu_specs.json's"]
-    src = f"gpu-wiki `{wiki['where']}`" + (f" ({wiki['evidence']})" if wiki.get("evidence") else "")
+    src = f"the gpu-wiki's `{wiki['where']}`" + (f" ({wiki['evidence']})" if wiki.get("evidence") else "")
     lines = []
     for item, what, unit in [(spec["dense_tflops"].get(dtype), f"dense {dtype} peak", "TFLOP/s"),
                              (spec["hbm_bandwidth_gbps"], "HBM bandwidth", "GB/s"),
                              (spec["compute_units"], spec["compute_units"].get("name", "compute units"), "")]:
         if not item or item.get("value") is None:
-            lines.append(f"{what}: neither reference/gpu_specs.json nor the {src} gives one")
+            lines.append(f"{what}: neither reference/gpu_specs.json nor {src} gives one")
             continue
         ours = f"{item['value']:g}" + (f" {unit}" if unit else "")
         if item.get("from_wiki"):
-            lines.append(f"{what} {ours}: the {src}'s figure, used because {item['note']}")
+            lines.append(f"{what} {ours}: the figure of {src}, used because {item['note']}")
         elif "wiki" not in item:
-            lines.append(f"{what} {ours} ({item['source']['title']}); the {src} gives none")
+            lines.append(f"{what} {ours} ({item['source']['title']}); {src} gives none")
         elif item["wiki"]["agrees"]:
-            lines.append(f"{what} {ours} ({item['source']['title']}); the {src} gives {item['wiki']['value']:g}: agrees")
+            lines.append(f"{what} {ours} ({item['source']['title']}); {src} gives {item['wiki']['value']:g}: agrees")
         else:
             lines.append(f"{what}: DISAGREEMENT: reference/gpu_specs.json gives {ours} ({item['source']['title']}), "
-                         f"the {src} gives {item['wiki']['value']:g}; {ours} is used, check both")
+                         f"{src} gives {item['wiki']['value']:g}; {ours} is used, check both")
     return lines
 
 
