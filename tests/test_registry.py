@@ -14,7 +14,7 @@ import gpu_detect
 import pytest
 from conftest import ROOT, WS_TEMPLATE
 from tools import registry
-from tools.catalog import GPUS
+from tools.catalog import ARCHS, GPUS
 
 COOKIECUTTER = json.loads((ROOT / "cookiecutter.json").read_text())
 INTERFACE = {"run", "compile_only", "describe"}
@@ -106,3 +106,11 @@ def test_python_files_are_python():
         if path.is_file() and "__pycache__" not in path.parts:
             text = path.read_text(errors="replace")
             assert "{%" not in text and "{{ cookiecutter" not in text and "{{cookiecutter" not in text, path
+
+
+def test_every_architecture_has_its_wiki_names():
+    """The catalogue names every GPU's and every DSL's architecture for the gpu-wiki route (op.json's `wiki` block)."""
+    assert all(ARCHS[g["arch"]]["vendor"] == g["vendor"] for g in GPUS.values())
+    assert {a for m in registry.dsls().values() for a in m.ARCHS} <= set(ARCHS)
+    names = [n for a in ARCHS.values() for n in a["wiki_names"]]
+    assert len(names) == len(set(names)) and all(n == n.lower() and "sm_" not in n for n in names)

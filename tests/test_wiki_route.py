@@ -343,3 +343,17 @@ def test_memory_references_and_search_log_name_what_was_routed(wikis, tmp_path, 
     for tier in wiki_route.TIERS:
         assert log[tier].startswith(f"{len(route['tiers'][tier])}: ")
         assert all(n in log[tier] for n in names(route, tier))
+
+
+
+def test_the_tool_prints_a_workspace_route(wikis, tmp_path):
+    (tmp_path / "op.json").write_text(json.dumps(op_spec(tmp_path / "none", "MI308X", "reduction")))
+    tool = Path(wiki_route.__file__)
+    done = subprocess.run([sys.executable, str(tool), "--op", str(tmp_path / "op.json"), "--wiki", str(wikis["json"]),
+                           "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["layout"] == "json" and out["peaks"]["where"] == "amd.cdna3.spec-sheet.mi308x"
+    text = subprocess.run([sys.executable, str(tool), "--op", str(tmp_path / "op.json")], capture_output=True, text=True)
+    assert text.returncode == 0 and "absent" in text.stdout
+
