@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import math
 import operator
@@ -77,6 +78,18 @@ def evaluate(expr: str, names: dict[str, float] | None = None) -> float:
         raise ExprError(f"division by zero in '{expr}'") from None
 
 
+@functools.cache
+def _cited(specs_path: str, gpu: str) -> str:
+    ws = Path(specs_path).parent.parent
+    return json.dumps(wiki_route.cited_specs(load_specs(Path(specs_path)), wiki_route.workspace_op(ws, gpu)))
+
+
+def cited_specs(gpu: str) -> dict:
+    """This workspace's gpu_specs.json, its figures for `gpu` checked against the gpu-wiki of its op.json when op.json
+    is about that GPU (tools/wiki_route.py); as it is otherwise. Worked out once per process."""
+    return json.loads(_cited(str(SPECS_PATH), gpu.strip().lower()))
+
+
 def load_specs(path: Path | None = None) -> dict:
     """gpu_specs.json: `path`, or this workspace's reference/gpu_specs.json."""
     return json.loads((path or SPECS_PATH).read_text())
@@ -133,9 +146,10 @@ def command(op: dict, case: dict, time_ms: float, grid_blocks: int | None = None
 def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, grid_blocks: int | None = None,
             copy_gbps: float | None = None, specs: dict | None = None) -> dict:
     """All utilization figures for one run. flops and nbytes are totals; time_ms is the kernel's latency.
-    specs: gpu_specs.json as wiki_route.cited_specs leaves it (default: this workspace's file as it is)."""
+    specs: gpu_specs.json as wiki_route.cited_specs leaves it (default: cited_specs(gpu))."""
     if time_ms <= 0:
         raise ExprError(f"--time-ms must be > 0, got {time_ms}")
+    specs = specs or cited_specs(gpu)
     name, spec = gpu_spec(gpu, specs)
     peaks = spec["dense_tflops"]
     if dtype not in peaks:
@@ -212,9 +226,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         names = parse_vars(args.var)
-        specs = wiki_route.cited_specs(load_specs(), wiki_route.workspace_op(SPECS_PATH.parent.parent, args.gpu))
         result = compute(args.gpu, args.dtype.lower(), evaluate(args.flops_expr, names), evaluate(args.bytes_expr, names),
-                         args.time_ms, args.grid_blocks, args.copy_gbps, specs)
+                         args.time_ms, args.grid_blocks, args.copy_gbps)
     except ExprError as err:
         print(f"compute_utilization: error: {err}", file=sys.stderr)
         return 2

@@ -315,7 +315,6 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
             f"Peaks (dense): {any_u['peak_tflops']:g} TFLOP/s {op['dtype']} ({any_u['sources']['compute']['title']}); "
             f"{any_u['peak_bandwidth_gbps']:g} GB/s HBM ({any_u['sources']['bandwidth']['title']}). Latency is the "
             "median of CUDA-event timings with a cold L2; torch eager is timed the same way in the same run.",
-            *[f"- {line}" for line in any_u.get("citations", [])],
             "",
             "Reproduce one row with the workflow's command:",
             "",
@@ -323,6 +322,8 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
             any_u["command"],
             "```",
         ]
+        if any_u.get("citations"):  # with a gpu-wiki: its source beside each peak above
+            lines += ["", "Peaks against the gpu-wiki:", "", *[f"- {line}" for line in any_u["citations"]]]
     lines += ["", *roofline_section(roofline), *isa_section(isa)]
     path = ws / "baseline_report.md"
     path.write_text("\n".join(lines) + "\n")

@@ -72,7 +72,7 @@ def kernel_config(op: dict, case: dict) -> dict | None:
     return kernel.describe(case)
 
 
-def utilization_rows(op: dict, results: dict, specs: dict | None = None) -> dict[str, dict]:
+def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
     cases = {c["name"]: c for c in op["cases"]}
     copy_gbps = results.get("device_copy", {}).get("gbps")
     rows = {}
@@ -83,8 +83,7 @@ def utilization_rows(op: dict, results: dict, specs: dict | None = None) -> dict
         cfg = kernel_config(op, case) or {}
         flops, nbytes = compute_utilization.case_work(op, case)
         time_ms = rec["latency_us"] / 1e3
-        u = compute_utilization.compute(op["gpu"], op["dtype"], flops, nbytes, time_ms, cfg.get("grid_blocks"), copy_gbps,
-                                        specs)
+        u = compute_utilization.compute(op["gpu"], op["dtype"], flops, nbytes, time_ms, cfg.get("grid_blocks"), copy_gbps)
         u.update(torch_latency_us=rec["torch_latency_us"], speedup_vs_torch=rec["speedup_vs_torch"],
                  command=compute_utilization.command(op, case, time_ms, cfg.get("grid_blocks"), copy_gbps))
         rows[rec["name"]] = u
@@ -171,7 +170,7 @@ def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None 
     config = kernel_config(op, head)
     route = wiki_route.route(op)  # Phase 2, read once: the plan, the report, the memory and every peak cite it
     specs = wiki_route.cited_specs(compute_utilization.load_specs(ws / "reference" / "gpu_specs.json"), op, route)
-    util = utilization_rows(op, results, specs) if ran else {}
+    util = utilization_rows(op, results) if ran else {}
     if util:
         (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
     metrics = isa_metrics.read_workspace(ws, op)

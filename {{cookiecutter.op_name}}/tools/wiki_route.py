@@ -427,7 +427,7 @@ def entry_name(entry: dict, wiki: Path) -> str:
 # peaks: the wiki's figures for this GPU, beside reference/gpu_specs.json's
 # --------------------------------------------------------------------------------------------
 
-_DTYPE_WORDS = {"tf32": "tf32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp32": "fp32"}
+_DTYPES = ("tf32", "bf16", "fp16", "fp8", "fp32")  # the dtypes of gpu_specs.json's dense_tflops
 
 
 def _number(text: str) -> float | None:
@@ -468,7 +468,7 @@ def _doc_peaks(path: Path, gpu: str) -> dict | None:
         if number is None:
             continue
         if "tflop" in header or "tflop" in value.lower():
-            found = [d for d, w in _DTYPE_WORDS.items() if _named(label, [w])]
+            found = [d for d in _DTYPES if _named(label, [d])]
             if "tf32" in found:
                 found = ["tf32"]
             elif "fp32" in found and re.search(r"tensor|matrix", label):
@@ -489,7 +489,7 @@ def _record_peaks(path: Path) -> tuple[dict, str | None]:
     facts, out = rec.get("facts", {}), {"dense_tflops": {}}
     for item in facts.get("peak_compute") or []:
         d, kind = item.get("dtype"), item.get("unit_kind")
-        if d in _DTYPE_WORDS and item.get("dense") is not None and kind == ("cuda-core" if d == "fp32" else "tensor-core"):
+        if d in _DTYPES and item.get("dense") is not None and kind == ("cuda-core" if d == "fp32" else "tensor-core"):
             out["dense_tflops"].setdefault(d, float(item["dense"]))
     memory, units = facts.get("memory") or {}, facts.get("compute_units") or {}
     if memory.get("bandwidth_tb_s") is not None:
