@@ -53,7 +53,7 @@ def roofline_text(op: dict, h: dict) -> str:
             f"(`{op['formulas']['flops']}` FLOP, `{op['formulas']['bytes']}` bytes), an arithmetic intensity of "
             f"{h['arithmetic_intensity']:.1f} FLOP/byte.")
     if h["ridge_point"]:
-        cited = (f"the peak is the {h['peak_from']}'s figure, as `reference/gpu_specs.json` has none, the bandwidth "
+        cited = (f"the peak is the figure of {h['peak_from']}, as `reference/gpu_specs.json` has none, the bandwidth "
                  "cited there" if h["peak_from"] else "both cited in `reference/gpu_specs.json`")
         text += (f" The {gpu}'s ridge point is {h['ridge_point']:.0f} FLOP/byte ({h['peak_tflops']} TFLOP/s dense "
                  f"{dtype} over {h['peak_bandwidth_gbps']} GB/s; {cited}), so the op "
