@@ -14,7 +14,7 @@ import gpu_detect
 import pytest
 from conftest import ROOT, WS_TEMPLATE
 from tools import registry
-from tools.catalog import GPUS
+from tools.catalog import ARCHS, GPUS
 
 COOKIECUTTER = json.loads((ROOT / "cookiecutter.json").read_text())
 INTERFACE = {"run", "compile_only", "describe"}
@@ -35,7 +35,7 @@ def test_cookiecutter_choices_are_the_registry():
 def test_every_pattern_has_its_spec_and_workspace_files(pattern):
     module = registry.patterns()[pattern]
     for attr in ("PROMPT", "DEFAULT_OP", "DTYPES", "SHAPES_HELP", "OPS", "FORMULA_NOTES", "PHASE1", "BASELINE",
-                 "WIKI_WORDS", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "largest_buffer"):
+                 "WIKI_WORDS", "WIKI_FAMILIES", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "largest_buffer"):
         assert hasattr(module, attr), f"tools/patterns/{pattern} lacks {attr}"
     assert module.DEFAULT_OP in module.OPS
     assert (WS_TEMPLATE / "patterns" / pattern / "reference.py").is_file()
@@ -106,3 +106,11 @@ def test_python_files_are_python():
         if path.is_file() and "__pycache__" not in path.parts:
             text = path.read_text(errors="replace")
             assert "{%" not in text and "{{ cookiecutter" not in text and "{{cookiecutter" not in text, path
+
+
+def test_every_architecture_has_its_wiki_names():
+    """The catalogue names every GPU's and every DSL's architecture for the gpu-wiki route (op.json's `wiki` block)."""
+    assert all(ARCHS[g["arch"]]["vendor"] == g["vendor"] for g in GPUS.values())
+    assert {a for m in registry.dsls().values() for a in m.ARCHS} <= set(ARCHS)
+    names = [n for a in ARCHS.values() for n in a["wiki_names"]]
+    assert len(names) == len(set(names)) and all(n == n.lower() and "sm_" not in n for n in names)

@@ -1,4 +1,4 @@
-"""The kbaseline catalogue: GPUs and dtypes, and the one-line input error every refusal raises.
+"""The kbaseline catalogue: GPUs, the architectures a gpu-wiki names, dtypes, and the one-line input error.
 
 Template-side. Patterns and DSLs are not listed here: tools.registry finds them (tools/patterns/, tools/dsls/).
 A GPU names its architecture; the DSL that serves that architecture gives its compile target.
@@ -15,6 +15,24 @@ GPUS = {
     "MI300X": {"vendor": "amd", "arch": "cdna3", "compute_units": 304},
     "MI308X": {"vendor": "amd", "arch": "cdna3", "compute_units": 80},
     "MI355X": {"vendor": "amd", "arch": "cdna4", "compute_units": 256},
+}
+
+ARCHS = {
+    # architecture: its vendor, and the names a gpu-wiki gives it in folder, file and record names (lower case; the
+    # Phase-2 route reads `sm_90` as `sm90`). The GPUs of GPUS add their own names to their architecture's. kbaseline
+    # generates for the first three; the others are named so that the route can tell another architecture's material
+    # from ours, because the wiki's architecture is a hard boundary (its own words: "do not treat another
+    # architecture's records as applying here").
+    "hopper": {"vendor": "nvidia", "wiki_names": ["hopper", "sm90", "sm90a"]},
+    "cdna3": {"vendor": "amd", "wiki_names": ["cdna3", "gfx942"]},
+    "cdna4": {"vendor": "amd", "wiki_names": ["cdna4", "gfx950"]},
+    "ampere": {"vendor": "nvidia", "wiki_names": ["ampere", "sm80", "sm86", "a100", "a800"]},
+    "ada": {"vendor": "nvidia", "wiki_names": ["sm89", "l40s", "l20"]},
+    "blackwell": {"vendor": "nvidia", "wiki_names": ["blackwell", "sm100", "sm100a", "b100", "b200", "gb200"]},
+    "blackwell-ultra": {"vendor": "nvidia", "wiki_names": ["blackwell-ultra", "sm103", "sm103a", "b300", "gb300"]},
+    "blackwell-geforce": {"vendor": "nvidia", "wiki_names": ["blackwell-geforce", "sm120", "sm120a", "rtx"]},
+    "rdna3": {"vendor": "amd", "wiki_names": ["rdna3", "gfx1100"]},
+    "rdna4": {"vendor": "amd", "wiki_names": ["rdna4", "gfx1200", "gfx1201", "gfx1250"]},
 }
 
 DTYPES = {

@@ -12,7 +12,7 @@ import json
 import os
 
 from tools import registry, shapes
-from tools.catalog import DTYPES
+from tools.catalog import ARCHS, DTYPES, GPUS
 from tools.validate import validate
 
 
@@ -25,6 +25,26 @@ def _reference(resolved: dict, pattern) -> dict:
                                f"given the inputs {logic['mapping']}."}
     return {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the "
                                                  f"op (evaluated in float64 for correctness); {pattern.BASELINE}."}
+
+
+def _wiki(gpu_name: str, gpu: dict, dsl, pattern, cell: dict) -> dict:
+    """What the Phase-2 route (the workspace's tools/wiki_route.py) matches a gpu-wiki against, as data.
+
+    `arch_names` are this architecture's names (the catalogue's, its GPUs' and its compile target's) and
+    `other_arch_names` every other architecture's and GPU's, so that a folder, file or record naming one of those and
+    none of ours is not this op's; `other_vendors` likewise. `words` are the pattern's (and the cell's) keywords for
+    matching documents by name or description; `families` the wiki's operator families of the pattern, matched exactly
+    against its JSON records.
+    """
+    arch = gpu["arch"]
+    own = [*ARCHS[arch]["wiki_names"], *(g.lower() for g, v in GPUS.items() if v["arch"] == arch)]
+    target = gpu["target"].lower().replace("sm_", "sm")
+    return {"gpu": gpu_name.lower(), "vendor": gpu["vendor"], "arch": arch,
+            "arch_names": own + ([target] if target not in own else []), "dsl_names": dsl.WIKI_NAMES,
+            "other_vendors": sorted({a["vendor"] for a in ARCHS.values()} - {gpu["vendor"]}),
+            "other_arch_names": [*(n for name, a in ARCHS.items() if name != arch for n in a["wiki_names"]),
+                                 *(g.lower() for g, v in GPUS.items() if v["arch"] != arch)],
+            "words": [*pattern.WIKI_WORDS, *cell.get("wiki_words", [])], "families": pattern.WIKI_FAMILIES}
 
 
 def build(ctx: dict) -> dict:
@@ -45,14 +65,14 @@ def build(ctx: dict) -> dict:
         "cases": shapes.build_cases(pattern, dtype, ctx["shapes"]),
         "reference": _reference(resolved, pattern),
         "framework_info": {"label": dsl.LABEL, "package": dsl.PACKAGE, "compile_at_bake": dsl.COMPILE_AT_BAKE,
-                           "wiki_names": dsl.WIKI_NAMES, "isa": dsl.ISA, "profile":
+                           "isa": dsl.ISA, "profile":
                                dsl.PROFILE.format(kernel=cell.get("ncu_kernel", ""), case="{case}")},
         "device": dsl.DEVICE,
         "isa_markers": cell["isa_markers"], "isa_targets": {**pattern.ISA_TARGETS, **spec.get("isa_targets", {}),
                                                             **cell.get("isa_targets", {})},
         "framework_facts": [*dsl.FACTS, *cell["framework_facts"]], "pitfalls": cell["pitfalls"],
         "baseline_summary": cell["summary"], "semantics": cell["semantics"], "levers": cell["levers"],
-        "wiki_words": pattern.WIKI_WORDS,
+        "wiki": _wiki(ctx["__gpu"], gpu, dsl, pattern, cell),
         "gpu_wiki": ctx["__gpu_wiki_path"] or ctx["gpu_wiki"], "run_baseline": ctx["run_baseline"],
     }
 

@@ -19,19 +19,24 @@ The command-line numbers are checked as they are parsed: --time-ms and --copy-gb
 as the template's `gpu=` and `dtype=` inputs spell them (H200, bf16): the template refuses `h200`, so this
 tool does too, and says which name was meant.
 
-Peaks come from reference/gpu_specs.json: dense (no-sparsity) vendor figures, each with its source.
+Peaks come from reference/gpu_specs.json: dense (no-sparsity) vendor figures, each with its source. Run inside a
+workspace whose op.json is about this GPU and names a gpu-wiki that is present, each peak also names the wiki's
+source for it (tools/wiki_route.py): agreed, disagreed (both figures shown), or the wiki's own where ours has none.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import math
 import operator
 import re
 import sys
 from pathlib import Path
+
+import wiki_route
 
 SPECS_PATH = Path(__file__).resolve().parent.parent / "reference" / "gpu_specs.json"
 
@@ -150,6 +155,18 @@ def evaluate(expr: str, names: dict[str, float] | None = None) -> float:
     return values.pop()
 
 
+@functools.cache
+def _cited(specs_path: str, gpu: str) -> str:
+    ws = Path(specs_path).parent.parent
+    return json.dumps(wiki_route.cited_specs(load_specs(Path(specs_path)), wiki_route.workspace_op(ws, gpu)))
+
+
+def cited_specs(gpu: str) -> dict:
+    """This workspace's gpu_specs.json, its figures for `gpu` checked against the gpu-wiki of its op.json when op.json
+    is about that GPU (tools/wiki_route.py); as it is otherwise. Worked out once per process."""
+    return json.loads(_cited(str(SPECS_PATH), gpu.strip().lower()))
+
+
 def load_specs(path: Path | None = None) -> dict:
     """gpu_specs.json: `path`, or this workspace's reference/gpu_specs.json."""
     return json.loads((path or SPECS_PATH).read_text())
@@ -221,10 +238,12 @@ def command(op: dict, case: dict, time_ms: float, grid_blocks: int | None = None
 
 
 def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, grid_blocks: int | None = None,
-            copy_gbps: float | None = None) -> dict:
-    """All utilization figures for one run. flops and nbytes are totals; time_ms is the kernel's latency."""
+            copy_gbps: float | None = None, specs: dict | None = None) -> dict:
+    """All utilization figures for one run. flops and nbytes are totals; time_ms is the kernel's latency.
+    specs: gpu_specs.json as wiki_route.cited_specs leaves it (default: cited_specs(gpu))."""
     _check_measured(time_ms, grid_blocks, copy_gbps)
-    name, spec = gpu_spec(gpu)
+    specs = specs or cited_specs(gpu)
+    name, spec = gpu_spec(gpu, specs)
     peaks = spec["dense_tflops"]
     if dtype not in peaks:
         raise ExprError(f"no dense peak for dtype '{dtype}' on {name}{_did_you_mean(dtype, peaks)}; "
@@ -232,7 +251,7 @@ def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, g
     if peaks[dtype]["value"] is None:
         raise ExprError(f"{name} has no cited dense {dtype} peak ({peaks[dtype].get('note', 'no vendor figure')}); "
                         f"utilization against it would be a guess")
-    roof = roofline(name, dtype, flops, nbytes)
+    roof = roofline(name, dtype, flops, nbytes, specs)
     seconds = time_ms / 1e3
     tflops = flops / seconds / 1e12
     gbps = nbytes / seconds / 1e9
@@ -246,6 +265,7 @@ def compute(gpu: str, dtype: str, flops: float, nbytes: float, time_ms: float, g
         "roofline_utilization_pct": 100 * roof["roofline_floor_us"] / (time_ms * 1e3),
         "sources": {"compute": peaks[dtype]["source"], "bandwidth": spec["hbm_bandwidth_gbps"]["source"],
                     "compute_units": spec["compute_units"]["source"]},
+        "citations": wiki_route.peak_lines(spec, dtype),
     }
     if grid_blocks is not None:
         result.update(grid_blocks=grid_blocks, compute_units=units, unit_name=spec["compute_units"]["name"],
@@ -272,6 +292,7 @@ def format_result(r: dict) -> str:
     if "waves" in r:
         lines.append(f"  waves       {r['waves']:10.2f}   ({r['grid_blocks']} blocks / {r['compute_units']} {r['unit_name']})")
     lines.append(f"  sources: compute: {r['sources']['compute']['title']}; bandwidth: {r['sources']['bandwidth']['title']}")
+    lines += [f"  {line}" for line in r.get("citations", [])]
     return "\n".join(lines)
 
 

@@ -2,6 +2,9 @@
 
     python tools/readme.py          # (re)write README.md from op.json, reference/gpu_specs.json and kernel.py
 
+The peaks are gpu_specs.json's as tools/wiki_route.py checks them against the gpu-wiki (a figure only the wiki gives
+is used, and the README says it is the wiki's).
+
 The template's bake calls it once (tools/run_baseline.py --bake). Every number in the README is derived here from
 op.json and the cited specs with the same helpers the report uses (compute_utilization, isa_metrics), and the
 design paragraph is the one at the top of kernel.py's docstring (its second paragraph), so it is written once.
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import compute_utilization
 import isa_metrics
+import wiki_route
 
 WS = Path(__file__).resolve().parent.parent
 
@@ -36,7 +40,9 @@ def headline(op: dict, specs: dict) -> dict:
     flops, nbytes = compute_utilization.case_work(op, case)
     roof = compute_utilization.roofline(op["gpu"], op["dtype"], flops, nbytes, specs)
     measured = specs.get("measured", {}).get(op["gpu"], {})
+    peak = compute_utilization.gpu_spec(op["gpu"], specs)[1]["dense_tflops"].get(op["dtype"], {})
     return {**roof, "case": case["name"], "flops": flops, "bytes": nbytes,
+            "peak_from": peak["source"]["title"] if peak.get("from_wiki") else None,
             "command": compute_utilization.command(op, case, roof["roofline_floor_us"] / 1e3),
             "copy_gbps": measured.get("device_copy_gbps"), "matmul_tflops": measured.get("cublas_bf16_8192_tflops")}
 
@@ -47,8 +53,10 @@ def roofline_text(op: dict, h: dict) -> str:
             f"(`{op['formulas']['flops']}` FLOP, `{op['formulas']['bytes']}` bytes), an arithmetic intensity of "
             f"{h['arithmetic_intensity']:.1f} FLOP/byte.")
     if h["ridge_point"]:
+        cited = (f"the peak is the figure of {h['peak_from']}, as `reference/gpu_specs.json` has none, the bandwidth "
+                 "cited there" if h["peak_from"] else "both cited in `reference/gpu_specs.json`")
         text += (f" The {gpu}'s ridge point is {h['ridge_point']:.0f} FLOP/byte ({h['peak_tflops']} TFLOP/s dense "
-                 f"{dtype} over {h['peak_bandwidth_gbps']} GB/s, both cited in `reference/gpu_specs.json`), so the op "
+                 f"{dtype} over {h['peak_bandwidth_gbps']} GB/s; {cited}), so the op "
                  f"is **{h['bound']}-bound** and no kernel can beat {h['roofline_floor_us']:.1f} µs on this case.")
     else:
         text += (f" {gpu} has no cited dense {dtype} compute peak, so there is no ridge point; at "
@@ -66,7 +74,7 @@ def roofline_text(op: dict, h: dict) -> str:
 
 
 def render(ws: Path, op: dict) -> str:
-    specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
+    specs = wiki_route.cited_specs(compute_utilization.load_specs(ws / "reference" / "gpu_specs.json"), op)
     fw, device = op["framework_info"], op["device"]
     h = headline(op, specs)
     inputs = ", ".join(f"`{name}`" for name in op["inputs"])

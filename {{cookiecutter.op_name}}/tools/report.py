@@ -1,25 +1,27 @@
 """Write plans/v0_plan.md and baseline_report.md from op.json, the gpu-wiki and the measured results.
 
 Nothing in either document is typed by hand: the plan is Phase 1 of the workflow (semantics, target,
-framework facts) taken from op.json, plus Phase 2's gpu-wiki route: the tier tables (P0..P4) of
-`<gpu_wiki>/README.md` and the README of each folder they point to, filtered to this op's GPU, vendor,
-arch, DSL and pattern, listing only paths that exist. The report is Phase 4 (configuration,
-correctness per case, performance and utilization, the roofline plot, the ISA table) taken from
-results/. When nothing ran, the report says "NOT RUN" and why, and shows no measured number.
+framework facts) taken from op.json, plus Phase 2's gpu-wiki route (tools/wiki_route.py: the tiers P0..P4 of
+either wiki layout, filtered to this op's GPU, vendor, arch, DSL and pattern, listing only paths and records that
+exist). The report is Phase 4 (configuration, correctness per case, performance and utilization, the roofline
+plot, the ISA table) taken from results/. Every peak either cites its datasheet (reference/gpu_specs.json) and,
+with a wiki present, the wiki's source for it, a disagreement shown beside both figures. When nothing ran, the
+report says "NOT RUN" and why, and shows no measured number.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import compute_utilization
 import isa_metrics
+import wiki_route
+from wiki_route import TIERS
 
 
 # gpu_specs.json source kinds -> memory `references[].source_type`
-SOURCE_TYPES = {"datasheet": "datasheet", "whitepaper": "whitepaper", "product-page": "doc"}
+SOURCE_TYPES = {"datasheet": "datasheet", "whitepaper": "whitepaper", "product-page": "doc", "gpu-wiki": "gpu-wiki"}
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -33,170 +35,84 @@ def _fmt(value, spec=".3g"):
 
 
 # --------------------------------------------------------------------------------------------
-# gpu-wiki route: the README index's tier tables (P0..P4) and each directory's README
+# the gpu-wiki route (tools/wiki_route.py) in the plan, the report and the memory records
 # --------------------------------------------------------------------------------------------
-
-TIERS = {"P0": "hardware spec", "P1": "vendor-common", "P2": "arch", "P3": "DSL", "P4": "pitfalls and ref-docs"}
-_REF = re.compile(r"\[([^\]]*)\]\(([^)\s#]+)[^)]*\)|`([^`\s]+)`")
-_TIER = re.compile(r"\bP([0-4])\b")
-
-
-def _has(text: str, *words: str) -> bool:
-    """A word of `words` starts at a word boundary in text (case-insensitive): 'h20' is not in 'h200'."""
-    return any(re.search(rf"(?<![a-z0-9]){re.escape(w.lower())}(?![a-z0-9])", text.lower()) for w in words)
-
-
-def _mentions(text: str, words: list[str]) -> bool:
-    return any(re.search(rf"(?<![a-z0-9]){re.escape(w)}", text.lower()) for w in words)
-
-
-def _listed(readme: Path, wiki: Path) -> list[dict]:
-    """Every path a README lists (markdown links or `code` paths, in tables or bullets), with its line's text and tier.
-
-    Links resolve against the README's folder, then the wiki root. `exists` says whether the target is there.
-    """
-    out, tier = [], None
-    for line in readme.read_text(errors="replace").splitlines():
-        found = _TIER.search(line)
-        if line.lstrip().startswith("#"):
-            tier = f"P{found.group(1)}" if found else None
-        row_tier = f"P{found.group(1)}" if found else tier
-        refs = [b or c for _a, b, c in _REF.findall(line)]
-        refs = [r for r in refs if "://" not in r and ("/" in r or r.endswith(".md"))]
-        text = _TIER.sub("", _REF.sub(lambda m: m.group(1) if m.group(2) and m.group(1) != m.group(2) else "", line))
-        text = re.sub(r"\s+", " ", text.replace("|", " ")).strip(" -*:")
-        for ref in refs:
-            candidates = [(readme.parent / ref).resolve(), (wiki / ref.lstrip("/")).resolve()]
-            path = next((c for c in candidates if c.exists()), candidates[0])
-            out.append({"tier": row_tier, "path": path, "text": text, "exists": path.exists()})
-    return out
-
-
-def _dir_docs(entry: dict, wiki: Path) -> list[dict]:
-    """A directory entry -> its README plus the existing files (and sub-READMEs) it lists; a file -> itself."""
-    path = entry["path"]
-    if path.is_file():
-        return [entry]
-    readme = path / "README.md"
-    if not readme.is_file():
-        return []
-    docs = [{**entry, "path": readme}]
-    for item in _listed(readme, wiki):
-        if item["exists"]:
-            docs.append({**item, "path": item["path"] / "README.md" if item["path"].is_dir() else item["path"]})
-    return [d for d in docs if d["path"].is_file()]
-
-
-def _find(entry: dict, wiki: Path, want, depth: int = 2) -> list[dict]:
-    """Docs under an index entry whose path satisfies want(); descends listed sub-directories that do not yet."""
-    rel = str(entry["path"].relative_to(wiki)) if entry["path"].is_relative_to(wiki) else str(entry["path"])
-    if want(rel):
-        return _dir_docs(entry, wiki)
-    if depth == 0 or not (entry["path"] / "README.md").is_file():
-        return []
-    found = []
-    for item in _listed(entry["path"] / "README.md", wiki):
-        if item["exists"] and item["path"].is_dir():
-            found += _find(item, wiki, want, depth - 1)
-    return found
-
-
-def _route_tiers(op: dict, wiki: Path, index: list[dict]) -> dict[str, list[dict]]:
-    gpu = op["gpu"].lower()
-    vendor, arch, dsl = op["vendor"], op["arch"], op["framework_info"]["wiki_names"]
-    words = op["wiki_words"] + [op["op"].lower()]
-    by_tier = {t: [e for e in index if e["tier"] == t and e["exists"]] for t in TIERS}
-    p0 = [d for e in by_tier["P0"] for d in _dir_docs(e, wiki) if d["path"].name != "README.md"]
-    exact = [d for d in p0 if _has(d["path"].name, gpu, gpu.rstrip("x"))]
-    family = [d for d in p0 if _has(d["path"].name, arch, op["target"])]
-    refs = [e for e in by_tier["P4"] if _has(str(e["path"]), "ref-docs", "ref_docs", "refdocs", "ref-doc")]
-    pit = [e for e in by_tier["P4"] if e not in refs]
-    ref_docs = [d for e in refs for d in _dir_docs(e, wiki)
-                if d["path"].name != "README.md" and _mentions(d["path"].name + " " + d["text"], words)]
-    return {
-        "P0": exact or family,
-        "P1": [d for e in by_tier["P1"] for d in _find(e, wiki, lambda r: _has(r, vendor))],
-        "P2": [d for e in by_tier["P2"] for d in _find(e, wiki, lambda r: _has(r, arch, op["target"]))],
-        "P3": [d for e in by_tier["P3"] for d in _find(e, wiki, lambda r: _has(r, *dsl))],
-        "P4": [d for e in pit for d in _find(e, wiki, lambda r: _has(r, vendor) and _has(r, *dsl))] + ref_docs,
-    }
-
-
-def wiki_route(op: dict) -> dict:
-    """This op's gpu-wiki learning path: {wiki, present, tiers: {P0..P4: [{path, text}]}, missing: [listed, absent]}."""
-    wiki = Path(op["gpu_wiki"]).expanduser()
-    readme = wiki / "README.md"
-    if not readme.is_file():
-        return {"wiki": wiki, "present": False, "tiers": {}, "missing": []}
-    wiki = wiki.resolve()
-    index = _listed(readme, wiki)
-    tiers = {}
-    for tier, docs in _route_tiers(op, wiki, index).items():
-        seen, unique = set(), []
-        for d in docs:
-            if d["path"].is_file() and d["path"] not in seen:
-                seen.add(d["path"])
-                unique.append({"path": d["path"], "text": d["text"]})
-        tiers[tier] = unique
-    readmes = [readme] + [d["path"] for docs in tiers.values() for d in docs if d["path"].name == "README.md"]
-    missing = sorted({str(e["path"]) for r in readmes for e in _listed(r, wiki) if not e["exists"]})
-    return {"wiki": wiki, "present": True, "index": wiki / "README.md", "tiers": tiers, "missing": missing}
-
-
-def wiki_search_log(op: dict, route: dict) -> list[dict]:
-    """memory `search_log`: the index read, then one entry per tier with what it routed."""
-    if not route["present"]:
-        return [{"query": "gpu-wiki index", "where": str(route["wiki"]),
-                 "finding": "absent on this machine: nothing read; peaks from reference/gpu_specs.json"}]
-    log = [{"query": "gpu-wiki index", "where": str(route["index"]), "finding": "tier tables P0-P4 read"}]
-    for tier, docs in route["tiers"].items():
-        names = ", ".join(d["path"].name for d in docs) or "nothing matched"
-        log.append({"query": _tier_title(tier, op), "where": str(route["wiki"]), "finding": f"{len(docs)} doc(s): {names}"})
-    return log
-
 
 def _tier_title(tier: str, op: dict) -> str:
     what = {"P0": op["gpu"], "P1": op["vendor"], "P2": op["arch"], "P3": op["framework"],
-            "P4": f"{op['vendor']}/{op['framework']} pitfalls; ref-docs about {op['pattern']} / {op['op']}"}
+            "P4": f"{op['vendor']}/{op['framework']}; about {op['pattern']} / {op['op']}"}
     return f"{tier} {TIERS[tier]} ({what[tier]})"
 
 
+def _read_first(route: dict) -> str:
+    return ", ".join(f"`{p}`" for p in route["index"])
+
+
+def wiki_search_log(op: dict, route: dict) -> list[dict]:
+    """memory `search_log`: the index read, then one entry per tier naming what it routed (paths or record ids)."""
+    if not route["present"]:
+        return [{"query": "gpu-wiki index", "where": str(route["wiki"]),
+                 "finding": "absent on this machine: nothing read; peaks from reference/gpu_specs.json"}]
+    read = "tier tables P0-P4 read" if route["layout"] == "markdown" else "record indexes read directly"
+    log = [{"query": "gpu-wiki index", "where": ", ".join(map(str, route["index"])),
+            "finding": f"{route['layout']} layout: {read}"}]
+    for tier, docs in route["tiers"].items():
+        names = ", ".join(wiki_route.entry_name(d, route["wiki"]) for d in docs) or "nothing matched"
+        log.append({"query": _tier_title(tier, op), "where": str(route["wiki"]), "finding": f"{len(docs)}: {names}"})
+    if route["missing"]:
+        log.append({"query": "named by the index for this op but absent", "where": str(route["wiki"]),
+                    "finding": ", ".join(route["missing"])})
+    return log
+
+
 def route_lines(route: dict, op: dict) -> list[str]:
-    """Markdown lines of the route for the plan: one list per tier, only paths that exist."""
+    """Markdown lines of the route for the plan: one list per tier, only paths and records that exist."""
     if not route["present"]:
         return wiki_status(op, route)[0]
-    lines = [f"Read `{route['index']}` and followed its tier tables for {op['vendor']} / {op['arch']} / "
-             f"{op['framework']} / {op['pattern']}; every path below exists.", ""]
+    scope = f"{op['vendor']} / {op['arch']} / {op['framework']} / {op['pattern']}"
+    if route.get("error"):
+        return [f"The gpu-wiki at `{route['wiki']}` ({route['layout']} layout) could not be read ({route['error']}), "
+                "so nothing was routed; peaks from `reference/gpu_specs.json`."]
+    lines = [f"Read {_read_first(route)} ({route['layout']} layout) and followed its tiers for {scope}; every "
+             f"{'path' if route['layout'] == 'markdown' else 'record'} below exists and none is another vendor's or "
+             "architecture's.", ""]
     for tier in TIERS:
         lines.append(f"**{_tier_title(tier, op)}**")
         docs = route["tiers"].get(tier, [])
-        lines += [f"- `{d['path']}`" + (f": {d['text']}" if d["text"] else "") for d in docs] or [
-            "- (nothing in the index matches this tier for this op)"]
+        lines += [(f"- `{d['id']}`" if d["id"] else f"- `{d['path']}`") + (f": {d['text']}" if d["text"] else "")
+                  for d in docs] or ["- (nothing in the wiki matches this tier for this op)"]
         lines.append("")
     if route["missing"]:
-        lines.append("Listed in the index but absent on disk, so not used: " + ", ".join(f"`{m}`" for m in route["missing"]))
+        lines.append("Named by the wiki for this op but absent on disk, so not used: "
+                     + ", ".join(f"`{m}`" for m in route["missing"]))
     return lines
 
 
 def wiki_status(op: dict, route: dict | None = None) -> tuple[list[str], list[dict]]:
-    """Short lines about the gpu-wiki for the report, and memory `references` entries for every route path."""
-    route = route or wiki_route(op)
+    """Short lines about the gpu-wiki for the report, and memory `references` entries for every routed path or
+    record (a record's entry carries its `record_id`, the wiki's stable name for it)."""
+    route = route or wiki_route.route(op)
     wiki = route["wiki"]
     if not route["present"]:
         return ([f"- gpu-wiki: `{wiki}` is absent on this machine, so no wiki path was read. Peaks and bandwidth "
                  f"come from the shipped `reference/gpu_specs.json`, whose sources are listed below."], [])
-    refs = [{"path": str(route["index"]), "source_type": "gpu-wiki", "note": "knowledge-base index (Phase 2 entry point)"}]
+    refs = [{"path": str(p), "source_type": "gpu-wiki", "note": f"{route['layout']} index (Phase 2 entry point)"}
+            for p in route["index"]]
     for tier, docs in route["tiers"].items():
-        refs += [{"path": str(d["path"]), "source_type": "gpu-wiki",
-                  "note": f"{tier} {TIERS[tier]}" + (f": {d['text']}"[:300] if d["text"] else "")} for d in docs]
+        for d in docs:
+            ref = {"path": str(d["path"]), "source_type": "gpu-wiki",
+                   "note": f"{tier} {TIERS[tier]}" + (f": {d['text']}"[:300] if d["text"] else "")}
+            refs.append({**ref, "record_id": d["id"]} if d["id"] else ref)
     counts = ", ".join(f"{t} {len(route['tiers'].get(t, []))}" for t in TIERS)
-    return ([f"- gpu-wiki: `{wiki}` is present; its index `{route['index']}` routed {len(refs) - 1} doc(s) for "
-             f"{op['vendor']} / {op['arch']} / {op['framework']} / {op['pattern']} ({counts}); the list is in "
-             "`plans/v0_plan.md`."], refs)
+    what = "doc(s)" if route["layout"] == "markdown" else "record(s)"
+    return ([f"- gpu-wiki: `{wiki}` is present ({route['layout']} layout); {_read_first(route)} routed "
+             f"{len(refs) - len(route['index'])} {what} for {op['vendor']} / {op['arch']} / {op['framework']} / "
+             f"{op['pattern']} ({counts}); the list is in `plans/v0_plan.md`."], refs)
 
 
-def spec_sources(op: dict) -> list[dict]:
-    _name, spec = compute_utilization.gpu_spec(op["gpu"])
+def spec_sources(op: dict, specs: dict | None = None) -> list[dict]:
+    """memory `references` for the peaks in use: each figure's source (a datasheet, or the gpu-wiki's own figure)."""
+    _name, spec = compute_utilization.gpu_spec(op["gpu"], specs)
     seen, refs = set(), []
     for item in [spec["hbm_bandwidth_gbps"], spec["compute_units"], *spec["dense_tflops"].values()]:
         src = item["source"]
@@ -206,15 +122,23 @@ def spec_sources(op: dict) -> list[dict]:
     return refs
 
 
-def write_plan(ws: Path, op: dict, config: dict | None) -> Path:
-    name, spec = compute_utilization.gpu_spec(op["gpu"])
+def cited(op: dict, route: dict | None = None) -> dict:
+    """reference/gpu_specs.json with this op's GPU checked against the gpu-wiki's figures (wiki_route.cited_specs)."""
+    return wiki_route.cited_specs(compute_utilization.load_specs(), op, route)
+
+
+def write_plan(ws: Path, op: dict, config: dict | None, route: dict | None = None, specs: dict | None = None) -> Path:
+    """plans/v0_plan.md. route: wiki_route.route(op); specs: cited(op, route) (both worked out here when not given)."""
+    route = route or wiki_route.route(op)
+    specs = specs or cited(op, route)
+    name, spec = compute_utilization.gpu_spec(op["gpu"], specs)
     p1 = op["phase1"]
     peak_t = spec["dense_tflops"][op["dtype"]]["value"]  # None where the vendor publishes no figure (MI308X)
     peak_b = spec["hbm_bandwidth_gbps"]["value"]
     rows = []
     for c in op["cases"]:
         flops, nbytes = compute_utilization.case_work(op, c)
-        floor_us = compute_utilization.roofline(op["gpu"], op["dtype"], flops, nbytes)["roofline_floor_us"]
+        floor_us = compute_utilization.roofline(op["gpu"], op["dtype"], flops, nbytes, specs)["roofline_floor_us"]
         rows.append([c["name"], c["role"], "x".join(map(str, c["dims"])), f"{flops:.3g}", f"{nbytes:.3g}",
                      f"{flops / nbytes:.3g}", f"{floor_us:.2f}", "yes" if c["timed"] else "no"])
     lines = [
@@ -243,6 +167,7 @@ def write_plan(ws: Path, op: dict, config: dict | None) -> Path:
          f"- Dense peaks used: no cited {op['dtype']} compute peak for {name} "
          f"({spec['dense_tflops'][op['dtype']].get('note', 'the vendor publishes none')}), so the floors below are "
          f"bandwidth floors only; {peak_b:g} GB/s HBM."),
+        *[f"  - {line}" for line in wiki_route.peak_lines(spec, op["dtype"])],
         "",
         "Facts about the framework that this kernel relies on:",
         "",
@@ -257,11 +182,11 @@ def write_plan(ws: Path, op: dict, config: dict | None) -> Path:
         "",
         "## Phase 2: gpu-wiki route",
         "",
-        *route_lines(wiki_route(op), op),
+        *route_lines(route, op),
         "",
-        "Cited hardware sources (`reference/gpu_specs.json`):",
+        "Cited hardware sources (`reference/gpu_specs.json`, and the gpu-wiki where it gives a figure ours lacks):",
         "",
-        *[f"- {r['note']}: {r['path']}" for r in spec_sources(op)],
+        *[f"- {r['note']}: {r['path']}" for r in spec_sources(op, specs)],
         "",
     ]
     if config:
@@ -296,20 +221,30 @@ def roofline_section(roofline: dict | None) -> list[str]:
 
 
 def route_bullets(route: dict) -> list[str]:
-    return [f"- {tier}: `{d['path']}`" for tier, docs in route.get("tiers", {}).items() for d in docs]
+    return [f"- {tier}: `{wiki_route.entry_name(d, route['wiki'])}`" for tier, docs in route.get("tiers", {}).items()
+            for d in docs]
+
+
+def peak_bullets(op: dict, specs: dict) -> list[str]:
+    """Where the peaks in use come from: the datasheets, and (with a wiki) the wiki's source beside each one."""
+    _name, spec = compute_utilization.gpu_spec(op["gpu"], specs)
+    wiki = wiki_route.peak_lines(spec, op["dtype"])
+    return ([f"- Hardware peaks: {line}" for line in wiki] if wiki else
+            ["- Hardware peaks: `reference/gpu_specs.json` (each figure cites its vendor datasheet)."])
 
 
 def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str, dict], config: dict | None,
                  not_run_reason: str | None = None, compile_check: dict | None = None, isa: dict | None = None,
-                 roofline: dict | None = None) -> Path:
+                 roofline: dict | None = None, route: dict | None = None, specs: dict | None = None) -> Path:
     """baseline_report.md with the workflow's sections; NOT RUN (and why) when no results exist.
 
     isa: {"metrics": isa_metrics.read_workspace(...), "rows": isa_metrics.progress(...)};
-    roofline: roofline.plot(...)'s {path, points, note}.
+    roofline: roofline.plot(...)'s {path, points, note}; route, specs: as write_plan's.
     """
     name = op["gpu"]
     ran = bool(results and results.get("ran"))
-    route = wiki_route(op)
+    route = route or wiki_route.route(op)
+    specs = specs or cited(op, route)
     wiki_lines, _ = wiki_status(op, route)
     status = "NOT RUN" if not ran else ("PASS" if results.get("all_passed") else "FAIL")
     lines = [
@@ -333,7 +268,7 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         "",
         *wiki_lines,
         *route_bullets(route),
-        "- Hardware peaks: `reference/gpu_specs.json` (each figure cites its vendor datasheet).",
+        *peak_bullets(op, specs),
         "",
         "## Baseline configuration",
         "",
@@ -395,6 +330,8 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
             any_u["command"],
             "```",
         ]
+        if any_u.get("citations"):  # with a gpu-wiki: its source beside each peak above
+            lines += ["", "Peaks against the gpu-wiki:", "", *[f"- {line}" for line in any_u["citations"]]]
     lines += ["", *roofline_section(roofline), *isa_section(isa)]
     path = ws / "baseline_report.md"
     path.write_text("\n".join(lines) + "\n")

@@ -32,6 +32,7 @@ import memory_manager
 import readme
 import report
 import roofline
+import wiki_route
 
 WS = Path(__file__).resolve().parent.parent
 COMMIT_PATHS = ["kernel.py", "test_kernel.py", "reference.py", "baseline_report.md", "memory", "README.md",
@@ -96,16 +97,20 @@ def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
 
 
 def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows: list[dict],
-                 not_run_reason: str | None) -> None:
+                 not_run_reason: str | None, route: dict | None = None, specs: dict | None = None) -> None:
+    """memory/v0.json; `references` and `search_log` name what the gpu-wiki route actually read (paths, record ids)."""
     memory_manager.create(ws, "v0", force=True)
-    route = report.wiki_route(op)
+    route = route or wiki_route.route(op)
     _lines, wiki_refs = report.wiki_status(op, route)
+    refs: dict[str, dict] = {}
+    for ref in report.spec_sources(op, specs or report.cited(op, route)) + wiki_refs:
+        refs[ref["path"]] = {**refs.get(ref["path"], {}), **ref}  # a wiki figure's source is a routed P0 entry too
     values = {
         "op": {"name": op["op_name"], "pattern": op["pattern"], "op": op["op"], "gpu": op["gpu"],
                "target": op["target"], "framework": op["framework"], "dtype": op["dtype"]},
         "optimization.action_category": "baseline",
         "optimization.action_description": op["baseline_summary"],
-        "references": report.spec_sources(op) + wiki_refs,
+        "references": list(refs.values()),
         "pitfalls_and_fixes": op["pitfalls"],
         "search_log": report.wiki_search_log(op, route),
         "isa_metric_progress": isa_rows,
@@ -172,16 +177,17 @@ def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None 
         not_run_reason or (results or {}).get("not_run_reason") or "not run", op, compile_check)
     head = compute_utilization.headline_case(op)
     config = kernel_config(op, head)
+    route = wiki_route.route(op)  # Phase 2, read once: the plan, the report, the memory and every peak cite it
+    specs = wiki_route.cited_specs(compute_utilization.load_specs(ws / "reference" / "gpu_specs.json"), op, route)
     util = utilization_rows(op, results) if ran else {}
     if util:
         (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
-    specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
     metrics = isa_metrics.read_workspace(ws, op)
     isa = {"metrics": metrics, "rows": isa_metrics.progress(op, specs, metrics, util.get(head["name"]), reason)}
     plot = roofline.plot(ws, op, results, specs, reason)
-    report.write_plan(ws, op, config)
-    report.write_report(ws, op, results, util, config, reason, compile_check, isa, plot)
-    write_memory(ws, op, results, util, isa["rows"], reason)
+    report.write_plan(ws, op, config, route, specs)
+    report.write_report(ws, op, results, util, config, reason, compile_check, isa, plot, route, specs)
+    write_memory(ws, op, results, util, isa["rows"], reason, route, specs)
 
 
 def run_tests(ws: Path, timeout: float) -> dict | None:

@@ -43,6 +43,8 @@ PHASE1 = {
 BASELINE = ("the timed baseline is torch SDPA with enable_gqa=True on the cache layout, with a key mask only when "
             "some sequence is shorter than S_max")
 WIKI_WORDS = ["attention", "decode", "gqa", "flash", "kv cache", "kv-cache", "paged"]
+# the gpu-wiki's operator families of this pattern (its JSON records' scope.operator_family, matched exactly)
+WIKI_FAMILIES = ["flash-attention", "paged-attention", "mla"]
 # A stream like the memory-bound patterns, but with per-split softmax reductions and a merge pass: a wider margin.
 ISA_TARGETS = {"kind": "attention", "tensor_core": False, "vec_stores": False}
 

@@ -45,6 +45,8 @@ PHASE1 = {
 }
 BASELINE = "the same expression in eager torch is the timed baseline"
 WIKI_WORDS = ["elementwise", "element-wise", "vectoriz", "vectoris", "memory-bound", "bandwidth", "activation"]
+# the gpu-wiki's operator families of this pattern (its JSON records' scope.operator_family, matched exactly)
+WIKI_FAMILIES = ["elementwise", "activation"]
 # What tools/isa_metrics.py holds the compiled kernel to: a stream (memory-bound) whose output is as big as an input.
 ISA_TARGETS = {"kind": "memory", "tensor_core": False, "vec_stores": True}
 

@@ -36,6 +36,8 @@ PHASE1 = {
 }
 BASELINE = "`a @ b.T` (cuBLAS) is the timed baseline"
 WIKI_WORDS = ["gemm", "matmul", "wgmma", "mfma", "tensor core", "tma"]
+# the gpu-wiki's operator families of this pattern (its JSON records' scope.operator_family, matched exactly)
+WIKI_FAMILIES = ["gemm"]
 ISA_TARGETS = {"kind": "compute", "tensor_core": True, "vec_stores": False}
 
 DEFAULT_SHAPES = {

@@ -48,6 +48,8 @@ PHASE1 = {
 }
 BASELINE = "the same expression in eager torch is the timed baseline"
 WIKI_WORDS = ["reduction", "reduce", "softmax", "rmsnorm", "layernorm", "warp shuffle"]
+# the gpu-wiki's operator families of this pattern (its JSON records' scope.operator_family, matched exactly)
+WIKI_FAMILIES = ["reduction", "norm", "softmax"]
 ISA_TARGETS = {"kind": "memory", "tensor_core": False, "vec_stores": False}
 
 DEFAULT_SHAPES = {
