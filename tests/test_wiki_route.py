@@ -292,7 +292,7 @@ def test_compute_utilization_cli_in_a_workspace_cites_the_wiki(wikis, tools_ws, 
     ws = tmp_path / "ws"
     shutil.copytree(tools_ws, ws)
     (ws / "op.json").write_text(json.dumps(op_spec(wikis["markdown"], "MI308X", "reduction")))
-    cmd = [sys.executable, str(ws / "tools" / "compute_utilization.py"), "--gpu", "mi308x", "--dtype", "bf16",
+    cmd = [sys.executable, str(ws / "tools" / "compute_utilization.py"), "--gpu", "MI308X", "--dtype", "bf16",
            "--flops-expr", "2*4096**3", "--bytes-expr", "3*4096*4096*2", "--time-ms", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
