@@ -4,14 +4,17 @@
     python3 benchmarks/bench_launch.py --out ... --workspaces WS [WS ...]                  # already-baked ones
 
 It bakes one workspace per cell and op below through this template (`cookiecutter --no-input ...
-run_baseline=no`), then, for each workspace, in ONE child process (one timer for every side):
-- host µs: N back-to-back calls with no sync, host clock (what a model's forward pays per call while the
-  GPU keeps up), then one sync;
-- call µs: the same N calls timed until the GPU finished the last one (host and GPU together);
-- GPU µs: torch.profiler's CUDA kernel time over the calls, per call (all of the call's kernels);
-- do_bench µs: triton.testing.do_bench (L2 flushed between calls; its flush hides host cost up to ~80 µs, so
-  on its own it can mislead both ways: it is here for comparison with other projects' numbers);
-- first-call s: the workspace's first run() on the shape, compile included (a fresh process per workspace).
+run_baseline=no`), then, for each workspace, two child processes, each timing every side with one timer:
+- the host child (no profiler ever attached: once CUPTI has been, every later launch costs more host time):
+  - first-call s: the workspace's first run() on the shape, compile included;
+  - host µs: N <= 200 back-to-back calls with no sync, host clock (what a model's forward pays per call
+    while the GPU keeps up; N stays well under the ~1000 launches the driver queues before a launch blocks,
+    so a slow kernel's GPU time never shows up as host time), then one sync;
+  - call µs: the same N calls timed until the GPU finished the last one (host and GPU together);
+- the GPU child:
+  - GPU µs: torch.profiler's CUDA kernel time over the calls, per call (all of the call's kernels);
+  - do_bench µs: triton.testing.do_bench (L2 flushed between calls; its flush hides host cost up to ~80 µs,
+    so on its own it can mislead both ways: it is here for comparison with other projects' numbers).
 The sides: our kernel.run, the workspace's torch baseline (reference.baseline: eager torch, cuBLAS, SDPA),
 and quack (benchmarks only: never imported by the template) where it has the op (rmsnorm, softmax, GEMM).
 Inputs are the workspace's own reference.make_inputs on the same seed. Writes JSON rows and prints a table.
@@ -80,11 +83,15 @@ CHILD = textwrap.dedent("""
         return (t1 - t0) / n * 1e6, (t2 - t0) / n * 1e6
 
     def measure(fn):
-        g = gpu_us(fn, 20)
-        n = int(min(1000, max(20, 0.25e6 / max(g, 1.0))))
-        host, call = host_call_us(fn, n)
-        return {"host_us": host, "call_us": call, "gpu_us": gpu_us(fn, min(n, 100)), "do_bench_us": do_bench(fn) * 1e3}
+        if MODE == "host":
+            fn(); torch.cuda.synchronize()
+            t0 = time.perf_counter(); fn(); torch.cuda.synchronize()
+            n = int(min(200, max(20, 0.25 / max(time.perf_counter() - t0, 1e-6))))
+            host, call = host_call_us(fn, n)
+            return {"host_us": host, "call_us": call, "calls": n}
+        return {"gpu_us": gpu_us(fn, 50), "do_bench_us": do_bench(fn) * 1e3}
 
+    MODE = sys.argv[2]
     rows = []
     for label, case in json.loads(sys.argv[1]):
         inputs = reference.make_inputs(case, dtype, "cuda", 0)
@@ -96,8 +103,9 @@ CHILD = textwrap.dedent("""
         q = quack_side(inputs)
         if q is not None:
             sides["quack"] = q
-        row = {"workspace": op["op_name"], "op": op["op"], "pattern": op["pattern"], "shape": label,
-               "first_call_s": first}
+        row = {"workspace": op["op_name"], "op": op["op"], "pattern": op["pattern"], "shape": label}
+        if MODE == "host":
+            row["first_call_s"] = first
         for side, fn in sides.items():
             row[side] = measure(fn)
         rows.append(row)
@@ -130,12 +138,18 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="kb-launch-") as tmp:
         for ws in args.workspaces or bake(Path(tmp)):
             pattern = json.loads((ws / "op.json").read_text())["pattern"]
-            done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(SHAPES[pattern])], cwd=ws,
-                                  capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                print(f"{ws.name}: failed\n{done.stderr[-3000:]}", file=sys.stderr)
-                continue
-            rows += json.loads(done.stdout.strip().splitlines()[-1])
+            halves = []
+            for mode in ("host", "gpu"):
+                done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(SHAPES[pattern]), mode], cwd=ws,
+                                      capture_output=True, text=True, timeout=900)
+                if done.returncode != 0:
+                    print(f"{ws.name} ({mode}): failed\n{done.stderr[-3000:]}", file=sys.stderr)
+                    break
+                halves.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            else:
+                for host, gpu in zip(*halves):
+                    rows.append({**host, **{side: {**host[side], **gpu[side]} for side in ("kbaseline", "torch", "quack")
+                                            if side in host}})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1) + "\n")
     print("| op | shape | first call s | ours host µs | ours call µs | ours GPU µs | ours do_bench µs | torch host µs | "

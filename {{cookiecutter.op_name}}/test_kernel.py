@@ -192,14 +192,16 @@ def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int 
     return {"median_us": statistics.median(times), "min_us": min(times), "iters": iters}
 
 
-def call_latency(fn, gpu_us: float, budget_s: float = 0.2, bound_ratio: float = 0.9) -> dict:
+def call_latency(fn, gpu_us: float, budget_s: float = 0.2, bound_ratio: float = 0.9, max_calls: int = 200) -> dict:
     """Warm, back-to-back fn() calls with no sync between them, as a model's forward makes them.
 
     host_us: host time to submit one call; call_us: wall time per call until the GPU finished the last one
-    (host included). When submitting takes at least bound_ratio of the whole call, the host sets the pace."""
+    (host included). When submitting takes at least bound_ratio of the whole call, the host sets the pace.
+    At most max_calls calls: the driver queues about a thousand launches before a launch blocks, and a
+    host that waits on a full queue would measure the GPU's time as its own."""
     import torch
 
-    n = int(min(1000, max(20, budget_s * 1e6 / max(gpu_us, 1.0))))
+    n = int(min(max_calls, max(20, budget_s * 1e6 / max(gpu_us, 1.0))))
     fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
