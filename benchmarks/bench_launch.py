@@ -15,8 +15,9 @@ run_baseline=no`), then, for each workspace, two child processes, each timing ev
   - GPU µs: torch.profiler's CUDA kernel time over the calls, per call (all of the call's kernels);
   - do_bench µs: triton.testing.do_bench (L2 flushed between calls; its flush hides host cost up to ~80 µs,
     so on its own it can mislead both ways: it is here for comparison with other projects' numbers).
-The sides: our kernel.run, the workspace's torch baseline (reference.baseline: eager torch, cuBLAS, SDPA),
-and quack (benchmarks only: never imported by the template) where it has the op (rmsnorm, softmax, GEMM).
+The sides: our kernel.run (with out= given), the same kernel through host.torch_op's custom op (what a
+torch.compile'd model calls; it allocates its output), the workspace's torch baseline (reference.baseline: eager
+torch, cuBLAS, SDPA), and quack (benchmarks only: never imported by the template) where it has the op (rmsnorm, softmax, GEMM).
 Inputs are the workspace's own reference.make_inputs on the same seed. Writes JSON rows and prints a table.
 """
 
@@ -48,7 +49,7 @@ CHILD = textwrap.dedent("""
     import json, sys, time
     import torch
     sys.path.insert(0, ".")
-    import kernel, reference
+    import host, kernel, reference
     from triton.testing import do_bench
     op = json.load(open("op.json"))
     dtype = getattr(torch, op["torch_dtype"])
@@ -99,7 +100,9 @@ CHILD = textwrap.dedent("""
         out = kernel.run(*inputs)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
-        sides = {"kbaseline": lambda: kernel.run(*inputs, out=out), "torch": lambda: reference.baseline(*inputs)}
+        torch_op = host.torch_op(kernel.run, reference.reference)
+        sides = {"kbaseline": lambda: kernel.run(*inputs, out=out), "torch": lambda: reference.baseline(*inputs),
+                 "torch_op": lambda: torch_op(list(inputs))}
         q = quack_side(inputs)
         if q is not None:
             sides["quack"] = q
@@ -148,19 +151,19 @@ def main(argv=None) -> int:
                 halves.append(json.loads(done.stdout.strip().splitlines()[-1]))
             else:
                 for host, gpu in zip(*halves):
-                    rows.append({**host, **{side: {**host[side], **gpu[side]} for side in ("kbaseline", "torch", "quack")
+                    rows.append({**host, **{side: {**host[side], **gpu[side]} for side in ("kbaseline", "torch", "torch_op", "quack")
                                             if side in host}})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1) + "\n")
-    print("| op | shape | first call s | ours host µs | ours call µs | ours GPU µs | ours do_bench µs | torch host µs | "
-          "torch call µs | torch GPU µs | torch do_bench µs | quack host µs | quack GPU µs |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| op | shape | first call s | ours host µs | ours call µs | ours GPU µs | ours do_bench µs | torch_op host µs | "
+          "torch host µs | torch call µs | torch GPU µs | torch do_bench µs | quack host µs | quack call µs | quack GPU µs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        k, t, q = r["kbaseline"], r["torch"], r.get("quack")
-        qs = f"{q['host_us']:.1f} | {q['gpu_us']:.1f}" if q else "- | -"
+        k, o, t, q = r["kbaseline"], r["torch_op"], r["torch"], r.get("quack")
+        qs = f"{q['host_us']:.1f} | {q['call_us']:.1f} | {q['gpu_us']:.1f}" if q else "- | - | -"
         print(f"| {r['op']} | {r['shape']} | {r['first_call_s']:.2f} | {k['host_us']:.1f} | {k['call_us']:.1f} | "
-              f"{k['gpu_us']:.1f} | {k['do_bench_us']:.1f} | {t['host_us']:.1f} | {t['call_us']:.1f} | {t['gpu_us']:.1f} | "
-              f"{t['do_bench_us']:.1f} | {qs} |")
+              f"{k['gpu_us']:.1f} | {k['do_bench_us']:.1f} | {o['host_us']:.1f} | {t['host_us']:.1f} | {t['call_us']:.1f} | "
+              f"{t['gpu_us']:.1f} | {t['do_bench_us']:.1f} | {qs} |")
     return 0 if rows else 1
 
 

@@ -39,7 +39,7 @@ GRAPH_CHILD = """
 import json, math, sys
 import torch
 sys.path.insert(0, ".")
-import kernel, reference
+import host, kernel, reference
 op = json.load(open("op.json"))
 dtype = getattr(torch, op["torch_dtype"])
 case = min(op["cases"], key=lambda c: math.prod(c["dims"]))
@@ -69,6 +69,8 @@ for t in inputs:  # new values in the captured buffers: the replay must read the
 graph.replay()
 torch.cuda.synchronize()
 check(out_graph, "graph replay")
+compiled = torch.compile(lambda *xs: host.torch_op(kernel.run, reference.reference)(list(xs)), fullgraph=True)
+check(compiled(*inputs), "torch.compile through the custom op")
 bad_calls = {"a CPU tensor": lambda: kernel.run(*[t.cpu() if i == 0 else t for i, t in enumerate(inputs)]),
              "an out of the wrong shape": lambda: kernel.run(*inputs, out=torch.empty(3, dtype=dtype, device="cuda"))}
 for what, call in bad_calls.items():
@@ -84,8 +86,9 @@ print("ok", case["name"])
 
 @pytest.mark.parametrize("pattern", ["elementwise", "reduction", "gemm", "decode_attention"])
 def test_run_is_capturable_in_a_cuda_graph(tmp_path, pattern):
-    """Every Hopper cell's run(): correct eagerly, on a side stream, and replayed from a CUDA graph with new inputs;
-    a bad call is refused in host.py's words (the TVM-FFI wrapper's refusal is re-explained)."""
+    """Every Hopper cell's run(): correct eagerly, on a side stream, replayed from a CUDA graph with new inputs, and
+    inside torch.compile(fullgraph=True) as host.torch_op's custom op; a bad call is refused in host.py's words (the
+    TVM-FFI wrapper's refusal is re-explained)."""
     done = bake_cli(tmp_path, f"pattern={pattern}", "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
     run = subprocess.run([sys.executable, "-c", GRAPH_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,

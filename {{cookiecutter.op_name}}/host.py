@@ -166,6 +166,40 @@ def reference_for(built_in: dict):
     return user_reference
 
 
+def torch_op(kernel_run, reference, name: str | None = None):
+    """Opt-in: kernel_run as the custom op torch.ops.kbaseline.<op_name>, so a torch.compile'd model can call it.
+
+        op = host.torch_op(kernel.run, reference.reference)    # once; then, inside any compiled function:
+        y = op([x, weight])                                     # the op's inputs, in op.json's order, as a list
+
+    Dynamo cannot trace into a DSL launcher: a compiled model that calls run() directly breaks its graph there
+    (or fails with fullgraph=True). Registered as a custom op, the kernel is one opaque node that torch.compile
+    calls as it is. Its fake-tensor rule, which tells the compiler the output's shape and dtype without running
+    anything, is the reference itself run on fake tensors: the reference is the op's definition, so there is no
+    second shape rule to keep in step (the output takes the first input's dtype, as run() does). The price is the
+    dispatcher's work on every call; benchmarks/ has it measured beside run()."""
+    import torch
+
+    qualname = f"kbaseline::{name or OP['op_name']}"
+    if qualname in _TORCH_OPS:  # torch.library registers a name once per process
+        return _TORCH_OPS[qualname]
+
+    @torch.library.custom_op(qualname, mutates_args=(), schema="(Tensor[] inputs) -> Tensor")
+    def op(inputs):  # the schema is spelled out: this module imports torch lazily, so annotations could not name it
+        return kernel_run(*inputs)
+
+    @op.register_fake
+    def _(inputs):
+        out = reference(*inputs)
+        return out.new_empty(out.shape, dtype=inputs[0].dtype)
+
+    _TORCH_OPS[qualname] = op
+    return op
+
+
+_TORCH_OPS: dict = {}  # qualified name -> the op torch_op registered
+
+
 def randn(generator, dtype, device):
     """A standard-normal tensor factory on one generator: fresh, never-zero inputs (zeros hide unwritten outputs)."""
     import torch

@@ -129,6 +129,11 @@ def render(ws: Path, op: dict) -> str:
         "TEST_TIMEOUT_SEC=60 python test_kernel.py --timeout 900",
         f"python test_kernel.py --compile-only         # no GPU needed: compile for {op['target']}, check the ISA markers",
         "```", "",
+        "From PyTorch, `kernel.run(*inputs, out=None)` takes the op's inputs in the order above and runs on the "
+        "current stream, so it works inside `torch.cuda.stream(...)` and CUDA-graph capture. To call it from a "
+        "`torch.compile`d model, register it once as a custom op: `op = host.torch_op(kernel.run, "
+        f"reference.reference)`, then `op([{', '.join(op['inputs'])}])` (it is also `torch.ops.kbaseline."
+        f"{op['op_name']}`).", "",
     ]
     if h["peak_tflops"]:
         lines += ["Measure one result by hand with the workflow's command. Here it is filled in with the headline case "
