@@ -69,7 +69,8 @@ for t in inputs:  # new values in the captured buffers: the replay must read the
 graph.replay()
 torch.cuda.synchronize()
 check(out_graph, "graph replay")
-compiled = torch.compile(lambda *xs: host.torch_op(kernel.run, reference.reference)(list(xs)), fullgraph=True)
+torch_op = host.torch_op(kernel.run, reference.reference)  # registered once, outside any compiled code
+compiled = torch.compile(lambda *xs: torch_op(list(xs)), fullgraph=True)
 check(compiled(*inputs), "torch.compile through the custom op")
 bad_calls = {"a CPU tensor": lambda: kernel.run(*[t.cpu() if i == 0 else t for i, t in enumerate(inputs)]),
              "an out of the wrong shape": lambda: kernel.run(*inputs, out=torch.empty(3, dtype=dtype, device="cuda"))}
