@@ -206,7 +206,8 @@ def spec_sources(op: dict) -> list[dict]:
     return refs
 
 
-def write_plan(ws: Path, op: dict, config: dict | None) -> Path:
+def write_plan(ws: Path, op: dict, config: dict | str | None) -> Path:
+    """plans/v0_plan.md. `config`: kernel.describe()'s dict, or a sentence on why it is not described."""
     name, spec = compute_utilization.gpu_spec(op["gpu"])
     p1 = op["phase1"]
     peak_t = spec["dense_tflops"][op["dtype"]]["value"]  # None where the vendor publishes no figure (MI308X)
@@ -264,9 +265,11 @@ def write_plan(ws: Path, op: dict, config: dict | None) -> Path:
         *[f"- {r['note']}: {r['path']}" for r in spec_sources(op)],
         "",
     ]
-    if config:
+    if isinstance(config, dict):
         lines += ["## Kernel configuration (for the headline case)", "",
                   *[f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()], ""]
+    elif config:
+        lines += ["## Kernel configuration (for the headline case)", "", f"{config[0].upper()}{config[1:]}.", ""]
     path = ws / "plans" / "v0_plan.md"
     path.parent.mkdir(exist_ok=True)
     path.write_text("\n".join(lines))
@@ -299,11 +302,12 @@ def route_bullets(route: dict) -> list[str]:
     return [f"- {tier}: `{d['path']}`" for tier, docs in route.get("tiers", {}).items() for d in docs]
 
 
-def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str, dict], config: dict | None,
+def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str, dict], config: dict | str | None,
                  not_run_reason: str | None = None, compile_check: dict | None = None, isa: dict | None = None,
                  roofline: dict | None = None) -> Path:
     """baseline_report.md with the workflow's sections; NOT RUN (and why) when no results exist.
 
+    config: kernel.describe()'s dict, or a sentence on why it is not described;
     isa: {"metrics": isa_metrics.read_workspace(...), "rows": isa_metrics.progress(...)};
     roofline: roofline.plot(...)'s {path, points, note}.
     """
@@ -338,8 +342,8 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         "## Baseline configuration",
         "",
     ]
-    lines += ([f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()] if config else
-              ["- (the kernel module could not be imported here to describe its launch)"])
+    lines += ([f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()] if isinstance(config, dict) else
+              [f"- ({config or 'the kernel module could not be imported here to describe its launch'})"])
     if compile_check:
         marks = ", ".join(f"`{c['marker']}` {c['expect']} ({'ok' if c['ok'] else 'NOT MET'})" for c in compile_check["checks"])
         lines += [f"- **Compiled ISA** ({compile_check['target']}, no GPU needed): {marks}"]
