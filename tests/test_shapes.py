@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import compute_utilization
 import pytest
-from tools import registry, shapes
+from tools import catalog, registry, shapes
 from tools.catalog import InputError
 
 GEMM, REDUCTION, ATTENTION = (registry.pattern(n) for n in ("gemm", "reduction", "decode_attention"))
@@ -84,3 +84,32 @@ def test_flydsl_buffer_limit(pattern, text, fits):
     else:
         with pytest.raises(InputError, match="bytes in one buffer; FlyDSL buffer accesses address under 2 GiB"):
             shapes.check(module, fly, "bf16", text)
+
+
+@pytest.mark.parametrize(("pattern", "text", "message"), [
+    ("gemm", "1099511627776x1099511627776x1099511627776", "A [M,K] has 1208925819614629174706176 elements"),
+    ("gemm", "131072x16384x64", "C [M,N] has 2147483648 elements"),  # A and B are small; C is not
+    ("decode_attention", "64x32x8x32768x128", "k_cache has 2147483648 elements"),  # the CuTe kernel's int32 index
+    ("decode_attention", "8192x32x8x1x64@mixed", "B*Hkv = 65536 CTAs on the launch grid's z axis"),
+])
+def test_hopper_size_limits(pattern, text, message):
+    """What the CuTe DSL kernels cannot index is refused with the numbers; nothing huge is built on the way."""
+    module = registry.pattern(pattern)
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("*", r"\*")):
+        shapes.check(module, registry.dsls()["cutedsl"], "bf16", text, "H200")
+
+
+def test_decode_batch_is_bounded_before_its_lengths_are_built():
+    """B = 2^40 used to build a 2^40-entry seq_lens list (MemoryError); the grid bound comes first."""
+    with pytest.raises(InputError, match="B\\*Hkv = 8796093022208 CTAs"):
+        ATTENTION.cases("1099511627776x32x8x4096x128@mixed", "representative", "bf16")
+
+
+def test_gpu_memory_limit(monkeypatch):
+    """A shape whose tensors outgrow the GPU's HBM (reference/gpu_specs.json) is refused with the sizes."""
+    assert catalog.memory("H200")["gb"] == 141 and catalog.memory("MI355X")["gb"] == 288
+    shapes.check(REDUCTION, registry.dsls()["cutedsl"], "bf16", "32768x8192", "H20")
+    monkeypatch.setattr(catalog, "memory", lambda gpu: {"gb": 1, "bytes": 10**9, "source": "a 1 GB test GPU"})
+    with pytest.raises(InputError, match=r"shapes: '32768x8192' needs 1.074 GB for its tensors \(x 0.537 GB, out "
+                                         r"0.537 GB\), more than the H20's 1 GB \(a 1 GB test GPU\)"):
+        shapes.check(REDUCTION, registry.dsls()["cutedsl"], "bf16", "32768x8192", "H20", "softmax")
