@@ -18,6 +18,9 @@ from the checked inputs, by tools/spec.py (op.json).
 - ``kb_op_json``: rendered into the pre-gen hook once the workspace folder exists: every input checked again over
   the whole context (also what ``--replay`` brings), an existing folder refused or replaced, and op.json's text.
 - ``kbaseline_root`` (a global): the template repo's absolute path, for the post-gen hook's imports.
+
+And a ``key=value`` from the command line that holds Jinja syntax is refused before cookiecutter renders it
+(``preprocess``): cookiecutter would evaluate it as a template.
 """
 
 import json
@@ -144,7 +147,19 @@ def kb_op_json(ctx) -> str:
     return json.dumps(op, indent=2) + "\n"
 
 
+JINJA_MARKS = ("{{", "{%", "{#")
+
+
 class KbaselineExtension(Extension):
+    def preprocess(self, source, name, filename=None):
+        """A `key=value` given on the command line is rendered as a template by cookiecutter: refuse one that holds
+        Jinja syntax instead of evaluating it (or failing with a TemplateSyntaxError traceback)."""
+        for key, value in (_cli().get("extra_context") or {}).items():
+            if source == value and any(mark in value for mark in JINJA_MARKS):
+                _refuse(InputError(f"{key}: '{value}' holds Jinja syntax ({', '.join(JINJA_MARKS)}), which cookiecutter "
+                                   "would evaluate as a template; give the value without it"))
+        return source
+
     def __init__(self, environment):
         super().__init__(environment)
         environment.globals["kbaseline_root"] = ROOT

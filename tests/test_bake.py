@@ -101,6 +101,7 @@ REFUSALS = [
     (["op=Default"], "op: 'Default' is not an op of pattern=gemm; did you mean default?"),
     (["run_baseline=maybe"], "run_baseline: 'maybe' is not auto, yes or no"),
     (["gpus=H200"], "gpus: not an input of this template; did you mean gpu?"),  # cookiecutter would ignore it
+    (["shapes={{ cookiecutter.gpu }}"], "shapes: '{{ cookiecutter.gpu }}' holds Jinja syntax"),  # would be evaluated
 ]
 
 
