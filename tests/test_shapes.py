@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
+
 import compute_utilization
 import pytest
+from conftest import ROOT
 from tools import catalog, registry, shapes
 from tools.catalog import InputError
 
@@ -100,9 +105,17 @@ def test_hopper_size_limits(pattern, text, message):
 
 
 def test_decode_batch_is_bounded_before_its_lengths_are_built():
-    """B = 2^40 used to build a 2^40-entry seq_lens list (MemoryError); the grid bound comes first."""
-    with pytest.raises(InputError, match="B\\*Hkv = 8796093022208 CTAs"):
-        ATTENTION.cases("1099511627776x32x8x4096x128@mixed", "representative", "bf16")
+    """B = 2^40 used to build a 2^40-entry seq_lens list (MemoryError, or the OOM killer with '@mixed'); the grid
+    bound comes first. Run in a child capped at 2 GiB of address space, so a regression cannot exhaust the machine."""
+    code = ("from tools import registry\n"
+            "from tools.catalog import InputError\n"
+            "try:\n"
+            "    registry.pattern('decode_attention').cases('1099511627776x32x8x4096x128@mixed', 'representative', 'bf16')\n"
+            "except InputError as err:\n"
+            "    print(err)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2**31, 2**31)))
+    assert "B*Hkv = 8796093022208 CTAs" in done.stdout, done.stderr[-500:]
 
 
 def test_gpu_memory_limit(monkeypatch):

@@ -10,7 +10,6 @@ import time
 
 import pytest
 from conftest import ROOT, bake_cli, read_json, user_env
-from tools import overwrite
 
 import run_baseline
 
@@ -34,6 +33,8 @@ def scaffold_only(tmp_path):
 
 
 def test_history_tells_work_from_a_scaffold(scaffold_only, tmp_path):
+    from tools import overwrite
+
     ws = scaffold_only
     assert overwrite.history(ws) == []
     (ws / "kernel.py").write_text("# my edit\n")
