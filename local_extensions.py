@@ -1,94 +1,167 @@
-"""Jinja extension for cookiecutter.json: the few values that must be worked out while prompting.
+"""Jinja extension for cookiecutter.json and the pre-gen hook: the checks that run inside cookiecutter's own process.
 
 cookiecutter puts the template root on sys.path and loads ``local_extensions.KbaselineExtension`` (``_extensions``
-in cookiecutter.json). Everything else about the workspace is worked out once, from these values, by the pre-gen
-hook (tools/spec.py -> op.json). It adds:
+in cookiecutter.json). Its filters run while cookiecutter renders a value, in cookiecutter's process, which is what
+lets a refusal be one line: a filter prints ``kbaseline: error: ...`` and raises SystemExit(1), which cookiecutter
+does not catch, so no traceback follows. (A hook script that fails is reported by cookiecutter with its own
+traceback; see README.md, "What a refusal looks like".) Everything else about the workspace is worked out once,
+from the checked inputs, by tools/spec.py (op.json).
 
-- ``kbaseline_root``: the template repo's absolute path, so hooks can import ``tools`` even though cookiecutter
-  runs them with cwd = the new workspace and ``_repo_dir`` may be relative;
-- ``kb_gpu``: ``auto`` -> the detected GPU (the workspace's own tools/gpu_detect.py), or ``H200`` when none is
-  found; ``kb_gpu_note`` says which;
-- ``kb_op(pattern)``: ``default`` -> the pattern's default op (for the default op_name);
-- ``kb_abspath``: a path made absolute against the directory cookiecutter was started from (hooks run elsewhere);
-- ``kb_check_op_name``: refuses a bad op_name while prompting, before cookiecutter makes a folder of it.
+- ``kb_cwd``: the directory cookiecutter was started from (relative paths are resolved against it; hooks run
+  elsewhere); rendered first.
+- ``kb_check(key)``: rendered right after each input is answered. The input is checked (tools/validate.py, the
+  same checks op.json is built with) and its resolved value returned. On a bad value: at the prompt, the error
+  line and the question again, every earlier answer kept; with ``--no-input``, one line and exit 1, before
+  cookiecutter writes its replay file or makes a folder. After ``op_name`` the destination folder is checked as
+  well (tools/overwrite.py); after the last input, Ctrl-C waits for the bake to finish (tools/interrupts.py).
+- ``kb_default_op``: the pattern's default op, the op question's default.
+- ``kb_op_json``: rendered into the pre-gen hook once the workspace folder exists: every input checked again over
+  the whole context (also what ``--replay`` brings), an existing folder refused or replaced, and op.json's text.
+- ``kbaseline_root`` (a global): the template repo's absolute path, for the post-gen hook's imports.
 
-Filters other than kb_check_op_name never raise: bad values pass through and the pre-gen hook refuses them.
+And a ``key=value`` from the command line that holds Jinja syntax is refused before cookiecutter renders it
+(``preprocess``): cookiecutter would evaluate it as a template.
 """
 
-import functools
-import importlib.util
+import json
 import os
 import sys
+from pathlib import Path
 
+import jinja2
 from jinja2.ext import Extension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from tools import registry  # noqa: E402
+from tools import detect, interrupts, overwrite, registry, spec, validate  # noqa: E402
 from tools.catalog import InputError  # noqa: E402
-from tools.validate import check_op_name  # noqa: E402
 
-@functools.cache
-def _detect() -> dict:
-    """The workspace's gpu_detect.py, loaded from the workspace template (the one detector, shared with workspaces)."""
-    path = os.path.join(ROOT, "{{cookiecutter.op_name}}", "tools", "gpu_detect.py")
-    spec = importlib.util.spec_from_file_location("kbaseline_gpu_detect", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.detect()
+COOKIECUTTER_JSON = json.loads(Path(ROOT, "cookiecutter.json").read_text())
 
 
-def kb_gpu(value):
-    return value if value != "auto" else (_detect()["name"] or "H200")
-
-
-def kb_gpu_note(value):
-    if value != "auto":
-        return ""
-    found = _detect()
-    if found["name"]:
-        return f"gpu=auto: detected {found['raw']} -> {found['name']}"
-    if found["raw"]:
-        return f"gpu=auto: {found['raw']} is not a supported model; generating for H200 (pass gpu=<model> to choose)"
-    return "gpu=auto: no GPU found; generating for H200 (pass gpu=<model> to choose)"
-
-
-def kb_op(op, pattern):
+def _cli() -> dict:
+    """cookiecutter's command-line options when it runs as the `cookiecutter` command, else {} (library use)."""
     try:
-        return registry.resolve_op(pattern, op)
-    except InputError:
-        return op
+        import click
+
+        ctx = click.get_current_context(silent=True)
+    except ImportError:
+        return {}
+    params = ctx.params if ctx else {}
+    return params if {"no_input", "output_dir", "overwrite_if_exists"} <= set(params) else {}
 
 
-def kb_abspath(path):
-    path = str(path).strip()
-    if not path:
-        return ""
-    file_part, sep, func = path.rpartition(":")
-    if not sep or not func.isidentifier():
-        file_part, sep, func = path, "", ""
-    return os.path.abspath(os.path.expanduser(file_part)) + sep + func
+def _interactive() -> bool:
+    cli = _cli()
+    return bool(cli) and not cli["no_input"] and not cli.get("replay") and not cli.get("replay_file")
 
 
-def kb_check_op_name(name):
-    """Refuse a bad op_name while prompting, before cookiecutter makes a folder of it.
+def _refuse(err: InputError):
+    """One line and exit 1 on the command line; the exception itself for a library caller."""
+    if not _cli():
+        raise err
+    print(f"kbaseline: error: {err}", file=sys.stderr, flush=True)
+    raise SystemExit(1)
 
-    The pre-gen hook runs only after the output folder exists, and for a name like 'a/b' cookiecutter would leave
-    'a/' behind. Same check and message as the hook (tools/validate.py).
-    """
+
+def _unknown_inputs() -> None:
+    """A `key=value` that names no input: cookiecutter would silently ignore it."""
+    for key in (_cli().get("extra_context") or {}):
+        if key not in validate.CHECKS:
+            near = [k for k in validate.CHECKS if k.lower() == key.lower() or k.startswith(key) or key.startswith(k)]
+            hint = f"did you mean {near[0]}? " if near else ""
+            _refuse(InputError(f"{key}: not an input of this template; {hint}the inputs are "
+                               f"{', '.join(validate.CHECKS)}"))
+
+
+def _destination(ctx) -> None:
+    cli = _cli()
+    if cli:
+        overwrite.check(Path(cli["output_dir"]).absolute() / ctx["op_name"], cli["overwrite_if_exists"],
+                        cli["skip_if_file_exists"])
+
+
+def _ask_again(env, ctx, key: str) -> str:
+    from rich.prompt import Prompt
+
+    default = env.from_string(str(COOKIECUTTER_JSON[key])).render(cookiecutter=ctx)
+    return Prompt.ask(COOKIECUTTER_JSON["__prompts__"][key], default=default)
+
+
+def _after(ctx, key: str, value) -> None:
+    """What follows a good answer: the pattern's ops and dtypes at the prompt, gpu=auto's finding, and, after the
+    last input, Ctrl-C deferred until the bake is done."""
+    if key == "pattern" and _interactive():
+        module = registry.pattern(value)
+        print(f"    {value}: ops {', '.join(module.OPS)} (default {module.DEFAULT_OP}); dtypes "
+              f"{', '.join(module.DTYPES)}", flush=True)
+    if key == "gpu" and detect.note(ctx["gpu"]):
+        print(f"kbaseline: {detect.note(ctx['gpu'])}", flush=True)
+    if key == list(validate.CHECKS)[-1] and _cli():
+        interrupts.defer()
+
+
+def kb_cwd(_value) -> str:
+    return os.getcwd()
+
+
+@jinja2.pass_environment
+def kb_check(env, ctx, key: str) -> str:
+    """Check input `key` (and those before it) right after it is answered; return its resolved value."""
+    if key == next(iter(validate.CHECKS)):
+        _unknown_inputs()
+    while True:
+        try:
+            value = validate.check(ctx, upto=key)[key]
+            if key == "op_name":
+                _destination(ctx)
+            break
+        except InputError as err:
+            if not _interactive():
+                _refuse(err)
+            print(f"kbaseline: error: {err}", file=sys.stderr, flush=True)
+            ctx[key] = _ask_again(env, ctx, key)  # the live answers: cookiecutter keeps (and replays) this one
+    _after(ctx, key, value)
+    return value["path"] if isinstance(value, dict) else str(value or "")
+
+
+def kb_default_op(pattern: str) -> str:
+    return registry.resolve_op(pattern, "default")
+
+
+def kb_op_json(ctx) -> str:
+    """The pre-gen step, in cookiecutter's process: check everything, deal with an existing folder, return op.json."""
+    cli = _cli()
+    if cli:
+        interrupts.defer()
+    ws = Path(ctx["_output_dir"]) / ctx["op_name"]
     try:
-        check_op_name(name)
+        op = spec.build(ctx)
+        overwrite.prepare(ws, cli.get("overwrite_if_exists", True), cli.get("skip_if_file_exists", False))
     except InputError as err:
-        print(f"kbaseline: error: {err}", file=sys.stderr)
-        raise SystemExit(1) from None
-    return name
+        if cli and not cli["overwrite_if_exists"]:
+            overwrite.remove_if_empty(ws)  # cookiecutter made it for this bake, and nothing is in it yet
+        _refuse(err)
+    return json.dumps(op, indent=2) + "\n"
+
+
+JINJA_MARKS = ("{{", "{%", "{#")
 
 
 class KbaselineExtension(Extension):
+    def preprocess(self, source, name, filename=None):
+        """A `key=value` given on the command line is rendered as a template by cookiecutter: refuse one that holds
+        Jinja syntax instead of evaluating it (or failing with a TemplateSyntaxError traceback)."""
+        for key, value in (_cli().get("extra_context") or {}).items():
+            if source == value and any(mark in value for mark in JINJA_MARKS):
+                _refuse(InputError(f"{key}: '{value}' holds Jinja syntax ({', '.join(JINJA_MARKS)}), which cookiecutter "
+                                   "would evaluate as a template; give the value without it"))
+        return source
+
     def __init__(self, environment):
         super().__init__(environment)
         environment.globals["kbaseline_root"] = ROOT
-        environment.filters.update(kb_gpu=kb_gpu, kb_gpu_note=kb_gpu_note, kb_op=kb_op, kb_abspath=kb_abspath,
-                                   kb_check_op_name=kb_check_op_name)
+        environment.filters.update(kb_cwd=kb_cwd, kb_check=kb_check, kb_default_op=kb_default_op,
+                                   kb_op_json=kb_op_json)

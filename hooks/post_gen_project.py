@@ -1,8 +1,12 @@
 """Post-gen hook: hand the rendered workspace to tools/scaffold.py. Always exits 0 (cookiecutter would delete it)."""
 
-import sys
-import traceback
-from pathlib import Path
+import signal
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a bake, once begun, finishes; the bake step inherits this
+
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, "{{ kbaseline_root }}")
 

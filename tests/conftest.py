@@ -53,11 +53,20 @@ PATTERN_OPS = {name: list(p.OPS) for name, p in registry.patterns().items()}
 PATTERN_OF = registry.all_ops()
 
 
-def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`cookiecutter <root> --no-input key=value ...` as a user would type it."""
+def user_env(**changes) -> dict:
+    """This environment as a user's shell would have it: Python's output buffered as usual (PYTHONUNBUFFERED
+    unset, so what a bake prints must be flushed to arrive in order), plus `changes`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return {**env, **changes}
+
+
+def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | None = None,
+             options: tuple[str, ...] = ("--no-input",), stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`cookiecutter <root> --no-input key=value ...` as a user would type it (`options` replace --no-input;
+    `stdin` answers the prompts)."""
     return subprocess.run(
-        [sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(out_dir), *pairs],
-        capture_output=True, text=True, cwd=cwd or out_dir, timeout=600, env=env,
+        [sys.executable, "-m", "cookiecutter", str(ROOT), *options, "-o", str(out_dir), *pairs],
+        capture_output=True, text=True, cwd=cwd or out_dir, timeout=600, env=env or user_env(), input=stdin,
     )
 
 

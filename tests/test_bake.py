@@ -8,11 +8,12 @@ import sys
 
 import pytest
 from conftest import MATRIX, ROOT, WS_TEMPLATE, bake_cli, read_json
-from tools import registry
+from tools import registry, scaffold, spec, validate
+from tools.catalog import InputError
 
 EXPECTED_FILES = {
     ".gitignore", "README.md", "op.json", "kernel.py", "host.py", "reference.py", "test_kernel.py",
-    "baseline_report.md", "plans/v0_plan.md", "memory/v0.json", "results/roofline.png",
+    "baseline_report.md", "plans/v0_plan.md", "memory/v0.json",
     "reference/v_iteration.schema.json", "reference/gpu_specs.json",
 } | {f"tools/{p.name}" for p in (WS_TEMPLATE / "tools").glob("*.py")}
 
@@ -66,25 +67,41 @@ def test_bake_matrix_is_ruff_clean(matrix):
 REFUSALS = [
     # (key=value pairs, text the one-line error must contain)
     (["op_name=1bad"], "op_name: '1bad' is not a Python identifier"),
-    (["op_name=class"], "op_name: 'class' is not a Python identifier"),
+    (["op_name=class"], "op_name: 'class' is a Python keyword; add a suffix, e.g. op_name=class_op"),
+    (["op_name=" + "a" * 300], "op_name: 300 characters is too long"),  # was: OSError, File name too long
     (["op_name=a/b"], "op_name: 'a/b' is not a Python identifier"),  # refused before cookiecutter makes a/
     (["op_name=../escape"], "op_name: '../escape' is not a Python identifier"),
     (["pattern=elementwise", "op=matmul"], "op: 'matmul' is not an op of pattern=elementwise (it belongs to pattern=gemm)"),
     (["pattern=elementwise", "gpu=MI300X", "shapes=1073741824"], "FlyDSL buffer accesses address under 2 GiB"),
-    (["pattern=elementwise", "dtype=fp8"], "dtype: fp8 is not supported by elementwise"),
-    (["dtype=fp8"], "dtype: fp8 is not supported by gemm"),
+    (["pattern=elementwise", "dtype=fp8"], "dtype: 'fp8' is not a dtype elementwise supports"),
+    (["dtype=fp8"], "dtype: 'fp8' is not a dtype gemm supports; choose one of bf16, fp16"),
     (["pattern=elementwise", "shapes=4096x"], "shapes: '4096x' is not a 1-D or 2-D shape"),
     (["pattern=elementwise", "shapes=2x3x4"], "shapes: '2x3x4' is not a 1-D or 2-D shape"),
     (["pattern=elementwise", "shapes=0x5"], "shapes: '0x5' is not a 1-D or 2-D shape"),
     (["pattern=elementwise", "shapes=65536x65536"], "above the kernel's int32 limit"),
     (["shapes=4096x4096"], "shapes: '4096x4096' is not a 3-D shape"),
     (["shapes=4096x4096x4095"], "K=4095 is not a multiple of 8: rows of A and B must be 16-byte aligned"),
+    (["shapes=1099511627776x1099511627776x1099511627776"], "A [M,K] has 1208925819614629174706176 elements; CuTe DSL "
+                                                           "kernels address a tensor's elements with 32-bit offsets"),
     (["pattern=reduction", "shapes=64x64@32"], "the row stride after '@' must be an integer >= N (64)"),
     (["pattern=decode_attention", "shapes=4x6x4x128x128"], "Hq=6 is not a multiple of Hkv=4"),
     (["pattern=decode_attention", "shapes=4x8x8x128x96"], "head dim D=96 is not supported; use one of 64, 128, 256"),
     (["pattern=decode_attention", "shapes=4x8x8x128x128@200"], "after '@' give a length 1..S (128) or 'mixed'"),
+    (["pattern=decode_attention", "shapes=1000000x32x8x4096x128@mixed"], "B*Hkv = 8000000 CTAs on the launch grid's z "
+                                                                         "axis, above its 65535 limit"),
+    (["pattern=decode_attention", "shapes=1099511627776x32x8x4096x128"], "B*Hkv = 8796093022208 CTAs"),  # MemoryError
     (["pattern=elementwise", "pytorch_logic=missing_file.py"], "pytorch_logic: file"),
     (["pattern=elementwise", "pytorch_logic=notes.txt"], "is not a .py file"),
+    (["gpu_wiki="], "gpu_wiki: empty; give the gpu-wiki's path"),  # was: the current directory, as the wiki
+    # values outside the lists: cookiecutter's own 26-line traceback before, when they were choice variables
+    (["gpu=h200"], "gpu: 'h200' is not a supported GPU; did you mean H200? choose one of H200, H100, H20, MI300X"),
+    (["gpu=A100"], "gpu: 'A100' is not a supported GPU; choose one of"),
+    (["dtype=BF16"], "dtype: 'BF16' is not a dtype gemm supports; did you mean bf16?"),
+    (["pattern=conv"], "pattern: 'conv' is not a pattern; choose one of"),
+    (["op=Default"], "op: 'Default' is not an op of pattern=gemm; did you mean default?"),
+    (["run_baseline=maybe"], "run_baseline: 'maybe' is not auto, yes or no"),
+    (["gpus=H200"], "gpus: not an input of this template; did you mean gpu?"),  # cookiecutter would ignore it
+    (["shapes={{ cookiecutter.gpu }}"], "shapes: '{{ cookiecutter.gpu }}' holds Jinja syntax"),  # would be evaluated
 ]
 
 
@@ -96,15 +113,52 @@ def test_a_cell_not_built_is_refused(monkeypatch):
         registry.cell("gemm", "flydsl", "MI300X")
 
 
-@pytest.mark.parametrize("pairs,message", REFUSALS, ids=[" ".join(p) for p, _ in REFUSALS])
+@pytest.mark.parametrize("pairs,message", REFUSALS, ids=[" ".join(p)[:60] for p, _ in REFUSALS])
 def test_refusal(tmp_path, pairs, message):
+    """The whole output of a refused bake is one line naming the input and the fix: no traceback, no folder."""
     out = tmp_path / "out"
     out.mkdir()
     done = bake_cli(out, *pairs)
-    assert done.returncode != 0
-    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("kbaseline: error: ")]
-    assert len(errors) == 1 and message in errors[0], done.stderr[-2000:]
+    assert done.returncode == 1
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("kbaseline: error: ") and message in lines[0], lines[:20]
     assert list(out.iterdir()) == [], "a refused bake must leave no directory"
+
+
+def test_interactive_wrong_answer_is_asked_again(tmp_path):
+    """At the prompt, a wrong answer is refused at once, in one line, and its question asked again; every earlier
+    answer is kept. (The op menu is the pattern's: its ops are printed after the pattern is chosen.)"""
+    answers = ["reduction", "matmul", "softmax", "H200", "fp8", "fp32", "class", "my_softmax", "64x64@32", "64x64",
+               "", "", "maybe", "no"]
+    config = write(tmp_path / "config.yaml", f"replay_dir: {tmp_path / 'replay'}\n")
+    done = bake_cli(tmp_path, "--config-file", str(config), options=(), stdin="\n".join(answers) + "\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reduction: ops sum, mean, max, softmax, rmsnorm (default softmax); dtypes bf16, fp16, fp32" in done.stdout
+    errors = [line for line in done.stderr.splitlines() if line.startswith("kbaseline: error: ")]
+    assert [e.split(":")[2].strip() for e in errors] == ["op", "dtype", "op_name", "shapes", "run_baseline"]
+    op_asked = [i for i in range(len(done.stdout)) if done.stdout.startswith("Op within the pattern", i)]
+    assert len(op_asked) == 2 and done.stdout.index("[3/9] Target GPU") > op_asked[1]  # the op was asked again first
+    spec = read_json(tmp_path / "my_softmax" / "op.json")
+    assert (spec["pattern"], spec["op"], spec["dtype"], spec["run_baseline"]) == ("reduction", "softmax", "fp32", "no")
+    assert spec["cases"][0]["name"] == "rep_64x64"
+
+
+def test_refused_bake_leaves_the_replay_file_alone(tmp_path):
+    """cookiecutter writes its replay file after the prompts: a refusal while prompting comes before it."""
+    replay = tmp_path / "replay"
+    config = write(tmp_path / "config.yaml", f"replay_dir: {replay}\ncookiecutters_dir: {tmp_path / 'cc'}\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    good = bake_cli(out, "op_name=first", "--config-file", str(config))
+    assert good.returncode == 0, good.stderr
+    (saved,) = replay.glob("*.json")
+    before = saved.read_text()
+    bad = bake_cli(out, "op_name=second", "dtype=fp8", "--config-file", str(config))
+    assert bad.returncode == 1 and saved.read_text() == before
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = bake_cli(elsewhere, "--replay", "--config-file", str(config), options=())  # the good answers, replayed
+    assert again.returncode == 0 and read_json(elsewhere / "first" / "op.json")["op_name"] == "first", again.stderr
 
 
 def write(path, text):
@@ -128,13 +182,6 @@ def test_pytorch_logic_refusals(tmp_path, source, spec, message):
     assert list(out.iterdir()) == []
 
 
-def test_invalid_choice_is_refused_by_cookiecutter(tmp_path):
-    done = bake_cli(tmp_path, "gpu=A100")
-    assert done.returncode != 0
-    assert "A100 provided for choice variable gpu" in done.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_user_logic_becomes_the_reference(tmp_path):
     write(tmp_path / "swiglu.py", "import torch\n\n\ndef _helper(t):\n    return t\n\n\n"
           "def swiglu(gate, up):\n    return torch.nn.functional.silu(gate) * _helper(up)\n")
@@ -153,6 +200,38 @@ def test_user_logic_becomes_the_reference(tmp_path):
         "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
         "print('ok')")], cwd=ws, capture_output=True, text=True)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_user_logic_brings_the_modules_it_imports_from_its_folder(tmp_path):
+    """`from myhelpers import ...` in the logic file: myhelpers.py (and what it imports from there) is copied too."""
+    src = tmp_path / "src"
+    src.mkdir()
+    write(src / "swiglu.py", "import torch\nfrom myhelpers import gate\n\n\ndef swiglu(x, y):\n    return gate(x) * y\n")
+    write(src / "myhelpers.py", "import torch\nimport scale\n\n\ndef gate(t):\n    return scale.one(torch.nn.functional.silu(t))\n")
+    write(src / "scale.py", "def one(t):\n    return t\n")
+    write(src / "unrelated.py", "x = 1\n")
+    ws = scaffold.workspace(tmp_path / "ws", spec.context(pattern="elementwise", op="silu_mul",
+                                                          pytorch_logic=str(src / "swiglu.py"), run_baseline="no"))
+    assert read_json(ws / "op.json")["reference"]["siblings"] == ["myhelpers.py", "scale.py"]
+    assert (ws / "myhelpers.py").is_file() and (ws / "scale.py").is_file() and not (ws / "unrelated.py").exists()
+    result = subprocess.run([sys.executable, "-c", (
+        "import torch, reference\n"
+        "x, y = reference.make_inputs({'dims': [5, 3]}, torch.float64, 'cpu', 0)\n"
+        "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
+        "print('ok')")], cwd=ws, capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.parametrize("files,message", [
+    ({"logic.py": "from .helpers import f\n\n\ndef g(x, y):\n    return f(x) * y\n"}, "line 1 has a relative import"),
+    ({"logic.py": "import kernel\n\n\ndef g(x, y):\n    return x * y\n", "kernel.py": "x = 1\n"},
+     "imports kernel from its own folder, which would clash with the workspace's own kernel"),
+])
+def test_user_logic_imports_that_cannot_work_are_refused(tmp_path, files, message):
+    for name, text in files.items():
+        write(tmp_path / name, text)
+    with pytest.raises(InputError, match=message):
+        validate.check_pytorch_logic(str(tmp_path / "logic.py"), ["x", "y"])
 
 
 def test_gpu_auto_without_gpu_falls_back_to_h200(tmp_path):

@@ -13,29 +13,40 @@ import json
 import gpu_detect
 import pytest
 from conftest import ROOT, WS_TEMPLATE
-from tools import registry
+from tools import registry, validate
 from tools.catalog import ARCHS, GPUS
 
 COOKIECUTTER = json.loads((ROOT / "cookiecutter.json").read_text())
 INTERFACE = {"run", "compile_only", "describe"}
 
 
-def test_cookiecutter_choices_are_the_registry():
-    assert set(COOKIECUTTER["pattern"]) == set(registry.patterns())
-    assert set(COOKIECUTTER["op"]) == {"default", *registry.all_ops()}
-    assert set(COOKIECUTTER["gpu"]) == {*GPUS, "auto"}
-    assert set(COOKIECUTTER["dtype"]) >= {d for p in registry.patterns().values() for d in p.DTYPES}
-    prompts = COOKIECUTTER["__prompts__"]["pattern"]
-    assert {k for k in prompts if k != "__prompt__"} == set(registry.patterns())
+def test_cookiecutter_inputs_are_the_registry():
+    """The inputs are free text checked by tools/validate.py while prompting (so a bad value is one line, not
+    cookiecutter's choice-variable traceback): each input is followed by its check, every input has a prompt, and
+    the prompts name what the registry and catalogue accept."""
+    public = [k for k in COOKIECUTTER if not k.startswith("_")]
+    assert public == list(validate.CHECKS)
+    keys = list(COOKIECUTTER)
+    for key in public:
+        assert keys[keys.index(key) + 1] == f"__{key}"
+        assert COOKIECUTTER[f"__{key}"] == f"{{{{ cookiecutter | kb_check('{key}') }}}}"
+        assert isinstance(COOKIECUTTER[key], str)
+    prompts = COOKIECUTTER["__prompts__"]
+    assert set(prompts) == set(public)
     for name, module in registry.patterns().items():
-        assert prompts[name] == module.PROMPT
+        assert f"    {name}: {module.PROMPT}" in prompts["pattern"]
+    assert all(gpu in prompts["gpu"] for gpu in [*GPUS, "auto"])
+    assert all(choice in prompts["run_baseline"] for choice in validate.RUN_BASELINE)
+    assert "[" not in "".join(prompts.values()), "rich would read [..] in a prompt as markup"
+    assert COOKIECUTTER["pattern"] in registry.patterns() and COOKIECUTTER["gpu"] in GPUS
+    assert COOKIECUTTER["dtype"] in registry.pattern(COOKIECUTTER["pattern"]).DTYPES
 
 
 @pytest.mark.parametrize("pattern", list(registry.patterns()))
 def test_every_pattern_has_its_spec_and_workspace_files(pattern):
     module = registry.patterns()[pattern]
     for attr in ("PROMPT", "DEFAULT_OP", "DTYPES", "SHAPES_HELP", "OPS", "FORMULA_NOTES", "PHASE1", "BASELINE",
-                 "WIKI_WORDS", "WIKI_FAMILIES", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "largest_buffer"):
+                 "WIKI_WORDS", "WIKI_FAMILIES", "ISA_TARGETS", "DEFAULT_SHAPES", "cases", "tensors", "largest_buffer"):
         assert hasattr(module, attr), f"tools/patterns/{pattern} lacks {attr}"
     assert module.DEFAULT_OP in module.OPS
     assert (WS_TEMPLATE / "patterns" / pattern / "reference.py").is_file()
@@ -70,7 +81,7 @@ def test_every_cell_exposes_the_same_interface(cell):
 def test_every_dsl_brings_its_runtime():
     for name, module in registry.dsls().items():
         assert (WS_TEMPLATE / "dsl" / name / f"{name}_runtime.py").is_file()
-        assert module.NAME == name and module.ARCHS and module.DEVICE["vendor"]
+        assert module.NAME == name and module.ARCHS and module.DEVICE["vendor"] and module.MAX_ELEMENTS
 
 
 def test_gpu_facts_agree_everywhere():

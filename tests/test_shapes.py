@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
+
 import compute_utilization
 import pytest
-from tools import registry, shapes
+from conftest import ROOT
+from tools import catalog, registry, shapes
 from tools.catalog import InputError
 
 GEMM, REDUCTION, ATTENTION = (registry.pattern(n) for n in ("gemm", "reduction", "decode_attention"))
@@ -73,14 +78,51 @@ def test_refused(pattern, text, message):
     ("reduction", "8193x65536@131072", False),   # the strided span (M-1)*stride+N, not M*N, is what x's descriptor covers
     ("reduction", "8192x65536", True),
     ("decode_attention", "1x32x8x1048576x128", False),  # one sequence's K: 2^20 x 8 x 128 x 2 B = 2 GiB
-    ("decode_attention", "64x32x8x32768x128", True),   # the whole cache is larger, each sequence is not
+    ("decode_attention", "48x32x8x32768x128", True),   # the whole cache is larger (3.2 GB), each sequence is not
 ])
 def test_flydsl_buffer_limit(pattern, text, fits):
     """FlyDSL's 32-bit buffer offsets: the largest range one descriptor covers must stay under 2 GiB."""
     module, cute, fly = registry.pattern(pattern), registry.dsls()["cutedsl"], registry.dsls()["flydsl"]
-    shapes.check(module, cute, "bf16", text)  # no such limit on Hopper
+    shapes.check(module, cute, "bf16", text)  # no such limit on Hopper (its own: under 2^31 elements per tensor)
     if fits:
         shapes.check(module, fly, "bf16", text)
     else:
         with pytest.raises(InputError, match="bytes in one buffer; FlyDSL buffer accesses address under 2 GiB"):
             shapes.check(module, fly, "bf16", text)
+
+
+@pytest.mark.parametrize(("pattern", "text", "message"), [
+    ("gemm", "1099511627776x1099511627776x1099511627776", "A [M,K] has 1208925819614629174706176 elements"),
+    ("gemm", "131072x16384x64", "C [M,N] has 2147483648 elements"),  # A and B are small; C is not
+    ("decode_attention", "64x32x8x32768x128", "k_cache has 2147483648 elements"),  # the CuTe kernel's int32 index
+    ("decode_attention", "8192x32x8x1x64@mixed", "B*Hkv = 65536 CTAs on the launch grid's z axis"),
+])
+def test_hopper_size_limits(pattern, text, message):
+    """What the CuTe DSL kernels cannot index is refused with the numbers; nothing huge is built on the way."""
+    module = registry.pattern(pattern)
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("*", r"\*")):
+        shapes.check(module, registry.dsls()["cutedsl"], "bf16", text, "H200")
+
+
+def test_decode_batch_is_bounded_before_its_lengths_are_built():
+    """B = 2^40 used to build a 2^40-entry seq_lens list (MemoryError, or the OOM killer with '@mixed'); the grid
+    bound comes first. Run in a child capped at 2 GiB of address space, so a regression cannot exhaust the machine."""
+    code = ("from tools import registry\n"
+            "from tools.catalog import InputError\n"
+            "try:\n"
+            "    registry.pattern('decode_attention').cases('1099511627776x32x8x4096x128@mixed', 'representative', 'bf16')\n"
+            "except InputError as err:\n"
+            "    print(err)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2**31, 2**31)))
+    assert "B*Hkv = 8796093022208 CTAs" in done.stdout, done.stderr[-500:]
+
+
+def test_gpu_memory_limit(monkeypatch):
+    """A shape whose tensors outgrow the GPU's HBM (reference/gpu_specs.json) is refused with the sizes."""
+    assert catalog.memory("H200")["gb"] == 141 and catalog.memory("MI355X")["gb"] == 288
+    shapes.check(REDUCTION, registry.dsls()["cutedsl"], "bf16", "32768x8192", "H20")
+    monkeypatch.setattr(catalog, "memory", lambda gpu: {"gb": 1, "bytes": 10**9, "source": "a 1 GB test GPU"})
+    with pytest.raises(InputError, match=r"shapes: '32768x8192' needs 1.074 GB for its tensors \(x 0.537 GB, out "
+                                         r"0.537 GB\), more than the H20's 1 GB \(a 1 GB test GPU\)"):
+        shapes.check(REDUCTION, registry.dsls()["cutedsl"], "bf16", "32768x8192", "H20", "softmax")

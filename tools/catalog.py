@@ -1,14 +1,21 @@
 """The kbaseline catalogue: GPUs, the architectures a gpu-wiki names, dtypes, and the one-line input error.
 
 Template-side. Patterns and DSLs are not listed here: tools.registry finds them (tools/patterns/, tools/dsls/).
-A GPU names its architecture; the DSL that serves that architecture gives its compile target.
+A GPU names its architecture; the DSL that serves that architecture gives its compile target. Its cited figures
+(peaks, HBM bandwidth and capacity) live in reference/gpu_specs.json, read here for the memory a shape may need.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
+
+SPECS = Path(__file__).resolve().parent.parent / "reference" / "gpu_specs.json"  # cited peaks and capacity
+
 GPUS = {
     # name: vendor, architecture, SMs / CUs (frozen into op.json as compute_units: kernels size their grids from it
-    # where no device can be asked, as in compile_only and describe). Peaks live in reference/gpu_specs.json.
+    # where no device can be asked, as in compile_only and describe). Peaks and memory: reference/gpu_specs.json.
     "H200": {"vendor": "nvidia", "arch": "hopper", "compute_units": 132},
     "H100": {"vendor": "nvidia", "arch": "hopper", "compute_units": 132},
     "H20": {"vendor": "nvidia", "arch": "hopper", "compute_units": 78},
@@ -42,6 +49,13 @@ DTYPES = {
     "fp32": {"torch": "float32", "bytes": 4, "tolerance": 1e-5},
     "fp8": {"torch": "float8_e4m3fn", "bytes": 1, "tolerance": 5e-2},
 }
+
+
+@functools.cache
+def memory(gpu: str) -> dict:
+    """The GPU's HBM capacity, from reference/gpu_specs.json (vendor GB = 1e9 bytes): {gb, bytes, source}."""
+    entry = json.loads(SPECS.read_text())["gpus"][gpu]["hbm_capacity_gb"]
+    return {"gb": entry["value"], "bytes": int(entry["value"] * 1e9), "source": entry["source"]["title"]}
 
 
 class InputError(ValueError):

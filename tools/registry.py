@@ -103,6 +103,19 @@ def resolve_op(pattern_name: str, op: str) -> str:
     return pattern(pattern_name).DEFAULT_OP if op in ("", "default") else op
 
 
+@functools.cache
+def workspace_names() -> frozenset[str]:
+    """The module and folder names at a workspace's root (its own files, whichever cell it holds, and the folders
+    a bake or a run makes): a user's module copied beside user_logic.py must not take one of them."""
+    roots = [WORKSPACE_TEMPLATE, *WORKSPACE_TEMPLATE.glob("patterns/*"), *WORKSPACE_TEMPLATE.glob("patterns/*/*"),
+             *WORKSPACE_TEMPLATE.glob("dsl/*")]
+    roots = [r for r in roots if r.is_dir()]
+    names = {p.stem if p.suffix == ".py" else p.name for root in roots for p in root.iterdir()
+             if p.name != "__pycache__" and (p.suffix == ".py" or p.is_dir())}
+    return frozenset(names - set(patterns()) - set(dsls()) | {"user_logic", "reference", "memory", "plans", "results",
+                                                             "build"})
+
+
 def all_ops() -> dict[str, str]:
     """op -> the pattern that owns it."""
     return {op: name for name, module in patterns().items() for op in module.OPS}

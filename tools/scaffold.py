@@ -7,7 +7,7 @@ Called by hooks/post_gen_project.py with cwd = the new workspace, where the pre-
    DSL's files (``dsl/<dsl>/``: its shared runtime, its extra tools) move to the workspace root; the other
    patterns and DSLs are removed;
 2. ``reference/`` (the memory schema, the cited GPU specs) is copied in from the template, and the user's
-   PyTorch logic file, when one was given, as ``user_logic.py``;
+   PyTorch logic file, when one was given, as ``user_logic.py``, with the modules it imports from its own folder;
 3. the workspace's own ``tools/run_baseline.py --bake`` writes the README, plan, NOT RUN report and memory from
    op.json, commits the scaffold, and runs the V0 flow when a GPU of the target's vendor is here.
 
@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
 GITIGNORE = "__pycache__/\nbuild/\n*.tmp\n"
+SCAFFOLD_NOT_COMMITTED = 3  # tools/run_baseline.py --bake's exit code when git refused the commit (it said why)
 
 
 def _merge(src: Path, ws: Path) -> None:
@@ -49,6 +50,12 @@ def arrange(ws: Path, op: dict) -> None:
         shutil.copy2(ROOT / "reference" / name, ws / "reference" / name)
     if op["reference"]["source"] == "user":
         shutil.copy2(op["reference"]["original"], ws / op["reference"]["file"])
+        folder = Path(op["reference"]["original"]).parent
+        for name in op["reference"].get("siblings", []):  # what the logic file imports from its own folder
+            if (folder / name).is_dir():
+                shutil.copytree(folder / name, ws / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(folder / name, ws / name)
     (ws / ".gitignore").write_text(GITIGNORE)
     (ws / "results").mkdir(exist_ok=True)
 
@@ -70,7 +77,7 @@ def main(ws: Path) -> None:
     arrange(ws, op)
     done = subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws)
     committed = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=ws, capture_output=True).returncode == 0
-    if not committed:  # the bake step broke before its scaffold commit: say so (cookiecutter keeps the folder)
+    if not committed and done.returncode != SCAFFOLD_NOT_COMMITTED:  # it broke before its commit: say so
         print(f"kbaseline: warning: `python tools/run_baseline.py --bake` stopped (exit {done.returncode}) before the "
               f"scaffold commit; the workspace is kept: fix the error above and run it again in {ws}", file=sys.stderr)
 

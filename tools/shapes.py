@@ -1,7 +1,8 @@
 """The shape grammar's common parts: splitting the `shapes` input, parsing dims, and building op.json cases.
 
 Template-side. Each pattern owns its grammar (``tools/patterns/<name>/__init__.py``: ``cases(text, role, dtype)``,
-``DEFAULT_SHAPES``, ``largest_buffer``); this module holds what they share. Every case carries
+``DEFAULT_SHAPES``, ``tensors``, ``largest_buffer``); this module holds what they share, and the size checks every
+pattern gets: the DSL's index limits and the GPU's memory. Every case carries
 
 - ``name``  a stable id (``rep_4096x4096x4096``, ``bou_1000x4096@4160``), used by ``test_kernel.py --case``;
 - ``role``  ``representative`` (timed) or ``boundary`` (correctness only: odd sizes, tails, strides);
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from tools import catalog
 from tools.catalog import DTYPES, InputError
 
 DIM = re.compile(r"^[1-9][0-9]*$")
@@ -45,16 +47,31 @@ def case(role: str, label: str, dims_: list[int], names: dict, dtype: str, extra
             **(extra or {})}
 
 
-def check(pattern, dsl, dtype: str, text: str) -> None:
-    """Raise InputError when the user's shapes do not parse for this pattern and dtype, or break the DSL's limits."""
+def check(pattern, dsl, dtype: str, text: str, gpu: str | None = None, op: str | None = None) -> None:
+    """Raise InputError when the user's shapes do not parse for this pattern and dtype, break the DSL's index
+    limits, or need more memory than the GPU has (its HBM, from reference/gpu_specs.json). The pattern says which
+    tensors a case has (``tensors(case, op)``), the DSL what its kernels can address, the catalogue what the GPU holds."""
     if not text.strip():
         return
+    op = op or pattern.DEFAULT_OP
+    memory = catalog.memory(gpu) if gpu else None
     for c in pattern.cases(text, "representative", dtype):
+        label, tensors = c["name"][4:], pattern.tensors(c, op)
+        for name, (elems, _size) in tensors.items():
+            if elems >= dsl.MAX_ELEMENTS:
+                raise InputError(f"shapes: '{label}': {name} has {elems} elements; {dsl.LABEL} kernels address a "
+                                 f"tensor's elements with 32-bit offsets, so at most {dsl.MAX_ELEMENTS - 1}: use "
+                                 "smaller shapes")
         nbytes = pattern.largest_buffer(c)
         if dsl.MAX_BUFFER_BYTES and nbytes >= dsl.MAX_BUFFER_BYTES:
-            raise InputError(f"shapes: '{c['name'][4:]}' needs {nbytes} bytes in one buffer; {dsl.LABEL} buffer accesses "
+            raise InputError(f"shapes: '{label}' needs {nbytes} bytes in one buffer; {dsl.LABEL} buffer accesses "
                              f"address under {dsl.MAX_BUFFER_BYTES / 2**30:g} GiB (32-bit offsets), so split the tensor "
                              "or use smaller shapes")
+        total = sum(elems * size for elems, size in tensors.values())
+        if memory and total > memory["bytes"]:
+            parts = ", ".join(f"{name} {elems * size / 1e9:.3g} GB" for name, (elems, size) in tensors.items())
+            raise InputError(f"shapes: '{label}' needs {total / 1e9:.4g} GB for its tensors ({parts}), more than the "
+                             f"{gpu}'s {memory['gb']:g} GB ({memory['source']}); use smaller shapes")
 
 
 def build_cases(pattern, dtype: str, text: str) -> list[dict]:

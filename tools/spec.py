@@ -13,16 +13,18 @@ import os
 
 from tools import registry, shapes
 from tools.catalog import ARCHS, DTYPES, GPUS
+from tools.validate import CHECKS as INPUTS
 from tools.validate import validate
 
 
 def _reference(resolved: dict, pattern) -> dict:
     logic = resolved["pytorch_logic"]
     if logic:
+        beside = f" with the modules it imports from its folder ({', '.join(logic['siblings'])})" if logic["siblings"] else ""
         return {"source": "user", "file": "user_logic.py", "original": logic["path"], "function": logic["function"],
-                "mapping": logic["mapping"],
-                "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py), "
-                               f"given the inputs {logic['mapping']}."}
+                "mapping": logic["mapping"], "siblings": logic["siblings"],
+                "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py"
+                               f"{beside}), given the inputs {logic['mapping']}."}
     return {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the "
                                                  f"op (evaluated in float64 for correctness); {pattern.BASELINE}."}
 
@@ -52,17 +54,17 @@ def build(ctx: dict) -> dict:
     resolved = validate(ctx)
     pattern, dsl, cell, gpu, op = (resolved[k] for k in ("pattern", "dsl", "cell", "gpu", "op"))
     spec = pattern.OPS[op]
-    dtype = ctx["dtype"]
+    dtype = resolved["dtype"]
     return {
-        "op_name": ctx["op_name"], "pattern": ctx["pattern"], "op": op,
-        "gpu": ctx["__gpu"], "vendor": gpu["vendor"], "arch": gpu["arch"], "target": gpu["target"],
+        "op_name": resolved["op_name"], "pattern": resolved["pattern_name"], "op": op,
+        "gpu": resolved["gpu_name"], "vendor": gpu["vendor"], "arch": gpu["arch"], "target": gpu["target"],
         "framework": dsl.NAME, "compute_units": gpu["compute_units"],
         "dtype": dtype, "torch_dtype": DTYPES[dtype]["torch"], "tolerance": DTYPES[dtype]["tolerance"],
         "inputs": spec["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
         "params": spec.get("params", {}), "phase1": {**pattern.PHASE1, **cell.get("phase1", {})},
         "formulas": {"flops": spec["flops"], "bytes": spec["bytes"], "flops_note": pattern.FORMULA_NOTES["flops"],
                      "bytes_note": pattern.FORMULA_NOTES["bytes"]},
-        "cases": shapes.build_cases(pattern, dtype, ctx["shapes"]),
+        "cases": shapes.build_cases(pattern, dtype, resolved["shapes"]),
         "reference": _reference(resolved, pattern),
         "framework_info": {"label": dsl.LABEL, "package": dsl.PACKAGE, "compile_at_bake": dsl.COMPILE_AT_BAKE,
                            "isa": dsl.ISA, "profile":
@@ -72,19 +74,17 @@ def build(ctx: dict) -> dict:
                                                             **cell.get("isa_targets", {})},
         "framework_facts": [*dsl.FACTS, *cell["framework_facts"]], "pitfalls": cell["pitfalls"],
         "baseline_summary": cell["summary"], "semantics": cell["semantics"], "levers": cell["levers"],
-        "wiki": _wiki(ctx["__gpu"], gpu, dsl, pattern, cell),
-        "gpu_wiki": ctx["__gpu_wiki_path"] or ctx["gpu_wiki"], "run_baseline": ctx["run_baseline"],
+        "wiki": _wiki(resolved["gpu_name"], gpu, dsl, pattern, cell),
+        "gpu_wiki": resolved["gpu_wiki"], "run_baseline": resolved["run_baseline"],
     }
 
 
 def context(**values) -> dict:
-    """A full cookiecutter context without cookiecutter (tests, benchmarks): cookiecutter.json's defaults (a list's
-    first choice), overridden by `values`, with the private keys the prompts would derive."""
+    """A full cookiecutter context without cookiecutter (tests, benchmarks): cookiecutter.json's defaults (the
+    literal ones), overridden by `values`, with op_name derived as the prompt would and `__cwd` = this directory."""
     defaults = json.loads((registry.ROOT / "cookiecutter.json").read_text())
-    ctx = {k: v[0] if isinstance(v, list) else v for k, v in defaults.items()
-           if not k.startswith("_") and "{{" not in str(v)}  # rendered defaults (op_name) are derived below
+    ctx = {k: v for k, v in defaults.items() if k in INPUTS and "{{" not in str(v)}  # rendered defaults: below
     ctx.update(values)
+    ctx.setdefault("op", "default")
     ctx.setdefault("op_name", f"{registry.resolve_op(ctx['pattern'], ctx['op'])}_{ctx['dtype']}")
-    logic = ctx.get("pytorch_logic", "")
-    return {**ctx, "__gpu": ctx["gpu"], "__gpu_wiki_path": os.path.abspath(ctx["gpu_wiki"]),
-            "__pytorch_logic_path": os.path.abspath(logic) if logic else ""}
+    return {**ctx, "__cwd": os.getcwd()}

@@ -1,48 +1,54 @@
-"""Validate every template input (called once, by tools.spec.build in the pre-gen hook).
+"""Validate every template input, one key at a time, in cookiecutter.json's order.
 
-Each check raises ``catalog.InputError`` whose message is one line: the input, what is wrong, and how to fix it.
-``validate(context)`` returns the resolved choices (op, GPU facts, pattern, DSL and cell, the user's reference
-function), which tools.spec turns into op.json.
+The same checks run twice, from one list (``CHECKS``): while prompting, key by key (local_extensions.kb_check, so
+an interactive user is stopped at the first wrong answer), and once more over the whole context when op.json is
+built (tools.spec.build, also for ``--replay``). Each check raises ``catalog.InputError`` whose message is one
+line: the input, what is wrong, and how to fix it. ``check(ctx, upto)`` returns the resolved values of the keys up
+to ``upto``; ``validate(ctx)`` returns the resolved choices (op, GPU facts, pattern, DSL and cell, cases, the
+user's reference) that tools.spec turns into op.json.
+
+A context holds the inputs as typed, plus ``__cwd``: the directory cookiecutter was started from, which relative
+paths are resolved against (the hooks run elsewhere).
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import keyword
 import os
+from pathlib import Path
 
-from tools import registry, shapes
-from tools.catalog import InputError
+from tools import detect, registry, shapes
+from tools.catalog import GPUS, InputError
+
+MAX_OP_NAME = 64  # it names a folder, a git repository and every record; 255 bytes is the filesystem's own limit
+RUN_BASELINE = ("auto", "yes", "no")
+
+
+def _one_of(key: str, value: str, choices, what: str) -> None:
+    """Refuse a value outside `choices`, suggesting the choice it most resembles (case first)."""
+    choices = list(choices)
+    if value in choices:
+        return
+    near = [c for c in choices if c.lower() == str(value).lower()] or difflib.get_close_matches(str(value), choices, 1, 0.8)
+    hint = f"did you mean {near[0]}? " if near else ""
+    raise InputError(f"{key}: '{value}' is not {what}; {hint}choose one of {', '.join(choices)}")
 
 
 def check_op_name(name: str) -> None:
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise InputError(
-            f"op_name: '{name}' is not a Python identifier; use letters, digits and '_', not starting "
-            f"with a digit, e.g. op_name=silu_mul_bf16"
-        )
+    if keyword.iskeyword(name):
+        raise InputError(f"op_name: '{name}' is a Python keyword; add a suffix, e.g. op_name={name}_op")
+    if not name.isidentifier():
+        raise InputError(f"op_name: '{name}' is not a Python identifier; use letters, digits and '_', not "
+                         "starting with a digit, e.g. op_name=silu_mul_bf16")
+    if len(name) > MAX_OP_NAME:
+        raise InputError(f"op_name: {len(name)} characters is too long (it names the workspace folder and its git "
+                         f"repository); use at most {MAX_OP_NAME}, e.g. op_name={name[:20]}")
 
 
-def _check_op(pattern, pattern_name: str, op: str) -> str:
-    resolved = registry.resolve_op(pattern_name, op)
-    if resolved not in pattern.OPS:
-        owner = registry.all_ops().get(resolved)
-        hint = f" (it belongs to pattern={owner})" if owner else ""
-        raise InputError(f"op: '{resolved}' is not an op of pattern={pattern_name}{hint}; choose one of "
-                         f"{', '.join(pattern.OPS)} or 'default'")
-    return resolved
-
-
-def _check_dtype(pattern, pattern_name: str, dtype: str) -> None:
-    if dtype not in pattern.DTYPES:
-        raise InputError(f"dtype: {dtype} is not supported by {pattern_name}; choose one of {', '.join(pattern.DTYPES)}")
-
-
-def _check_shapes(pattern, dsl, dtype: str, text: str) -> None:
-    try:
-        shapes.check(pattern, dsl, dtype, text)
-    except InputError as err:
-        raise InputError(f"{err} ({pattern.SHAPES_HELP})") from None
+def _abspath(ctx: dict, path: str) -> str:
+    return os.path.abspath(os.path.join(ctx.get("__cwd") or os.getcwd(), os.path.expanduser(path)))
 
 
 def parse_logic_spec(spec: str) -> tuple[str, str | None]:
@@ -57,8 +63,58 @@ def _public(functions) -> list[str]:
     return [name for name in functions if not name.startswith("_")]
 
 
+def _imported_roots(tree: ast.AST, path: str) -> set[str]:
+    """Top-level module names a file imports (anywhere in it); a relative import is refused."""
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                raise InputError(f"pytorch_logic: '{path}' line {node.lineno} has a relative import "
+                                 f"('from {'.' * node.level}{node.module or ''} import ...'), which cannot work once "
+                                 "the file is copied into the workspace as user_logic.py; import absolutely "
+                                 "(from mymodule import ...)")
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def _parse(path: str) -> ast.AST:
+    try:
+        return ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    except (SyntaxError, UnicodeDecodeError, ValueError) as err:
+        raise InputError(f"pytorch_logic: '{path}' does not parse ({err}); fix the file's syntax") from None
+
+
+def sibling_modules(path: str, tree: ast.AST) -> list[str]:
+    """The modules of the logic file's own folder that it imports, directly or through each other: names of
+    `<name>.py` files and `<name>/` packages there, which the workspace must get beside user_logic.py."""
+    folder = Path(path).parent
+    found: dict[str, Path] = {}
+    todo = [(path, tree)]
+    while todo:
+        file, node = todo.pop()
+        for name in sorted(_imported_roots(node, file)):
+            if name in found:
+                continue
+            module, package = folder / f"{name}.py", folder / name / "__init__.py"
+            if module.is_file() and module.resolve() != Path(path).resolve():
+                found[name] = module
+                todo.append((str(module), _parse(str(module))))
+            elif package.is_file():
+                found[name] = package.parent
+                todo += [(str(p), _parse(str(p))) for p in sorted(package.parent.rglob("*.py"))
+                         if "__pycache__" not in p.parts]
+    taken = sorted(set(found) & registry.workspace_names())
+    if taken:
+        raise InputError(f"pytorch_logic: '{path}' imports {', '.join(taken)} from its own folder, which would clash "
+                         f"with the workspace's own {', '.join(taken)}; rename that module (or inline it)")
+    return [found[n].name for n in sorted(found)]
+
+
 def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
-    """The user's reference file: exists, parses, defines the function, and its parameters map to the op's inputs."""
+    """The user's reference file: exists, parses, defines the function, its parameters map to the op's inputs, and
+    what it imports from its own folder is listed (to be copied beside it)."""
     if not spec.strip():
         return None
     path, func = parse_logic_spec(spec.strip())
@@ -67,10 +123,7 @@ def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
     if not os.path.isfile(path):
         raise InputError(f"pytorch_logic: file '{path}' does not exist; give an existing .py path (relative to where "
                          "you run cookiecutter)")
-    try:
-        tree = ast.parse(open(path, encoding="utf-8").read(), filename=path)
-    except (SyntaxError, UnicodeDecodeError) as err:
-        raise InputError(f"pytorch_logic: '{path}' does not parse ({err}); fix the file's syntax") from None
+    tree = _parse(path)
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if func is None:
         public = _public(functions)
@@ -90,20 +143,97 @@ def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
             f"pytorch_logic: {func}({', '.join(params)}) cannot take this op's inputs ({', '.join(inputs)}); "
             f"name its parameters {', '.join(inputs)} or give it {len(inputs)} positional parameters"
         )
-    return {"path": path, "function": func, "params": params, "mapping": "by name" if by_name else "by position"}
+    return {"path": path, "function": func, "params": params, "mapping": "by name" if by_name else "by position",
+            "siblings": sibling_modules(path, tree)}
+
+
+# ---------------------------------------------------------------------------------------- one check per input key
+# Each takes the context and the values resolved so far (keyed like the inputs) and returns this key's value.
+
+def _pattern(ctx: dict, got: dict) -> str:
+    _one_of("pattern", ctx["pattern"], registry.patterns(), "a pattern")
+    return ctx["pattern"]
+
+
+def _op(ctx: dict, got: dict) -> str:
+    pattern = registry.pattern(got["pattern"])
+    resolved = registry.resolve_op(got["pattern"], ctx["op"])
+    if resolved not in pattern.OPS:
+        owner = registry.all_ops().get(resolved)
+        if owner:
+            raise InputError(f"op: '{resolved}' is not an op of pattern={got['pattern']} (it belongs to "
+                             f"pattern={owner}); choose one of {', '.join(pattern.OPS)} or 'default'")
+        _one_of("op", resolved, [*pattern.OPS, "default"], f"an op of pattern={got['pattern']}")
+    return resolved
+
+
+def _gpu(ctx: dict, got: dict) -> str:
+    _one_of("gpu", ctx["gpu"], [*GPUS, "auto"], "a supported GPU")
+    name = detect.resolve(ctx["gpu"])
+    registry.cell(got["pattern"], registry.gpu(name)["framework"], name)
+    return name
+
+
+def _dtype(ctx: dict, got: dict) -> str:
+    pattern = got["pattern"]
+    _one_of("dtype", ctx["dtype"], registry.pattern(pattern).DTYPES, f"a dtype {pattern} supports")
+    return ctx["dtype"]
+
+
+def _op_name(ctx: dict, got: dict) -> str:
+    check_op_name(ctx["op_name"])
+    return ctx["op_name"]
+
+
+def _shapes(ctx: dict, got: dict) -> str:
+    pattern, gpu = registry.pattern(got["pattern"]), registry.gpu(got["gpu"])
+    try:
+        shapes.check(pattern, registry.dsls()[gpu["framework"]], got["dtype"], ctx["shapes"], got["gpu"], got["op"])
+    except InputError as err:
+        raise InputError(f"{err} ({pattern.SHAPES_HELP})") from None
+    return ctx["shapes"].strip()
+
+
+def _pytorch_logic(ctx: dict, got: dict) -> dict | None:
+    text = ctx["pytorch_logic"].strip()
+    if not text:
+        return None
+    path, func = parse_logic_spec(text)
+    spec = _abspath(ctx, path) + (f":{func}" if func else "")
+    return check_pytorch_logic(spec, registry.pattern(got["pattern"]).OPS[got["op"]]["inputs"])
+
+
+def _gpu_wiki(ctx: dict, got: dict) -> str:
+    if not ctx["gpu_wiki"].strip():
+        raise InputError("gpu_wiki: empty; give the gpu-wiki's path (default /tmp/gpu-wiki; a path that does not "
+                         "exist is fine: the plan then says the wiki is absent)")
+    return _abspath(ctx, ctx["gpu_wiki"].strip())
+
+
+def _run_baseline(ctx: dict, got: dict) -> str:
+    _one_of("run_baseline", ctx["run_baseline"], RUN_BASELINE, "auto, yes or no")
+    return ctx["run_baseline"]
+
+
+CHECKS = {"pattern": _pattern, "op": _op, "gpu": _gpu, "dtype": _dtype, "op_name": _op_name, "shapes": _shapes,
+          "pytorch_logic": _pytorch_logic, "gpu_wiki": _gpu_wiki, "run_baseline": _run_baseline}
+
+
+def check(ctx: dict, upto: str | None = None) -> dict:
+    """The resolved values of every input key, in order, up to and including `upto` (default: all)."""
+    got: dict = {}
+    for key, fn in CHECKS.items():
+        got[key] = fn(ctx, got)
+        if key == upto:
+            break
+    return got
 
 
 def validate(ctx: dict) -> dict:
     """Check all inputs of a cookiecutter context; return the resolved choices."""
-    check_op_name(ctx["op_name"])
-    pattern = registry.pattern(ctx["pattern"])
-    op = _check_op(pattern, ctx["pattern"], ctx["op"])
-    gpu = registry.gpu(ctx["__gpu"])
+    got = check(ctx)
+    pattern = registry.pattern(got["pattern"])
+    gpu = registry.gpu(got["gpu"])
     dsl = registry.dsls()[gpu["framework"]]
-    cell = registry.cell(ctx["pattern"], dsl.NAME, ctx["__gpu"])
-    _check_dtype(pattern, ctx["pattern"], ctx["dtype"])
-    _check_shapes(pattern, dsl, ctx["dtype"], ctx["shapes"])
-    if ctx["run_baseline"] not in ("auto", "yes", "no"):
-        raise InputError(f"run_baseline: '{ctx['run_baseline']}' is not auto, yes or no")
-    logic = check_pytorch_logic(ctx.get("__pytorch_logic_path", ""), pattern.OPS[op]["inputs"])
-    return {"pattern": pattern, "op": op, "gpu": gpu, "dsl": dsl, "cell": cell, "pytorch_logic": logic}
+    return {**got, "pattern_name": got["pattern"], "pattern": pattern, "gpu_name": got["gpu"], "gpu": gpu, "dsl": dsl,
+            "cell": registry.cell(got["pattern"], dsl.NAME, got["gpu"])}

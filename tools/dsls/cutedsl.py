@@ -11,7 +11,10 @@ PACKAGE = "nvidia-cutlass-dsl==4.8.1 apache-tvm-ffi==0.1.15.post2"  # TVM-FFI: t
 ARCHS = {"hopper": "sm_90a"}  # architecture -> compile target
 DEVICE = {"vendor": "nvidia", "label": "NVIDIA", "torch_backend": "cuda"}  # torch.version.hip is None
 COMPILE_AT_BAKE = False  # a Hopper workspace compiles on first use or with `test_kernel.py --compile-only`
-MAX_BUFFER_BYTES = None  # 64-bit addressing; each cell states its own index limits
+MAX_BUFFER_BYTES = None  # no buffer descriptors: 64-bit pointers
+# Layouts are Int32: every element offset of a tensor must fit int32. (TMA's own limits are looser: 2^32 elements
+# per dimension, row strides a multiple of 16 bytes (the GEMM pattern checks K for that) and under 2^40 bytes.)
+MAX_ELEMENTS = 2**31
 WIKI_NAMES = ["cutedsl", "cute-dsl", "cute_dsl"]
 ISA = {
     "family": "ptx",  # tools/isa_metrics.py reads PTX, or SASS when cuobjdump/nvdisasm are present

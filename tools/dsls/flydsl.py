@@ -13,6 +13,7 @@ ARCHS = {"cdna3": "gfx942", "cdna4": "gfx950"}  # architecture -> compile target
 DEVICE = {"vendor": "amd", "label": "AMD", "torch_backend": "hip"}  # ROCm torch: torch.version.hip is set
 COMPILE_AT_BAKE = True  # no AMD GPU here: the bake compiles to real ISA, so the records can say "compiled for"
 MAX_BUFFER_BYTES = 2**31  # buffer descriptors: 32-bit num_records and per-lane byte offsets
+MAX_ELEMENTS = 2**31  # element indices are int32 (the byte limit above is as strict for fp8, stricter for the rest)
 WIKI_NAMES = ["flydsl", "fly-dsl", "fly_dsl"]
 ISA = {
     "family": "amdgpu",  # tools/isa_metrics.py reads the AMDGPU assembly and its metadata

@@ -127,8 +127,10 @@ def cited(op: dict, route: dict | None = None) -> dict:
     return wiki_route.cited_specs(compute_utilization.load_specs(), op, route)
 
 
-def write_plan(ws: Path, op: dict, config: dict | None, route: dict | None = None, specs: dict | None = None) -> Path:
-    """plans/v0_plan.md. route: wiki_route.route(op); specs: cited(op, route) (both worked out here when not given)."""
+def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None = None,
+               specs: dict | None = None) -> Path:
+    """plans/v0_plan.md. `config`: kernel.describe()'s dict, or a sentence on why it is not described; route:
+    wiki_route.route(op); specs: cited(op, route) (both worked out here when not given)."""
     route = route or wiki_route.route(op)
     specs = specs or cited(op, route)
     name, spec = compute_utilization.gpu_spec(op["gpu"], specs)
@@ -189,9 +191,11 @@ def write_plan(ws: Path, op: dict, config: dict | None, route: dict | None = Non
         *[f"- {r['note']}: {r['path']}" for r in spec_sources(op, specs)],
         "",
     ]
-    if config:
+    if isinstance(config, dict):
         lines += ["## Kernel configuration (for the headline case)", "",
                   *[f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()], ""]
+    elif config:
+        lines += ["## Kernel configuration (for the headline case)", "", f"{config[0].upper()}{config[1:]}.", ""]
     path = ws / "plans" / "v0_plan.md"
     path.parent.mkdir(exist_ok=True)
     path.write_text("\n".join(lines))
@@ -233,11 +237,12 @@ def peak_bullets(op: dict, specs: dict) -> list[str]:
             ["- Hardware peaks: `reference/gpu_specs.json` (each figure cites its vendor datasheet)."])
 
 
-def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str, dict], config: dict | None,
+def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str, dict], config: dict | str | None,
                  not_run_reason: str | None = None, compile_check: dict | None = None, isa: dict | None = None,
                  roofline: dict | None = None, route: dict | None = None, specs: dict | None = None) -> Path:
     """baseline_report.md with the workflow's sections; NOT RUN (and why) when no results exist.
 
+    config: kernel.describe()'s dict, or a sentence on why it is not described;
     isa: {"metrics": isa_metrics.read_workspace(...), "rows": isa_metrics.progress(...)};
     roofline: roofline.plot(...)'s {path, points, note}; route, specs: as write_plan's.
     """
@@ -273,8 +278,8 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         "## Baseline configuration",
         "",
     ]
-    lines += ([f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()] if config else
-              ["- (the kernel module could not be imported here to describe its launch)"])
+    lines += ([f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()] if isinstance(config, dict) else
+              [f"- ({config or 'the kernel module could not be imported here to describe its launch'})"])
     if compile_check:
         marks = ", ".join(f"`{c['marker']}` {c['expect']} ({'ok' if c['ok'] else 'NOT MET'})" for c in compile_check["checks"])
         lines += [f"- **Compiled ISA** ({compile_check['target']}, no GPU needed): {marks}"]

@@ -14,15 +14,19 @@
 hook calls once, in a freshly arranged workspace: it writes the README (tools/readme.py), compiles to the
 target's ISA when op.json's DSL compiles at bake time (FlyDSL, with no AMD GPU here), records NOT RUN, commits
 the scaffold, and then runs the V0 flow above when `run_baseline` allows and a GPU of the target's vendor is here.
-Exit codes: 0 all passed, 1 a case failed or timed out, 2 not run.
+Its NOT RUN records do not import the kernel's DSL or matplotlib (the first run describes the kernel and
+draws the roofline), and its scaffold commit does not sign (`-c commit.gpgsign=false`).
+Exit codes: 0 all passed, 1 a case failed or timed out, 2 not run, 3 (--bake) the scaffold commit was refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import compute_utilization
@@ -35,6 +39,8 @@ import roofline
 import wiki_route
 
 WS = Path(__file__).resolve().parent.parent
+COMPILE_TIMEOUT_S = 300  # the bake-time compile is 5-10 s; this only stops a hang
+SCAFFOLD_NOT_COMMITTED = 3  # exit code of --bake when git refused the scaffold commit (and said why)
 COMMIT_PATHS = ["kernel.py", "test_kernel.py", "reference.py", "baseline_report.md", "memory", "README.md",
                 "plans", "results", "op.json"]
 
@@ -43,19 +49,27 @@ def git(ws: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True)
 
 
-def git_commit(ws: Path, message: str, paths: list[str] | None = None) -> str | None:
-    """Stage paths (default: everything) and commit, with a local identity when none is configured."""
+def git_commit(ws: Path, message: str, paths: list[str] | None = None, sign: bool = True) -> tuple[str | None, str]:
+    """Stage paths (default: everything) and commit, with a local identity when none is configured.
+
+    Returns (sha, "") on a commit, (None, "") when there is nothing to commit, and (None, git's reason) when git
+    refused. `sign=False` commits with `-c commit.gpgsign=false`: the scaffold commit must not depend on a signing
+    key being at hand; the V0 commit keeps the user's own setting.
+    """
     top = git(ws, "rev-parse", "--show-toplevel")
     if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ws.resolve():
         git(ws, "init", "-q")  # its own repository, also when baked inside another one (e.g. the template's)
     git(ws, "add", "--", *(p for p in (paths or ["."]) if (ws / p).exists()))
-    identity = []
+    if git(ws, "diff", "--cached", "--quiet").returncode == 0 and git(ws, "rev-parse", "-q", "--verify", "HEAD").returncode == 0:
+        return None, ""  # nothing staged on top of an existing commit
+    options = [] if sign else ["-c", "commit.gpgsign=false"]
     if not git(ws, "config", "user.email").stdout.strip():
-        identity = ["-c", "user.name=kbaseline", "-c", "user.email=kbaseline@localhost"]
-    done = subprocess.run(["git", *identity, "commit", "-q", "-m", message], cwd=ws, capture_output=True, text=True)
+        options += ["-c", "user.name=kbaseline", "-c", "user.email=kbaseline@localhost"]
+    done = subprocess.run(["git", *options, "commit", "-q", "-m", message], cwd=ws, capture_output=True, text=True)
     if done.returncode != 0:
-        return None  # nothing to commit
-    return git(ws, "rev-parse", "HEAD").stdout.strip()
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        return None, lines[-1] if lines else f"git commit exited {done.returncode}"
+    return git(ws, "rev-parse", "HEAD").stdout.strip(), ""
 
 
 def load_op(ws: Path = WS) -> dict:
@@ -169,14 +183,21 @@ def with_compile_status(reason: str, op: dict, compile_check: dict | None) -> st
     return reason
 
 
-def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None = None) -> None:
-    """Steps 3-5: utilization, the plan and report, and memory, from whatever results exist."""
+def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None = None, quick: bool = False) -> None:
+    """Steps 3-5: utilization, the plan and report, and memory, from whatever results exist.
+
+    `quick` (the bake's NOT RUN records) neither imports kernel.py (its DSL takes about a second to import) nor
+    draws the roofline (matplotlib): the plan and report say so, and the first run, or `--not-run REASON`, fills
+    both in.
+    """
     compile_check = report.load_json(ws / "results" / "compile_only.json")
     ran = bool(results and results.get("ran"))
     reason = None if ran else with_compile_status(
         not_run_reason or (results or {}).get("not_run_reason") or "not run", op, compile_check)
     head = compute_utilization.headline_case(op)
-    config = kernel_config(op, head)
+    later = "written by the first run (`python tools/run_baseline.py`), or now by `python tools/run_baseline.py " \
+            "--not-run REASON`, which imports the kernel's DSL"
+    config = f"not described at bake time: {later}" if quick else kernel_config(op, head)
     route = wiki_route.route(op)  # Phase 2, read once: the plan, the report, the memory and every peak cite it
     specs = wiki_route.cited_specs(compute_utilization.load_specs(ws / "reference" / "gpu_specs.json"), op, route)
     util = utilization_rows(op, results) if ran else {}
@@ -184,7 +205,9 @@ def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None 
         (ws / "results" / "utilization.json").write_text(json.dumps(util, indent=2) + "\n")
     metrics = isa_metrics.read_workspace(ws, op)
     isa = {"metrics": metrics, "rows": isa_metrics.progress(op, specs, metrics, util.get(head["name"]), reason)}
-    plot = roofline.plot(ws, op, results, specs, reason)
+    plot = ({"path": None, "points": 0, "note": "not drawn at bake time (nothing was measured); the first run draws "
+                                                "it, or `python tools/roofline.py` now (the ceilings only)"}
+            if quick else roofline.plot(ws, op, results, specs, reason))
     report.write_plan(ws, op, config, route, specs)
     report.write_report(ws, op, results, util, config, reason, compile_check, isa, plot, route, specs)
     write_memory(ws, op, results, util, isa["rows"], reason, route, specs)
@@ -219,25 +242,54 @@ def run_decision(op: dict) -> tuple[bool, str]:
     return True, ""
 
 
+def compile_at_bake(ws: Path, op: dict) -> None:
+    """FlyDSL with no AMD GPU here: compile to the target's ISA now, so the records can say "compiled for"."""
+    print(f"kbaseline: compiling the kernel for {op['target']} with {op['framework_info']['label']} on this machine "
+          f"(no GPU needed; about 5-10 s) ...", flush=True)
+    start = time.perf_counter()
+    try:
+        subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, timeout=COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        print(f"kbaseline: warning: the compile did not finish in {COMPILE_TIMEOUT_S} s; stopped it (run `python "
+              "test_kernel.py --compile-only` to retry)", flush=True)
+        return
+    print(f"kbaseline: compile step took {time.perf_counter() - start:.1f} s", flush=True)
+
+
 def bake(ws: Path) -> int:
-    """The template's post-gen step: README, NOT RUN records and the scaffold commit; then V0 when a GPU allows."""
+    """The template's post-gen step: README, NOT RUN records and the scaffold commit; then V0 when a GPU allows.
+
+    The hooks ignore SIGINT, and so does this step until the scaffold is committed (tools/interrupts.py in the
+    template): a bake, once begun, finishes. The V0 run after it takes Ctrl-C again.
+    """
     op = load_op(ws)
     readme.write(ws, op)
     go, reason = run_decision(op)
     if op["run_baseline"] == "yes" and not go:
-        print(f"kbaseline: warning: run_baseline=yes but {reason}; the report and memory say NOT RUN")
+        print(f"kbaseline: warning: run_baseline=yes but {reason}; the report and memory say NOT RUN", flush=True)
     if not go and op["framework_info"]["compile_at_bake"]:  # still prove the kernel compiles to real ISA
-        print(f"kbaseline: compiling the kernel for {op['target']} on this machine (a few seconds) ...")
-        subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws)
-    record(ws, op, None, reason or "V0 run starting now")
-    git_commit(ws, f"Scaffold {op['op_name']}: {op['op']} {op['dtype']} {op['pattern']} for {op['gpu']} "
-                   f"({op['framework']}, {op['target']})" + ("" if go else f"; V0 not run: {reason}"))
+        compile_at_bake(ws, op)
+    record(ws, op, None, reason or "V0 run starting now", quick=True)
+    _sha, refused = git_commit(ws, f"Scaffold {op['op_name']}: {op['op']} {op['dtype']} {op['pattern']} for "
+                                   f"{op['gpu']} ({op['framework']}, {op['target']})"
+                                   + ("" if go else f"; V0 not run: {reason}"), sign=False)
+    if refused:
+        print(f"kbaseline: warning: git refused the scaffold commit ({refused}); the workspace {ws.name} is complete "
+              "but uncommitted: fix that and run `git add -A && git commit -m Scaffold` in it", flush=True)
+        return SCAFFOLD_NOT_COMMITTED
     if not go:
-        print(f"kbaseline: workspace {ws.name} ready; V0 not run: {reason}")
+        print(f"kbaseline: workspace {ws.name} ready; V0 not run: {reason}", flush=True)
         return 2
-    print(f"kbaseline: running the V0 flow on {gpu_detect.detect()['raw']} ...")
-    code = main([])
-    print(f"kbaseline: V0 flow finished ({'all PASS' if code == 0 else 'see baseline_report.md'})")
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the workspace is complete: Ctrl-C stops the V0 run
+    print(f"kbaseline: running the V0 flow on {gpu_detect.detect()['raw']} (Ctrl-C stops it; the workspace is "
+          "kept) ...", flush=True)
+    try:
+        code = main([])
+    except KeyboardInterrupt:
+        print(f"\nkbaseline: V0 run interrupted; workspace {ws.name} is complete: run `python tools/run_baseline.py` "
+              "in it to run V0 again", flush=True)
+        return 130
+    print(f"kbaseline: V0 flow finished ({'all PASS' if code == 0 else 'see baseline_report.md'})", flush=True)
     return code
 
 
@@ -262,8 +314,10 @@ def main(argv=None) -> int:
         return 2
     record(WS, op, results)
     if not args.no_commit:
-        sha = git_commit(WS, "V0: baseline kernel", COMMIT_PATHS)
-        print(f"run_baseline: committed {sha}" if sha else "run_baseline: nothing new to commit")
+        sha, refused = git_commit(WS, "V0: baseline kernel", COMMIT_PATHS)
+        print(f"run_baseline: committed {sha}" if sha else
+              f"run_baseline: warning: git refused the V0 commit ({refused}); the results are recorded, uncommitted"
+              if refused else "run_baseline: nothing new to commit")
     passed = results["all_passed"]
     print(f"run_baseline: {'PASS' if passed else 'FAIL'}; see baseline_report.md")
     return 0 if passed else 1

@@ -49,6 +49,10 @@ WIKI_FAMILIES = ["flash-attention", "paged-attention", "mla"]
 ISA_TARGETS = {"kind": "attention", "tensor_core": False, "vec_stores": False}
 
 HEAD_DIMS = (64, 128, 256)  # what the kernels support
+# Both kernels launch their split grid with B*Hkv CTAs on grid z, and the merge with B on grid y; CUDA caps grid y
+# and z at 65535 (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"), and the FlyDSL
+# cell keeps to the same bound. Checked before the lengths are built, so no shape can make a huge op.json.
+MAX_GRID_YZ = 65535
 DEFAULT_SHAPES = {
     "representative": ["32x32x8x4096x128", "8x64x8x16384x128", "1x32x32x32768x128", "32x32x8x4096x64"],
     "boundary": ["4x32x8x1024x128@1", "2x32x8x4096x128@4093", "8x32x8x4096x128@mixed", "4x16x1x2048x128@mixed",
@@ -82,10 +86,22 @@ def cases(text: str, role: str, dtype: str) -> list[dict]:
         if d not in HEAD_DIMS:
             raise InputError(f"shapes: '{item}': head dim D={d} is not supported; use one of "
                              f"{', '.join(map(str, HEAD_DIMS))}")
+        if b * hkv > MAX_GRID_YZ:
+            raise InputError(f"shapes: '{item}': B*Hkv = {b * hkv} CTAs on the launch grid's z axis, above its "
+                             f"{MAX_GRID_YZ} limit; use B*Hkv <= {MAX_GRID_YZ} (B <= {MAX_GRID_YZ // hkv} with "
+                             f"Hkv={hkv})")
         seq_lens = _lengths(lens, b, s, item, seed=b * 1000003 + s)
         names = {"B": b, "Hq": hq, "Hkv": hkv, "S": s, "D": d, "total_len": sum(seq_lens)}
         out.append(shapes.case(role, item.lower(), [b, hq, hkv, s, d], names, dtype, {"seq_lens": seq_lens}))
     return out
+
+
+def tensors(case: dict, op: str) -> dict[str, tuple[int, int]]:
+    """Every tensor the op reads or writes: name -> (elements, bytes per element)."""
+    v = case["vars"]
+    q = (v["B"] * v["Hq"] * v["D"], v["elem_bytes"])
+    cache = (v["B"] * v["S"] * v["Hkv"] * v["D"], v["elem_bytes"])
+    return {"q": q, "k_cache": cache, "v_cache": cache, "seq_lens": (v["B"], 4), "out": q}
 
 
 def largest_buffer(case: dict) -> int:

@@ -71,6 +71,12 @@ def cases(text: str, role: str, dtype: str) -> list[dict]:
     return out
 
 
+def tensors(case: dict, op: str) -> dict[str, tuple[int, int]]:
+    """Every tensor the op reads or writes: name -> (elements, bytes per element); all of one shape."""
+    each = (case["vars"]["numel"], case["vars"]["elem_bytes"])
+    return {**{name: each for name in OPS[op]["inputs"]}, "out": each}
+
+
 def largest_buffer(case: dict) -> int:
     """Bytes of the largest range one buffer descriptor covers: a whole tensor."""
     return case["vars"]["numel"] * case["vars"]["elem_bytes"]

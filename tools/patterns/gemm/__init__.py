@@ -62,6 +62,13 @@ def cases(text: str, role: str, dtype: str) -> list[dict]:
     return out
 
 
+def tensors(case: dict, op: str) -> dict[str, tuple[int, int]]:
+    """Every tensor the op reads or writes: name -> (elements, bytes per element)."""
+    v = case["vars"]
+    return {"A [M,K]": (v["M"] * v["K"], v["elem_bytes"]), "B [N,K]": (v["N"] * v["K"], v["elem_bytes"]),
+            "C [M,N]": (v["M"] * v["N"], v["elem_bytes"])}
+
+
 def largest_buffer(case: dict) -> int:
     """Bytes of the largest operand: A, B or C."""
     v = case["vars"]

@@ -78,6 +78,16 @@ def cases(text: str, role: str, dtype: str) -> list[dict]:
     return out
 
 
+def tensors(case: dict, op: str) -> dict[str, tuple[int, int]]:
+    """Every tensor the op reads or writes: name -> (elements, bytes per element); x with its row padding."""
+    v = case["vars"]
+    out = {"x": (v["M"] * case.get("row_stride", v["N"]), v["elem_bytes"])}
+    if "weight" in OPS[op]["inputs"]:
+        out["weight"] = (v["N"], v["elem_bytes"])
+    out["out"] = (v["M"] * (v["N"] if OPS[op]["out"] == "[M, N]" else 1), v["elem_bytes"])
+    return out
+
+
 def largest_buffer(case: dict) -> int:
     """Bytes one buffer descriptor covers: x from its first to its last element, padded stride included."""
     v = case["vars"]

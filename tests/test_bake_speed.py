@@ -1,0 +1,41 @@
+"""Speed of a bake on a machine without a GPU: what the bake step imports, and the FlyDSL compile it announces.
+
+The timings themselves (a Hopper bake in <= 2 s, the FlyDSL compile under 10 s) depend on the machine and are
+measured by benchmarks/bake_time.py (benchmarks/2026-12-01-bake-time.md); these tests hold the causes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from conftest import read_json, user_env
+
+HEAVY = ("torch", "cutlass", "matplotlib", "flydsl")
+
+
+def test_bake_step_imports_no_torch_dsl_or_matplotlib(matrix, tmp_path):
+    """`run_baseline.py --bake` with no GPU: gpu_detect does not import torch to find none (no device node), and
+    the NOT RUN records import neither the kernel's DSL nor matplotlib."""
+    ws = tmp_path / "ws"
+    shutil.copytree(matrix[("H200", "matmul")].project_path, ws)
+    done = subprocess.run([sys.executable, "-X", "importtime", "tools/run_baseline.py", "--bake"], cwd=ws,
+                          capture_output=True, text=True, timeout=300, env=user_env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert not {name for name in imported if name.split(".")[0] in HEAVY}
+    assert "Not described at bake time" in (ws / "plans" / "v0_plan.md").read_text()
+
+
+def test_amd_bake_says_it_compiles_while_it_runs(matrix):
+    """The FlyDSL bake compiles for a few seconds: it says so before the compile (flushed, so also through a pipe
+    without PYTHONUNBUFFERED), and says how long it took."""
+    baked = matrix[("MI300X", "matmul")]
+    lines = baked.output.splitlines()
+    announce = next(i for i, line in enumerate(lines) if line.startswith("kbaseline: compiling the kernel for gfx942"))
+    compiled = next(i for i, line in enumerate(lines) if line.startswith("compile-only: flydsl matmul bf16 -> gfx942"))
+    assert announce < compiled, "the compile was announced only after it had run"
+    took = next(i for i, line in enumerate(lines) if line.startswith("kbaseline: compile step took "))
+    assert compiled < took
+    assert read_json(baked.project_path / "results" / "compile_only.json")["seconds"] > 0

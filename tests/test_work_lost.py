@@ -1,0 +1,116 @@
+"""Work lost: a bake onto an existing workspace, Ctrl-C during a bake, and a git setup that refuses to commit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT, bake_cli, read_json, user_env
+
+import run_baseline
+
+
+def git(ws, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws, capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.fixture
+def scaffold_only(tmp_path):
+    """A workspace as a bake leaves it, by hand: op.json, kernel.py and memory/v0.json in one Scaffold commit."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for name in ("op.json", "kernel.py", "memory/v0.json"):
+        (ws / name).write_text("{}\n")
+    git(ws, "init", "-q")
+    git(ws, "add", ".")
+    git(ws, "commit", "-qm", "Scaffold ws: matmul bf16 gemm for H200")
+    return ws
+
+
+def test_history_tells_work_from_a_scaffold(scaffold_only, tmp_path):
+    from tools import overwrite
+
+    ws = scaffold_only
+    assert overwrite.history(ws) == []
+    (ws / "kernel.py").write_text("# my edit\n")
+    assert overwrite.history(ws) == ["uncommitted changes in kernel.py"]
+    git(ws, "commit", "-qam", "faster kernel")
+    assert overwrite.history(ws) == ["1 commit(s) after the scaffold"]
+    (ws / "memory" / "v1.json").write_text("{}\n")
+    assert overwrite.history(ws)[-1] == "memory beyond v0 (v1.json)"
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "todo.txt").write_text("mine\n")
+    assert overwrite.history(other) == ["not a kbaseline workspace, so its work cannot be told from a scaffold"]
+
+
+def test_overwrite_refuses_a_workspace_with_history_and_replaces_a_scaffold(tmp_path):
+    """-f onto an edited workspace is refused in one line and nothing changes; -s is refused; -f onto a workspace
+    that is only its scaffold replaces it whole (no file of the old bake survives)."""
+    assert bake_cli(tmp_path, "op_name=ws").returncode == 0
+    ws = tmp_path / "ws"
+    kernel = ws / "kernel.py"
+    kernel.write_text(kernel.read_text() + "# my edit\n")
+    before = {p: p.read_bytes() for p in ws.rglob("*") if p.is_file()}
+    for flags in (["-f"], ["-f", "-s"]):
+        done = bake_cli(tmp_path, *flags, "op_name=ws", "gpu=H100")
+        lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        assert done.returncode == 1 and len(lines) == 1, lines
+        assert lines[0].startswith(f"kbaseline: error: op_name: {ws} has history (uncommitted changes in kernel.py); "
+                                   f"nothing was changed. To start over, move it away (mv {ws} {ws}.old)")
+        assert {p: p.read_bytes() for p in ws.rglob("*") if p.is_file()} == before
+    git(ws, "checkout", "kernel.py")
+    (ws / "results" / "stale.json").write_text("{}")  # untracked: also work the bake would drop
+    assert "uncommitted changes in results/stale.json" in bake_cli(tmp_path, "-f", "op_name=ws").stderr
+    (ws / "results" / "stale.json").unlink()
+    assert "would mix this bake with the files of" in bake_cli(tmp_path, "-f", "-s", "op_name=ws").stderr
+    done = bake_cli(tmp_path, "-f", "op_name=ws", "gpu=H100")
+    assert done.returncode == 0 and "kbaseline: replacing" in done.stdout, done.stdout + done.stderr
+    assert read_json(ws / "op.json")["gpu"] == "H100" and "H100" in (ws / "README.md").read_text()
+    assert git(ws, "log", "--format=%s").splitlines()[0].startswith("Scaffold ws: matmul bf16 gemm for H100")
+    assert len(git(ws, "log", "--format=%s").splitlines()) == 1 and git(ws, "status", "--porcelain") == ""
+
+
+def test_ctrl_c_during_a_bake_finishes_it(tmp_path):
+    """SIGINT to the whole process group (what Ctrl-C sends) once the bake has begun: the bake finishes, and what
+    was in the output folder before is untouched."""
+    (tmp_path / "mine.txt").write_text("keep\n")
+    proc = subprocess.Popen([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(tmp_path),
+                             "op_name=ci"], cwd=tmp_path, env=user_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "ci" / "op.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    os.killpg(proc.pid, signal.SIGINT)  # the pre-gen step has just written op.json: files, scaffold, commit follow
+    out, _ = proc.communicate(timeout=120)
+    assert "kbaseline: interrupted: finishing this bake first" in out, out
+    assert proc.returncode == 0, out
+    ws = tmp_path / "ci"
+    assert (ws / "plans" / "v0_plan.md").is_file() and (ws / "kernel.py").is_file()
+    assert git(ws, "log", "--format=%s").startswith("Scaffold ci") and git(ws, "status", "--porcelain") == ""
+    assert (tmp_path / "mine.txt").read_text() == "keep\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ci", "mine.txt"]
+
+
+def test_scaffold_commit_does_not_need_a_signing_key(tmp_path, monkeypatch):
+    """commit.gpgsign=true with no usable key: the scaffold is committed unsigned; a V0 commit git refuses is
+    reported with git's reason, not as "nothing to commit"."""
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text("[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n[user]\n\tname = t\n\temail = t@t\n")
+    env = user_env(GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1")
+    out = tmp_path / "out"
+    out.mkdir()
+    done = bake_cli(out, "op_name=signed", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ws = out / "signed"
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True, env=env).stdout
+    assert log.startswith("Scaffold signed")
+    (ws / "README.md").write_text("changed\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    sha, refused = run_baseline.git_commit(ws, "V0: baseline kernel")
+    assert sha is None and "failed" in refused
