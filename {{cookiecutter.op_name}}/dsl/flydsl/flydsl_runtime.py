@@ -1,11 +1,12 @@
-"""Host-side runtime of the FlyDSL cells: op.json facts, the AMD targets, and compile-only in a child process.
+"""Host-side runtime of the FlyDSL cells: op.json facts, the AMD targets, the launch path, compile-only in a child.
 
 Its one job is the host plumbing that every FlyDSL kernel.py would otherwise repeat, so that a kernel.py
 holds only its device code, its launch plan and its argument checks. It reads op.json through host.py
 (the op, dtype, target and compute units the template wrote at bake time), names the two targets and the
-2 GiB buffer limit, and runs `compile_only`: the parent starts `python kernel.py --emit-isa ...` in the
-compile-only environment of tools/rocm_env.py, the child traces and compiles with CPU placeholder tensors
-and hands back the ISA that FlyDSL dumped. It never imports FlyDSL itself.
+2 GiB buffer limit, holds the one launch path of run() (`compiled`, `Launch`), and runs `compile_only`: the
+parent starts `python kernel.py --emit-isa ...` in the compile-only environment of tools/rocm_env.py, the
+child traces and compiles with CPU placeholder tensors and hands back the ISA that FlyDSL dumped. It imports
+FlyDSL only inside the functions that run() calls, never when it is imported.
 
 Why a child process
     FlyDSL reads COMPILE_ONLY, ARCH / FLYDSL_GPU_ARCH and ROCM_PATH when it initialises: without them, on a
@@ -17,8 +18,34 @@ Why a child process
               -> flydsl_runtime.compile_isa(__file__, stem, args, arch, out_dir)
               -> tools/rocm_env.compile_isa: python kernel.py --emit-isa build/kernel_<stem>.<gfx>.s *args
                  with COMPILE_ONLY=1, ARCH=FLYDSL_GPU_ARCH=<gfx>, ROCM_PATH, FlyDSL's ISA dump switched on
-    child   kernel.py's `flydsl_runtime.child_main(_emit_isa)`: _emit_isa(*args) compiles the variant,
-              then rocm_env.save_dumped_isa writes the dumped ISA to the path the parent named
+    child   kernel.py's `flydsl_runtime.child_main(_emit_isa)`: _emit_isa(*args) compiles the variant on the
+              same placeholders as run() (kernel.py's _compile_args), then rocm_env.save_dumped_isa writes
+              the dumped ISA to the path the parent named
+
+The launch path (what one run() costs; benchmarks/2026-12-01-flydsl-launch-path.md has the figures)
+    A `flyc.compile`d launcher is called with the runtime arguments in its positional slots; FlyDSL then
+    runs one generated Python fill per ABI slot (a tensor: `data_ptr()`, plus its dynamic sizes and
+    strides packed with struct; an int, a float, the stream: one ctypes store each), and one ctypes call
+    into the JIT-compiled host function, which calls hipModuleGetFunction and hipModuleLaunchKernel. It
+    checks nothing: not the dtype, the rank, the device, the contiguity or the alignment of a tensor, and a
+    failed launch is only printed to stderr. So a cell's run() is:
+
+        signature lookup (a dict)  ->  the per-call checks FlyDSL does not make  ->  Launch(*runtime)
+
+    - `compiled(cache, key, launcher, compile_args)` compiles once per configuration (the cell's key: op,
+      dtype, constexprs; never a shape, which is a runtime value) on CPU placeholder tensors, the very
+      arguments compile_only compiles, so compiling never launches (`flyc.compile` given live GPU tensors
+      also runs the kernel once) and run() launches exactly the code whose ISA compile_only writes.
+    - A kernel.py keys its prepared launches by a signature of cheap tensor attributes (dtypes, device
+      indices, and what picks a compiled variant). A signature's first call runs host.py's full checks;
+      later calls check in Python only what varies per call (shapes, contiguity, 16-byte alignment, the
+      2 GiB limit), and a call that fails them goes back to host.py's checks, which refuse it in the words
+      every cell uses.
+    - `Launch(*runtime)` appends the launcher's constexprs (baked into the code; FlyDSL still wants their
+      positional slots filled) and torch's current stream of the tensors' device as a raw handle, calls
+      the compiled launcher, and raises when FlyDSL's runtime recorded a HIP error on this thread. No sync,
+      no device read: a run() can be captured in a HIP graph (call it once before capturing, so that the
+      compile and the code-object load happen outside the capture).
 
 Interface
     OP, DTYPE, TARGET, COMPUTE_UNITS   op.json facts (COMPUTE_UNITS: the GPU's datasheet CU count, for plans
@@ -27,15 +54,20 @@ Interface
     DTYPE_BYTES                        op.json dtype name -> bytes per element
     target(arch=None)                  arch, or op.json's target, checked against TARGETS
     device_target(op)                  the running GPU's gfx name (run() only; needs ROCm), checked likewise
+    device_compute_units(device)       the CU count of a GPU (by torch device index), asked once per device
+    compiled(cache, key, launcher, compile_args) -> the flyc.compile'd launcher of one configuration
+    Launch(op, fn, constexprs, device, facts)    one prepared launch; COMPILE_SECONDS: key -> first compile
     compile_isa(kernel_file, stem, args, arch=None, out_dir="build") -> ISA text
-    placeholder(dtype, numel)          a CPU tensor to trace with (the child side; shapes are runtime values)
+    placeholder(dtype, numel)          a CPU tensor to compile on (shapes are runtime values)
     child_main(emit)                   the `--emit-isa` dispatch at the end of each kernel.py
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
+import time
 from pathlib import Path
 
 import host
@@ -50,6 +82,7 @@ MAX_BYTES = 2**31  # num_records and the per-lane byte offsets of a buffer acces
 WAVE = 64  # lanes per CDNA wavefront (a CUDA warp is 32)
 DTYPE_BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 _TORCH_NAMES = {short: torch_name for torch_name, short in host.DTYPE_NAMES.items()}  # 'bf16' -> 'bfloat16'
+COMPILE_SECONDS: dict = {}  # compiled() key -> seconds its first compile took (a user feels it on a first call)
 
 
 def target(arch: str | None = None) -> str:
@@ -68,6 +101,97 @@ def device_target(op: str) -> str:
     if arch not in TARGETS:
         raise ValueError(f"{op}: this kernel targets {', '.join(TARGETS)}, the device is {arch!r}")
     return arch
+
+
+_CUS: dict = {}  # torch device index -> compute units
+
+
+def device_compute_units(device: int) -> int:
+    """The CU count of GPU `device` (a torch device index), asked once per device (run() only; needs ROCm).
+
+    Not a GPU (-1, a CPU tensor): op.json's count, for a plan that is never launched (host.py refuses the call)."""
+    cus = _CUS.get(device)
+    if cus is None:
+        if device < 0:
+            return COMPUTE_UNITS or 1
+        import torch
+
+        cus = _CUS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return cus
+
+
+def compiled(cache: dict, key, launcher, compile_args):
+    """flyc.compile(launcher, *compile_args()), once per key: a configuration (op, dtype, constexprs), never a shape.
+
+    `compile_args` is a callable, called only on a key's first use; it returns what compile_only compiles too:
+    CPU placeholder tensors (so flyc.compile does not launch, as it does on live GPU tensors) and the
+    constexprs. The compile time is kept in COMPILE_SECONDS."""
+    if key not in cache:
+        import flydsl.compiler as flyc
+
+        start = time.perf_counter()
+        cache[key] = flyc.compile(launcher, *compile_args())
+        COMPILE_SECONDS[key] = time.perf_counter() - start
+    return cache[key]
+
+
+def _stream_reader():
+    """device index -> torch's current stream on it, as the raw HIP handle (an int) that fx.Stream accepts."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher reads, on ROCm too
+    return raw if raw is not None else (lambda device: torch.cuda.current_stream(device).cuda_stream)
+
+
+def _error_taker():
+    """FlyDSL's flydslRuntimeTakeError: the first HIP error its runtime recorded on this thread (0: none), cleared.
+
+    FlyDSL's JIT path only prints a failed hipModuleGetFunction / hipModuleLaunchKernel to stderr; its AOT path
+    reads this. Without the library (no ROCm here) nothing can fail, so it reads 0."""
+    try:
+        from flydsl.compiler.jit_executor import _resolve_runtime_libs  # the library FlyDSL's engine loads
+
+        take = ctypes.CDLL(_resolve_runtime_libs()[0]).flydslRuntimeTakeError
+    except (ImportError, OSError, AttributeError, IndexError, FileNotFoundError):
+        return lambda: 0
+    take.restype, take.argtypes = ctypes.c_int32, []
+    return take
+
+
+class Launch:
+    """One prepared launch of run(): a compiled launcher bound to one argument signature of a cell.
+
+    `launch(*runtime)` calls fn(*runtime, *constexprs, stream): the constexprs are baked into the code (FlyDSL
+    ignores their values but still wants their positional slots), the stream is torch's current stream on
+    `device` (so a run() follows `torch.cuda.stream(...)` and HIP-graph capture). Then it raises when FlyDSL's
+    runtime recorded a HIP error during the call (a ctypes read of a thread-local: no sync). `facts` holds
+    whatever the cell derived once for this signature (limits, launch scalars, a workspace)."""
+
+    __slots__ = ("op", "fn", "constexprs", "device", "facts", "stream", "take_error")
+
+    def __init__(self, op: str, fn, constexprs: tuple, device: int, facts=None, stream=None, take_error=None):
+        self.op, self.fn, self.constexprs, self.device, self.facts = op, fn, tuple(constexprs), device, facts
+        self.stream = stream or _stream_reader()
+        self.take_error = take_error or _error_taker()
+
+    def __call__(self, *runtime):
+        self.fn(*runtime, *self.constexprs, self.stream(self.device))
+        error = self.take_error()
+        if error:
+            raise RuntimeError(f"{self.op}: the HIP launch failed ({hip_error_name(error)}); FlyDSL's runtime "
+                               f"recorded it on this thread, at or before this launch")
+
+
+def hip_error_name(code: int) -> str:
+    """'hipErrorInvalidValue (1)' when libamdhip64 names the code, else 'hipError_t 1'."""
+    for name in ("libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so"):
+        try:
+            get = ctypes.CDLL(name).hipGetErrorName
+        except (OSError, AttributeError):
+            continue
+        get.restype, get.argtypes = ctypes.c_char_p, [ctypes.c_int]
+        return f"{(get(code) or b'?').decode()} ({code})"
+    return f"hipError_t {code}"
 
 
 def rocm_env():
@@ -91,7 +215,8 @@ def compile_isa(kernel_file: str | os.PathLike, stem: str, args, arch: str | Non
 
 
 def placeholder(dtype: str, numel: int):
-    """An uninitialised 1-D CPU tensor of an op.json dtype: what the child traces with (sizes are runtime values)."""
+    """An uninitialised 1-D CPU tensor of an op.json dtype, to compile on (run() and the child alike): sizes are
+    runtime values, and a CPU tensor tells flyc.compile not to launch."""
     import torch
 
     return torch.empty(numel, dtype=getattr(torch, _TORCH_NAMES.get(dtype, dtype)))

@@ -42,9 +42,10 @@ CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
       instructions), P.V on v_mfma_f32_16x16x16 on both. The query heads are padded to N = 16 (zero q rows): at
       G = 4 three quarters of the MFMA work is padding, affordable because the matrix pipe is mostly idle (the
       headline's 8.6 GFLOP of padded MFMA work in the 101 us floor is ~85 TFLOP/s, ~7% of MI300X's 1307).
-    - CUs: run() reads the device's count from torch.cuda.get_device_properties(...).multi_processor_count;
-      describe() and compile_only() use op.json's compute_units (the GPU's datasheet count). The split count
-      below depends on it; the compiled code does not (splits are a runtime argument).
+    - CUs: run() reads the device's count from torch.cuda.get_device_properties(...).multi_processor_count,
+      once per device (flydsl_runtime.device_compute_units); describe() and compile_only() use op.json's
+      compute_units (the GPU's datasheet count). The split count below depends on it; the compiled code does
+      not (splits are a runtime argument).
     - LDS: 64 KB per CU on gfx942, 160 KB on gfx950 (Hopper: 228 KB per SM). This kernel uses 0 bytes: K and V
       go from HBM straight into the MFMA operand registers with 128-bit buffer loads (below).
     - Registers: 512 VGPRs per SIMD lane, shared by arch VGPRs and AGPRs (accumulation registers; the MFMA
@@ -158,8 +159,9 @@ removed. That checks the design, not the compiler or the hardware. Host side: ar
 host.py, op.json, the targets and compile-only from flydsl_runtime.py.
 
 Interface (the same in every kbaseline cell):
-    run(q, k_cache, v_cache, seq_lens, out=None) -> out   ROCm torch tensors ("cuda" device); compiles (one
-                                                          kernel pair per dtype, D and arch) and caches.
+    run(q, k_cache, v_cache, seq_lens, out=None) -> out   ROCm torch tensors ("cuda" device); compiles one
+                                                          kernel pair per dtype, D and arch, and prepares a
+                                                          launch (plan, workspace) once per argument signature
     compile_only(case, out_dir) -> ISA text               compile both kernels for op.json's target with no GPU,
                                                           in a child process (flydsl_runtime.py,
                                                           tools/rocm_env.py); writes
@@ -174,11 +176,12 @@ import os
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+import flydsl_runtime as rt
 import host
+import torch
 from flydsl._mlir import ir
 from flydsl.expr import rocdl
-from flydsl_runtime import (COMPUTE_UNITS, MAX_BYTES, WAVE, child_main, compile_isa, device_target, placeholder,
-                            target)
+from flydsl_runtime import COMPUTE_UNITS, MAX_BYTES, WAVE, target
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
@@ -459,6 +462,7 @@ def decode_launch(
 
 _compiled: dict = {}   # (dtype, D, qk MFMA K) -> CompiledFunction; every other size is a runtime argument
 _workspace: dict = {}  # (device, partial rows, D) -> fp32 partial outputs and log-sum-exps, reused across calls
+_launches: dict = {}   # run()'s signature (shapes, dtypes, devices of all five tensors) -> rt.Launch
 
 
 def _qk_kdim(arch: str) -> int:
@@ -470,31 +474,61 @@ def _softmax_scale(d: int) -> float:
     return float(SCALE) if SCALE is not None else 1.0 / math.sqrt(d)
 
 
-def run(q, k_cache, v_cache, seq_lens, out=None):
-    """out[b, h] = softmax(q[b, h] . k[b, :len, h // G]^T * scale) . v[b, :len, h // G] (fp32 math)."""
-    import torch
+def _compile_args(dtype: str, D: int, kdim: int, p: dict) -> tuple:
+    """What run() and compile_only compile: 1-D CPU placeholders for the seven tensors, launch scalars (runtime
+    values: any will do; these are the plan's), then the constexprs D and the q.K^T MFMA K."""
+    x = rt.placeholder(dtype, 16)
+    f32 = rt.placeholder("float32", 16)
+    return (x, x.clone(), x.clone(), rt.placeholder("int32", 1), f32, f32.clone(), x.clone(), p["B"], p["Hq"],
+            p["Hkv"], p["S"], p["chunks"], p["splits"], p["split_size"], _softmax_scale(D) * LOG2E, D, kdim)
 
+
+def _prepare(q, k_cache, v_cache, seq_lens, out):
+    """A signature's first call, or a refused one: host.py's checks, the buffer and grid limits, the plan (on the
+    device's CU count), the workspace and the launch. Its facts: the launch's runtime scalars and the workspace,
+    which the signature (every shape) fixes."""
     dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "dwordx4 loads")
     if (S + 2 * TILE) * Hkv * D * 2 >= MAX_BYTES or q.numel() * 2 >= MAX_BYTES:
         raise ValueError(f"{OP}: one sequence's K (or V) or q is >= 2 GiB; buffer offsets are 32-bit")
     if B * Hkv > 65535:
         raise ValueError(f"{OP}: B*Hkv = {B * Hkv} exceeds the grid's z limit (65535)")
-    p = plan(B, Hq, Hkv, S, D, torch.cuda.get_device_properties(q.device).multi_processor_count)
+    tensors = (q, k_cache, v_cache, seq_lens, out)
+    if len({t.get_device() for t in tensors}) != 1:
+        raise ValueError(f"{OP}: q, k_cache, v_cache, seq_lens and out must be on one GPU")
+    device = q.get_device()
+    p = {**plan(B, Hq, Hkv, S, D, rt.device_compute_units(device)), "B": B, "Hq": Hq, "Hkv": Hkv, "S": S}
     n_part = B * Hq * p["splits"]
     if n_part * D * 4 >= MAX_BYTES:
         raise ValueError(f"{OP}: the fp32 partials ({n_part} x {D}) exceed 2 GiB")
-    key = (q.device, n_part, D)
+    key = (device, n_part, D)
     if key not in _workspace:
-        _workspace[key] = (torch.empty(n_part * D, dtype=torch.float32, device=q.device),
-                           torch.empty(n_part, dtype=torch.float32, device=q.device))
-    o_part, lse_part = _workspace[key]
-    args = (q.view(-1), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1),
-            B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _softmax_scale(D) * LOG2E, D,
-            _qk_kdim(device_target(OP)), torch.cuda.current_stream())
-    ckey = (dtype, D, args[-2])
-    if ckey not in _compiled:  # with live GPU tensors flyc.compile also launches once (harmless: same result)
-        _compiled[ckey] = flyc.compile(decode_launch, *args)
-    _compiled[ckey](*args)
+        _workspace[key] = (q.new_empty(n_part * D, dtype=torch.float32), q.new_empty(n_part, dtype=torch.float32))
+    kdim = _qk_kdim(rt.device_target(OP))
+    fn = rt.compiled(_compiled, (dtype, D, kdim), decode_launch, lambda: _compile_args(dtype, D, kdim, p))
+    scalars = (B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _softmax_scale(D) * LOG2E)
+    return rt.Launch(OP, fn, (D, kdim), device, (_workspace[key], scalars))
+
+
+def run(q, k_cache, v_cache, seq_lens, out=None):
+    """out[b, h] = softmax(q[b, h] . k[b, :len, h // G]^T * scale) . v[b, :len, h // G] (fp32 math).
+
+    The hot path is a dict lookup (the signature holds every shape, so the plan, the workspace and the launch
+    scalars are fixed by it), contiguity and alignment checks (FlyDSL's call makes none), 1-D views and the
+    two launches; see flydsl_runtime.py. seq_lens stay on the GPU: no sync."""
+    if out is None:
+        out = torch.empty_like(q)
+    signature = (q.shape, k_cache.shape, v_cache.shape, seq_lens.shape, out.shape, q.dtype, k_cache.dtype,
+                 v_cache.dtype, seq_lens.dtype, out.dtype, q.get_device(), k_cache.get_device(), v_cache.get_device(),
+                 seq_lens.get_device(), out.get_device())
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare(q, k_cache, v_cache, seq_lens, out)
+    if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and seq_lens.is_contiguous()
+            and out.is_contiguous() and not (q.data_ptr() | k_cache.data_ptr() | v_cache.data_ptr() | out.data_ptr())
+            & 15):
+        launch = _prepare(q, k_cache, v_cache, seq_lens, out)  # raises, in host.py's words (or prepares this call)
+    (o_part, lse_part), scalars = launch.facts
+    launch(q.view(-1), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1), *scalars)
     return out
 
 
@@ -507,18 +541,14 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     arch = target(arch)
     v = (case or OP_SPEC["cases"][0])["vars"]
     args = [dtype, arch, *(v[k] for k in ("B", "Hq", "Hkv", "S", "D"))]
-    return compile_isa(__file__, f"{op}_{dtype}_d{v['D']}_g{v['Hq'] // v['Hkv']}", args, arch, out_dir)
+    return rt.compile_isa(__file__, f"{op}_{dtype}_d{v['D']}_g{v['Hq'] // v['Hkv']}", args, arch, out_dir)
 
 
 def _emit_isa(dtype: str, arch: str, B: str, Hq: str, Hkv: str, S: str, D: str) -> None:
-    """Child side of compile_only: compile with CPU placeholder tensors (any size: sizes are runtime values)."""
+    """Child side of compile_only: compile what run() compiles for this D and arch (COMPILE_ONLY: nothing launched)."""
     B, Hq, Hkv, S, D = (int(x) for x in (B, Hq, Hkv, S, D))
-    p = plan(B, Hq, Hkv, S, D, COMPUTE_UNITS)
-    x = placeholder(dtype, 16)
-    f32 = placeholder("float32", 16)
-    flyc.compile(decode_launch, x, x.clone(), x.clone(), placeholder("int32", 1), f32, f32.clone(),
-                 x.clone(), B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _softmax_scale(D) * LOG2E, D,
-                 _qk_kdim(arch))
+    p = {**plan(B, Hq, Hkv, S, D, COMPUTE_UNITS), "B": B, "Hq": Hq, "Hkv": Hkv, "S": S}
+    flyc.compile(decode_launch, *_compile_args(dtype, D, _qk_kdim(arch), p))
 
 
 def describe(case: dict) -> dict:
@@ -553,4 +583,4 @@ def describe(case: dict) -> dict:
 
 
 if __name__ == "__main__":
-    child_main(_emit_isa)
+    rt.child_main(_emit_isa)

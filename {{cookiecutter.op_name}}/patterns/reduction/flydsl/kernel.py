@@ -107,8 +107,9 @@ Large N (> 32768 elements): the looped path
 
 Boundaries
     - vec is the widest power of two (<= 128 bits) dividing N, the row stride and the element offsets of x,
-      out and weight (_pick_vec, per call, like the Hopper cell): N = 1000 bf16 keeps 8, N = 7 or a stride of
-      1003 fall back to vec 1 (buffer_load_ushort / _dword, still coalesced across lanes); stride 4160 keeps 8.
+      out and weight (_pick_vec, like the Hopper cell; once per run() signature, which holds N, the stride and
+      the pointers' low 4 bits): N = 1000 bf16 keeps 8, N = 7 or a stride of 1003 fall back to vec 1
+      (buffer_load_ushort / _dword, still coalesced across lanes); stride 4160 keeps 8.
     - Vectors past the row end (j >= NV, only when not `full`) and rows past M (the last workgroup when M is
       not a multiple of its rows) are skipped by branches around each load and store (exec-masked on AMD);
       registers start at the op's identity (0, or -inf for max/softmax), so skipped vectors fold away.
@@ -124,7 +125,8 @@ compiler or the hardware. Host side: argument checks from host.py, op.json, the 
 from flydsl_runtime.py.
 
 Interface (the same in every kbaseline cell):
-    run(x, out=None) / run(x, weight, out=None) -> out   ROCm torch tensors; compiles and caches per variant.
+    run(x, out=None) / run(x, weight, out=None) -> out   ROCm torch tensors; compiles once per variant and prepares
+                                              a launch once per argument signature (N, row stride, alignment)
     compile_only(case, out_dir) -> ISA text   compile the variant run() picks for the case (contiguous rows
                                               unless the case has a row_stride) for op.json's target, with no
                                               GPU, in a child process (flydsl_runtime.py, tools/rocm_env.py);
@@ -139,10 +141,11 @@ import os
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+import flydsl_runtime as rt
 import host
 from flydsl.compiler.backends import current_target
 from flydsl.expr import const_expr, range_constexpr
-from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE, child_main, compile_isa, placeholder
+from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
@@ -461,6 +464,7 @@ def reduction_launch(
 # ------------------------------------------------------------------------------------------------
 
 _compiled: dict = {}  # (op, dtype, constexprs) -> CompiledFunction; M, N, the stride and eps are runtime values
+_launches: dict = {}  # run()'s signature (op, dtypes, devices, N, row stride, alignment) -> rt.Launch
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -475,15 +479,23 @@ def _constexprs(op: str, vec: int, cfg: dict) -> tuple:
     return (op, vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _lds_floats(op, cfg))
 
 
-def run(x, *args, out=None, op: str = OP, eps: float = EPS):
-    """Reduce x [M, N] over its last dim on the current stream. rmsnorm: run(x, weight, out=None)."""
-    import torch
+def _compile_args(op: str, dtype: str, vec: int, cfg: dict) -> tuple:
+    """What run() and compile_only compile: 1-D CPU placeholders for X, W, Out and placeholder scalars (shapes,
+    the stride and the scalars are runtime values), then the constexprs of the variant."""
+    x = rt.placeholder(dtype, 4096)
+    return (x, x.clone(), x.clone(), 1, 1, 1, 1, EPS, *_constexprs(op, vec, cfg))
 
+
+def _prepare(op: str, x, args, out):
+    """A signature's first call, or a refused one: host.py's checks, the buffer limits, the variant, the launch.
+
+    Its facts: the span (elements from the first to the last one read) x must stay under, N / vec, the row
+    stride / vec and the loop count: everything but M that the launch takes, fixed by the signature."""
     if op not in OPS:
         raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
     dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
     eb = x.element_size()
-    span = (m - 1) * ld + n  # elements from the first to the last one read
+    span = (m - 1) * ld + n
     if span * eb >= MAX_BYTES:
         raise ValueError(f"{op}: {m}x{n} with row stride {ld} spans {span * eb} bytes; buffer accesses address "
                          f"under 2 GiB (32-bit offsets)")
@@ -493,16 +505,40 @@ def run(x, *args, out=None, op: str = OP, eps: float = EPS):
         raise ValueError(f"{op}: tensors must be aligned to their element size")
     vec = _pick_vec(eb, n, ld, addresses)
     cfg = plan(n, vec)
-    flat_x = x.as_strided((span,), (1,))  # the rows' storage, gaps included; the kernel indexes r * ld + c
-    flat_w = weight if weight is not None else flat_x  # never read unless rmsnorm
-    flat_o = out.view(-1)
-    scalars = (m, n // vec, ld // vec, cfg["iters"], float(eps))
-    stream = torch.cuda.current_stream()
     key = (op, dtype, *_constexprs(op, vec, cfg))
-    if key not in _compiled:
-        _compiled[key] = flyc.compile(reduction_launch, flat_x, flat_w, flat_o, *scalars, *_constexprs(op, vec, cfg),
-                                      stream)
-    _compiled[key](flat_x, flat_w, flat_o, *scalars, *_constexprs(op, vec, cfg), stream)
+    fn = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg))
+    facts = (MAX_BYTES // eb, n // vec, ld // vec, cfg["iters"])
+    return rt.Launch(op, fn, _constexprs(op, vec, cfg), x.get_device(), facts)
+
+
+def run(x, *args, out=None, op: str = OP, eps: float = EPS):
+    """Reduce x [M, N] over its last dim on the current stream. rmsnorm: run(x, weight, out=None).
+
+    The hot path is a dict lookup (the signature fixes the variant: N, the row stride and the tensors'
+    alignment pick it), the checks FlyDSL's call does not make (M, out's shape, contiguity, the 2 GiB span),
+    1-D views of x and a [M, N] out, and the launch; see flydsl_runtime.py."""
+    row_out = op in ROW_OUT_OPS
+    if x.dim() != 2:
+        _prepare(op, x, args, out)  # raises, in host.py's words
+    m, n = x.shape
+    if out is None:
+        out = x.new_empty((m, n) if row_out else (m,))
+    w = args[0] if args else None
+    stride = x.stride()
+    ld = stride[0] if m > 1 else n
+    align = (x.data_ptr() | (out.data_ptr() if row_out else 0) | (w.data_ptr() if args else 0)) & 15
+    signature = (op, len(args), x.dtype, out.dtype, x.get_device(), out.get_device(), n, ld,
+                 stride[1] if n > 1 else 1, align, (w.dtype, w.get_device(), w.shape) if args else None)
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare(op, x, args, out)
+    span = (m - 1) * ld + n  # elements from the first to the last one read
+    if not (0 < m and span < launch.facts[0] and out.shape == ((m, n) if row_out else (m,)) and out.is_contiguous()
+            and (not args or w.is_contiguous())):
+        launch = _prepare(op, x, args, out)  # raises, in host.py's words (or prepares exactly this call)
+    _, nv, ldv, iters = launch.facts
+    flat_x = x.as_strided((span,), (1,))  # the rows' storage, gaps included; the kernel indexes r * ld + c
+    launch(flat_x, w if args else flat_x, out.view(-1) if row_out else out, m, nv, ldv, iters, float(eps))
     return out
 
 
@@ -535,14 +571,13 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
         raise ValueError(f"compile_only: unknown reduction op {op!r}; expected one of {OPS}")
     _, n, ld = _case_shape(case)
     tag = _variant(n, ld, dtype)[2]
-    return compile_isa(__file__, f"{op}_{dtype}_{tag}", [op, dtype, n, ld], arch, out_dir)
+    return rt.compile_isa(__file__, f"{op}_{dtype}_{tag}", [op, dtype, n, ld], arch, out_dir)
 
 
 def _emit_isa(op: str, dtype: str, n: str, ld: str) -> None:
-    """Child side of compile_only: compile with CPU placeholder tensors (shapes, stride, scalars: runtime values)."""
+    """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
     vec, cfg, _ = _variant(int(n), int(ld), dtype)
-    x = placeholder(dtype, 4096)
-    flyc.compile(reduction_launch, x, x.clone(), x.clone(), 1, 1, 1, 1, EPS, *_constexprs(op, vec, cfg))
+    flyc.compile(reduction_launch, *_compile_args(op, dtype, vec, cfg))
 
 
 def describe(case: dict) -> dict:
@@ -577,4 +612,4 @@ def describe(case: dict) -> dict:
 
 
 if __name__ == "__main__":
-    child_main(_emit_isa)
+    rt.child_main(_emit_isa)
