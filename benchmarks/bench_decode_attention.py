@@ -66,11 +66,12 @@ def copy_gbps(nbytes: int = 1 << 30) -> float:
 
 
 def set_knobs(kernel, knobs: dict) -> None:
-    """Set kernel.py's tuning constants and drop its compiled kernels and buffers, so the next run recompiles."""
+    """Set kernel.py's tuning constants and drop its compiled kernels and prepared launches (the plan is part of
+    them), so the next run re-plans and recompiles."""
     for name, value in knobs.items():
         setattr(kernel, name, value)
     kernel._compiled.clear()
-    kernel._workspace.clear()
+    kernel._launches.clear()
 
 
 def lengths(spec, B: int, S: int) -> list[int]:
