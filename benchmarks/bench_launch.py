@@ -7,10 +7,10 @@ It bakes one workspace per cell and op below through this template (`cookiecutte
 run_baseline=no`), then, for each workspace, two child processes, each timing every side with one timer:
 - the host child (no profiler ever attached: once CUPTI has been, every later launch costs more host time):
   - first-call s: the workspace's first run() on the shape, compile included;
-  - host µs: N <= 200 back-to-back calls with no sync, host clock (what a model's forward pays per call
-    while the GPU keeps up; N stays well under the ~1000 launches the driver queues before a launch blocks,
-    so a slow kernel's GPU time never shows up as host time), then one sync;
-  - call µs: the same N calls timed until the GPU finished the last one (host and GPU together);
+  - host µs and call µs: the workspace's own `test_kernel.call_latency`, the timer its harness reports:
+    N <= 200 back-to-back calls with no sync, host clock (what a model's forward pays per call while the GPU
+    keeps up; N stays well under the ~1000 launches the driver queues before a launch blocks, so a slow
+    kernel's GPU time never shows up as host time), and the same calls until the GPU finished the last one;
 - the GPU child:
   - GPU µs: torch.profiler's CUDA kernel time over the calls, per call (all of the call's kernels);
   - do_bench µs: triton.testing.do_bench (L2 flushed between calls; its flush hides host cost up to ~80 µs,
@@ -49,7 +49,7 @@ CHILD = textwrap.dedent("""
     import json, sys, time
     import torch
     sys.path.insert(0, ".")
-    import host, kernel, reference
+    import host, kernel, reference, test_kernel
     from triton.testing import do_bench
     op = json.load(open("op.json"))
     dtype = getattr(torch, op["torch_dtype"])
@@ -73,23 +73,12 @@ CHILD = textwrap.dedent("""
             torch.cuda.synchronize()
         return sum(e.self_device_time_total for e in prof.key_averages()) / n
 
-    def host_call_us(fn, n):
-        fn(); torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        return (t1 - t0) / n * 1e6, (t2 - t0) / n * 1e6
-
     def measure(fn):
-        if MODE == "host":
+        if MODE == "host":  # the workspace harness's own call-latency timer, sized by one timed call
             fn(); torch.cuda.synchronize()
             t0 = time.perf_counter(); fn(); torch.cuda.synchronize()
-            n = int(min(200, max(20, 0.25 / max(time.perf_counter() - t0, 1e-6))))
-            host, call = host_call_us(fn, n)
-            return {"host_us": host, "call_us": call, "calls": n}
+            c = test_kernel.call_latency(fn, (time.perf_counter() - t0) * 1e6, budget_s=0.25)
+            return {k: c[k] for k in ("host_us", "call_us", "calls")}
         return {"gpu_us": gpu_us(fn, 50), "do_bench_us": do_bench(fn) * 1e3}
 
     MODE = sys.argv[2]

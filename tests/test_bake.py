@@ -182,6 +182,16 @@ def test_pytorch_logic_refusals(tmp_path, source, spec, message):
     assert list(out.iterdir()) == []
 
 
+def assert_reference_is_silu_mul(ws):
+    """In the workspace's own process: its reference (the user's logic) computes silu(x) * y."""
+    result = subprocess.run([sys.executable, "-c", (
+        "import torch, reference\n"
+        "x, y = reference.make_inputs({'dims': [5, 3]}, torch.float64, 'cpu', 0)\n"
+        "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
+        "print('ok')")], cwd=ws, capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
 def test_user_logic_becomes_the_reference(tmp_path):
     write(tmp_path / "swiglu.py", "import torch\n\n\ndef _helper(t):\n    return t\n\n\n"
           "def swiglu(gate, up):\n    return torch.nn.functional.silu(gate) * _helper(up)\n")
@@ -194,12 +204,7 @@ def test_user_logic_becomes_the_reference(tmp_path):
     assert (ws / "user_logic.py").read_text() == (tmp_path / "swiglu.py").read_text()
     spec = read_json(ws / "op.json")["reference"]
     assert spec["function"] == "swiglu" and spec["mapping"] == "by position"
-    result = subprocess.run([sys.executable, "-c", (
-        "import torch, reference\n"
-        "x, y = reference.make_inputs({'dims': [5, 3]}, torch.float64, 'cpu', 0)\n"
-        "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
-        "print('ok')")], cwd=ws, capture_output=True, text=True)
-    assert result.stdout.strip() == "ok", result.stderr
+    assert_reference_is_silu_mul(ws)
 
 
 def test_user_logic_brings_the_modules_it_imports_from_its_folder(tmp_path):
@@ -214,12 +219,7 @@ def test_user_logic_brings_the_modules_it_imports_from_its_folder(tmp_path):
                                                           pytorch_logic=str(src / "swiglu.py"), run_baseline="no"))
     assert read_json(ws / "op.json")["reference"]["siblings"] == ["myhelpers.py", "scale.py"]
     assert (ws / "myhelpers.py").is_file() and (ws / "scale.py").is_file() and not (ws / "unrelated.py").exists()
-    result = subprocess.run([sys.executable, "-c", (
-        "import torch, reference\n"
-        "x, y = reference.make_inputs({'dims': [5, 3]}, torch.float64, 'cpu', 0)\n"
-        "assert torch.equal(reference.reference(x, y), torch.nn.functional.silu(x) * y)\n"
-        "print('ok')")], cwd=ws, capture_output=True, text=True)
-    assert result.stdout.strip() == "ok", result.stderr
+    assert_reference_is_silu_mul(ws)
 
 
 @pytest.mark.parametrize("files,message", [

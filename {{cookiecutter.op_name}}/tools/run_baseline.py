@@ -91,6 +91,13 @@ CALL_FIELDS = ("call_us", "host_us", "call_bound", "torch_call_us", "torch_host_
                "call_speedup_vs_torch")
 
 
+# what memory/v0.json keeps of each timed case, and, for the headline case, beside it in `performance`
+PER_CASE_FIELDS = ("latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
+                   "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "call_us", "torch_call_us",
+                   "call_bound", "first_call_s")
+HEADLINE_FIELDS = (*PER_CASE_FIELDS, "arithmetic_intensity", "bound", "copy_bandwidth_utilization_pct")
+
+
 def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
     cases = {c["name"]: c for c in op["cases"]}
     copy_gbps = results.get("device_copy", {}).get("gbps")
@@ -152,19 +159,12 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows:
     head_name = compute_utilization.headline_case(op)["name"]
     if head_name in util:
         u = util[head_name]
-        values.update({f"performance.{k}": u[k] for k in (
-            "latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
-            "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "arithmetic_intensity", "bound",
-            "copy_bandwidth_utilization_pct", "call_us", "torch_call_us", "call_bound", "first_call_s") if k in u})
+        values.update({f"performance.{k}": u[k] for k in HEADLINE_FIELDS if k in u})
         values["performance.case"] = head_name
     values["performance.device"] = results.get("device")
     values["performance.kernel_import_s"] = results.get("kernel_import_s")
-    values["performance.per_case"] = [
-        {"case": n, **{k: u[k] for k in ("latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
-                                         "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch",
-                                         "call_us", "torch_call_us", "call_bound", "first_call_s")
-                       if u.get(k) is not None}}
-        for n, u in util.items()]
+    values["performance.per_case"] = [{"case": n, **{k: u[k] for k in PER_CASE_FIELDS if u.get(k) is not None}}
+                                      for n, u in util.items()]
     if failed:
         gate, why = "FAIL", f"{len(failed)} case(s) not PASS: {', '.join(failed)}"
     elif head_name not in util:

@@ -50,7 +50,6 @@ compiles exactly the signature that run() compiles, adds `--keep-ptx`, reads `co
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 ARCH = "sm_90a"
@@ -68,7 +67,6 @@ OP = host.OP  # op.json of the workspace
 CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32, "int32": cutlass.Int32}
 TVM_FFI = "--enable-tvm-ffi"
 STREAM = make_fake_stream(use_tvm_ffi_env_stream=True)  # torch's current stream, read by the wrapper per call
-COMPILE_SECONDS: dict = {}  # compiled() key -> seconds its first compile took (the results record them)
 
 
 def dim(divisibility: int = 1):
@@ -94,11 +92,9 @@ def compiled(cache: dict, key, launcher, compile_args):
     order (constexprs and the stream are not arguments). cute.compile wraps it in a Python class that also
     accepts keywords, which costs ~0.4 us a call for nothing here; the wrapper stays in `cache`, and with it
     the loaded module the function lives in. `compile_args` is a callable, called only on the first use of a
-    key; the compile time is kept in COMPILE_SECONDS, because a user feels it on their first call."""
+    key (test_kernel.py times each case's first call, compile included: a user feels it)."""
     if key not in cache:
-        start = time.perf_counter()
         cache[key] = cute.compile(launcher, *compile_args(), options=TVM_FFI)
-        COMPILE_SECONDS[key] = time.perf_counter() - start
     return getattr(cache[key], "__tvm_ffi_object__", lambda: None)() or cache[key]
 
 

@@ -56,7 +56,7 @@ Interface
     device_target(op)                  the running GPU's gfx name (run() only; needs ROCm), checked likewise
     device_compute_units(device)       the CU count of a GPU (by torch device index), asked once per device
     compiled(cache, key, launcher, compile_args) -> the flyc.compile'd launcher of one configuration
-    Launch(op, fn, constexprs, device, facts)    one prepared launch; COMPILE_SECONDS: key -> first compile
+    Launch(op, fn, constexprs, device, facts)    one prepared launch
     compile_isa(kernel_file, stem, args, arch=None, out_dir="build") -> ISA text
     placeholder(dtype, numel)          a CPU tensor to compile on (shapes are runtime values)
     child_main(emit)                   the `--emit-isa` dispatch at the end of each kernel.py
@@ -67,7 +67,6 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import time
 from pathlib import Path
 
 import host
@@ -82,7 +81,6 @@ MAX_BYTES = 2**31  # num_records and the per-lane byte offsets of a buffer acces
 WAVE = 64  # lanes per CDNA wavefront (a CUDA warp is 32)
 DTYPE_BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 _TORCH_NAMES = {short: torch_name for torch_name, short in host.DTYPE_NAMES.items()}  # 'bf16' -> 'bfloat16'
-COMPILE_SECONDS: dict = {}  # compiled() key -> seconds its first compile took (a user feels it on a first call)
 
 
 def target(arch: str | None = None) -> str:
@@ -125,13 +123,11 @@ def compiled(cache: dict, key, launcher, compile_args):
 
     `compile_args` is a callable, called only on a key's first use; it returns what compile_only compiles too:
     CPU placeholder tensors (so flyc.compile does not launch, as it does on live GPU tensors) and the
-    constexprs. The compile time is kept in COMPILE_SECONDS."""
+    constexprs. (test_kernel.py times each case's first call, compile included.)"""
     if key not in cache:
         import flydsl.compiler as flyc
 
-        start = time.perf_counter()
         cache[key] = flyc.compile(launcher, *compile_args())
-        COMPILE_SECONDS[key] = time.perf_counter() - start
     return cache[key]
 
 

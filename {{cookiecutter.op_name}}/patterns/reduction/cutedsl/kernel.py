@@ -391,12 +391,17 @@ def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
     return vec
 
 
+def _in_index_range(m: int, n: int, ld: int) -> bool:
+    """The last element of x [M, N] with row stride ld has an int32 offset: the kernel's offsets are 32-bit."""
+    return (m - 1) * ld + n < 2**31
+
+
 def _prepare(op: str, x, args, out):
     """A signature's first call, or a refused one: host.py's checks, the plan, then the compiled launcher."""
     if op not in OPS:
         raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
     dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
-    if (m - 1) * ld + n >= 2**31:
+    if not _in_index_range(m, n, ld):
         raise ValueError(f"{op}: {m}x{n} with row stride {ld} exceeds the int32 index range of this kernel")
     eb = x.element_size()
     addresses = [x.data_ptr(), (weight if weight is not None else x).data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0]
@@ -423,7 +428,7 @@ def run(x, *args, out=None, op: str = OP, eps: float = EPS):
     signature = (op, x.dtype, x.shape[1], x.stride(0) if x.shape[0] > 1 else x.shape[1],
                  x.data_ptr() % 16, weight.data_ptr() % 16, out.data_ptr() % 16)
     prepared = _launches.get(signature)
-    if prepared is None or x.shape[0] * signature[3] >= 2**31:
+    if prepared is None or not _in_index_range(x.shape[0], signature[2], signature[3]):  # M is not in the signature
         prepared = _launches[signature] = _prepare(op, x, args, out)
     launcher, iters = prepared
     try:
