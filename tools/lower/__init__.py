@@ -1,0 +1,93 @@
+"""Lower the user's own PyTorch function into the pattern's kernel ("Your op, not ours"): the template-side entry.
+
+    trace -> IR -> lowered.py
+
+- ``lower(path, function)`` traces the function in a child process (tools/lower/capture.py: it runs the user's
+  code, so it gets a timeout and its own process) and returns ``{"ok": True, "ir": program}``, or ``{"ok": False,
+  "stage": ..., "error": one line}``. The result is cached per file version, since the inputs are checked twice
+  (while prompting, then for op.json).
+- ``op_spec(program)`` is the lowered op's entry in op.json, in the same form as a built-in op's (tools/patterns/):
+  its inputs, outputs, math and FLOP/byte formulas.
+- ``tensors(case, program)`` the tensors a case allocates (the shape checks' memory and index limits).
+- codegen.generate writes the program as lowered.py; ir.interpret runs it in torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tools.lower import ir
+
+TIMEOUT_S = float(os.environ.get("KBASELINE_TRACE_TIMEOUT", "120"))
+ROOT = Path(__file__).resolve().parents[2]
+_CACHE: dict = {}
+
+
+def lower(path: str, function: str, timeout: float = TIMEOUT_S) -> dict:
+    """Trace and lower `function` of the file at `path` in a child process (see the module docstring)."""
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size, function)
+    if key not in _CACHE:
+        _CACHE[key] = _run_child(path, function, timeout)
+    return _CACHE[key]
+
+
+def _run_child(path: str, function: str, timeout: float) -> dict:
+    request = json.dumps({"path": os.path.abspath(path), "function": function})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+           "CUDA_VISIBLE_DEVICES": os.environ.get("KBASELINE_TRACE_CUDA", "")}  # the trace needs no GPU
+    name = Path(path).name
+    try:
+        done = subprocess.run([sys.executable, "-m", "tools.lower.capture", request], capture_output=True, text=True,
+                              timeout=timeout, cwd=Path(path).parent, env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "stage": "import", "error": f"tracing {function} in {name} did not finish in {timeout:g} s "
+                                                          "(does importing the file or calling the function hang?); "
+                                                          "fix it, or raise KBASELINE_TRACE_TIMEOUT"}
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    try:
+        result = json.loads(last)
+    except json.JSONDecodeError:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"ok": False, "stage": "import", "error": f"tracing {function} in {name} ended with exit code "
+                                                          f"{done.returncode} and no result ({tail[:300]})"}
+    return result
+
+
+def op_spec(program: dict) -> dict:
+    """The lowered op in the form of a built-in op's OPS entry (tools/patterns/<pattern>/__init__.py)."""
+    rows = [i["name"] for i in program["inputs"] if i["kind"] == "row"]
+    vectors = [i["name"] for i in program["inputs"] if i["kind"] == "vector"]
+    row_outs = sum(o["shape"] == "row" for o in program["outputs"])
+    reduced = len(program["outputs"]) - row_outs
+    fp32_outs = [o for o in program["outputs"] if o["dtype"] == "fp32"]
+    elem = " + ".join(filter(None, [
+        f"{len(rows) + sum(o['shape'] == 'row' and o['dtype'] == 'input' for o in program['outputs'])}*numel*elem_bytes",
+        f"{len(vectors)}*N*elem_bytes" if vectors else "",
+        f"{sum(o['shape'] == 'row' for o in fp32_outs)}*numel*4" if any(o["shape"] == "row" for o in fp32_outs) else "",
+        f"{reduced}*(numel/N)*elem_bytes" if reduced else ""]))
+    shapes = ", ".join(f"{o['shape']}" + (" fp32" if o["dtype"] == "fp32" else "") for o in program["outputs"])
+    return {"inputs": [i["name"] for i in program["inputs"]],
+            "flops": f"{ir.flops_per_element(program)}*numel",
+            "bytes": elem,
+            "out": shapes,
+            "math": f"the user's `{program['function']}` ({program['file']}), lowered: "
+                    f"{len(program['nodes'])} steps, reductions: {', '.join(ir.reductions(program)) or 'none'}",
+            "kinds": {i["name"]: i["kind"] for i in program["inputs"]},
+            "params": {}}
+
+
+def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
+    """Every tensor a case of the lowered op allocates: name -> (elements, bytes per element)."""
+    v = case["vars"]
+    numel, n, eb = v["numel"], v.get("N", v["numel"]), v["elem_bytes"]
+    found = {i["name"]: (numel * (case.get("row_stride", n) // n if case.get("row_stride") else 1) if i["kind"] == "row"
+                         else n, eb) for i in program["inputs"]}
+    for k, o in enumerate(program["outputs"]):
+        size = 4 if o["dtype"] == "fp32" else eb
+        found[f"out{k}"] = (numel if o["shape"] == "row" else numel // n, size)
+    return found

@@ -1,0 +1,186 @@
+"""Write a lowered program (tools/lower/ir.py) out as the workspace's ``lowered.py``: the user's op, as kernel code.
+
+The file is the compute half of the pattern's kernel: kernel.py (hand-written, per DSL) moves the data -- loads,
+the reduction hierarchy, registers holding the row, predication, the tail -- and calls ``compute`` with this
+thread's values; ``compute`` is the user's function, one statement per IR node, each beside the source line it came
+from. It imports only ``pointwise`` (the DSL's own pointwise library, dsl/<dsl>/pointwise.py), so one generator
+serves both DSLs. The output is deterministic (the same program gives the same bytes) and ruff-clean.
+The contract between this file and the cells is tests/lowered_examples/CONTRACT.md.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+
+from tools.lower import ir
+
+RESERVED = {"n", "reduce", "pw", "math", "compute"}
+BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+                  "eq": "==", "ne": "!="}
+PW_CALLS = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt",
+            "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf", "abs": "abs",
+            "reciprocal": "reciprocal", "not": "logical_not", "to_float": "to_float", "maximum": "maximum",
+            "minimum": "minimum", "and": "logical_and", "or": "logical_or", "where": "where"}
+SMALL_POWERS = {1.0: "{a}", 2.0: "{a} * {a}", 3.0: "{a} * {a} * {a}", 4.0: "{a} * {a} * {a} * {a}",
+                0.5: "pw.sqrt({a})", -0.5: "pw.rsqrt({a})", -1.0: "pw.reciprocal({a})",
+                -2.0: "pw.reciprocal({a} * {a})"}
+WIDTH = 120
+
+
+def _strings(items) -> str:
+    """A tuple of strings as ruff format writes it: double quotes, a trailing comma for one item."""
+    quoted = [f'"{s}"' for s in items]
+    return f"({quoted[0]},)" if len(quoted) == 1 else f"({', '.join(quoted)})"
+
+
+def _float(v: float) -> str:
+    if math.isinf(v):
+        return "math.inf" if v > 0 else "-math.inf"
+    return repr(float(v))
+
+
+class _Writer:
+    def __init__(self, program: dict, dtype: str):
+        self.p, self.dtype = program, dtype
+        self.names = {i["name"]: self._safe(i["name"]) for i in program["inputs"]}
+        self.constants = self._constants()
+        self.needs_math = False
+
+    @staticmethod
+    def _safe(name: str) -> str:
+        if name in RESERVED or keyword.iskeyword(name) or (name[:1] == "t" and name[1:].isdigit()):
+            return f"{name}_in"
+        return name
+
+    def _constants(self) -> dict[float, str]:
+        """The user's float defaults (eps, temperature, ...) that the graph uses, by value -> their names."""
+        used = {a for node in self.p["nodes"] for a in node["args"] if not isinstance(a, str)}
+        named = {}
+        for name, value in sorted(self.p.get("constants", {}).items()):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value) in used:
+                named.setdefault(float(value), name.upper() if name.upper() not in RESERVED else f"{name.upper()}_")
+        return named
+
+    def operand(self, a) -> str:
+        if isinstance(a, str):
+            return self.names.get(a, a)
+        if a in self.constants:
+            return self.constants[a]
+        if math.isinf(a):
+            self.needs_math = True
+        return _float(a)
+
+    def expression(self, node: dict) -> str:
+        op, args = node["op"], [self.operand(a) for a in node["args"]]
+        if op in BINARY_SYMBOLS:
+            return f"{args[0]} {BINARY_SYMBOLS[op]} {args[1]}"
+        if op == "neg":
+            return f"-{args[0]}"
+        if op == "pow":
+            exponent = node["args"][1]
+            if not isinstance(exponent, str) and float(exponent) in SMALL_POWERS:
+                return SMALL_POWERS[float(exponent)].format(a=args[0])
+            return f"pw.pow({args[0]}, {args[1]})"
+        if op == "expm1":
+            return f"pw.exp({args[0]}) - 1.0"
+        if op == "isnan":
+            return f"{args[0]} != {args[0]}"
+        if op == "cast":
+            target = self.dtype if node["attr"] == "input" else node["attr"]
+            return args[0] if target == "fp32" else f'pw.cast({args[0]}, "{target}")'
+        if op in ir.REDUCE:
+            return f'reduce("{op}", {args[0]})'
+        return f"pw.{PW_CALLS[op]}({', '.join(args)})"
+
+    def statements(self) -> list[str]:
+        lines, seen = [], set()
+        for node in self.p["nodes"]:
+            code = f"    {node['id']} = {self.expression(node)}"
+            loc = node.get("line") or ""
+            comment = f"  # {loc}"
+            if loc and loc not in seen:
+                seen.add(loc)
+                text = self.p.get("source", {}).get(loc, "")
+                if text:
+                    comment += f"  {text}"
+            if len(code) + len(comment) > WIDTH:
+                comment = comment[: max(WIDTH - len(code) - 3, 4)].rstrip() + "..."
+            lines.append(code + (comment if loc else ""))
+        return lines
+
+    def outputs(self) -> str:
+        kinds = {node["id"]: node["kind"] for node in self.p["nodes"]}
+        first = self.names[self.p["inputs"][0]["name"]]
+        values = []
+        for out in self.p["outputs"]:
+            ref = self.operand(out["value"])
+            element = out["value"] in self.names or kinds.get(out["value"]) == "element"
+            values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")
+        return f"    return ({', '.join(values)},)" if len(values) == 1 else f"    return ({', '.join(values)})"
+
+    def text(self) -> str:
+        p = self.p
+        body = self.statements()
+        ret = self.outputs()
+        lines = sorted({int(loc.rpartition(":")[2]) for loc in p.get("source", {}) if loc.startswith(p["file"] + ":")})
+        span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}" if lines else "its source"
+        params = ", ".join([*(self.names[i["name"]] for i in p["inputs"]), "n", "reduce"])
+        kinds = {i["name"]: i for i in p["inputs"]}
+        input_lines = "\n".join(f"    {i['name']}: {'[M, N] (a row input)' if i['kind'] == 'row' else '[N] (a vector)'}"
+                                f", {i['why']}" for i in kinds.values())
+        out_lines = "\n".join(f"    output {k}: {o['shape']} ({'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'})"
+                              for k, o in enumerate(p["outputs"]))
+        reductions = ir.reductions(p)
+        head = [
+            f'"""Generated by kbaseline from `{p["function"]}` in {p["file"]} ({span}): the compute of this workspace\'s '
+            "kernel.",
+            "",
+            "Do not edit it by hand: re-bake the workspace (or edit the function and re-bake) to change it. kernel.py "
+            "moves the data",
+            "(loads, the reduction hierarchy, the tail) and calls `compute` with the fp32 values this thread holds; "
+            "every statement",
+            "below is one step of the traced function, beside the source line it came from.",
+            "",
+            "Inputs (the parameters' shapes, by the rule in the README's \"Your own op\"):",
+            input_lines,
+            "Outputs:",
+            out_lines,
+            f"Reductions over the last dim, in order: {', '.join(reductions) if reductions else 'none (elementwise)'}.",
+            f"Precision: inputs loaded in {self.dtype}, all math in fp32, casts where the function casts, one rounding "
+            "per output.",
+            '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+        ]
+        if self.needs_math:
+            head += ["import math", ""]
+        head += ["import pointwise as pw", ""]
+        head += [
+            f'SOURCE = "{p["file"]}:{p["function"]}"',
+            f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
+            f"KINDS = {_strings(i['kind'] for i in p['inputs'])}",
+            f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
+            f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
+            f"REDUCTIONS = {_strings(reductions)}",
+            f"USES_N = {ir.uses_n(p)!r}",
+            "",
+        ]
+        if self.constants:
+            for value, name in sorted(self.constants.items(), key=lambda kv: kv[1]):
+                head.append(f"{name} = {_float(value)}  # {p['file']}: the default of `{name.lower().rstrip('_')}`")
+            head.append("")
+        head += [
+            "",
+            f"def compute({params}):",
+            '    """This thread\'s values of each input (fp32) in, each output\'s values out. `n` is the row length N; '
+            '`reduce(kind, v)`',
+            '    is the cell\'s reduction of v over the whole row (every thread of the row gets the result)."""',
+        ]
+        return "\n".join([*head, *body, ret]) + "\n"
+
+
+def generate(program: dict, dtype: str) -> str:
+    """The text of lowered.py for `program`, in a workspace of `dtype` (what a cast to the input's dtype rounds to)."""
+    return _Writer(program, dtype).text()

@@ -1,0 +1,351 @@
+"""Lower a traced aten graph to the IR of tools/lower/ir.py, or refuse with the torch op and the user's line.
+
+Runs in the tracing child (tools/lower/capture.py), where torch is imported. The graph comes from ``make_fx`` with
+symbolic shapes and a small decomposition table (``DECOMPOSE``), so composites arrive as the few aten and prims
+ops below: F.layer_norm as var + sum + rsqrt, softmax as amax + exp + sum + div, gelu as erf or tanh arithmetic.
+Each value is classified by its traced shape against x's symbols [M, N]:
+
+    (M, N) row    (N,) or (1, N) vector    (M,) or (M, 1) per row    () or (1,) scalar (must be a constant)
+
+and carries its kind for the kernel (per element, per row, constant). A reduction must run over the last dim of a
+row value; an output must be a row or a per-row value. Anything else is refused with one line naming the torch op
+and the source line it came from.
+
+Precision: the kernels compute in fp32 and round once on the store, as torch.compile's fused kernels do. A cast the
+graph holds (the user's ``.to(x.dtype)``, or one a decomposition inserts, as torch's own composites round their
+result) rounds there as well; casts to fp32 or wider are no-ops.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+
+aten, prims = torch.ops.aten, torch.ops.prims
+
+
+class Refused(Exception):
+    """Cannot be lowered. str() is one line; `line` is the user's source line (or None)."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.correction, aten.std.correction,
+             aten.var_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
+             aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
+             aten.clamp, aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
+             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.clamp_min, aten.clamp_max, aten.native_layer_norm,
+             aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu]
+
+ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
+
+UNARY = {aten.neg.default: "neg", aten.exp.default: "exp", aten.exp2.default: "exp2", aten.log.default: "log",
+         aten.log2.default: "log2", aten.log1p.default: "log1p", aten.expm1.default: "expm1",
+         aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.tanh.default: "tanh",
+         aten.sigmoid.default: "sigmoid", aten.erf.default: "erf", aten.abs.default: "abs",
+         aten.reciprocal.default: "reciprocal", aten.logical_not.default: "not", aten.bitwise_not.default: "not",
+         aten.isnan.default: "isnan", prims.sqrt.default: "sqrt", prims.rsqrt.default: "rsqrt",
+         prims.exp.default: "exp", prims.log.default: "log", prims.neg.default: "neg", prims.abs.default: "abs",
+         prims.tanh.default: "tanh", prims.erf.default: "erf"}
+BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum", "minimum": "minimum",
+          "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne", "logical_and": "and",
+          "bitwise_and": "and", "logical_or": "or", "bitwise_or": "or", "pow": "pow", "fmax": "maximum",
+          "fmin": "minimum", "true_divide": "div", "multiply": "mul", "subtract": "sub"}
+SHAPE_ONLY = {"expand", "broadcast_in_dim", "unsqueeze", "squeeze", "view", "reshape", "_unsafe_view", "alias",
+              "clone", "contiguous", "detach", "expand_as", "lift_fresh_copy", "_assert_tensor_metadata", "copy"}
+FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+        "maximum": max, "minimum": min, "pow": operator.pow, "neg": operator.neg, "sqrt": math.sqrt,
+        "exp": math.exp, "log": math.log, "abs": abs, "reciprocal": lambda a: 1.0 / a,
+        "rsqrt": lambda a: 1.0 / math.sqrt(a)}
+SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", operator.sub: "sub",
+           operator.neg: "neg", operator.floordiv: None, operator.mod: None}
+
+
+class Value:
+    """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
+
+    def __init__(self, ref, kind: str, shape: str, boolean: bool = False):
+        self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
+
+
+class Converter:
+    def __init__(self, gm, inputs: list[dict], in_dtype, lines: dict):
+        self.gm, self.inputs, self.in_dtype, self.lines = gm, inputs, in_dtype, lines
+        self.nodes: list[dict] = []
+        self.env: dict = {}
+        self.m = self.n = None
+        self.line = None
+
+    # -------------------------------------------------------------------- helpers
+    def refuse(self, message: str):
+        raise Refused(message, self.line)
+
+    def shape_class(self, val) -> str:
+        if isinstance(val, (int, float, bool, torch.SymInt, torch.SymFloat)) or val is None:
+            return "scalar"
+        shape = tuple(val.shape)
+        if shape == (self.m, self.n):
+            return "row"
+        if shape in ((self.n,), (1, self.n)):
+            return "vector"
+        if shape in ((self.m,), (self.m, 1)):
+            return "per_row"
+        if all(s == 1 for s in shape):
+            return "scalar"
+        return "other"
+
+    def emit(self, op: str, args: list, kind: str, shape: str, boolean: bool = False, attr=None) -> Value:
+        """A new IR node (or a folded constant when every argument is one)."""
+        if kind == CONST and op in FOLD and all(isinstance(a, float) for a in args):
+            try:
+                folded = FOLD[op](*args)
+                if isinstance(folded, (int, float)):
+                    return Value(float(folded), CONST, "scalar")
+            except (ValueError, TypeError, ZeroDivisionError, OverflowError):  # complex, inf: keep the node
+                pass
+        node = {"id": f"t{len(self.nodes)}", "op": op, "args": args, "line": self.line, "kind": kind}
+        if attr is not None:
+            node["attr"] = attr
+        self.nodes.append(node)
+        return Value(node["id"], kind, shape, boolean)
+
+    def arg(self, a) -> Value:
+        if isinstance(a, torch.fx.Node):
+            if a not in self.env:
+                self.refuse(f"uses {a.name}, which could not be lowered")
+            if self.env[a].ref is None:
+                self.refuse("computes with the number of rows M (x.shape[0]); only the row length N lowers")
+            return self.env[a]
+        if isinstance(a, bool):
+            return Value(float(a), CONST, "scalar", boolean=True)
+        if isinstance(a, (int, float)):
+            return Value(float(a), CONST, "scalar")
+        self.refuse(f"takes an argument of type {type(a).__name__} ({a!r}), which has no kernel form")
+
+    @staticmethod
+    def kind_of(*values: Value) -> str:
+        kinds = {v.kind for v in values}
+        return ELEMENT if ELEMENT in kinds else ROW if ROW in kinds else CONST
+
+    def binary(self, op: str, a: Value, b: Value, shape: str, boolean=False) -> Value:
+        return self.emit(op, [a.ref, b.ref], self.kind_of(a, b), shape, boolean)
+
+    def last_dim(self, dims, src: Value, val) -> None:
+        rank = len(val.shape) if hasattr(val, "shape") else 0
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        if src.shape != "row" or len(dims) != 1 or dims[0] % max(rank, 1) != rank - 1:
+            self.refuse("reduces over a dim other than the last one of x (only last-dim row reductions lower: "
+                        f"dim=-1 over [M, N]; got dim={dims or 'all'} over a {src.shape} value)")
+
+    # -------------------------------------------------------------------- the graph
+    def run(self) -> tuple[list[dict], list[dict]]:
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        x_val = placeholders[0].meta["val"]
+        self.m, self.n = tuple(x_val.shape)
+        for node, spec in zip(placeholders, self.inputs):
+            self.env[node] = Value(spec["name"], ELEMENT, "row" if spec["kind"] == "row" else "vector")
+        outputs = None
+        for node in self.gm.graph.nodes:
+            self.line = self.lines.get(node.name)
+            if node.op == "call_function":
+                self.env[node] = self.call(node)
+            elif node.op == "get_attr":
+                self.env[node] = self.constant_attr(node)
+            elif node.op == "output":
+                outputs = node.args[0]
+        return self.nodes, self.outputs(outputs)
+
+    def constant_attr(self, node) -> Value:
+        t = getattr(self.gm, node.target)
+        if isinstance(t, torch.Tensor) and t.numel() == 1:
+            return Value(float(t.item()), CONST, "scalar", t.dtype == torch.bool)
+        self.refuse("captures a tensor constant with more than one element (pass it as an argument instead)")
+
+    def outputs(self, outs) -> list[dict]:
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        specs = []
+        for out in outs:
+            self.line = self.lines.get(getattr(out, "name", ""), self.line)
+            if not isinstance(out, torch.fx.Node):
+                raise Refused(f"returns {out!r}, not a tensor")
+            v, val = self.env[out], out.meta["val"]
+            if v.boolean or not val.dtype.is_floating_point:
+                raise Refused(f"returns a {val.dtype} tensor; outputs must be floating point", self.line)
+            shape = {"row": "row", "per_row": "reduced_keepdim" if len(val.shape) == 2 else "reduced"}.get(
+                self.shape_class(val))
+            if shape is None or (shape != "row" and v.kind == ELEMENT):
+                raise Refused(f"returns a tensor of shape {list(val.shape)}; an output must have x's shape [M, N] or "
+                              "one value per row ([M] or [M, 1])", self.line)
+            if v.kind == CONST:
+                raise Refused("returns a constant, which needs no kernel", self.line)
+            dtype = "input" if val.dtype == self.in_dtype else "fp32"
+            specs.append({"value": v.ref, "shape": shape, "dtype": dtype})
+        return specs
+
+    def call(self, node) -> Value:
+        target, args, kw = node.target, node.args, node.kwargs
+        val = node.meta.get("val")
+        if target in SYM_OPS:  # arithmetic on sizes: only N (as a float) has a kernel form
+            op = SYM_OPS[target]
+            if op is None:
+                self.refuse(f"does integer arithmetic on sizes ({target.__name__})")
+            vals = [self.arg(a) for a in args]
+            return self.emit(op, [v.ref for v in vals], CONST, "scalar") if len(vals) > 1 else \
+                self.emit(op, [vals[0].ref], CONST, "scalar")
+        if target is operator.getitem:
+            src = self.env.get(args[0])
+            if isinstance(src, tuple):
+                if src[args[1]] is None:
+                    self.refuse("uses the indices of max/min (argmax); only the values lower")
+                return src[args[1]]
+            self.refuse("indexes a tensor")
+        name = getattr(target, "__name__", str(target))
+        if name.startswith("sym_float") or name == "sym_float":
+            return self.arg(args[0])
+        if not hasattr(target, "overloadpacket"):
+            self.refuse(f"calls {name}, which has no kernel form")
+        base = target.overloadpacket.__name__.removesuffix("_") if target.overloadpacket.__name__ != "_to_copy" \
+            else "_to_copy"
+        if target.overloadpacket.__name__.endswith("_") and target.overloadpacket.__name__ not in ("_to_copy",):
+            if args and isinstance(args[0], torch.fx.Node) and args[0].op == "placeholder":
+                self.refuse(f"modifies its input {self.env[args[0]].ref} in place (torch.{base}_); write it out of "
+                            "place")
+        shape = self.shape_class(val)
+        if shape == "other":
+            self.refuse(f"torch.{base} makes a tensor of shape {list(val.shape)}, which is neither x's [M, N], a "
+                        "row vector [N], nor one value per row")
+        if base == "sym_size":
+            if args[1] in (1, -1):
+                return Value("n", CONST, "scalar")
+            return Value(None, CONST, "scalar")  # M: fine as a size (broadcasts, views), refused in arithmetic
+        if target in UNARY:
+            a = self.arg(args[0])
+            return self.emit(UNARY[target], [a.ref], a.kind, shape, UNARY[target] in ("not", "isnan"))
+        if base in BINARY:
+            a, b = self.arg(args[0]), self.arg(args[1])
+            alpha = kw.get("alpha", 1)
+            if alpha != 1:
+                b = self.binary("mul", b, self.arg(alpha), shape)
+            if "rounding_mode" in kw and kw["rounding_mode"] is not None:
+                self.refuse(f"divides with rounding_mode={kw['rounding_mode']!r}")
+            op = BINARY[base]
+            return self.binary(op, a, b, shape, op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or"))
+        if base == "rsub":
+            a, b = self.arg(args[0]), self.arg(args[1])
+            return self.binary("sub", b, a, shape)
+        if base == "where":
+            c, a, b = (self.arg(a) for a in args)
+            return self.emit("where", [c.ref, a.ref, b.ref], self.kind_of(c, a, b), shape)
+        if base == "masked_fill":
+            a, mask, fill = (self.arg(a) for a in args)
+            return self.emit("where", [mask.ref, fill.ref, a.ref], self.kind_of(a, mask, fill), shape)
+        if base in ("relu",):
+            a = self.arg(args[0])
+            return self.binary("maximum", a, Value(0.0, CONST, "scalar"), shape)
+        if base in ("_to_copy", "convert_element_type", "to", "type_as"):
+            return self.cast(node, self.arg(args[0]), kw.get("dtype", args[1] if len(args) > 1 else None), shape)
+        if base in ("scalar_tensor", "full", "full_like", "zeros_like", "ones_like", "zeros", "ones", "new_full",
+                    "new_zeros", "new_ones"):
+            fill = {"zeros_like": 0.0, "ones_like": 1.0, "zeros": 0.0, "ones": 1.0, "new_zeros": 0.0,
+                    "new_ones": 1.0}.get(base)
+            if fill is None:
+                fill = args[0] if base == "scalar_tensor" else args[1] if base in ("full", "full_like") else args[2]
+            v = self.arg(fill)
+            return Value(v.ref, v.kind, shape, v.boolean)
+        if base in SHAPE_ONLY:
+            if base == "_assert_tensor_metadata":
+                return None
+            src = self.arg(args[0])
+            if src.shape == "vector" and shape == "per_row" or src.shape == "per_row" and shape == "vector":
+                self.refuse(f"torch.{base} turns a [{'N' if src.shape == 'vector' else 'M'}] tensor into the other "
+                            "axis (a transpose), which does not lower")
+            if base == "copy":
+                src = self.arg(args[1])
+            return Value(src.ref, src.kind, shape, src.boolean)
+        if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin"):
+            return self.reduction(base, node, shape)
+        self.refuse(f"torch.{base} ({target}) has no kernel form here; see the README's 'Your own op' for the "
+                    "ops that lower")
+
+    def cast(self, node, src: Value, dtype, shape: str) -> Value:
+        if dtype is None or dtype == torch.float32 or dtype == torch.float64:
+            if src.boolean:
+                return self.emit("to_float", [src.ref], src.kind, shape)
+            return Value(src.ref, src.kind, shape)
+        if dtype == torch.bool:
+            return self.binary("ne", src, Value(0.0, CONST, "scalar"), shape, True)
+        if not dtype.is_floating_point:
+            self.refuse(f"casts to {dtype}; only floating-point casts lower")
+        if src.boolean:
+            return self.emit("to_float", [src.ref], src.kind, shape)
+        target = "input" if dtype == self.in_dtype else {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype)
+        if target is None:
+            self.refuse(f"casts to {dtype}, which the kernels do not compute in")
+        if src.kind == CONST:
+            return src
+        return self.emit("cast", [src.ref], src.kind, shape, attr=target)
+
+    def reduction(self, base: str, node, shape: str) -> Value:
+        args, kw = node.args, node.kwargs
+        src_node = args[0]
+        src = self.arg(src_node)
+        val = src_node.meta["val"]
+        dims = args[1] if len(args) > 1 else kw.get("dim")
+        if base in ("argmax", "argmin", "prod"):
+            self.refuse(f"torch.{base} does not lower (the reductions are sum, mean, max, min, var, std)")
+        self.last_dim(dims, src, val)
+        if src.kind != ELEMENT:
+            self.refuse(f"reduces a value that is the same along the row (torch.{base})")
+        if base in ("max", "min") and isinstance(node.meta.get("val"), (tuple, list)):  # max(dim) -> (values, indices)
+            v = self.emit(base, [src.ref], ROW, "per_row")
+            return (v, None)
+        if base == "sum":
+            return self.emit("sum", [src.ref], ROW, shape)
+        if base in ("amax", "amin"):
+            return self.emit(base[1:], [src.ref], ROW, shape)
+        if base == "var":  # prims.var(x, dims, correction): two passes, on the row held in registers
+            correction = float(args[2] if len(args) > 2 else kw.get("correction", 1.0) or 0.0)
+            total = self.emit("sum", [src.ref], ROW, "per_row")
+            mean = self.emit("div", [total.ref, "n"], ROW, "per_row")
+            dev = self.emit("sub", [src.ref, mean.ref], ELEMENT, "row")
+            sq = self.emit("mul", [dev.ref, dev.ref], ELEMENT, "row")
+            ss = self.emit("sum", [sq.ref], ROW, "per_row")
+            denom = self.emit("sub", ["n", correction], CONST, "scalar") if correction else Value("n", CONST, "scalar")
+            return self.emit("div", [ss.ref, denom.ref], ROW, shape)
+        self.refuse(f"torch.{base} in this form does not lower")
+
+
+def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Merge repeated computations (layer_norm's decomposition sums the row twice: once for its mean, once for the
+    variance's), drop the nodes no output needs (a composite's unused results: layer_norm's mean and rstd) and number
+    the rest t0, t1, ... in order, so that the same function always lowers to the same program, with no reduction
+    done twice."""
+    alias, seen, merged = {}, {}, []
+    for node in nodes:
+        node["args"] = [alias.get(a, a) if isinstance(a, str) else a for a in node["args"]]
+        key = (node["op"], tuple(node["args"]), node.get("attr"))
+        if key in seen:
+            alias[node["id"]] = seen[key]
+            continue
+        seen[key] = node["id"]
+        merged.append(node)
+    nodes, outputs = merged, [{**o, "value": alias.get(o["value"], o["value"])} for o in outputs]
+    live = {o["value"] for o in outputs if isinstance(o["value"], str)}
+    for node in reversed(nodes):
+        if node["id"] in live:
+            live |= {a for a in node["args"] if isinstance(a, str)}
+    kept = [node for node in nodes if node["id"] in live]
+    rename = {node["id"]: f"t{i}" for i, node in enumerate(kept)}
+    for node in kept:
+        node["id"] = rename[node["id"]]
+        node["args"] = [rename.get(a, a) if isinstance(a, str) else a for a in node["args"]]
+    return kept, [{**o, "value": rename.get(o["value"], o["value"])} for o in outputs]
+
+
+def convert(gm, inputs: list[dict], in_dtype, lines: dict) -> tuple[list[dict], list[dict]]:
+    """(nodes, outputs) of the IR for a traced graph, or Refused."""
+    return prune(*Converter(gm, inputs, in_dtype, lines).run())

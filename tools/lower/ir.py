@@ -1,0 +1,124 @@
+"""The lowering IR: a straight-line program over one row of the user's op, and its float64 interpreter.
+
+Template-side, and plain data: tools/lower/convert.py builds it from the traced graph, op.json keeps it (``lowered``),
+tools/lower/codegen.py writes it out as the workspace's ``lowered.py``, and ``interpret`` runs it in torch for the
+checks that the lowering is the user's function.
+
+A program (a dict, JSON as it is)::
+
+    inputs    [{"name": "x", "kind": "row"}, {"name": "weight", "kind": "vector"}, ...]
+                row: x's shape [M, N] (x is always the first row input); vector: [N], broadcast over the rows
+    nodes     [{"id": "t3", "op": "rsqrt", "args": ["t2"], "line": 8}, ...]   in evaluation order
+                an arg is a reference (an input's name, an earlier node's id, or "n": the row length N as a float)
+                or a float constant; `attr` holds an op's static argument (a cast's target dtype)
+    outputs   [{"value": "t7", "shape": "row" | "reduced" | "reduced_keepdim", "dtype": "input" | "fp32"}]
+    class     "elementwise" (no reduction) or "reduction" (one or more reductions over the last dim)
+
+Every value is one of three kinds, which is all the kernels need to know: per element (a row input's or a vector
+input's values, and anything computed from them), per row (the result of a reduction, and anything computed from
+it and constants), or constant (floats, and ``n``). Arithmetic broadcasts between them as torch's does between
+[M, N], [M, 1] and scalars.
+"""
+
+from __future__ import annotations
+
+import math
+
+UNARY = ("neg", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs",
+         "reciprocal", "not", "isnan", "to_float")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isnan")  # boolean results
+REDUCE = ("sum", "max", "min")
+OPS = (*UNARY, *BINARY, "where", "cast", *REDUCE)
+CAST_TARGETS = ("input", "bf16", "fp16")  # "input": the workspace's dtype (x's); a cast to fp32 or wider is a no-op
+OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
+
+
+def references(node: dict) -> list[str]:
+    return [a for a in node["args"] if isinstance(a, str)]
+
+
+def reductions(program: dict) -> list[str]:
+    """The reduction kinds, in the order compute() calls them."""
+    return [node["op"] for node in program["nodes"] if node["op"] in REDUCE]
+
+
+def uses_n(program: dict) -> bool:
+    return any("n" in references(node) for node in program["nodes"])
+
+
+def interpret(program: dict, inputs: dict, dtype=None):
+    """Run the program in torch on `inputs` (name -> tensor: x [M, N], vectors [N]); return the outputs as torch
+    would (a tensor, or a tuple of them), in float64 unless the values come in lower.
+
+    `dtype` is the torch dtype a cast to "input" rounds to (None: casts do not round, the float64 reading of the
+    function, as the harness's reference is evaluated)."""
+    import torch
+
+    x = inputs[program["inputs"][0]["name"]]
+    env = {**inputs, "n": float(x.shape[-1])}
+    fns = {
+        "neg": torch.neg, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
+        "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid, "erf": torch.erf, "abs": torch.abs, "reciprocal": torch.reciprocal,
+        "not": torch.logical_not, "isnan": torch.isnan, "add": torch.add, "sub": torch.sub, "mul": torch.mul,
+        "div": torch.div, "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum, "lt": torch.lt,
+        "le": torch.le, "gt": torch.gt, "ge": torch.ge, "eq": torch.eq, "ne": torch.ne, "and": torch.logical_and,
+        "or": torch.logical_or,
+    }
+    like = x.double() if x.dtype != torch.float64 else x
+
+    def value(arg):
+        got = env[arg] if isinstance(arg, str) else arg
+        return got if isinstance(got, torch.Tensor) else torch.tensor(float(got), dtype=like.dtype)
+
+    for node in program["nodes"]:
+        op, args = node["op"], [value(a) for a in node["args"]]
+        if op in REDUCE:
+            fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[op]
+            out = fn(args[0], dim=-1, keepdim=True)
+        elif op == "where":
+            out = torch.where(args[0], args[1], args[2])
+        elif op == "cast":
+            target = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(node["attr"], dtype)
+            out = args[0].to(target).to(args[0].dtype) if target is not None else args[0]
+        elif op == "to_float":
+            out = args[0].to(like.dtype)
+        elif op in fns:
+            out = fns[op](*args)
+        else:
+            raise ValueError(f"unknown IR op {op!r}")
+        env[node["id"]] = out
+    outs = []
+    for spec in program["outputs"]:
+        v = value(spec["value"])
+        if spec["shape"] == "row":
+            v = v.expand(x.shape)
+        else:
+            v = v.expand(*x.shape[:-1], 1)
+            v = v if spec["shape"] == "reduced_keepdim" else v.squeeze(-1)
+        outs.append(v.contiguous())
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def flops_per_element(program: dict) -> int:
+    """Arithmetic nodes per element of x (a node per row counts as 0): the FLOP formula's coefficient."""
+    return max(1, sum(1 for node in program["nodes"] if node.get("kind") == "element"))
+
+
+def check(program: dict) -> None:
+    """Raise ValueError when the program is not well formed (each reference defined before use, ops known)."""
+    known = {i["name"] for i in program["inputs"]} | {"n"}
+    for node in program["nodes"]:
+        if node["op"] not in OPS:
+            raise ValueError(f"unknown IR op {node['op']!r}")
+        missing = [a for a in references(node) if a not in known]
+        if missing:
+            raise ValueError(f"{node['id']} uses {missing} before they are defined")
+        for a in node["args"]:
+            if not isinstance(a, str) and not math.isfinite(a) and not math.isinf(a):
+                raise ValueError(f"{node['id']}: constant {a!r} is NaN")
+        known.add(node["id"])
+    for out in program["outputs"]:
+        if out["shape"] not in OUTPUT_SHAPES or (isinstance(out["value"], str) and out["value"] not in known):
+            raise ValueError(f"bad output {out}")
