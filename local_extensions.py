@@ -14,7 +14,8 @@ from the checked inputs, by tools/spec.py (op.json).
   line and the question again, every earlier answer kept; with ``--no-input``, one line and exit 1, before
   cookiecutter writes its replay file or makes a folder. After ``op_name`` the destination folder is checked as
   well (tools/overwrite.py); after the last input, Ctrl-C waits for the bake to finish (tools/interrupts.py).
-- ``kb_default_op``: the pattern's default op, the op question's default.
+- ``kb_default_op``: the op question's default (the pattern's default op; ``default`` with a function, which lowers
+  it when it can); ``kb_default_name``: op_name's (the function's name for a lowered op).
 - ``kb_op_json``: rendered into the pre-gen hook once the workspace folder exists: every input checked again over
   the whole context (also what ``--replay`` brings), an existing folder refused or replaced, and op.json's text.
 - ``kbaseline_root`` (a global): the template repo's absolute path, for the post-gen hook's imports.
@@ -90,10 +91,13 @@ def _ask_again(env, ctx, key: str) -> str:
     return Prompt.ask(COOKIECUTTER_JSON["__prompts__"][key], default=default)
 
 
-def _after(ctx, key: str, value) -> None:
-    """What follows a good answer: the pattern's ops and dtypes at the prompt, gpu=auto's finding, and, after the
-    last input, Ctrl-C deferred until the bake is done."""
-    if key == "pattern" and _interactive():
+def _after(ctx, key: str, value, got: dict) -> None:
+    """What follows a good answer: the pattern's ops and dtypes at the prompt, what became of the user's function
+    (lowered into the kernel, or why not), gpu=auto's finding, and, after the last input, Ctrl-C deferred until the
+    bake is done."""
+    if key == "op" and got["pytorch_logic"]:
+        print(f"kbaseline: {validate.lowering_note(got)}", flush=True)
+    if key == "pattern" and _interactive() and value in registry.patterns():
         module = registry.pattern(value)
         print(f"    {value}: ops {', '.join(module.OPS)} (default {module.DEFAULT_OP}); dtypes "
               f"{', '.join(module.DTYPES)}", flush=True)
@@ -114,7 +118,8 @@ def kb_check(env, ctx, key: str) -> str:
         _unknown_inputs()
     while True:
         try:
-            value = validate.check(ctx, upto=key)[key]
+            got = validate.check(ctx, upto=key)
+            value = got[key]
             if key == "op_name":
                 _destination(ctx)
             break
@@ -123,12 +128,17 @@ def kb_check(env, ctx, key: str) -> str:
                 _refuse(err)
             print(f"kbaseline: error: {err}", file=sys.stderr, flush=True)
             ctx[key] = _ask_again(env, ctx, key)  # the live answers: cookiecutter keeps (and replays) this one
-    _after(ctx, key, value)
-    return value["path"] if isinstance(value, dict) else str(value or "")
+    _after(ctx, key, value, got)
+    return f"{value['path']}:{value['function']}" if isinstance(value, dict) else str(value or "")
 
 
-def kb_default_op(pattern: str) -> str:
-    return registry.resolve_op(pattern, "default")
+def kb_default_op(pattern: str, logic: str = "") -> str:
+    """The op question's default: the pattern's default op, or `default` with a function (lowered when it can be)."""
+    return "default" if logic else registry.resolve_op(pattern, "default")
+
+
+def kb_default_name(op: str, logic: str, dtype: str) -> str:
+    return validate.default_op_name(op, logic, dtype)
 
 
 def kb_op_json(ctx) -> str:
@@ -164,4 +174,4 @@ class KbaselineExtension(Extension):
         super().__init__(environment)
         environment.globals["kbaseline_root"] = ROOT
         environment.filters.update(kb_cwd=kb_cwd, kb_check=kb_check, kb_default_op=kb_default_op,
-                                   kb_op_json=kb_op_json)
+                                   kb_default_name=kb_default_name, kb_op_json=kb_op_json)

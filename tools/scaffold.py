@@ -4,8 +4,10 @@ Called by hooks/post_gen_project.py with cwd = the new workspace, where the pre-
 (tools/spec.py). Nothing is worked out again here; op.json says which files this workspace keeps:
 
 1. the pattern's files (``patterns/<pattern>/reference.py``, ``patterns/<pattern>/<dsl>/kernel.py``) and the
-   DSL's files (``dsl/<dsl>/``: its shared runtime, its extra tools) move to the workspace root; the other
-   patterns and DSLs are removed;
+   DSL's files (``dsl/<dsl>/``: its shared runtime, its pointwise library, its extra tools) move to the workspace
+   root; the other patterns and DSLs are removed. A workspace whose op is the user's own function (``lowered``)
+   gets ``lowered.py``, written from op.json's program (tools/lower/codegen.py); the others drop the pointwise
+   library, which only a lowered compute calls;
 2. ``reference/`` (the memory schema, the cited GPU specs) is copied in from the template, and the user's
    PyTorch logic file, when one was given, as ``user_logic.py``, with the modules it imports from its own folder;
 3. the workspace's own ``tools/run_baseline.py --bake`` writes the README, plan, NOT RUN report and memory from
@@ -21,6 +23,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tools.lower import codegen
+from tools.validate import LOWERED
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
@@ -43,6 +48,10 @@ def arrange(ws: Path, op: dict) -> None:
         shutil.move(str(item), ws / item.name)
     _merge(pattern_dir / op["framework"], ws)
     _merge(ws / "dsl" / op["framework"], ws)
+    if op["op"] == LOWERED:  # the user's function, as the compute of this cell's kernel
+        (ws / "lowered.py").write_text(codegen.generate(op["lowered"], op["dtype"]))
+    else:  # only a lowered compute calls the DSL's pointwise library
+        (ws / "pointwise.py").unlink(missing_ok=True)
     shutil.rmtree(ws / "patterns")
     shutil.rmtree(ws / "dsl")
     (ws / "reference").mkdir(exist_ok=True)

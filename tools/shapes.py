@@ -47,17 +47,18 @@ def case(role: str, label: str, dims_: list[int], names: dict, dtype: str, extra
             **(extra or {})}
 
 
-def check(pattern, dsl, dtype: str, text: str, gpu: str | None = None, op: str | None = None) -> None:
+def check(pattern, dsl, dtype: str, text: str, gpu: str | None = None, op: str | None = None, tensors=None) -> None:
     """Raise InputError when the user's shapes do not parse for this pattern and dtype, break the DSL's index
     limits, or need more memory than the GPU has (its HBM, from reference/gpu_specs.json). The pattern says which
-    tensors a case has (``tensors(case, op)``), the DSL what its kernels can address, the catalogue what the GPU holds."""
+    tensors a case has (``tensors(case, op)``; a lowered op passes its own ``tensors(case)``), the DSL what its kernels
+    can address, the catalogue what the GPU holds."""
     if not text.strip():
         return
     op = op or pattern.DEFAULT_OP
     memory = catalog.memory(gpu) if gpu else None
     for c in pattern.cases(text, "representative", dtype):
-        label, tensors = c["name"][4:], pattern.tensors(c, op)
-        for name, (elems, _size) in tensors.items():
+        label, found = c["name"][4:], tensors(c) if tensors else pattern.tensors(c, op)
+        for name, (elems, _size) in found.items():
             if elems >= dsl.MAX_ELEMENTS:
                 raise InputError(f"shapes: '{label}': {name} has {elems} elements; {dsl.LABEL} kernels address a "
                                  f"tensor's elements with 32-bit offsets, so at most {dsl.MAX_ELEMENTS - 1}: use "
@@ -67,9 +68,9 @@ def check(pattern, dsl, dtype: str, text: str, gpu: str | None = None, op: str |
             raise InputError(f"shapes: '{label}' needs {nbytes} bytes in one buffer; {dsl.LABEL} buffer accesses "
                              f"address under {dsl.MAX_BUFFER_BYTES / 2**30:g} GiB (32-bit offsets), so split the tensor "
                              "or use smaller shapes")
-        total = sum(elems * size for elems, size in tensors.values())
+        total = sum(elems * size for elems, size in found.values())
         if memory and total > memory["bytes"]:
-            parts = ", ".join(f"{name} {elems * size / 1e9:.3g} GB" for name, (elems, size) in tensors.items())
+            parts = ", ".join(f"{name} {elems * size / 1e9:.3g} GB" for name, (elems, size) in found.items())
             raise InputError(f"shapes: '{label}' needs {total / 1e9:.4g} GB for its tensors ({parts}), more than the "
                              f"{gpu}'s {memory['gb']:g} GB ({memory['source']}); use smaller shapes")
 

@@ -11,20 +11,27 @@ from __future__ import annotations
 import json
 import os
 
-from tools import registry, shapes
+from tools import lower, registry, shapes
 from tools.catalog import ARCHS, DTYPES, GPUS
 from tools.validate import CHECKS as INPUTS
-from tools.validate import validate
+from tools.validate import LOWERED, check, default_op_name, validate
 
 
 def _reference(resolved: dict, pattern) -> dict:
     logic = resolved["pytorch_logic"]
     if logic:
         beside = f" with the modules it imports from its folder ({', '.join(logic['siblings'])})" if logic["siblings"] else ""
+        mapping = "by name" if resolved["op"] == LOWERED else logic["mapping"]
+        kernel = (f" The kernel computes it too: traced and lowered into the {resolved['pattern_name']} cell "
+                  "(lowered.py)." if resolved["op"] == LOWERED else
+                  f" The kernel is the built-in `{resolved['op']}`, which does not implement this function"
+                  + (f" (it cannot be lowered: {logic['not_lowered']})" if logic.get("not_lowered") else
+                     " (an op was named, so its built-in kernel was kept)")
+                  + "; its cases FAIL wherever the two differ.")
         return {"source": "user", "file": "user_logic.py", "original": logic["path"], "function": logic["function"],
-                "mapping": logic["mapping"], "siblings": logic["siblings"],
+                "mapping": mapping, "siblings": logic["siblings"],
                 "description": f"The user's `{logic['function']}` from {logic['path']} (copied to user_logic.py"
-                               f"{beside}), given the inputs {logic['mapping']}."}
+                               f"{beside}), given the inputs {mapping}.{kernel}"}
     return {"source": "built-in", "description": "Built in: `reference.py` returns the plain PyTorch expression of the "
                                                  f"op (evaluated in float64 for correctness); {pattern.BASELINE}."}
 
@@ -49,11 +56,36 @@ def _wiki(gpu_name: str, gpu: dict, dsl, pattern, cell: dict) -> dict:
             "words": [*pattern.WIKI_WORDS, *cell.get("wiki_words", [])], "families": pattern.WIKI_FAMILIES}
 
 
+def _lowering(resolved: dict, pattern, cell: dict) -> dict:
+    """op.json's lowering facts: the IR and what the records say (the kernel is the user's function, or why not)."""
+    logic = resolved["pytorch_logic"]
+    if not logic:
+        return {}
+    if resolved["op"] != LOWERED:
+        reason = logic.get("not_lowered") or "an op was named, so its built-in kernel was kept"
+        return {"lowering": {"status": "not lowered", "function": logic["function"], "reason": reason},
+                "pitfalls": [*cell["pitfalls"], {"pitfall": f"the kernel is the built-in `{resolved['op']}`, not the "
+                                                            f"user's `{logic['function']}`: {reason}",
+                                                 "fix": "re-bake with pattern=auto (or the op's pattern and the "
+                                                        "default op) once the function lowers; until then its cases "
+                                                        "FAIL wherever it differs from the built-in op",
+                                                 "source": "kbaseline bake"}]}
+    program = logic["lowering"]["ir"]
+    phase1 = lower.phase1(program, pattern.PHASE1)
+    return {"lowered": program, "kinds": {i["name"]: i["kind"] for i in program["inputs"]},
+            "output_dtypes": [o["dtype"] for o in program["outputs"]], "phase1": phase1,
+            "lowering": {"status": "lowered", "function": program["function"], "file": program["file"],
+                         "class": program["class"], "steps": len(program["nodes"]),
+                         "reductions": lower.ir.reductions(program)},
+            "baseline_summary": f"{cell['summary']}; its compute is the user's `{program['function']}` "
+                                f"({program['file']}), traced and generated into lowered.py"}
+
+
 def build(ctx: dict) -> dict:
     """Validate a cookiecutter context and return its op.json (raises catalog.InputError on bad input)."""
     resolved = validate(ctx)
     pattern, dsl, cell, gpu, op = (resolved[k] for k in ("pattern", "dsl", "cell", "gpu", "op"))
-    spec = pattern.OPS[op]
+    spec = lower.op_spec(resolved["pytorch_logic"]["lowering"]["ir"]) if op == LOWERED else pattern.OPS[op]
     dtype = resolved["dtype"]
     return {
         "op_name": resolved["op_name"], "pattern": resolved["pattern_name"], "op": op,
@@ -62,8 +94,8 @@ def build(ctx: dict) -> dict:
         "dtype": dtype, "torch_dtype": DTYPES[dtype]["torch"], "tolerance": DTYPES[dtype]["tolerance"],
         "inputs": spec["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
         "params": spec.get("params", {}), "phase1": {**pattern.PHASE1, **cell.get("phase1", {})},
-        "formulas": {"flops": spec["flops"], "bytes": spec["bytes"], "flops_note": pattern.FORMULA_NOTES["flops"],
-                     "bytes_note": pattern.FORMULA_NOTES["bytes"]},
+        "formulas": {"flops": spec["flops"], "bytes": spec["bytes"], "flops_note": spec.get("flops_note", pattern.FORMULA_NOTES["flops"]),
+                     "bytes_note": spec.get("bytes_note", pattern.FORMULA_NOTES["bytes"])},
         "cases": shapes.build_cases(pattern, dtype, resolved["shapes"]),
         "reference": _reference(resolved, pattern),
         "framework_info": {"label": dsl.LABEL, "package": dsl.PACKAGE, "compile_at_bake": dsl.COMPILE_AT_BAKE,
@@ -76,6 +108,7 @@ def build(ctx: dict) -> dict:
         "baseline_summary": cell["summary"], "semantics": cell["semantics"], "levers": cell["levers"],
         "wiki": _wiki(resolved["gpu_name"], gpu, dsl, pattern, cell),
         "gpu_wiki": resolved["gpu_wiki"], "run_baseline": resolved["run_baseline"],
+        **_lowering(resolved, pattern, cell),
     }
 
 
@@ -85,6 +118,9 @@ def context(**values) -> dict:
     defaults = json.loads((registry.ROOT / "cookiecutter.json").read_text())
     ctx = {k: v for k, v in defaults.items() if k in INPUTS and "{{" not in str(v)}  # rendered defaults: below
     ctx.update(values)
+    ctx.setdefault("pattern", "auto" if ctx.get("pytorch_logic") else "gemm")  # cookiecutter.json's default, rendered
     ctx.setdefault("op", "default")
-    ctx.setdefault("op_name", f"{registry.resolve_op(ctx['pattern'], ctx['op'])}_{ctx['dtype']}")
+    if "op_name" not in ctx:
+        got = check({**ctx, "__cwd": os.getcwd()}, upto="dtype")
+        ctx["op_name"] = default_op_name(got["op"], ctx.get("pytorch_logic", ""), got["dtype"])
     return {**ctx, "__cwd": os.getcwd()}

@@ -19,11 +19,14 @@ import keyword
 import os
 from pathlib import Path
 
-from tools import detect, registry, shapes
+from tools import detect, lower, registry, shapes
 from tools.catalog import GPUS, InputError
 
 MAX_OP_NAME = 64  # it names a folder, a git repository and every record; 255 bytes is the filesystem's own limit
 RUN_BASELINE = ("auto", "yes", "no")
+AUTO = "auto"  # pattern=auto: the pattern of the traced function
+LOWERED = "lowered"  # the op of a workspace whose kernel computes the user's own function
+LOWERABLE = ("elementwise", "reduction")  # the patterns whose cells take a lowered compute
 
 
 def _one_of(key: str, value: str, choices, what: str) -> None:
@@ -112,9 +115,9 @@ def sibling_modules(path: str, tree: ast.AST) -> list[str]:
     return [found[n].name for n in sorted(found)]
 
 
-def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
-    """The user's reference file: exists, parses, defines the function, its parameters map to the op's inputs, and
-    what it imports from its own folder is listed (to be copied beside it)."""
+def check_logic_file(spec: str) -> dict | None:
+    """The user's file: exists, parses, defines the function, and what it imports from its own folder is listed (to
+    be copied beside it). Static: nothing of the user's runs here."""
     if not spec.strip():
         return None
     path, func = parse_logic_spec(spec.strip())
@@ -135,27 +138,114 @@ def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
         raise InputError(f"pytorch_logic: '{path}' defines no top-level function '{func}'; check the name after ':'")
     args = functions[func].args
     params = [a.arg for a in args.posonlyargs + args.args]
-    required = params[: len(params) - len(args.defaults)]
+    return {"path": path, "function": func, "params": params, "required": params[: len(params) - len(args.defaults)],
+            "vararg": args.vararg is not None, "siblings": sibling_modules(path, tree)}
+
+
+def check_mapping(logic: dict, inputs: list[str]) -> str:
+    """How a built-in op's inputs reach the user's parameters: "by name" or "by position" (or InputError)."""
+    params, required = logic["params"], logic["required"]
     by_name = all(p in inputs for p in required) and set(inputs) <= set(params)
-    by_position = len(required) <= len(inputs) <= len(params) or args.vararg is not None
+    by_position = len(required) <= len(inputs) <= len(params) or logic["vararg"]
     if not (by_name or by_position):
         raise InputError(
-            f"pytorch_logic: {func}({', '.join(params)}) cannot take this op's inputs ({', '.join(inputs)}); "
+            f"pytorch_logic: {logic['function']}({', '.join(params)}) cannot take this op's inputs ({', '.join(inputs)}); "
             f"name its parameters {', '.join(inputs)} or give it {len(inputs)} positional parameters"
         )
-    return {"path": path, "function": func, "params": params, "mapping": "by name" if by_name else "by position",
-            "siblings": sibling_modules(path, tree)}
+    return "by name" if by_name else "by position"
+
+
+def check_pytorch_logic(spec: str, inputs: list[str]) -> dict | None:
+    """check_logic_file, plus the mapping of a built-in op's inputs to the function's parameters."""
+    logic = check_logic_file(spec)
+    return logic and {**logic, "mapping": check_mapping(logic, inputs)}
+
+
+def lowering(logic: dict) -> dict:
+    """The user's function traced and lowered (tools/lower), once per logic dict; refuses only a file that does not
+    import (the reference could not run either)."""
+    if "lowering" not in logic:
+        logic["lowering"] = lower.lower(logic["path"], logic["function"])
+    if not logic["lowering"]["ok"] and logic["lowering"]["stage"] == "import":
+        raise InputError(f"pytorch_logic: {logic['lowering']['error']}")
+    return logic["lowering"]
+
+
+def lowering_note(got: dict) -> str:
+    """One line on the user's function once the op is known: lowered into the kernel, or why the kernel is built in."""
+    logic = got["pytorch_logic"]
+    if got["op"] == LOWERED:
+        program = logic["lowering"]["ir"]
+        reductions = lower.ir.reductions(program)
+        return (f"lowered `{logic['function']}` into the {got['pattern']} kernel: {len(program['inputs'])} input(s), "
+                f"{len(program['outputs'])} output(s), {len(program['nodes'])} steps"
+                + (f", reductions {', '.join(reductions)}" if reductions else "") + " (lowered.py)")
+    why = logic.get("not_lowered") or "an op was named, so its built-in kernel is kept"
+    return (f"note: `{logic['function']}` is the reference only; the kernel is the built-in `{got['op']}` ({why}), "
+            "so its cases FAIL wherever the two differ")
+
+
+def default_op_name(op: str, logic: str, dtype: str) -> str:
+    """op_name's default: the user's function's name for a lowered op, else `<op>_<dtype>`."""
+    function = logic.rpartition(":")[2] if logic else ""
+    return function if op == "lowered" and function.isidentifier() else f"{op}_{dtype}"
 
 
 # ---------------------------------------------------------------------------------------- one check per input key
 # Each takes the context and the values resolved so far (keyed like the inputs) and returns this key's value.
 
+def _pytorch_logic(ctx: dict, got: dict) -> dict | None:
+    text = ctx["pytorch_logic"].strip()
+    if not text:
+        return None
+    path, func = parse_logic_spec(text)
+    return check_logic_file(_abspath(ctx, path) + (f":{func}" if func else ""))
+
+
 def _pattern(ctx: dict, got: dict) -> str:
-    _one_of("pattern", ctx["pattern"], registry.patterns(), "a pattern")
-    return ctx["pattern"]
+    """The pattern; `auto` is the traced function's class (elementwise or reduction), or a one-line refusal."""
+    _one_of("pattern", ctx["pattern"], [*registry.patterns(), AUTO], "a pattern")
+    if ctx["pattern"] != AUTO:
+        return ctx["pattern"]
+    logic = got["pytorch_logic"]
+    if not logic:
+        raise InputError("pattern: auto infers the pattern from your function; give pytorch_logic=file.py:function, "
+                         f"or choose one of {', '.join(registry.patterns())}")
+    result = lowering(logic)
+    if not result["ok"]:
+        raise InputError(f"pytorch_logic: `{logic['function']}` cannot be lowered into a kernel: {result['error']}; "
+                         "fix that, or name a pattern (pattern=reduction ...) to bake its built-in kernel with your "
+                         "function as the reference")
+    return result["ir"]["class"]
+
+
+def _lowered(ctx: dict, got: dict) -> bool:
+    """Whether this workspace's kernel is the user's own function: with logic, the op left at its default, a pattern
+    that lowering serves, and a function that lowers into that pattern. A function that does not is noted (the
+    workspace then bakes the pattern's built-in kernel, and every record says it is not the user's op)."""
+    logic = got["pytorch_logic"]
+    if not logic or ctx["op"] not in ("", "default", LOWERED):
+        return False
+    if got["pattern"] not in LOWERABLE:
+        logic["not_lowered"] = (f"pattern={got['pattern']} has no lowering (only {' and '.join(LOWERABLE)} do); "
+                                "the kernel is its built-in op")
+        return False
+    result = lowering(logic)
+    if result["ok"] and result["ir"]["class"] == got["pattern"]:
+        return True
+    logic["not_lowered"] = result.get("error") if not result["ok"] else (
+        f"it is {'a row reduction' if result['ir']['class'] == 'reduction' else 'elementwise'}, not "
+        f"{got['pattern']}; use pattern={result['ir']['class']} or pattern=auto")
+    return False
 
 
 def _op(ctx: dict, got: dict) -> str:
+    if _lowered(ctx, got):
+        return LOWERED
+    if ctx["op"] == LOWERED:
+        why = (got["pytorch_logic"] or {}).get("not_lowered", "give pytorch_logic=file.py:function")
+        raise InputError(f"op: 'lowered' is the user's own function lowered into the kernel, which is not possible "
+                         f"here: {why}")
     pattern = registry.pattern(got["pattern"])
     resolved = registry.resolve_op(got["pattern"], ctx["op"])
     if resolved not in pattern.OPS:
@@ -164,6 +254,8 @@ def _op(ctx: dict, got: dict) -> str:
             raise InputError(f"op: '{resolved}' is not an op of pattern={got['pattern']} (it belongs to "
                              f"pattern={owner}); choose one of {', '.join(pattern.OPS)} or 'default'")
         _one_of("op", resolved, [*pattern.OPS, "default"], f"an op of pattern={got['pattern']}")
+    if got["pytorch_logic"]:
+        got["pytorch_logic"]["mapping"] = check_mapping(got["pytorch_logic"], pattern.OPS[resolved]["inputs"])
     return resolved
 
 
@@ -187,20 +279,13 @@ def _op_name(ctx: dict, got: dict) -> str:
 
 def _shapes(ctx: dict, got: dict) -> str:
     pattern, gpu = registry.pattern(got["pattern"]), registry.gpu(got["gpu"])
+    program = got["pytorch_logic"]["lowering"]["ir"] if got["op"] == LOWERED else None
     try:
-        shapes.check(pattern, registry.dsls()[gpu["framework"]], got["dtype"], ctx["shapes"], got["gpu"], got["op"])
+        shapes.check(pattern, registry.dsls()[gpu["framework"]], got["dtype"], ctx["shapes"], got["gpu"], got["op"],
+                     tensors=(lambda case: lower.tensors(case, program)) if program else None)
     except InputError as err:
         raise InputError(f"{err} ({pattern.SHAPES_HELP})") from None
     return ctx["shapes"].strip()
-
-
-def _pytorch_logic(ctx: dict, got: dict) -> dict | None:
-    text = ctx["pytorch_logic"].strip()
-    if not text:
-        return None
-    path, func = parse_logic_spec(text)
-    spec = _abspath(ctx, path) + (f":{func}" if func else "")
-    return check_pytorch_logic(spec, registry.pattern(got["pattern"]).OPS[got["op"]]["inputs"])
 
 
 def _gpu_wiki(ctx: dict, got: dict) -> str:
@@ -215,8 +300,8 @@ def _run_baseline(ctx: dict, got: dict) -> str:
     return ctx["run_baseline"]
 
 
-CHECKS = {"pattern": _pattern, "op": _op, "gpu": _gpu, "dtype": _dtype, "op_name": _op_name, "shapes": _shapes,
-          "pytorch_logic": _pytorch_logic, "gpu_wiki": _gpu_wiki, "run_baseline": _run_baseline}
+CHECKS = {"pytorch_logic": _pytorch_logic, "pattern": _pattern, "op": _op, "gpu": _gpu, "dtype": _dtype,
+          "op_name": _op_name, "shapes": _shapes, "gpu_wiki": _gpu_wiki, "run_baseline": _run_baseline}
 
 
 def check(ctx: dict, upto: str | None = None) -> dict:

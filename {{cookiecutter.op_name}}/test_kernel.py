@@ -75,20 +75,34 @@ def rel_err(out, ref) -> float:
     return diff / denom if denom > 0 else diff
 
 
+def output_dtypes(torch_dtype, count: int) -> list:
+    """Each output's dtype: the op's dtype, or fp32 where a lowered op's function returns fp32 (op.json output_dtypes)."""
+    import torch
+
+    named = OP.get("output_dtypes") or ["input"] * count
+    return [torch.float32 if d == "fp32" else torch_dtype for d in named]
+
+
 def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_dtype, tolerance: float, seed: int) -> dict:
-    """One correctness case. Raises CaseTimeout through to the caller."""
+    """One correctness case. Raises CaseTimeout through to the caller.
+
+    An op with several outputs (a lowered function returning a tuple) is checked output by output: each poisoned,
+    each compared, and the case's rel_err is the worst of them."""
     import torch
 
     inputs = make_inputs(case, torch_dtype, device, seed)
     ref = reference(*[t.double() if t.is_floating_point() else t for t in inputs])
-    out = torch.full(ref.shape, float("nan"), dtype=torch_dtype, device=device)  # poison: a skipped element stays NaN
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    outs = [torch.full(r.shape, float("nan"), dtype=d, device=device)  # poison: a skipped element stays NaN
+            for r, d in zip(refs, output_dtypes(torch_dtype, len(refs)))]
     started = time.perf_counter()
-    kernel_run(*inputs, out=out)  # the first call of this case: it compiles whatever variant is new
+    kernel_run(*inputs, out=outs[0] if len(outs) == 1 else tuple(outs))  # the case's first call: it compiles what is new
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     first_call_s = time.perf_counter() - started
-    unwritten = int(torch.isnan(out).sum() - torch.isnan(ref).sum())
-    err = rel_err(out, ref)
+    unwritten = sum(int(torch.isnan(o).sum() - torch.isnan(r).sum()) for o, r in zip(outs, refs))
+    errs = [rel_err(o, r) for o, r in zip(outs, refs)]
+    err = float("nan") if any(math.isnan(e) for e in errs) else max(errs)
     passed = not math.isnan(err) and err < tolerance
     record = {"rel_err": None if math.isnan(err) else err, "status": "PASS" if passed else "FAIL",
               "first_call_s": round(first_call_s, 4)}

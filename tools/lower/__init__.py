@@ -78,6 +78,9 @@ def op_spec(program: dict) -> dict:
             "math": f"the user's `{program['function']}` ({program['file']}), lowered: "
                     f"{len(program['nodes'])} steps, reductions: {', '.join(ir.reductions(program)) or 'none'}",
             "kinds": {i["name"]: i["kind"] for i in program["inputs"]},
+            "flops_note": "one FLOP per per-element step of the lowered program (a transcendental counts as one)",
+            "bytes_note": "each input read once (a [N] vector once per launch), each output written once: the "
+                          "minimum traffic",
             "params": {}}
 
 
@@ -91,3 +94,27 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
         size = 4 if o["dtype"] == "fp32" else eb
         found[f"out{k}"] = (numel if o["shape"] == "row" else numel // n, size)
     return found
+
+
+def phase1(program: dict, base: dict) -> dict:
+    """The plan's Phase-1 semantics of a lowered op (workflow step 1.1), from the traced program; the pattern's own
+    entries (`base`) stand for what the cell decides (shapes it takes, boundaries it handles)."""
+    shapes_of = {"row": "x's shape [M, N]", "vector": "[N], broadcast over the rows"}
+    inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]} ({i['why']})" for i in program["inputs"])
+    outs = "; ".join(f"output {k}: {o['shape'].replace('_', ' ')} in {'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'}"
+                     for k, o in enumerate(program["outputs"]))
+    casts = sum(node["op"] == "cast" for node in program["nodes"])
+    reductions = ir.reductions(program)
+    constants = ", ".join(f"{k} = {v!r}" for k, v in sorted(program.get("constants", {}).items()))
+    return {
+        **base,
+        "inputs": f"traced from `{program['function']}` ({program['file']}): {inputs}. {outs}.",
+        "precision": "inputs loaded in the dtype; every step and every accumulation in fp32; "
+                     f"{casts} cast(s) round where the function casts (`.to(...)`, or inside a torch composite); one "
+                     "rounding per output on the store.",
+        "masks": (f"{len(reductions)} reduction(s) over the last dim, in order: {', '.join(reductions)}; each result "
+                  "broadcast back over its row (keepdim)." if reductions else "none: elementwise, no reduction.")
+                 + (f" Constants from the function's defaults: {constants}." if constants else ""),
+        "special": "NaN propagates through max/min as in torch; the program was checked against the function itself "
+                   "in float64 at a shape the trace did not see.",
+    }

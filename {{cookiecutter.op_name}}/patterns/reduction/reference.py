@@ -5,8 +5,9 @@
   ``pytorch_logic`` (host.reference_for says how your parameters are matched).
 - ``baseline(*inputs)``: what "torch" means in the timing: the same expression in eager torch, on the native
   dtype, timed in the same run with the same timer as the kernel.
-- ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case: ``x`` [M, N],
-  with a padded row stride when the case has one (the kernel must honour ``x.stride(0)``), and ``weight`` [N].
+- ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case: each row input
+  (``x``, and a lowered op's other [M, N] inputs) with a padded row stride when the case has one (the kernel must
+  honour ``x.stride(0)``), and each vector (``weight`` [N]; a lowered op's ``kinds`` say which are).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ BUILT_IN = {
     "rmsnorm": lambda x, weight: F.rms_norm(x, (x.shape[-1],), weight, eps=EPS),
 }
 
+BUILT_IN_KINDS = {"x": "row", "weight": "vector"}  # the built-in ops' inputs: x [M, N], rmsnorm's weight [N]
+
 reference = host.reference_for(BUILT_IN)
 baseline = reference
 
@@ -33,5 +36,6 @@ baseline = reference
 def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: list[str] | None = None) -> list:
     randn = host.randn(torch.Generator(device=device).manual_seed(seed), dtype, device)
     m, n = case["dims"]
-    x = randn(m, case.get("row_stride") or n)[:, :n]
-    return [x if name == "x" else randn(n) for name in inputs or host.OP["inputs"]]
+    kinds = host.OP.get("kinds") or BUILT_IN_KINDS
+    return [randn(m, case.get("row_stride") or n)[:, :n] if kinds.get(name, "row") == "row" else randn(n)
+            for name in inputs or host.OP["inputs"]]
