@@ -38,8 +38,9 @@ def test_cookiecutter_inputs_are_the_registry():
     assert all(gpu in prompts["gpu"] for gpu in [*GPUS, "auto"])
     assert all(choice in prompts["run_baseline"] for choice in validate.RUN_BASELINE)
     assert "[" not in "".join(prompts.values()), "rich would read [..] in a prompt as markup"
-    assert COOKIECUTTER["pattern"] in registry.patterns() and COOKIECUTTER["gpu"] in GPUS
-    assert COOKIECUTTER["dtype"] in registry.pattern(COOKIECUTTER["pattern"]).DTYPES
+    assert COOKIECUTTER["pattern"] == "{{ 'auto' if cookiecutter.pytorch_logic else 'gemm' }}"  # auto: the function's
+    assert "gemm" in registry.patterns() and COOKIECUTTER["gpu"] in GPUS
+    assert COOKIECUTTER["dtype"] in registry.pattern("gemm").DTYPES
 
 
 @pytest.mark.parametrize("pattern", list(registry.patterns()))

@@ -68,8 +68,9 @@ SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", op
 class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
-    def __init__(self, ref, kind: str, shape: str, boolean: bool = False):
+    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = ""):
         self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
+        self.why = why  # with ref None: a value that has no kernel form, refused (with this reason) only if used
 
 
 class Converter:
@@ -87,6 +88,8 @@ class Converter:
     def shape_class(self, val) -> str:
         if isinstance(val, (int, float, bool, torch.SymInt, torch.SymFloat)) or val is None:
             return "scalar"
+        if isinstance(val, (tuple, list)):  # max(dim) and min(dim): (values, indices), classified when unpacked
+            return "per_row" if all(self.shape_class(v) == "per_row" for v in val) else "other"
         shape = tuple(val.shape)
         if shape == (self.m, self.n):
             return "row"
@@ -118,7 +121,7 @@ class Converter:
             if a not in self.env:
                 self.refuse(f"uses {a.name}, which could not be lowered")
             if self.env[a].ref is None:
-                self.refuse("computes with the number of rows M (x.shape[0]); only the row length N lowers")
+                self.refuse(self.env[a].why)
             return self.env[a]
         if isinstance(a, bool):
             return Value(float(a), CONST, "scalar", boolean=True)
@@ -199,8 +202,6 @@ class Converter:
         if target is operator.getitem:
             src = self.env.get(args[0])
             if isinstance(src, tuple):
-                if src[args[1]] is None:
-                    self.refuse("uses the indices of max/min (argmax); only the values lower")
                 return src[args[1]]
             self.refuse("indexes a tensor")
         name = getattr(target, "__name__", str(target))
@@ -221,7 +222,8 @@ class Converter:
         if base == "sym_size":
             if args[1] in (1, -1):
                 return Value("n", CONST, "scalar")
-            return Value(None, CONST, "scalar")  # M: fine as a size (broadcasts, views), refused in arithmetic
+            return Value(None, CONST, "scalar", why="computes with the number of rows M (x.shape[0]); only the row "
+                                                    "length N lowers")  # fine as a size (broadcasts, views)
         if target in UNARY:
             a = self.arg(args[0])
             return self.emit(UNARY[target], [a.ref], a.kind, shape, UNARY[target] in ("not", "isnan"))
@@ -302,7 +304,8 @@ class Converter:
             self.refuse(f"reduces a value that is the same along the row (torch.{base})")
         if base in ("max", "min") and isinstance(node.meta.get("val"), (tuple, list)):  # max(dim) -> (values, indices)
             v = self.emit(base, [src.ref], ROW, "per_row")
-            return (v, None)
+            return (v, Value(None, CONST, "scalar", why=f"uses the indices of {base}(dim) (an argmax); only the "
+                                                          "values lower"))
         if base == "sum":
             return self.emit("sum", [src.ref], ROW, shape)
         if base in ("amax", "amin"):

@@ -1,0 +1,240 @@
+"""The lowering corpus: user functions as a kernel engineer writes them, each lowered (or refused) by tools/lower.
+
+`EXPECT` says what each must become: ("elementwise" | "reduction", number of outputs), or ("refused", words the
+one-line refusal must contain). tests/test_lowering.py holds every function to it, checks each lowering against
+the function in float64, and compiles every lowered one for sm_90a, gfx942 and gfx950; benchmarks/bench_lowered.py
+runs the named ones on the H200 through the template's V0 flow.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-6
+SCALE = 0.125
+
+# ----------------------------------------------------------------------------------------- elementwise
+
+
+def gelu_tanh_mul(x, y):
+    return F.gelu(x, approximate="tanh") * y
+
+
+def gelu_erf(x):
+    return F.gelu(x)
+
+
+def swiglu(gate, up):
+    return F.silu(gate) * up
+
+
+def bias_gelu(x, bias):
+    return F.gelu(x + bias)
+
+
+def where_clamp(x, y):
+    z = x * y + 0.5
+    return torch.where(z > 0, z, 0.1 * z).clamp(-2.0, 2.0)
+
+
+def leaky_softplus(x):
+    return F.leaky_relu(x, 0.2) + F.softplus(x)
+
+
+def transcendental_mix(x):
+    return torch.exp2(x * 0.5) - torch.log1p(x.abs()) + torch.sqrt(x * x + 1.0) * torch.tanh(x)
+
+
+def sigmoid_gate(x, y):
+    return torch.sigmoid(x) * y + (1 - torch.sigmoid(x)) * x
+
+
+def pow_and_reciprocal(x):
+    return x.pow(3) + (x * x + 1).reciprocal() + x.square() * SCALE
+
+
+def erf_and_rsqrt(x):
+    return torch.erf(x) * torch.rsqrt(x * x + 2.0)
+
+
+def minimum_maximum(x, y):
+    return torch.maximum(x, y) - torch.minimum(x, 0.5 * y)
+
+
+def relu_squared(x):
+    return F.relu(x) ** 2
+
+
+def scaled_residual(x, residual, scale: float = 0.5):
+    return residual + scale * x
+
+
+def cast_roundtrip(x, y):
+    return (x.float() * y.float()).to(x.dtype) + y
+
+
+def two_outputs(x, y):
+    s = x + y
+    return s, F.silu(s)
+
+
+def fp32_output(x):
+    return F.silu(x.float())
+
+
+def neg_abs_div(x, y):
+    return -x.abs() / (y * y + 1.0)
+
+
+# ----------------------------------------------------------------------------------------- row reductions
+
+
+def layer_norm(x, weight, bias, eps: float = 1e-5):
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def layer_norm_by_hand(x, weight, bias):
+    mean = x.float().mean(-1, keepdim=True)
+    var = (x.float() - mean).pow(2).mean(-1, keepdim=True)
+    return ((x.float() - mean) * torch.rsqrt(var + 1e-5) * weight + bias).to(x.dtype)
+
+
+def rmsnorm_one_plus(x, weight, eps=EPS):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * (1 + weight.float())).to(x.dtype)
+
+
+def fused_add_rmsnorm(x, residual, weight, eps=EPS):
+    h = x + residual
+    v = h.float().pow(2).mean(-1, keepdim=True)
+    return h, (h.float() * torch.rsqrt(v + eps)).to(x.dtype) * weight
+
+
+def rms_norm_functional(x, weight):
+    return F.rms_norm(x, (x.shape[-1],), weight, 1e-6)
+
+
+def softmax_temperature(x, temperature: float = 0.7):
+    return torch.softmax(x / temperature, dim=-1)
+
+
+def log_softmax(x):
+    return F.log_softmax(x.float(), dim=-1)
+
+
+def logsumexp(x):
+    return torch.logsumexp(x.float(), dim=-1)
+
+
+def softmax_and_lse(x):
+    m = x.amax(-1, keepdim=True)
+    e = torch.exp(x - m)
+    s = e.sum(-1, keepdim=True)
+    return e / s, (torch.log(s) + m).squeeze(-1)
+
+
+def l2_normalize(x):
+    return F.normalize(x, dim=-1)
+
+
+def variance_std(x):
+    return x.var(-1), x.std(-1, correction=0, keepdim=True)
+
+
+def row_max_min(x):
+    return x.max(dim=-1).values - x.amin(-1)
+
+
+def row_norm(x):
+    return x.norm(p=2, dim=-1)
+
+
+def softcap_softmax(x, cap: float = 30.0):
+    return torch.softmax(cap * torch.tanh(x / cap), dim=-1)
+
+
+def where_epilogue_softmax(x):
+    p = torch.softmax(x, dim=-1)
+    return torch.where(p > 0.01, p, torch.zeros_like(p))
+
+
+def mean_center(x):
+    return x - x.mean(dim=1, keepdim=True)
+
+
+def sum_by_hand_divided(x):
+    return x.sum(-1, keepdim=True) / x.shape[-1]
+
+
+def z_score_clamped(x):
+    z = (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-6)
+    return z.clamp(-3.0, 3.0)
+
+
+# ----------------------------------------------------------------------------------------- refused
+
+
+def sum_over_rows(x):
+    return x.sum(0)
+
+
+def cumulative(x):
+    return torch.cumsum(x, dim=-1)
+
+
+def matmul_inside(x, w):
+    return x @ w.t()
+
+
+def argmax_indices(x):
+    return x.argmax(-1).float()
+
+
+def in_place(x):
+    x.mul_(2.0)
+    return x
+
+
+def transpose(x):
+    return x.t().contiguous()
+
+
+def whole_tensor_sum(x):
+    return x / x.sum()
+
+
+def uses_rows(x):
+    return x * x.shape[0]
+
+
+def variadic(*tensors):
+    return tensors[0] + tensors[1]
+
+
+EXPECT = {
+    "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
+    "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
+    "transcendental_mix": ("elementwise", 1), "sigmoid_gate": ("elementwise", 1),
+    "pow_and_reciprocal": ("elementwise", 1), "erf_and_rsqrt": ("elementwise", 1),
+    "minimum_maximum": ("elementwise", 1), "relu_squared": ("elementwise", 1),
+    "scaled_residual": ("elementwise", 1), "cast_roundtrip": ("elementwise", 1), "two_outputs": ("elementwise", 2),
+    "fp32_output": ("elementwise", 1), "neg_abs_div": ("elementwise", 1),
+    "layer_norm": ("reduction", 1), "layer_norm_by_hand": ("reduction", 1), "rmsnorm_one_plus": ("reduction", 1),
+    "fused_add_rmsnorm": ("reduction", 2), "rms_norm_functional": ("reduction", 1),
+    "softmax_temperature": ("reduction", 1), "log_softmax": ("reduction", 1), "logsumexp": ("reduction", 1),
+    "softmax_and_lse": ("reduction", 2), "l2_normalize": ("reduction", 1), "variance_std": ("reduction", 2),
+    "row_max_min": ("reduction", 1), "row_norm": ("reduction", 1), "softcap_softmax": ("reduction", 1),
+    "where_epilogue_softmax": ("reduction", 1), "mean_center": ("reduction", 1),
+    "sum_by_hand_divided": ("reduction", 1), "z_score_clamped": ("reduction", 1),
+    "sum_over_rows": ("refused", "reduces over a dim other than the last"),
+    "cumulative": ("refused", "torch.cumsum"),
+    "matmul_inside": ("refused", "ops.py:"),
+    "argmax_indices": ("refused", "argmax"),
+    "in_place": ("refused", "in place"),
+    "transpose": ("refused", "ops.py:"),
+    "whole_tensor_sum": ("refused", "ops.py:"),
+    "uses_rows": ("refused", "number of rows M"),
+    "variadic": ("refused", "*tensors"),
+}
+assert math.isfinite(SCALE)
