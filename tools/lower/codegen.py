@@ -156,7 +156,8 @@ class _Writer:
         ]
         if self.needs_math:
             head += ["import math", ""]
-        head += ["import pointwise as pw", ""]
+        if any("pw." in line for line in [*body, ret]):
+            head += ["import pointwise as pw", ""]
         head += [
             f'SOURCE = "{p["file"]}:{p["function"]}"',
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",

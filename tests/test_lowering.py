@@ -1,0 +1,202 @@
+"""The user's own op: tracing, the IR, the generated lowered.py and the bake around them (tools/lower/), on the CPU.
+
+The corpus (tests/lowering_corpus/ops.py) holds what kernel engineers write: each function must lower to the
+expected class and outputs, or be refused in one line that names the torch op and the source line. A lowering is
+then held to the function itself: the IR, interpreted in float64 at shapes the trace never saw (odd N, N = 1,
+one row), must give the function's outputs, shapes included (keepdim or not, broadcasting of the [N] vectors).
+The generated file must be deterministic and ruff-clean. The child process that runs the user's code must turn a
+hang, a crash or an exit at import into one line. Compiling the lowered kernels is tests/test_lowered_compile.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import ROOT, bake_cli, read_json
+
+from tools import lower
+from tools.lower import capture, codegen, ir
+
+CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
+sys.path.insert(0, str(CORPUS.parent))
+import ops  # noqa: E402
+
+LOWERED = [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"]
+REFUSED = [name for name, (kind, _) in ops.EXPECT.items() if kind == "refused"]
+SHAPES = [(3, 7), (2, 1), (1, 33), (4, 64)]  # odd N, N = 1, one row, a power of two
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict:
+    """name -> capture.lower's result for every corpus function (in this process: the child is tested below)."""
+    return {name: capture.lower(str(CORPUS), name) for name in ops.EXPECT}
+
+
+def test_the_corpus_is_large_enough():
+    assert len(LOWERED) >= 30 and len(REFUSED) >= 8
+
+
+@pytest.mark.parametrize("name", LOWERED)
+def test_each_lowers_to_its_class(lowered, name):
+    result = lowered[name]
+    assert result["ok"], result
+    kind, outputs = ops.EXPECT[name]
+    assert (result["ir"]["class"], len(result["ir"]["outputs"])) == (kind, outputs)
+    assert (kind == "reduction") == bool(ir.reductions(result["ir"]))
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_each_refusal_is_one_line_naming_the_op_and_line(lowered, name):
+    result = lowered[name]
+    assert not result["ok"] and result["stage"] in ("lower", "call")
+    assert ops.EXPECT[name][1] in result["error"] and "\n" not in result["error"]
+    if name != "variadic":  # refused from its signature, before any line runs
+        assert "ops.py:" in result["error"] and "(`" in result["error"], result["error"]
+
+
+def _inputs(program: dict, m: int, n: int, seed: int) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {i["name"]: torch.randn((m, n) if i["kind"] == "row" else (n,), generator=g, dtype=torch.float64)
+            for i in program["inputs"]}
+
+
+@pytest.mark.parametrize("name", LOWERED)
+def test_the_ir_is_the_function(lowered, name):
+    """IR interpreted in float64 == the function on the same float64 inputs, at shapes the trace never saw."""
+    program = lowered[name]["ir"]
+    fn = getattr(ops, name)
+    for k, (m, n) in enumerate(SHAPES):
+        values = _inputs(program, m, n, seed=k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # var() over one element: torch's own warning, its inf
+            want = fn(**values, **program["constants"])
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        got = ir.interpret(program, values)
+        got = list(got) if isinstance(got, tuple) else [got]
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            assert g.shape == w.shape, (name, (m, n), g.shape, w.shape)
+            w = w.double()
+            assert torch.equal(torch.isnan(w), torch.isnan(g)) and torch.equal(torch.isinf(w), torch.isinf(g)), name
+            fin = torch.isfinite(w)
+            if fin.any():
+                scale = max(w[fin].abs().max().item(), 1e-12)
+                assert (w[fin] - g[fin]).abs().max().item() <= 1e-5 * scale, (name, (m, n))
+
+
+def test_the_interpreter_can_fail(lowered):
+    """A changed constant is caught: the comparison above is not one that always passes."""
+    program = json.loads(json.dumps(lowered["softmax_temperature"]["ir"]))
+    node = next(n for n in program["nodes"] if any(isinstance(a, float) for a in n["args"]))
+    node["args"] = [a * 1.01 if isinstance(a, float) else a for a in node["args"]]
+    values = _inputs(program, 3, 7, 0)
+    assert not torch.allclose(ir.interpret(program, values), ops.softmax_temperature(**values), rtol=1e-5)
+
+
+def test_generated_files_are_deterministic_and_ruff_clean(lowered, tmp_path):
+    for name in LOWERED:
+        text = codegen.generate(lowered[name]["ir"], "bf16")
+        assert text == codegen.generate(json.loads(json.dumps(lowered[name]["ir"])), "bf16")
+        assert f"`{name}` in ops.py" in text.splitlines()[0]
+        body = text.split("def compute(")[1]
+        assert all("# ops.py:" in line for line in body.splitlines()[3:] if "= " in line and "return" not in line)
+        (tmp_path / f"lowered_{name}.py").write_text(text)
+    assert capture.trace is not None
+    again = {name: capture.lower(str(CORPUS), name)["ir"] for name in ("layer_norm", "fused_add_rmsnorm")}
+    assert all(again[n] == lowered[n]["ir"] for n in again), "the same function lowers to the same program"
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(tmp_path)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--no-cache", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_composite_reduces_once(lowered):
+    """F.layer_norm's decomposition sums the row for its mean twice; the lowering keeps one sum of x."""
+    program = lowered["layer_norm"]["ir"]
+    assert ir.reductions(program) == ["sum", "sum"]
+    assert [n["args"][0] for n in program["nodes"] if n["op"] == "sum"][0] == "x"
+
+
+@pytest.mark.parametrize("source,words", [
+    ("import time\ntime.sleep(600)\n\n\ndef f(x):\n    return x\n", "did not finish in 8 s"),
+    ("raise RuntimeError('no GPU here')\n\n\ndef f(x):\n    return x\n",
+     "importing slow.py failed at slow.py:1: RuntimeError: no GPU here"),
+    ("import sys\nsys.exit(3)\n\n\ndef f(x):\n    return x\n", "importing slow.py failed at slow.py:2: SystemExit: 3"),
+    ("import os\nos._exit(9)\n\n\ndef f(x):\n    return x\n", "ended with exit code 9"),
+    ("def f(x):\n    raise ValueError('bad input')\n", "calling f(x [M, N]) failed at slow.py:2"),
+])
+def test_the_child_turns_what_the_users_code_does_into_one_line(tmp_path, source, words):
+    (tmp_path / "slow.py").write_text(source)
+    result = lower.lower(str(tmp_path / "slow.py"), "f", timeout=8 if "sleep" in source else 120)
+    assert not result["ok"] and words in result["error"] and "\n" not in result["error"], result
+
+
+def test_parameters_follow_the_documented_rule():
+    def f(x, residual, weight, gamma, up_bias, w2: "[N]", scale_row: "[M, N]", eps=1e-6, flag: bool = True):  # noqa: F821
+        return x
+
+    inputs, constants = capture.parameters(f)
+    assert [(i["name"], i["kind"]) for i in inputs] == [
+        ("x", "row"), ("residual", "row"), ("scale_row", "row"), ("weight", "vector"), ("gamma", "vector"),
+        ("up_bias", "vector"), ("w2", "vector")]
+    assert constants == {"eps": 1e-6, "flag": True}
+
+
+# ---------------------------------------------------------------------------------------------- the bake
+
+
+def test_pattern_auto_bakes_the_users_op(tmp_path):
+    """pytorch_logic alone: pattern auto (the default), op lowered, op_name the function's name, lowered.py written
+    from op.json's program, the plan's Phase 1 from the trace."""
+    done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:fused_add_rmsnorm", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    assert "kbaseline: lowered `fused_add_rmsnorm` into the reduction kernel: 3 input(s), 2 output(s)" in done.stdout
+    ws = tmp_path / "fused_add_rmsnorm"
+    op = read_json(ws / "op.json")
+    assert (op["pattern"], op["op"], op["inputs"]) == ("reduction", "lowered", ["x", "residual", "weight"])
+    assert op["kinds"] == {"x": "row", "residual": "row", "weight": "vector"}
+    assert op["reference"]["mapping"] == "by name" and op["lowering"]["status"] == "lowered"
+    assert (ws / "lowered.py").read_text() == codegen.generate(op["lowered"], "bf16")
+    assert (ws / "pointwise.py").is_file()
+    plan = (ws / "plans" / "v0_plan.md").read_text()
+    assert "traced from `fused_add_rmsnorm`" in plan and "1 reduction(s) over the last dim" in plan
+    assert "The kernel computes it too" in (ws / "baseline_report.md").read_text()
+
+
+def test_pattern_auto_refuses_what_does_not_lower_in_one_line(tmp_path):
+    done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:cumulative")
+    assert done.returncode != 0 and list(tmp_path.iterdir()) == []
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("kbaseline: error: pytorch_logic: `cumulative` cannot be lowered")
+    assert "torch.cumsum" in lines[0] and "ops.py:" in lines[0] and "name a pattern" in lines[0]
+
+
+def test_pattern_auto_needs_a_function(tmp_path):
+    done = bake_cli(tmp_path, "pattern=auto")
+    assert done.returncode != 0 and "pattern: auto infers the pattern from your function" in done.stderr
+
+
+@pytest.mark.parametrize("pattern,name,why", [
+    ("reduction", "cumulative", "torch.cumsum"),
+    ("elementwise", "softmax_temperature", "it is a row reduction, not elementwise"),
+])
+def test_an_explicit_pattern_keeps_its_built_in_kernel_and_says_so(tmp_path, pattern, name, why):
+    done = bake_cli(tmp_path, f"pattern={pattern}", f"pytorch_logic={CORPUS}:{name}", "op_name=ws", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    assert f"note: `{name}` is the reference only; the kernel is the built-in" in done.stdout and why in done.stdout
+    ws = tmp_path / "ws"
+    op = read_json(ws / "op.json")
+    assert op["op"] != "lowered" and op["lowering"]["status"] == "not lowered" and why in op["lowering"]["reason"]
+    assert not (ws / "lowered.py").exists() and not (ws / "pointwise.py").exists()
+    for record in ("plans/v0_plan.md", "baseline_report.md"):
+        assert "which does not implement this function" in (ws / record).read_text(), record
+    memory = read_json(ws / "memory" / "v0.json")
+    assert any(why in p["pitfall"] for p in memory["pitfalls_and_fixes"])
