@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch

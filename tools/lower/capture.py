@@ -9,7 +9,7 @@ The parameters become the kernel's inputs by this rule (the workspace README rep
   its default value;
 - a tensor parameter is a row input of x's shape [M, N], except a vector [N] (broadcast over the rows) when its
   annotation says so (``w: "[N]"``; ``"[M, N]"`` forces a row) or, with no such annotation, when its name is one of
-  ``VECTOR_NAMES`` or ends in ``_weight``/``_bias``;
+  ``ir.VECTOR_NAMES`` or ends in ``_weight``/``_bias``;
 - ``*args`` and ``**kwargs`` are refused: each input needs a name.
 The first row parameter is x; the function is traced on [M, N] = [6, 16] in bf16 with symbolic sizes (so that
 ``x.shape[-1]`` stays N), and the lowering is then checked against the function itself in float64 at another shape.
@@ -27,7 +27,8 @@ import sys
 import traceback
 from pathlib import Path
 
-VECTOR_NAMES = ("weight", "bias", "gamma", "beta", "scale", "shift", "w", "b", "g", "alpha_vec", "norm_weight")
+from tools.lower.ir import VECTOR_NAMES
+
 ROW_ANNOTATIONS = ("[M,N]", "[...,N]", "row")
 VECTOR_ANNOTATIONS = ("[N]", "N", "vector")
 TRACE_SHAPE, CHECK_SHAPE = (6, 16), (5, 40)

@@ -32,6 +32,9 @@ REDUCE = ("sum", "max", "min")
 OPS = (*UNARY, *BINARY, "where", "cast", *REDUCE)
 CAST_TARGETS = ("input", "bf16", "fp16")  # "input": the workspace's dtype (x's); a cast to fp32 or wider is a no-op
 OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
+# The parameter rule's names: a tensor parameter so named (or ending in _weight / _bias) is a [N] vector; op.json
+# carries them (``lowering_rule``) for the workspace README, which states the rule.
+VECTOR_NAMES = ("weight", "bias", "gamma", "beta", "scale", "shift", "w", "b", "g")
 
 
 def references(node: dict) -> list[str]:

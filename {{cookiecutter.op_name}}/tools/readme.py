@@ -144,10 +144,7 @@ def render(ws: Path, op: dict) -> str:
                   "would be a guess. The report gives GB/s and % of the measured copy instead; `python "
                   "tools/memory_manager.py read --workspace .` shows the record.", ""]
     lines += [f"Profile it ({device['label']}):", "", "```bash", fw["profile"].format(case=h["case"]), "```", "",
-              "## Your own PyTorch logic", "",
-              "With `pytorch_logic=file.py[:function]`, the file is copied here as `user_logic.py` and `reference.py` "
-              f"calls your function. The harness generates this op's inputs ({inputs}) from the case shapes and passes "
-              "them by name when your parameters carry those names, otherwise by position, in that order.", "",
+              *user_logic_section(op, inputs),
               "## Without a GPU", "",
               f"Nothing is reported as passing unless it ran: on a machine without a {device['label']} GPU the report, "
               "the memory and `results/results.json` say NOT RUN and why. `python test_kernel.py --compile-only` still "
@@ -155,6 +152,41 @@ def render(ws: Path, op: dict) -> str:
               f"## Next levers for this pattern on {op['arch']}", "",
               *[f"{i}. {lever}" for i, lever in enumerate(op["levers"], 1)]]
     return "\n".join(lines) + "\n"
+
+
+def user_logic_section(op: dict, inputs: str) -> list[str]:
+    """"Your own op": how pytorch_logic becomes this kernel (or why it did not), and the rule for its parameters."""
+    lines = ["## Your own op", ""]
+    low = op.get("lowering", {})
+    if low.get("status") == "lowered":
+        lines += [f"This kernel computes your `{low['function']}` ({low['file']}, copied here as `user_logic.py`). It "
+                  "was traced (torch.fx `make_fx`, symbolic sizes), lowered to a small pointwise/reduction program "
+                  f"({low['steps']} steps; reductions: {', '.join(low['reductions']) or 'none'}) and generated into "
+                  f"`lowered.py`: the compute of the {op['pattern']} cell, every line beside the line of yours it "
+                  "came from. `kernel.py` keeps the hand-written data movement around it. Edit your function and "
+                  "re-bake to change the kernel; `lowered.py` is not meant to be edited.", ""]
+    elif low:
+        lines += [f"`{low['function']}` is this workspace's reference, but the kernel is the built-in "
+                  f"`{op['op']}`: {low['reason']}. Its cases FAIL wherever the two differ.", ""]
+    lines += [
+        "How a function's parameters become the kernel's inputs (`pytorch_logic=file.py:function`):", "",
+        "- a parameter with a default (`eps=1e-6`, `temperature: float = 0.7`) is a constant, traced at its default;",
+        "- a tensor parameter has x's shape [M, N] (the first one is x), except a vector [N] broadcast over the rows: "
+        f"named {', '.join(f'`{n}`' for n in op['lowering_rule']['vector_names'])} or `*_weight`/`*_bias`, or "
+        "annotated `w: \"[N]\"`; an annotation `\"[M, N]\"` forces a row input whatever the name;",
+        "- `*args`/`**kwargs` are refused: each input needs a name.", "",
+        "What lowers: any DAG of pointwise ops (`+ - * /`, `neg`, `abs`, `reciprocal`, `pow`, `square`, `exp`, `exp2`, "
+        "`log`, `log1p`, `sqrt`, `rsqrt`, `tanh`, `sigmoid`, `erf`, `silu`, `gelu` (both forms), `relu`, "
+        "`leaky_relu`, `softplus`, `clamp`, `minimum`/`maximum`, `where` with a comparison, casts), reductions over the "
+        "last dim (`sum`, `mean`, `amax`/`max(dim).values`, `amin`, `var`/`std`, `logsumexp`, `norm`) and the "
+        "composites built of them (`softmax`, `log_softmax`, `F.rms_norm`, `F.layer_norm`, `F.normalize`), with one "
+        "or more outputs of x's shape or one value per row. A function that uses anything else (a matmul, a "
+        "reduction over rows, a cumulative op) is refused at bake time with the torch op and your line; with "
+        "`pattern=auto` the bake stops there, with a named pattern it keeps that pattern's built-in kernel.", "",
+        f"With a built-in op, the harness passes this op's inputs ({inputs}) to your function by name when your "
+        "parameters carry those names, otherwise by position, in that order.", "",
+    ]
+    return lines
 
 
 def write(ws: Path, op: dict) -> Path:
