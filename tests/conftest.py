@@ -70,7 +70,7 @@ def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | No
     )
 
 
-WORKSPACE_MODULES = ("host", "cutedsl_runtime", "flydsl_runtime", "reference", "kernel", "user_logic")
+WORKSPACE_MODULES = ("host", "cutedsl_runtime", "flydsl_runtime", "reference", "kernel", "user_logic", "lowered", "pointwise")
 
 
 def load_module(path: Path, name: str, search: Path | None = None):
