@@ -2,8 +2,9 @@
 CPU, and its PTX keeps the cell's data movement (128-bit accesses, the shuffle/smem reduction, no local memory).
 
 Each test workspace is the built-in op's, arranged by tools/scaffold.py, with op.json switched to "op": "lowered"
-and an example copied in as lowered.py, as the template's tracer does for a user's function. PW_ALL is one more
-lowered.py: every pointwise.py function on every operand kind it takes (vectors, scalars, Python floats, booleans).
+and an example copied in as lowered.py, as the template's tracer does for a user's function. Two more lowered.py
+files are the test's own: PW_ALL, every pointwise.py function on every operand kind it takes (vectors, scalars,
+Python floats, booleans), and ROW_RANGE, min and max reductions with reduced outputs only ([M, 1] and [M]).
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ def compute(x, w, n, reduce):
     return (v, pw.minimum(v, 3.0))
 '''
 
+ROW_RANGE = '''
+import pointwise as pw
+
+SOURCE = "test:row_range"
+INPUTS = ("x",)
+KINDS = ("row",)
+OUTPUTS = ("reduced_keepdim", "reduced")
+OUT_DTYPES = ("input", "fp32")
+REDUCTIONS = ("min", "max")
+USES_N = False
+
+
+def compute(x, n, reduce):
+    lo = reduce("min", x)
+    hi = reduce("max", pw.exp(x - lo))
+    return (lo, pw.log(hi) + lo)
+'''
+SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE}  # the test's own lowered.py files, beside the examples
+
 REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
 
 
@@ -64,12 +84,12 @@ def _constants(source: str) -> dict:
 
 @pytest.fixture(scope="module")
 def lowered_ws(tmp_path_factory):
-    """(pattern, name of an example or "pw_all") -> a workspace running it, arranged once per module."""
+    """(pattern, an example's file name or a SOURCES key) -> a workspace running it, arranged once per module."""
     made = {}
 
     def get(pattern: str, example: str):
         if (pattern, example) not in made:
-            source = PW_ALL if example == "pw_all" else (EXAMPLES / example).read_text()
+            source = SOURCES[example] if example in SOURCES else (EXAMPLES / example).read_text()
             dest = tmp_path_factory.mktemp("lowered") / f"{pattern}_{example.removesuffix('.py')}"
             op = {"elementwise": "silu_mul", "reduction": "rmsnorm"}[pattern]
             scaffold.workspace(dest, spec.context(pattern=pattern, op=op, gpu="H200", dtype="bf16", op_name=dest.name,
@@ -163,6 +183,17 @@ def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
     assert "shfl.sync.bfly" in ptx
     if "max" in lowered["REDUCTIONS"]:
         assert "max.NaN.f32" in ptx
+    _no_spills(ptx, tmp_path)
+
+
+@pytest.mark.parametrize("n", [8192, 131072])
+def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, n):
+    """ROW_RANGE: NaN-propagating min and max; with no row output the looped path makes one pass per reduce()."""
+    ws, _ = lowered_ws("reduction", "row_range")
+    ptx, plan = _compiled(ws, (64, n), "bf16")
+    assert "min.NaN.f32" in ptx and "max.NaN.f32" in ptx and "shfl.sync.bfly" in ptx
+    assert "ld.global.v4" in ptx and "st.global.v4" not in ptx
+    assert plan["path"] == ("looped (one CTA per row, 2 passes)" if n > 32768 else "register-resident rows")
     _no_spills(ptx, tmp_path)
 
 
