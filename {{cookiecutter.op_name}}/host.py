@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 OP_PATH = Path(__file__).with_name("op.json")
 OP: dict = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} outside a workspace
@@ -99,6 +100,51 @@ def reduction_operands(op: str, x, args, out, weighted: bool, row_out: bool):
     if weighted:
         check_tensor(op, "weight", weight, (n,), x)
     return dtype, m, n, ld, weight, out_tensor(op, out, (m, n) if row_out else (m,), x)
+
+
+OUTPUT_SHAPES = {"row": lambda m, n: (m, n), "reduced": lambda m, n: (m,), "reduced_keepdim": lambda m, n: (m, 1)}
+
+
+def lowered_outputs(out):
+    """run()'s `out` of a lowered op as a tuple in lowered.OUTPUTS order: given as one tensor or a tuple/list."""
+    return out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
+
+
+def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
+    """(dtype, outputs) of a lowered op (the workspace's lowered.py; tests/lowered_examples/CONTRACT.md).
+
+    inputs[i] is a "row" input of x's shape or a "vector" input [N] (N = x.shape[-1]), each of x's dtype on x's
+    device; rows are contiguous (rows_contiguous: the elementwise cell) or 2-D with a contiguous last dim (the
+    reduction cell, rows_of), vectors are contiguous. Output i has shape out_shapes[i] and lowered.OUT_DTYPES[i]
+    ("input": x's dtype, "fp32"); outputs are the checked `out` tensors (None, one tensor, or a tuple/list) or new
+    ones. Every tensor starts on a 16-byte boundary when rows_contiguous (128-bit accesses throughout), on its
+    element size otherwise (the reduction cell picks its vector width from the pointers)."""
+    import torch
+
+    op = lowered.SOURCE
+    check_count(op, inputs, len(lowered.INPUTS))
+    x = inputs[0]
+    dtype = dtype_of(x, op)
+    if x.dim() == 0 or not x.is_cuda:
+        raise ValueError(f"{op}: x must be a GPU tensor of rank >= 1, got shape {tuple(x.shape)} on {x.device}")
+    for name, kind, t in zip(lowered.INPUTS, lowered.KINDS, inputs):
+        if kind == "row" and not rows_contiguous:
+            rows_of(op, t)
+        shape = tuple(x.shape) if kind == "row" else tuple(x.shape[-1:])
+        if tuple(t.shape) != shape or t.dtype != x.dtype or t.device != x.device or not (
+                t.is_contiguous() or kind == "row" and not rows_contiguous):
+            raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype {x.dtype} on {x.device}")
+    given = None if out is None else lowered_outputs(out)
+    if given is not None and len(given) != len(lowered.OUTPUTS):
+        raise ValueError(f"{op}: out must hold {len(lowered.OUTPUTS)} tensor(s), one per output {lowered.OUTPUTS}")
+    outputs = tuple(
+        out_tensor(op, given[i] if given else None, shape,
+                   x if kind == "input" else SimpleNamespace(dtype=torch.float32, device=x.device))
+        for i, (shape, kind) in enumerate(zip(out_shapes, lowered.OUT_DTYPES)))
+    align = 16 if rows_contiguous else x.element_size()
+    if any(t.data_ptr() % align for t in (*inputs, *outputs)):
+        raise ValueError(f"{op}: every tensor must start on a {align}-byte boundary; pass a .clone()")
+    return dtype, outputs
 
 
 def matmul_dims(a, b, out, access: str):

@@ -1,4 +1,4 @@
-"""Elementwise V0 kernel in CuTe DSL for Hopper (sm_90a): add, mul, silu, gelu, relu, silu_mul.
+"""Elementwise V0 kernel in CuTe DSL for Hopper (sm_90a): add, mul, silu, gelu, relu, silu_mul, or your own op.
 
 A bandwidth kernel: the tensor is flattened to 1-D and cut into one tile per CTA of 128 threads, each
 thread owning UNROLL 128-bit vectors; every vector moves as one ld.global.v4 / st.global.v4 (a warp
@@ -52,6 +52,26 @@ Data movement
     global -> registers (128-bit, coalesced) -> fp32 math -> registers -> global. No shared memory:
     nothing is reused, so staging through SMEM or TMA would only add latency.
 
+Your own op (op.json "op": "lowered")
+    The template traces the user's PyTorch function into lowered.py (tests/lowered_examples/CONTRACT.md): INPUTS
+    with their KINDS ("row": x's shape, "vector": [N], N = x.shape[-1]), OUTPUTS of x's shape with OUT_DTYPES
+    ("input" | "fp32"), and compute(*values, n, reduce), straight-line fp32 math on pointwise.py's `pw.` functions.
+    lowered_kernel is this kernel's data movement with compute() in the middle, traced once per compile:
+
+        row inputs  --128-bit loads, the TV layout above-->  (VEC, UNROLL) fragments  --.to(fp32)-->  compute()
+        vector inputs: flat element g reads vec[g % N]                                                    |
+        outputs     <--128-bit stores--  fragments rounded once to each output's dtype  <-----------------'
+
+    - Vector inputs: a thread's VEC-chunk starts at a flat g0 that is a multiple of VEC, so when N % VEC == 0
+      the chunk is vec[g0 % N .. + VEC] contiguously: one 128-bit load per chunk, as for a row (the N symbol of
+      the compile promises the divisibility; the wrapper checks it). Otherwise each value is a scalar gather
+      vec[g % N], correct for any N. The choice is part of the compile key (run() keys on N % 8).
+    - UNROLL = 4 // (row inputs): the row inputs share 4 vectors in flight per thread (x alone: 4, x and y: 2),
+      as the built-in ops with math (2 vectors per input for silu_mul), so more inputs do not cost occupancy.
+    - The tail CTA is the built-in one: the same per-element predicates, scalar guarded loads (gathers for
+      vectors) and stores. One compile serves every shape of a rank; run() returns one tensor, or a tuple for
+      several outputs, and takes `out` as a tensor or a tuple/list in OUTPUTS order.
+
 Interface (the same in every kbaseline cell):
     run(*inputs, out=None)      -> out         run on CUDA tensors; compiles and caches on first use
     compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
@@ -71,6 +91,9 @@ import torch
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
+LOWERED = OP == "lowered"
+if LOWERED:
+    import lowered  # the user's op, generated at the workspace root (tests/lowered_examples/CONTRACT.md)
 
 THREADS = 128
 UNROLL = {"add": 8, "mul": 8, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}  # vectors per thread per tensor
@@ -110,6 +133,15 @@ def _thread_view(t, tile, tv, bidx, tidx):
     return cute.composition(cute.zipped_divide(t, (tile,))[(None, bidx)], tv)[(tidx, None)]
 
 
+def _tail_predicates(t, tile, tv, bidx, tidx):
+    """This thread's (VEC, UNROLL) global coordinates in the tail tile, and `coordinate < n` for each of them."""
+    coord = _thread_view(cute.make_identity_tensor(t.shape), tile, tv, bidx, tidx)
+    pred = cute.make_rmem_tensor(coord.shape, cutlass.Boolean)
+    for i in range(cute.size(pred)):  # a plain helper: a Python loop, unrolled as it traces
+        pred[i] = cute.elem_less(coord[i], t.shape)
+    return coord, pred
+
+
 @cute.kernel
 def elementwise_kernel(
     mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, n: cutlass.Int32,
@@ -142,10 +174,7 @@ def elementwise_kernel(
         cute.copy(store, rC, tC)
     else:
         # Tail tile: per-element predicates from the coordinates of the values this thread owns.
-        tCoord = _thread_view(cute.make_identity_tensor(mC.shape), tile, tv, bidx, tidx)
-        pred = cute.make_rmem_tensor(tCoord.shape, cutlass.Boolean)
-        for i in cutlass.range_constexpr(cute.size(pred)):
-            pred[i] = cute.elem_less(tCoord[i], mC.shape)
+        _, pred = _tail_predicates(mC, tile, tv, bidx, tidx)
         rA.fill(0.0)
         rB.fill(0.0)
         for i in cutlass.range_constexpr(cute.size(pred)):
@@ -168,6 +197,111 @@ def elementwise_launch(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream
     n = cute.size(mA.shape)
     flat = [cute.make_tensor(t.iterator, cute.make_layout(n)) for t in (mA, mB, mC)]
     elementwise_kernel(*flat, n, vec, UNROLL[op], op).launch(
+        grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
+# ------------------------------------------------------------------------------------------------
+
+LOWERED_VECTORS_IN_FLIGHT = 4  # 128-bit vectors of row inputs a thread loads before the first use, all inputs
+
+
+def lowered_unroll(kinds) -> int:
+    """UNROLL of a lowered op: the row inputs share LOWERED_VECTORS_IN_FLIGHT (4 for x alone, 2 for x and y)."""
+    return max(1, LOWERED_VECTORS_IN_FLIGHT // list(kinds).count("row"))
+
+
+@cute.jit
+def _gather(mV: cute.Tensor, rV: cute.Tensor, coord: cute.Tensor, pred, row_n: cutlass.Int32,
+            predicated: cutlass.Constexpr[bool]):
+    """A vector input's values, one scalar load each: flat element g reads vec[g % N] (pred: g < n, the tail)."""
+    for i in cutlass.range_constexpr(cute.size(rV)):
+        if cutlass.const_expr(not predicated):
+            rV[i] = mV[coord[i] % row_n]
+        elif pred[i]:
+            rV[i] = mV[coord[i] % row_n]
+
+
+def _vector_chunks(atom, mV, rV, first, row_n, vec: int, unroll: int):
+    """A vector input's values with one 128-bit load per VEC-chunk (N % VEC == 0): the chunk of flat elements
+    g0 .. g0+VEC-1 (g0 a multiple of VEC) is vec[g0 % N ..] contiguously, as N is a multiple of VEC too."""
+    chunks = cute.make_tensor(mV.iterator, cute.make_layout((vec, row_n // vec), stride=(1, vec)))
+    for u in range(unroll):
+        cute.copy(atom, chunks[None, (first + u * THREADS * vec) % row_n // vec], rV[((None, u),)])
+
+
+@cute.kernel
+def lowered_kernel(
+    n: cutlass.Int32, row_n: cutlass.Int32, vec: cutlass.Constexpr[int], unroll: cutlass.Constexpr[int],
+    vector_chunks: cutlass.Constexpr[bool], tensors,
+):
+    """elementwise_kernel's data movement around lowered.compute(): tensors = the inputs, then the outputs."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    tile = THREADS * vec * unroll
+    tv = cute.make_layout(((THREADS,), (vec, unroll)), stride=((vec,), (1, THREADS * vec)))
+    inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    rows = [_thread_view(t, tile, tv, bidx, tidx) if kind == "row" else t for t, kind in zip(inputs, lowered.KINDS)]
+    views = [_thread_view(t, tile, tv, bidx, tidx) for t in outputs]
+    layout = rows[0]  # x's thread view: every register fragment has its (VEC, UNROLL) shape
+    r_in = [cute.make_fragment_like(layout, t.element_type) for t in inputs]
+    r_out = [cute.make_fragment_like(layout, t.element_type) for t in outputs]
+    atom = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), inputs[0].element_type, num_bits_per_copy=ACCESS_BITS,
+                               **LOAD_HINTS)
+
+    if (bidx + 1) * tile <= n:
+        # Fast path: every row access is one 128-bit vector; vector inputs are 128-bit chunks or scalar gathers.
+        coord = _thread_view(cute.make_identity_tensor(outputs[0].shape), tile, tv, bidx, tidx)
+        for t, r, kind in zip(rows, r_in, lowered.KINDS):
+            if cutlass.const_expr(kind == "row"):
+                cute.copy(atom, t, r)
+            elif cutlass.const_expr(vector_chunks):
+                _vector_chunks(atom, t, r, bidx * tile + tidx * vec, row_n, vec, unroll)
+            else:
+                _gather(t, r, coord, None, row_n, False)
+        _compute_into(r_in, r_out, row_n)
+        for r, t in zip(r_out, views):
+            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyR2GOp(), t.element_type, num_bits_per_copy=ACCESS_BITS,
+                                          **STORE_HINTS), r, t)
+    else:
+        # Tail tile: scalar, predicated accesses, as elementwise_kernel's.
+        coord, pred = _tail_predicates(outputs[0], tile, tv, bidx, tidx)
+        for t, r, kind in zip(rows, r_in, lowered.KINDS):
+            r.fill(0.0)
+            if cutlass.const_expr(kind == "row"):
+                for i in cutlass.range_constexpr(cute.size(pred)):
+                    if pred[i]:
+                        r[i] = t[i]
+            else:
+                _gather(t, r, coord, pred, row_n, True)
+        _compute_into(r_in, r_out, row_n)
+        for r, t in zip(r_out, views):
+            for i in cutlass.range_constexpr(cute.size(pred)):
+                if pred[i]:
+                    t[i] = r[i]
+
+
+def _compute_into(r_in, r_out, row_n):
+    """lowered.compute on the fp32 values of the input fragments; each output rounded once into its fragment."""
+    values = lowered.compute(*(r.load().to(cutlass.Float32) for r in r_in), cutlass.Float32(row_n), None)
+    for r, v in zip(r_out, values):
+        r.store(v.to(r.element_type))
+
+
+@cute.jit
+def lowered_launch(stream, vector_chunks: cutlass.Constexpr[bool], *tensors):
+    """Host side: rows and outputs as 1-D tensors of n elements (vectors stay [N]); one CTA per tile."""
+    x = tensors[0]
+    vec = ACCESS_BITS // x.element_type.width
+    unroll = lowered_unroll(lowered.KINDS)
+    tile = THREADS * vec * unroll
+    n = cute.size(x.shape)
+    row_n = x.shape[len(x.shape) - 1]
+    kinds = (*lowered.KINDS, *lowered.OUTPUTS)
+    flat = [cute.make_tensor(t.iterator, cute.make_layout(n)) if kind == "row" else t for t, kind in zip(tensors, kinds)]
+    lowered_kernel(n, row_n, vec, unroll, vector_chunks, tuple(flat)).launch(
         grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
     )
 
@@ -198,6 +332,8 @@ def run(*inputs, out=None, op: str = OP):
 
     The hot path is a dict lookup, three contiguity checks (the wrapper checks dtype, shape agreement,
     device and alignment itself) and the TVM-FFI call; see cutedsl_runtime.py."""
+    if op == "lowered":
+        return run_lowered(*inputs, out=out)
     x = inputs[0]
     signature = (op, x.dtype, x.dim(), len(inputs))
     launcher = _launches.get(signature)
@@ -217,21 +353,86 @@ def run(*inputs, out=None, op: str = OP):
     return out
 
 
+def _vector_chunks_apply(dtype: str, row_n: int) -> bool:
+    """Whether vector inputs take _vector_chunks (one 128-bit load per chunk): N % VEC == 0, and a vector input."""
+    return "vector" in lowered.KINDS and row_n % (ACCESS_BITS // host.DTYPE_BITS[dtype]) == 0
+
+
+def _lowered_compile_args(dtype: str, rank: int, vector_chunks: bool) -> tuple:
+    """Fake inputs and outputs of lowered_launch: rows and outputs share x's shape symbols, vectors x's last one.
+
+    With vector_chunks the N symbol promises N % VEC == 0 (the wrapper checks it on every call)."""
+    vec = ACCESS_BITS // host.DTYPE_BITS[dtype]
+    shape = [*(rt.dim() for _ in range(rank - 1)), rt.dim(vec if vector_chunks else 1)]
+    inputs = [rt.tensor(dtype, shape if kind == "row" else shape[-1:]) for kind in lowered.KINDS]
+    outputs = [rt.tensor(dtype if kind == "input" else "fp32", shape) for kind in lowered.OUT_DTYPES]
+    return (rt.STREAM, vector_chunks, *inputs, *outputs)
+
+
+def _prepare_lowered(inputs, out):
+    """A lowered signature's first call, or a refused one: host.py's checks, then the launcher (and the outputs)."""
+    x = inputs[0]
+    dtype, outputs = host.lowered_operands(lowered, inputs, out, [x.shape] * len(lowered.OUTPUTS), True)
+    if x.numel() > MAX_ELEMENTS:
+        raise ValueError(f"{lowered.SOURCE}: {x.numel()} elements exceed the int32 index range of this kernel")
+    rank, chunks = x.dim(), _vector_chunks_apply(dtype, x.shape[-1])
+    return rt.compiled(_compiled, ("lowered", dtype, rank, chunks), lowered_launch,
+                       lambda: _lowered_compile_args(dtype, rank, chunks)), outputs
+
+
+def run_lowered(*inputs, out=None):
+    """lowered.compute over x's elements, on the current CUDA stream: one output tensor, or a tuple of them.
+
+    inputs in lowered.INPUTS order ("row": x's shape, "vector": [N]); `out` one tensor or a tuple/list in
+    lowered.OUTPUTS order. The hot path is run()'s: a signature lookup (N % 8 picks the vector-input path),
+    the contiguity checks the wrapper cannot make, and one TVM-FFI call."""
+    x = inputs[0]
+    signature = ("lowered", x.dtype, x.dim(), len(inputs), x.shape[-1] % 8 if x.dim() else -1)
+    launcher = _launches.get(signature)
+    if launcher is None:
+        launcher = _launches[signature] = _prepare_lowered(inputs, out)[0]
+    outputs = host.lowered_outputs(out) if out is not None else tuple(
+        torch.empty_like(x, dtype=d) for d in _LOWERED_OUT_DTYPES)
+    if not (0 < x.numel() <= MAX_ELEMENTS and all(t.is_contiguous() for t in (*inputs, *outputs))):
+        outputs = _prepare_lowered(inputs, out)[1]  # raises, in host.py's words, unless x is empty: nothing to do
+    else:
+        try:
+            launcher(*inputs, *outputs)
+        except (TypeError, ValueError):  # the wrapper refused the call before launching
+            _prepare_lowered(inputs, out)  # host.py says why in the words every cell uses ...
+            raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+_LOWERED_OUT_DTYPES = tuple(None if kind == "input" else torch.float32 for kind in lowered.OUT_DTYPES) if LOWERED else ()
+
+
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
                  dtype: str | None = None) -> str:
     """Compile run()'s launcher for sm_90a without a GPU (fake tensors, one shape symbol); write and return the PTX.
 
-    One compile serves every size, so `case` does not change the PTX; 1-D is the rank it is compiled for."""
+    One compile serves every size, so `case` does not change the PTX; 1-D is the rank it is compiled for. The lowered
+    op compiles for the case's rank, and its N decides how vector inputs are read (see lowered_kernel)."""
     dtype = dtype or OP_SPEC["dtype"]
+    if op == "lowered":  # the case's rank and N (N % VEC picks the vector-input path) are part of the compile
+        dims = case["dims"] if case else [8192, 8192]
+        chunks = _vector_chunks_apply(dtype, dims[-1])
+        return rt.dump_ptx(lowered_launch, _lowered_compile_args(dtype, len(dims), chunks), out_dir,
+                           f"lowered_{dtype}_rank{len(dims)}_{'chunks' if chunks else 'gather'}")
     return rt.dump_ptx(elementwise_launch, _compile_args(op, dtype, 1), out_dir, f"{op}_{dtype}")
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
-    vec = ACCESS_BITS // host.DTYPE_BITS[OP_SPEC["dtype"]]
-    unroll = UNROLL[OP]
+    dtype = OP_SPEC["dtype"]
+    vec = ACCESS_BITS // host.DTYPE_BITS[dtype]
+    unroll = lowered_unroll(lowered.KINDS) if LOWERED else UNROLL[OP]
     tile = THREADS * vec * unroll
     n = case["vars"]["numel"]
+    vectors = ""
+    if LOWERED and "vector" in lowered.KINDS:
+        vectors = ("; vector inputs [N] with one 128-bit load per chunk (N % VEC == 0)"
+                   if _vector_chunks_apply(dtype, case["dims"][-1]) else "; vector inputs [N] by scalar gathers")
     return {
         "tile_elements": tile,
         "threads_per_cta": THREADS,
@@ -239,5 +440,5 @@ def describe(case: dict) -> dict:
         "grid": [-(-n // tile), 1, 1],
         "grid_blocks": -(-n // tile),
         "data_movement": "global -> registers with 128-bit ld.global.v4, fp32 math, registers -> global with "
-        "128-bit st.global.v4; the last CTA uses scalar predicated accesses; no shared memory",
+        "128-bit st.global.v4; the last CTA uses scalar predicated accesses; no shared memory" + vectors,
     }

@@ -1,4 +1,4 @@
-"""Reduction V0 kernel in CuTe DSL for Hopper (sm_90a): sum, mean, max, softmax, rmsnorm over the last dim.
+"""Reduction V0 kernel in CuTe DSL for Hopper (sm_90a): sum, mean, max, softmax, rmsnorm or your op, over the last dim.
 
 A bandwidth kernel over rows: TPR consecutive threads own one row, load it with 128-bit coalesced
 accesses into registers (at most 32 fp32 values per thread), reduce in-thread, then across the row's
@@ -89,11 +89,37 @@ Alignment and predication
     (0 or -inf) stands in for values that were not loaded. When CHUNKS * TPR == NV exactly (N = 4096,
     8192, ...) a constexpr drops the predicates and the loads issue back to back.
 
+Your own op (op.json "op": "lowered")
+    The template traces the user's PyTorch function into lowered.py (tests/lowered_examples/CONTRACT.md): INPUTS
+    ("row": [M, N], any row stride; "vector": [N]), OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim"
+    [M, 1]) with OUT_DTYPES, and compute(*values, n, reduce): straight-line fp32 math on pointwise.py's `pw.`
+    functions, with REDUCTIONS[i] the kind of its i-th reduce() call. The cell keeps its own data movement and
+    slots compute() in between; reduce is the cell's hierarchy:
+
+        reduce(kind, v) = _row_reduce(in-thread reduce of where(loaded, v, identity), kind, slot = call number)
+
+    The mask matters: compute() may turn a not-loaded 0 into anything (exp(0) = 1), so filling the registers with
+    the identity is not enough; masked elements become 0 / -inf / +inf (sum / max / min), and max and min are
+    NaN-propagating at every level as above. Each call gets its own smem slot, so one barrier per call.
+    - Register path (lowered_row_kernel): row_kernel's layout and plan, with VALUES_PER_THREAD shared by the
+      inputs (32 // len(INPUTS) values per input and thread: more inputs, more threads per row, no spills).
+      Every input's row values are loaded once into registers, compute() runs once on them (its reductions in
+      between), the row outputs are stored from registers and the reduced ones by the row's thread 0: HBM read
+      once, written once. VEC is the widest width every input, row output, row stride and N allow.
+    - Looped path (lowered_looped_kernel, rows past the register path): one CTA per row and len(REDUCTIONS) + 1
+      passes over the row in slices. Pass p runs compute() on each slice with a reduce() that returns the
+      results known from passes < p, folds call p's masked partial into an rmem accumulator, and returns a dummy
+      for later calls (what depends on it is discarded, and compiled away); the row reduction of that
+      accumulator is call p's result. The last pass knows every result and writes the row outputs (it is skipped
+      when there are none); the reduced outputs, which depend on the results alone, come from one more
+      compute() on filler values.
+
 Measured bandwidth against the device copy and torch, per op, shape and dtype:
 benchmarks/2026-11-30-h200-reduction.md.
 
 Interface (the same in every kbaseline cell):
     run(x, out=None) / run(x, weight, out=None)  -> out   CUDA tensors; compiles and caches on first use
+    run(*inputs, out=None)  (lowered)            -> out   one tensor, or a tuple for several outputs
     compile_only(case, out_dir)                  -> PTX   compile for sm_90a with no GPU (fake tensors)
     describe(case)                               -> dict  threads per row, chunks, grid, data movement
 """
@@ -109,10 +135,14 @@ import host
 
 import cutlass
 import cutlass.cute as cute
+import torch
 from cutlass import Float32, Int32, const_expr
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
+LOWERED = OP == "lowered"
+if LOWERED:
+    import lowered  # the user's op, generated at the workspace root (tests/lowered_examples/CONTRACT.md)
 EPS = float(OP_SPEC.get("params", {}).get("eps", 1e-6))
 
 OPS = ("sum", "mean", "max", "softmax", "rmsnorm")
@@ -132,10 +162,12 @@ _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def plan(n: int, vec: int) -> dict:
-    """Threads per row, chunks per thread and CTA size for a row of n elements read VEC at a time."""
+def plan(n: int, vec: int, values: int = VALUES_PER_THREAD) -> dict:
+    """Threads per row, chunks per thread and CTA size for a row of n elements read VEC at a time.
+
+    `values`: the fp32 row values one thread may hold per loaded tensor (a lowered op with k inputs: 32 // k)."""
     nv = -(-n // vec)
-    kmax = max(1, VALUES_PER_THREAD // vec)
+    kmax = max(1, values // vec)
     tpr = 1
     while tpr < MAX_TPR and -(-nv // tpr) > kmax:
         tpr *= 2
@@ -144,13 +176,15 @@ def plan(n: int, vec: int) -> dict:
         chunks = -(-nv // tpr)
         return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
                 "rows_per_cta": threads // tpr, "iters": 1}
-    return {"looped": True, "tpr": LOOP_THREADS, "chunks": LOOP_CHUNKS, "threads": LOOP_THREADS, "full": False,
-            "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * LOOP_CHUNKS))}
+    chunks = max(1, min(LOOP_CHUNKS, values // vec))
+    return {"looped": True, "tpr": LOOP_THREADS, "chunks": chunks, "threads": LOOP_THREADS, "full": False,
+            "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
 
 
-def _smem_bytes(cfg: dict) -> int:
+def _smem_bytes(cfg: dict, slots: int = 2) -> int:
+    """fp32 partials [rows, warps per row, slots]: one slot per row reduction of the kernel (2: softmax's two)."""
     warps_per_row = max(1, cfg["tpr"] // 32)
-    return 4 * (cfg["threads"] // 32) * 2 if warps_per_row > 1 else 0
+    return 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 else 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -162,8 +196,17 @@ def _max(a, b):
     return cute.arch.fmax(a, b, nan=True)
 
 
+def _min(a, b):
+    """NaN-propagating fp32 min (PTX min.NaN.f32, like torch.amin)."""
+    return cute.arch.fmin(a, b, nan=True)
+
+
+IDENTITY = {"sum": 0.0, "max": -math.inf, "min": math.inf}  # of each reduction kind: what masked values become
+_REDUCTION_OPS = {"sum": cute.ReductionOp.ADD, "max": cute.ReductionOp.MAX, "min": cute.ReductionOp.MIN}
+
+
 def _combine(kind: str):
-    return _max if kind == "max" else operator.add
+    return {"max": _max, "min": _min, "sum": operator.add}[kind]
 
 
 @cute.jit
@@ -178,11 +221,17 @@ def _row_reduce(val: Float32, kind: cutlass.Constexpr[str], tpr: cutlass.Constex
         if lane == 0:
             buf[warp // warps_per_row, warp % warps_per_row, slot] = val
         cute.arch.barrier()
-        part = Float32(-Float32.inf) if const_expr(kind == "max") else Float32(0.0)
+        part = Float32(IDENTITY[kind])
         if lane < warps_per_row:
             part = buf[warp // warps_per_row, lane, slot]
         val = cute.arch.warp_reduction(part, op, threads_in_group=32)
     return val
+
+
+def _allocate_partials(rows: int, tpr: int, slots: int):
+    """The smem step's fp32 partials [rows, warps per row, slots] (see _row_reduce)."""
+    smem = cutlass.utils.SmemAllocator()
+    return smem.allocate_tensor(Float32, cute.make_layout((rows, tpr // 32, slots), stride=(tpr // 32 * slots, slots, 1)), 4)
 
 
 def _identity(op: str) -> float:
@@ -206,8 +255,7 @@ def row_kernel(
 
     buf = None
     if const_expr(tpr > 32):
-        smem = cutlass.utils.SmemAllocator()
-        buf = smem.allocate_tensor(Float32, cute.make_layout((threads // tpr, tpr // 32, 2), stride=(tpr // 32 * 2, 2, 1)), 4)
+        buf = _allocate_partials(threads // tpr, tpr, 2)
 
     atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=vec * dtype.width)
     rX = cute.make_rmem_tensor((vec, chunks), dtype)
@@ -260,8 +308,7 @@ def looped_kernel(
     row, _, _ = cute.arch.block_idx()
     dtype = mX.element_type
     n_f = Float32(nv * vec)
-    smem = cutlass.utils.SmemAllocator()
-    buf = smem.allocate_tensor(Float32, cute.make_layout((1, tpr // 32, 2), stride=(tpr // 32 * 2, 2, 1)), 4)
+    buf = _allocate_partials(1, tpr, 2)
     atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=vec * dtype.width)
     rX = cute.make_rmem_tensor((vec, chunks), dtype)
     rW = cute.make_rmem_tensor((vec, chunks), dtype)
@@ -358,6 +405,222 @@ def reduction_launch(
 
 
 # ------------------------------------------------------------------------------------------------
+# The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
+# ------------------------------------------------------------------------------------------------
+
+def lowered_values(kinds) -> int:
+    """fp32 row values a thread may hold per input of a lowered op: its inputs share VALUES_PER_THREAD."""
+    return max(1, VALUES_PER_THREAD // len(kinds))
+
+
+def _chunk(t: cute.Tensor, kind: str, idx, row):
+    """Vector idx of a row: rows are (VEC, NV, M) views, [N] vectors (VEC, NV) ones."""
+    return t[None, idx] if kind == "vector" else t[None, idx, row]
+
+
+def _chunk_mask(vec: int, chunks: int, first, tpr: int, nv):
+    """Which of a thread's (VEC, CHUNKS) values lie in the row: vector first + k*TPR exists (first + k*TPR < NV)."""
+    valid = cute.make_rmem_tensor((vec, chunks), cutlass.Boolean)
+    for k in range(chunks):
+        for v in range(vec):
+            valid[v, k] = first + k * tpr < nv
+    return valid.load()
+
+
+def _thread_partial(kind: str, v, valid, like):
+    """reduce(kind, v)'s in-thread step: v (a vector, or a scalar meant for every element) masked to the identity
+    where it was not loaded (valid; None when every value was), reduced over the thread's values."""
+    v = v if isinstance(v, cute.TensorSSA) else cute.full_like(like, v, Float32)
+    if valid is not None:
+        v = cute.where(valid, v, cute.full_like(v, IDENTITY[kind], Float32))
+    return v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0)
+
+
+class _RowReducer:
+    """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
+    call number i in smem slot i."""
+
+    def __init__(self, valid, like, tpr: int, buf):
+        self.valid, self.like, self.tpr, self.buf, self.calls = valid, like, tpr, buf, 0
+
+    def __call__(self, kind: str, v):
+        self.calls += 1
+        return _row_reduce(_thread_partial(kind, v, self.valid, self.like), kind, self.tpr, self.buf, self.calls - 1)
+
+
+class _PassReducer:
+    """compute()'s reduce in pass p of the looped path: calls before p return the row results already known,
+    call p folds its masked thread partial into acc[0] (an rmem accumulator: the slice loop carries it), later
+    calls return a dummy 0 (what depends on them in pass p is discarded; the compiler drops it). The last pass
+    (p = None) knows every result."""
+
+    def __init__(self, p, known, acc, valid, like):
+        self.p, self.known, self.acc, self.valid, self.like, self.calls = p, known, acc, valid, like, 0
+
+    def __call__(self, kind: str, v):
+        q, self.calls = self.calls, self.calls + 1
+        if self.p is None or q < self.p:
+            return self.known[q]
+        if q == self.p:
+            self.acc[0] = _combine(kind)(self.acc[0], _thread_partial(kind, v, self.valid, self.like))
+        return Float32(0.0)
+
+
+@cute.jit
+def _load_chunks(atom, inputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
+    """Every input's vectors first + k*TPR (k < CHUNKS) of the row into its (VEC, CHUNKS) fragment, 128-bit each
+    (VEC wide); vectors past the row end are skipped (none when `full`)."""
+    for k in cutlass.range_constexpr(chunks):
+        if full or first + k * tpr < nv:
+            for src, dst, kind in zip(inputs, frags, lowered.KINDS):
+                cute.copy(atom, _chunk(src, kind, first + k * tpr, row), dst[None, k])
+
+
+@cute.jit
+def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
+                  chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
+    """_load_chunks the other way: the row outputs' fragments to their vectors first + k*TPR of the row."""
+    for k in cutlass.range_constexpr(chunks):
+        if full or first + k * tpr < nv:
+            for dst, src in zip(outputs, frags):
+                cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
+
+
+def _vector_atom(dtype, vec: int):
+    """A copy atom for VEC elements of dtype: one access of up to 128 bits (an fp32 output of a bf16 op: two)."""
+    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=min(ACCESS_BITS, vec * dtype.width))
+
+
+def _fragments(tensors, vec: int, chunks: int):
+    return [cute.make_rmem_tensor((vec, chunks), t.element_type) for t in tensors]
+
+
+def _rows_of(per_output):
+    """The entries of a per-output sequence (tensors, compute's results) that belong to "row" outputs."""
+    return [v for v, kind in zip(per_output, lowered.OUTPUTS) if kind == "row"]
+
+
+def _round_into(frags, results):
+    """compute()'s row results rounded once into the row outputs' fragments."""
+    for f, v in zip(frags, _rows_of(results)):
+        f.store(v.to(f.element_type))
+
+
+def _store_reduced(outputs, results, row):
+    """The "reduced" outputs of compute's results: one scalar per row (the caller picks the one thread)."""
+    for t, v, kind in zip(outputs, results, lowered.OUTPUTS):
+        if const_expr(kind != "row"):
+            t[row] = v.to(t.element_type)
+
+
+@cute.kernel
+def lowered_row_kernel(
+    m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
+    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
+):
+    """Register path of a lowered op: row_kernel's layout; every input's row values stay in registers from the
+    load, through compute()'s reductions, to the outputs."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    rows = threads // tpr
+    row = bidx * rows + tidx // tpr
+    t = tidx % tpr
+    inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    row_outputs = _rows_of(outputs)
+    buf = None
+    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
+        buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
+    frags = _fragments(inputs, vec, chunks)
+    for f in frags:
+        f.fill(0.0)
+    if row < m:
+        _load_chunks(_vector_atom(inputs[0].element_type, vec), inputs, frags, t, row, nv, tpr, chunks, full)
+    values = [f.load().to(Float32) for f in frags]
+    valid = None if const_expr(full) else _chunk_mask(vec, chunks, t, tpr, nv)
+    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[0], tpr, buf))
+    out_frags = _fragments(row_outputs, vec, chunks)
+    _round_into(out_frags, results)
+    if row < m:
+        _store_chunks(row_outputs, out_frags, t, row, nv, tpr, chunks, full)
+        if t == 0:
+            _store_reduced(outputs, results, row)
+
+
+@cute.kernel
+def lowered_looped_kernel(
+    m: Int32, nv: Int32, iters: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
+    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int],
+):
+    """Large-N path of a lowered op: one CTA per row, len(REDUCTIONS) + 1 passes over the row in slices."""
+    t, _, _ = cute.arch.thread_idx()
+    row, _, _ = cute.arch.block_idx()
+    inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    row_outputs = _rows_of(outputs)
+    buf = _allocate_partials(1, tpr, max(1, len(lowered.REDUCTIONS)))
+    atom = _vector_atom(inputs[0].element_type, vec)
+    frags = _fragments(inputs, vec, chunks)
+    for f in frags:
+        f.fill(0.0)  # once: values a slice does not load are masked (reduce) or never stored
+    out_frags = _fragments(row_outputs, vec, chunks)
+    acc = cute.make_rmem_tensor((1,), Float32)
+    n_f = Float32(nv * vec)
+    step = tpr * chunks
+    known = []  # the row results of the reduce() calls, one per pass
+
+    for p in cutlass.range_constexpr(len(lowered.REDUCTIONS)):
+        acc[0] = Float32(IDENTITY[lowered.REDUCTIONS[p]])
+        for it in cutlass.range(iters):
+            _load_chunks(atom, inputs, frags, it * step + t, row, nv, tpr, chunks, False)
+            values = [f.load().to(Float32) for f in frags]
+            lowered.compute(*values, n_f, _PassReducer(p, known, acc, _chunk_mask(vec, chunks, it * step + t, tpr, nv),
+                                                       values[0]))
+        known.append(_row_reduce(acc[0], lowered.REDUCTIONS[p], tpr, buf, p))
+
+    # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
+    if const_expr(len(row_outputs) > 0):
+        for it in cutlass.range(iters):
+            _load_chunks(atom, inputs, frags, it * step + t, row, nv, tpr, chunks, False)
+            values = [f.load().to(Float32) for f in frags]
+            results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[0]))
+            _round_into(out_frags, results)
+            _store_chunks(row_outputs, out_frags, it * step + t, row, nv, tpr, chunks, False)
+    # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
+    filler = cute.full((vec, chunks), 0.0, Float32)
+    results = lowered.compute(*(filler for _ in inputs), n_f, _PassReducer(None, known, acc, None, filler))
+    if t == 0:
+        _store_reduced(outputs, results, row)
+
+
+@cute.jit
+def lowered_reduction_launch(
+    iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
+    threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
+    smem_bytes: cutlass.Constexpr[int], *tensors,
+):
+    """Host side: every row tensor as (VEC, NV, M) : (1, VEC, its row stride), each vector as (VEC, NV) : (1, VEC),
+    each "reduced" output (and [M, 1]) as [M]; then reduction_launch's grid."""
+    m, n = tensors[0].shape
+    nv = n // vec
+    views = []
+    for t, kind in zip(tensors, (*lowered.KINDS, *lowered.OUTPUTS)):
+        if const_expr(kind == "row"):
+            layout = cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(t.stride[0], divby=vec)))
+        elif const_expr(kind == "vector"):
+            layout = cute.make_layout((vec, nv), stride=(1, vec))
+        else:
+            layout = cute.make_layout(m)
+        views.append(cute.make_tensor(t.iterator, layout))
+    if const_expr(looped):
+        lowered_looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
+            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
+    else:
+        rows = threads // tpr
+        lowered_row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full).launch(
+            grid=[(m + rows - 1) // rows, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
+
+
+# ------------------------------------------------------------------------------------------------
 # Host interface
 # ------------------------------------------------------------------------------------------------
 
@@ -365,8 +628,13 @@ _compiled: dict = {}  # (op, dtype, vec, plan) -> compiled launcher: one compile
 _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters): the hot path's one lookup
 
 
+def _plan_args(vec: int, cfg: dict, slots: int) -> tuple:
+    """The launchers' constexprs of a plan: vec, tpr, chunks, threads, looped, full, smem bytes."""
+    return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg, slots))
+
+
 def _const_args(op: str, vec: int, cfg: dict):
-    return (op, vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg))
+    return (op, *_plan_args(vec, cfg, 2))
 
 
 def _compile_args(op: str, dtype: str, vec: int, cfg: dict) -> tuple:
@@ -413,13 +681,100 @@ def _prepare(op: str, x, args, out):
     return rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg)), cfg["iters"]
 
 
+def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
+    """Fake inputs and outputs of lowered_reduction_launch, in INPUTS then OUTPUTS order, sharing the M and N symbols.
+
+    Row inputs [M, N] : (ld, 1) each with its own ld symbol (a multiple of VEC), vectors [N], row outputs [M, N]
+    contiguous; all VEC-element aligned (an fp32 row output of a 16-bit op: min(16, 4 * VEC) bytes). Reduced
+    outputs [M] and [M, 1] get scalar stores: element alignment."""
+    m, n = rt.dim(), rt.dim(vec)
+    eb = _BYTES[dtype]
+    inputs = [rt.tensor(dtype, (m, n), (rt.dim(vec), 1), align=vec * eb) if kind == "row"
+              else rt.tensor(dtype, (n,), (1,), align=vec * eb) for kind in lowered.KINDS]
+    outputs = []
+    for kind, out_dtype in zip(lowered.OUTPUTS, lowered.OUT_DTYPES):
+        name = dtype if out_dtype == "input" else "fp32"
+        ob = _BYTES[name]
+        shape, stride, align = {"row": ((m, n), (n, 1), min(16, vec * ob)), "reduced": ((m,), (1,), ob),
+                                "reduced_keepdim": ((m, 1), (1, 1), ob)}[kind]
+        outputs.append(rt.tensor(name, shape, stride, align))
+    return (1, rt.STREAM, *_lowered_plan_args(vec, cfg), *inputs, *outputs)
+
+
+def _lowered_plan_args(vec: int, cfg: dict) -> tuple:
+    return _plan_args(vec, cfg, max(1, len(lowered.REDUCTIONS)))
+
+
+def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
+    """_pick_vec over every input and row output (each row stride, each pointer). An fp32 row output of a 16-bit op
+    stores VEC fp32 values per vector, so its pointer must be min(16, 4 * VEC)-byte aligned."""
+    rows = [o for o, kind in zip(outputs, lowered.OUTPUTS) if kind == "row"]
+    vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*inputs, *rows)
+                                                    if t.element_size() == elem_bytes])
+    while vec > 1 and any(o.data_ptr() % min(16, vec * 4) for o in rows if o.element_size() != elem_bytes):
+        vec //= 2
+    return vec
+
+
+def _lowered_shapes(m: int, n: int) -> list:
+    return [host.OUTPUT_SHAPES[kind](m, n) for kind in lowered.OUTPUTS]
+
+
+def _prepare_lowered(inputs, out):
+    """A lowered signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher."""
+    host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
+    m, n, _ = host.rows_of(lowered.SOURCE, inputs[0])
+    dtype, outputs = host.lowered_operands(lowered, inputs, out, _lowered_shapes(m, n), False)
+    lds = [host.rows_of(lowered.SOURCE, t)[2] for t, kind in zip(inputs, lowered.KINDS) if kind == "row"]
+    if not all(_in_index_range(m, n, ld) for ld in lds):
+        raise ValueError(f"{lowered.SOURCE}: {m}x{n} with row strides {lds} exceeds the int32 index range of this kernel")
+    vec = _lowered_vec(inputs[0].element_size(), n, lds, inputs, outputs)
+    cfg = plan(n, vec, lowered_values(lowered.KINDS))
+    key = ("lowered", dtype, *_lowered_plan_args(vec, cfg))
+    launcher = rt.compiled(_compiled, key, lowered_reduction_launch, lambda: _lowered_compile_args(dtype, vec, cfg))
+    return (launcher, cfg["iters"]), outputs
+
+
+_ROW_INPUTS = [i for i, kind in enumerate(lowered.KINDS) if kind == "row"] if LOWERED else []
+_OUT_DTYPES = [None if kind == "input" else torch.float32 for kind in lowered.OUT_DTYPES] if LOWERED else []
+
+
+def run_lowered(*inputs, out=None):
+    """lowered.compute over the rows of x [M, N], on the current CUDA stream: one output tensor or a tuple of them.
+
+    inputs in lowered.INPUTS order (rows [M, N] with a contiguous last dim and any row stride, vectors [N]); `out`
+    one tensor or a tuple/list in OUTPUTS order. As run(): the signature (N, every row stride, every pointer's
+    16-byte phase) picks the compiled plan, M is free, host.py runs on a signature's first call and on a refusal."""
+    x = inputs[0]
+    if x.dim() != 2 or len(inputs) != len(lowered.INPUTS):
+        _prepare_lowered(inputs, out)  # raises, in host.py's words
+    m, n = x.shape
+    outputs = host.lowered_outputs(out) if out is not None else tuple(
+        x.new_empty(shape, dtype=d) for shape, d in zip(_lowered_shapes(m, n), _OUT_DTYPES))
+    lds = tuple(inputs[i].stride(0) if m > 1 else n for i in _ROW_INPUTS)
+    signature = ("lowered", x.dtype, n, lds, *(t.data_ptr() % 16 for t in (*inputs, *outputs)))
+    prepared = _launches.get(signature)
+    if prepared is None or not all(_in_index_range(m, n, ld) for ld in lds):  # M is not in the signature
+        prepared = _launches[signature] = _prepare_lowered(inputs, out)[0]
+    launcher, iters = prepared
+    try:
+        launcher(iters, *inputs, *outputs)
+    except (TypeError, ValueError):  # the wrapper refused the call before launching
+        _prepare_lowered(inputs, out)  # host.py says why in the words every cell uses ...
+        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
 def run(x, *args, out=None, op: str = OP, eps: float = EPS):
     """Reduce x [M, N] over its last dim on the current CUDA stream. rmsnorm: run(x, weight, out=None).
 
     The signature is what picks the compiled variant and the plan: N, the row stride and each pointer's
     16-byte phase (they set the vector width). M is free: one signature serves every batch size. The
     wrapper checks dtypes, shapes, strides and alignment against the variant; host.py runs on a
-    signature's first call and when the wrapper refuses one (see cutedsl_runtime.py)."""
+    signature's first call and when the wrapper refuses one (see cutedsl_runtime.py). A lowered op takes
+    run(*inputs, out=None) in lowered.INPUTS order: run_lowered."""
+    if op == "lowered":
+        return run_lowered(x, *args, out=out)
     if x.dim() != 2 or len(args) != (op == "rmsnorm"):
         _prepare(op, x, args, out)  # raises, in host.py's words
     weight = args[0] if args else x  # only rmsnorm reads the weight
@@ -446,16 +801,24 @@ def _case_mn(case: dict | None) -> tuple[int, int]:
     return int(dims[0]), int(dims[-1])
 
 
+def _case_plan(op: str, n: int, vec: int) -> dict:
+    """plan() of a row of n elements for op: a lowered op's inputs share the register budget."""
+    return plan(n, vec, lowered_values(lowered.KINDS)) if op == "lowered" else plan(n, vec)
+
+
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
                  dtype: str | None = None, vec: int | None = None) -> str:
-    """Compile the case's launch plan for sm_90a without a GPU (fake pointers and stream); write and return PTX."""
+    """Compile the case's launch plan for sm_90a without a GPU (fake pointers and stream); write and return PTX.
+
+    The case's N picks the plan (contiguous rows, 16-byte aligned pointers), as run() would for it."""
     dtype = dtype or OP_SPEC["dtype"]
     _, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = plan(n, vec)
+    cfg = _case_plan(op, n, vec)
     path = "looped" if cfg["looped"] else "rows"
-    return rt.dump_ptx(reduction_launch, _compile_args(op, dtype, vec, cfg), out_dir,
-                       f"{op}_{dtype}_n{n}_{path}")
+    launch, args = ((lowered_reduction_launch, _lowered_compile_args(dtype, vec, cfg)) if op == "lowered"
+                    else (reduction_launch, _compile_args(op, dtype, vec, cfg)))
+    return rt.dump_ptx(launch, args, out_dir, f"{op}_{dtype}_n{n}_{path}")
 
 
 def describe(case: dict) -> dict:
@@ -463,20 +826,25 @@ def describe(case: dict) -> dict:
     dtype = OP_SPEC["dtype"]
     m, n = _case_mn(case)
     vec = _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = plan(n, vec)
+    cfg = _case_plan(OP, n, vec)
     grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"])
-    two_pass = cfg["looped"] and OP in ROW_OUT_OPS
+    if LOWERED:  # len(REDUCTIONS) + 1 passes, the last one only when there are row outputs to write
+        passes = len(lowered.REDUCTIONS) + ("row" in lowered.OUTPUTS)
+    else:
+        passes = 2 if OP in ROW_OUT_OPS else 1
+    reads = {1: "; x is read once", 2: "; the row is read twice (the second pass is expected to hit L2)"}
     return {
-        "path": "looped (one CTA per row, two passes)" if cfg["looped"] else "register-resident rows",
+        "path": f"looped (one CTA per row, {passes} passes)" if cfg["looped"] else "register-resident rows",
         "vector_elements": vec,
         "threads_per_row": cfg["tpr"],
         "chunks_per_thread": cfg["chunks"] if not cfg["looped"] else f"{cfg['chunks']} per iteration x {cfg['iters']}",
         "rows_per_cta": cfg["rows_per_cta"],
         "threads_per_cta": cfg["threads"],
-        "smem_bytes": _smem_bytes(cfg),
+        "smem_bytes": _smem_bytes(cfg, max(1, len(lowered.REDUCTIONS)) if LOWERED else 2),
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
         "data_movement": f"global -> registers with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in registers, "
         "warp shfl.sync butterfly, smem across warps, then registers -> global"
-        + ("; the row is read twice (the second pass is expected to hit L2)" if two_pass else "; x is read once"),
+        + (reads.get(passes, f"; the row is read {passes} times (passes after the first are expected to hit L2)")
+           if cfg["looped"] else reads[1]),
     }

@@ -1,0 +1,217 @@
+"""The CuTe DSL cells run a generated lowered.py: every example of tests/lowered_examples compiles for sm_90a on the
+CPU, and its PTX keeps the cell's data movement (128-bit accesses, the shuffle/smem reduction, no local memory).
+
+Each test workspace is the built-in op's, arranged by tools/scaffold.py, with op.json switched to "op": "lowered"
+and an example copied in as lowered.py, as the template's tracer does for a user's function. Two more lowered.py
+files are the test's own: PW_ALL, every pointwise.py function on every operand kind it takes (vectors, scalars,
+Python floats, booleans), and ROW_RANGE, min and max reductions with reduced outputs only ([M, 1] and [M]).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import ROOT, load_module, read_json
+from tools import scaffold, spec
+
+EXAMPLES = ROOT / "tests" / "lowered_examples"
+
+PW_ALL = '''
+import pointwise as pw
+
+SOURCE = "test:pw_all"
+INPUTS = ("x", "w")
+KINDS = ("row", "vector")
+OUTPUTS = ("row", "row")
+OUT_DTYPES = ("input", "fp32")
+REDUCTIONS = ()
+USES_N = True
+
+
+def compute(x, w, n, reduce):
+    s = n * 0.001
+    v = x
+    for f in (pw.exp, pw.exp2, pw.log, pw.log2, pw.log1p, pw.sqrt, pw.rsqrt, pw.tanh, pw.sigmoid, pw.erf, pw.abs,
+              pw.reciprocal):
+        v = v + f(pw.abs(x) + 0.5) + f(s) + f(0.25)
+    for f in (pw.pow, pw.maximum, pw.minimum):
+        v = v + f(pw.abs(x), w) + f(x, 1.5) + f(1.5, w) + f(s, x) + f(x, s) + f(s, 0.5) + f(s, s)
+    c = x > w
+    d = s > 0.5
+    v = v + pw.where(c, x, w) + pw.where(c, 1.0, w) + pw.where(c, s, 2.0) + pw.where(d, x, s) + pw.where(d, s, 1.0)
+    v = v + pw.where(True, x, 1.0) + pw.where(pw.logical_and(c, x < 1.0), x, w) + pw.where(pw.logical_or(c, d), x, w)
+    v = v + pw.to_float(pw.logical_not(c)) + pw.to_float(pw.logical_and(d, s < 2.0)) + pw.to_float(pw.logical_not(d))
+    v = v + pw.to_float(pw.logical_or(True, c)) + pw.to_float(pw.logical_and(c, False))
+    v = v + pw.cast(x, "bf16") + pw.cast(w, "fp16") + pw.cast(s, "bf16") + pw.full_like(x, s) + pw.full_like(x, 2.0)
+    v = v + (1.0 - x) * (s / x) - 2.0 / w + (-x) + s * x + x / s
+    return (v, pw.minimum(v, 3.0))
+'''
+
+ROW_RANGE = '''
+import pointwise as pw
+
+SOURCE = "test:row_range"
+INPUTS = ("x",)
+KINDS = ("row",)
+OUTPUTS = ("reduced_keepdim", "reduced")
+OUT_DTYPES = ("input", "fp32")
+REDUCTIONS = ("min", "max")
+USES_N = False
+
+
+def compute(x, n, reduce):
+    lo = reduce("min", x)
+    hi = reduce("max", pw.exp(x - lo))
+    return (lo, pw.log(hi) + lo)
+'''
+SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE}  # the test's own lowered.py files, beside the examples
+
+REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
+
+
+def _constants(source: str) -> dict:
+    """lowered.py's module-level constants (INPUTS, KINDS, OUTPUTS, REDUCTIONS ...), read without importing it."""
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, (ast.Tuple, ast.Constant))}
+
+
+@pytest.fixture(scope="module")
+def lowered_ws(tmp_path_factory):
+    """(pattern, an example's file name or a SOURCES key) -> a workspace running it, arranged once per module."""
+    made = {}
+
+    def get(pattern: str, example: str):
+        if (pattern, example) not in made:
+            source = SOURCES[example] if example in SOURCES else (EXAMPLES / example).read_text()
+            dest = tmp_path_factory.mktemp("lowered") / f"{pattern}_{example.removesuffix('.py')}"
+            op = {"elementwise": "silu_mul", "reduction": "rmsnorm"}[pattern]
+            scaffold.workspace(dest, spec.context(pattern=pattern, op=op, gpu="H200", dtype="bf16", op_name=dest.name,
+                                                  run_baseline="no"))
+            op_json = read_json(dest / "op.json")
+            op_json.update(op="lowered", inputs=list(_constants(source)["INPUTS"]))
+            (dest / "op.json").write_text(__import__("json").dumps(op_json, indent=2) + "\n")
+            (dest / "lowered.py").write_text(source)
+            made[(pattern, example)] = (dest, _constants(source))
+        return made[(pattern, example)]
+
+    return get
+
+
+@functools.cache
+def _compiled(ws, dims: tuple, dtype: str) -> tuple[str, dict]:
+    """compile_only's PTX for a case of `dims` in the workspace (and describe's plan of it), once per case."""
+    kernel = load_module(ws / "kernel.py", f"kernel_{ws.name}_{'x'.join(map(str, dims))}_{dtype}")
+    case = {"dims": list(dims), "vars": {"numel": math.prod(dims)}}
+    ptx = kernel.compile_only(case, ws / "build", dtype=dtype)
+    assert ".target sm_90a" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx, "local memory: registers spilled or an array went to memory"
+    return ptx, kernel.describe(case)
+
+
+def _no_spills(ptx: str, tmp_path) -> None:
+    """ptxas (when installed) allocates the PTX's registers without spilling."""
+    if not shutil.which("ptxas"):
+        return
+    (tmp_path / "k.ptx").write_text(ptx)
+    done = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    spills = re.findall(r"(\d+) bytes spill stores", done.stderr)
+    assert spills and not any(int(b) for b in spills), done.stderr
+
+
+@pytest.mark.parametrize("dims,dtype", [((8192, 8192), "bf16"), ((4096, 4096), "fp32"), ((3, 5, 1024), "bf16")])
+def test_elementwise_example_vectorizes(lowered_ws, tmp_path, dims, dtype):
+    """gelu_tanh_mul_bias: x and y with 128-bit loads, the bias (N % VEC == 0) one 128-bit load per chunk too."""
+    ws, lowered = lowered_ws("elementwise", "lowered_gelu_tanh_mul_bias.py")
+    ptx, plan = _compiled(ws, dims, dtype)
+    unroll = int(plan["values_per_thread"].split()[0])
+    assert unroll == 4 // lowered["KINDS"].count("row")
+    assert ptx.count("ld.global.v4") == unroll * len(lowered["INPUTS"])  # rows and the vector's chunks
+    assert ptx.count("st.global.v4") == unroll
+    assert "max.NaN.f32" in ptx  # pw.maximum propagates NaN
+    _no_spills(ptx, tmp_path)
+
+
+def test_elementwise_vector_gathers_when_n_is_not_a_multiple_of_vec(lowered_ws):
+    """N = 1001: the rows keep their 128-bit loads, the bias is read by scalar gathers (fast tile and tail)."""
+    ws, lowered = lowered_ws("elementwise", "lowered_gelu_tanh_mul_bias.py")
+    ptx, plan = _compiled(ws, (16, 1001), "bf16")
+    unroll = 4 // lowered["KINDS"].count("row")
+    assert ptx.count("ld.global.v4") == unroll * lowered["KINDS"].count("row")
+    assert ptx.count("st.global.v4") == unroll
+    assert "scalar gathers" in plan["data_movement"]
+
+
+def test_every_pointwise_function_compiles_on_every_operand_kind(lowered_ws):
+    """PW_ALL: one compile traces every pw function on vectors, scalars, floats and booleans; the fp32 output of a
+    bf16 op is stored as two 128-bit stores per vector. (Some 200 transcendentals per element: ptxas may spill
+    a few bytes here, which no generated op comes near, so only the PTX is checked.)"""
+    ws, _ = lowered_ws("elementwise", "pw_all")
+    ptx, plan = _compiled(ws, (1024, 4096), "bf16")
+    unroll = int(plan["values_per_thread"].split()[0])
+    assert ptx.count("ld.global.v4") == 2 * unroll
+    assert ptx.count("st.global.v4") == unroll + 2 * unroll  # bf16 out, then fp32 out
+    assert "max.NaN.f32" in ptx and "min.NaN.f32" in ptx
+
+
+@pytest.mark.parametrize("example", REDUCTION_EXAMPLES)
+@pytest.mark.parametrize("n", [8192, 131072])
+def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
+    """Register path (N = 8192: every input's row in registers, loaded once) and looped path (N = 131072)."""
+    ws, lowered = lowered_ws("reduction", example)
+    ptx, plan = _compiled(ws, (64, n), "bf16")
+    looped = n > 8192 * 4
+    assert plan["path"].startswith("looped") == looped
+    chunks = plan["chunks_per_thread"] if not looped else int(plan["chunks_per_thread"].split()[0])
+    assert plan["vector_elements"] == 8
+    if not looped:  # HBM read once: one 128-bit load per input and chunk, one store per row output and chunk
+        assert ptx.count("ld.global.v4") == len(lowered["INPUTS"]) * chunks
+        assert ptx.count("st.global.v4") == lowered["OUTPUTS"].count("row") * chunks
+    else:  # one load per input, chunk and pass (the slice loop may be unrolled further)
+        passes = len(lowered["REDUCTIONS"]) + ("row" in lowered["OUTPUTS"])
+        assert ptx.count("ld.global.v4") >= len(lowered["INPUTS"]) * chunks * passes
+        assert ptx.count("st.global.v4") >= lowered["OUTPUTS"].count("row") * chunks
+        assert f"{passes} passes" in plan["path"]
+    assert "shfl.sync.bfly" in ptx
+    if "max" in lowered["REDUCTIONS"]:
+        assert "max.NaN.f32" in ptx
+    _no_spills(ptx, tmp_path)
+
+
+@pytest.mark.parametrize("n", [8192, 131072])
+def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, n):
+    """ROW_RANGE: NaN-propagating min and max; with no row output the looped path makes one pass per reduce()."""
+    ws, _ = lowered_ws("reduction", "row_range")
+    ptx, plan = _compiled(ws, (64, n), "bf16")
+    assert "min.NaN.f32" in ptx and "max.NaN.f32" in ptx and "shfl.sync.bfly" in ptx
+    assert "ld.global.v4" in ptx and "st.global.v4" not in ptx
+    assert plan["path"] == ("looped (one CTA per row, 2 passes)" if n > 32768 else "register-resident rows")
+    _no_spills(ptx, tmp_path)
+
+
+def test_reduction_unaligned_rows_fall_back_to_narrow_vectors(lowered_ws):
+    """N = 1002 is not a multiple of 8: VEC 2 (32-bit accesses), still correct and compiled for every input."""
+    ws, _ = lowered_ws("reduction", "lowered_fused_add_rmsnorm.py")
+    ptx, plan = _compiled(ws, (64, 1002), "bf16")
+    assert plan["vector_elements"] == 2 and "ld.global.v4" not in ptx and "ld.global.b32" in ptx
+
+
+@pytest.mark.parametrize("pattern,example", [("elementwise", "lowered_gelu_tanh_mul_bias.py"),
+                                             ("reduction", "lowered_layer_norm.py")])
+def test_run_refuses_cpu_tensors_in_host_words(lowered_ws, pattern, example):
+    """run() checks its arguments in host.py before compiling anything: CPU tensors are refused, by name."""
+    torch = pytest.importorskip("torch")
+    ws, lowered = lowered_ws(pattern, example)
+    kernel = load_module(ws / "kernel.py", f"kernel_run_{ws.name}")
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    inputs = [x if kind == "row" else x[0].clone() for kind in lowered["KINDS"]]
+    with pytest.raises(ValueError, match="GPU"):
+        kernel.run(*inputs)

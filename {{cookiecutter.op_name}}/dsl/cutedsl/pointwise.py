@@ -1,0 +1,204 @@
+"""CuTe DSL pointwise library of the lowered ops: the `pw.` functions a generated lowered.py calls inside compute().
+
+Its one job is to give the names of tests/lowered_examples/CONTRACT.md (the same in every DSL) a CuTe DSL meaning,
+on the values a cell hands to compute(): fp32 register vectors (`TensorSSA`), fp32 scalars (`Float32`, a row's
+reduce() result, `n`) and Python floats (the constants codegen writes), in any mix. The scaffold moves this file
+to the workspace root, beside kernel.py and lowered.py, which imports it as `import pointwise as pw`.
+
+Operand kinds
+    Every function first brings its operands to one kind (`_common`): if any operand is a vector, the others are
+    broadcast to its shape (`cute.full_like`); otherwise Python floats become `Float32` constants. So
+    `maximum(v, -2.0)`, `maximum(s, v)` and `maximum(s, 0.5)` all work, and a function returns the kind it was
+    given: a vector for any vector operand, a scalar otherwise. Booleans (from `<`, `==` ... on vectors or
+    scalars) are the conditions of `where` and the operands of the logical functions.
+
+Accuracy and speed (the check: ||out - ref|| / ||ref|| against float64, 1e-2 for bf16, 1e-5 for fp32)
+    Fast hardware approximations are used where their error is relative, a couple of ulp everywhere:
+    exp / exp2 (``ex2.approx``), the reciprocal and sigmoid (``rcp.approx``, as the elementwise cell's silu) and
+    rsqrt (``rsqrt.approx``). Where the fast form is only accurate in absolute terms near a zero of the result
+    (``lg2.approx`` near 1, ``tanh.approx`` with ~2^-11 relative error), the accurate MLIR expansions are used:
+    log, log2, log1p, tanh and erf are polynomial sequences of ~25 fp32 instructions, fine for a bandwidth kernel
+    and what torch's own kernels (and torch.compile's libdevice calls) compute. sqrt is IEEE ``sqrt.rn``.
+
+NaN semantics
+    maximum / minimum are torch.maximum / torch.minimum: NaN if either operand is NaN (PTX ``max.NaN.f32``,
+    ``cute.arch.fmax(..., nan=True)``), applied element by element because MLIR's vector ``maximumf`` lowers to
+    a compare-and-select sequence of three instructions per element instead of the one instruction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Boolean, Float32
+
+LOG2_E = math.log2(math.e)
+_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+
+
+def _is_vector(v) -> bool:
+    return isinstance(v, cute.TensorSSA)
+
+
+def _common(*operands, dtype=Float32):
+    """The operands as one kind: all broadcast to the first vector's shape, or all scalars (Python numbers -> dtype)."""
+    like = next((v for v in operands if _is_vector(v)), None)
+    if like is None:
+        return tuple(dtype(v) if isinstance(v, (bool, int, float)) else v for v in operands)
+    return tuple(v if _is_vector(v) else cute.full_like(like, v, dtype) for v in operands)
+
+
+def _per_element(fn, a, b):
+    """fn(a[i], b[i]) for every element of two vectors of one shape, as a vector (fn works on scalars only)."""
+    out = cute.make_rmem_tensor(a.shape, Float32)
+    for i in range(cute.size(a.shape)):
+        out[i] = fn(a[i], b[i])
+    return out.load()
+
+
+# ------------------------------------------------------------------------------------------------
+# Unary functions
+# ------------------------------------------------------------------------------------------------
+
+def exp(x):
+    return cute.math.exp2(_common(x)[0] * LOG2_E, fastmath=True)
+
+
+def exp2(x):
+    return cute.math.exp2(_common(x)[0], fastmath=True)
+
+
+def log(x):
+    return cute.math.log(_common(x)[0])
+
+
+def log2(x):
+    return cute.math.log2(_common(x)[0])
+
+
+def log1p(x):
+    return cute.math.log1p(_common(x)[0])
+
+
+def sqrt(x):
+    return cute.math.sqrt(_common(x)[0])
+
+
+def rsqrt(x):
+    return cute.math.rsqrt(_common(x)[0])
+
+
+def tanh(x):
+    return cute.math.tanh(_common(x)[0])
+
+
+def erf(x):
+    return cute.math.erf(_common(x)[0])
+
+
+def abs(x):  # noqa: A001 -- the contract's name
+    return cute.math.abs(_common(x)[0])
+
+
+def reciprocal(x):
+    return cute.math.rcp(_common(x)[0], approx=True, ftz=True)
+
+
+def sigmoid(x):
+    return reciprocal(1.0 + exp(-_common(x)[0]))
+
+
+# ------------------------------------------------------------------------------------------------
+# Binary functions
+# ------------------------------------------------------------------------------------------------
+
+def pow(a, b):  # noqa: A001 -- the contract's name
+    """a**b for a real exponent, as torch: |a|**b, negated for a < 0 and an odd integer b, NaN for a < 0 and a
+    non-integer b, 1 for b == 0 or a == 1 (even with a NaN on the other side)."""
+    a, b = _common(a, b)
+    r = exp2(b * log2(abs(a)))
+    whole = cute.math.floor(b) == b
+    half = b * 0.5
+    odd = logical_and(whole, cute.math.floor(half) != half)
+    r = where(a < 0.0, where(odd, -r, where(whole, r, math.nan)), r)
+    return where(logical_or(b == 0.0, a == 1.0), 1.0, r)
+
+
+def _nan_max(a, b):
+    return cute.arch.fmax(a, b, nan=True)
+
+
+def _nan_min(a, b):
+    return cute.arch.fmin(a, b, nan=True)
+
+
+def maximum(a, b):
+    a, b = _common(a, b)
+    return _per_element(_nan_max, a, b) if _is_vector(a) else _nan_max(a, b)
+
+
+def minimum(a, b):
+    a, b = _common(a, b)
+    return _per_element(_nan_min, a, b) if _is_vector(a) else _nan_min(a, b)
+
+
+# ------------------------------------------------------------------------------------------------
+# Conditions and booleans
+# ------------------------------------------------------------------------------------------------
+
+def where(c, a, b):
+    """a where c else b; c a boolean vector, a Boolean scalar or a Python bool, a and b any fp32 kind."""
+    if isinstance(c, bool):
+        return _common(a, b)[0 if c else 1]
+    like = next((v for v in (c, a, b) if _is_vector(v)), None)
+    if like is None:
+        return Float32(cutlass.select_(c, *_common(a, b)))
+    a, b = (v if _is_vector(v) else cute.full_like(like, v, Float32) for v in (a, b))
+    return cute.where(c if _is_vector(c) else cute.full_like(like, c, Boolean), a, b)
+
+
+def logical_not(c):
+    if isinstance(c, bool):
+        return not c
+    if _is_vector(c):
+        return cute.where(c, cute.full_like(c, False, Boolean), cute.full_like(c, True, Boolean))
+    return c == Boolean(False)
+
+
+def logical_and(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):  # a constant side decides at trace time
+        known, other = (a, b) if isinstance(a, bool) else (b, a)
+        return other if known else False
+    a, b = _common(a, b, dtype=Boolean)
+    return a & b
+
+
+def logical_or(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        known, other = (a, b) if isinstance(a, bool) else (b, a)
+        return True if known else other
+    a, b = _common(a, b, dtype=Boolean)
+    return a | b
+
+
+def to_float(c):
+    """A boolean as 1.0 / 0.0 in fp32."""
+    if isinstance(c, bool):
+        return Float32(1.0 if c else 0.0)
+    return where(c, 1.0, 0.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Rounding and constants
+# ------------------------------------------------------------------------------------------------
+
+def cast(v, dtype: str):
+    """v rounded to dtype ('bf16' | 'fp16') and back to fp32: torch's `.to(bf16)` inside the op."""
+    return _common(v)[0].to(_DTYPES[dtype]).to(Float32)
+
+
+def full_like(v, s):
+    """A vector of v's shape filled with s (a scalar or a Python float)."""
+    return cute.full_like(v, s, Float32) if _is_vector(v) else _common(s)[0]
