@@ -27,12 +27,27 @@ ROOT = Path(__file__).resolve().parents[2]
 _CACHE: dict = {}
 
 
+def _key(path: str, function: str) -> tuple:
+    stat = os.stat(path)
+    return os.path.abspath(path), stat.st_mtime_ns, stat.st_size, function
+
+
 def lower(path: str, function: str, timeout: float = TIMEOUT_S) -> dict:
     """Trace and lower `function` of the file at `path` in a child process (see the module docstring)."""
-    stat = os.stat(path)
-    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size, function)
+    key = _key(path, function)
     if key not in _CACHE:
         _CACHE[key] = _run_child(path, function, timeout)
+    return _CACHE[key]
+
+
+def lower_here(path: str, function: str) -> dict:
+    """lower(), traced in this process: for code this process trusts already (the tests' corpus), where a child per
+    function would cost a torch import each. A bake never calls it."""
+    from tools.lower import capture
+
+    key = _key(path, function)
+    if key not in _CACHE:
+        _CACHE[key] = capture.lower(path, function)
     return _CACHE[key]
 
 
