@@ -135,9 +135,11 @@ def placeholder_dtypes(x_dtype: str) -> tuple[list[str], list[str]]:
 
 
 def compile_vec(x_dtype: str) -> int:
-    """The vector width run() picks for 16-byte-aligned tensors of compile_only's dtypes (N a multiple of it)."""
+    """The vector width run() picks for 16-byte-aligned tensors of compile_only's dtypes (N a multiple of it):
+    128 bits of the widest element among the inputs and the "row" outputs (a reduced output is one scalar)."""
     ins, outs = placeholder_dtypes(x_dtype)
-    return ACCESS_BYTES // max(DTYPE_BYTES[d] for d in ins + outs)
+    rows = [d for d, kind in zip(outs, facts().outputs) if kind == "row"]
+    return ACCESS_BYTES // max(DTYPE_BYTES[d] for d in ins + rows)
 
 
 # ---- device side (traced into the kernels) ---------------------------------------------------------------
