@@ -64,6 +64,25 @@ Data movement: HBM -> VGPRs (128-bit buffer loads) -> fp32 math -> VGPRs -> HBM 
 No LDS, no barriers, no software pipeline: each lane's loads are independent, and the latency is hidden by
 the UNROLL loads per lane and by the other resident waves.
 
+Your own op: the lowered path (op.json "op": "lowered")
+    The template traces the user's PyTorch function into lowered.py (workspace root): INPUTS with a KIND each
+    ("row": x's shape; "vector": [N], N = x.shape[-1], broadcast over the rows), OUTPUTS (all "row" here) with
+    OUT_DTYPES, and compute(*values, n, reduce) of straight-line fp32 math (Python operators and pointwise.py's
+    `pw.` functions). This cell keeps its data movement and lets compute() replace _apply:
+
+        per input:   the same tile and chunks as above; a row input is one vec-wide buffer load per chunk
+                     (full tile) or one element per load (tail); a vector input's chunk u of a lane starts at
+                     flat element g0 = (j0 + u*THREADS) * vec and holds vec[g % N] for g = g0 .. g0+vec-1:
+                     when N % vec == 0 (and the vector is 16-byte aligned) g0 % N is a multiple of vec and the
+                     chunk never wraps, so it is one vec-wide load of vector (g0 % N) / vec, in range on the tail
+                     too; otherwise one element per load at (g0 + e) % N
+        compute:     lowered.compute(*fp32 vectors, n = N, None), traced under fastmath "afn" (flydsl_lowered)
+        per output:  rounded to its dtype, stored like a row input (vec-wide, or per element on the tail)
+
+    vec is 128 bits of the widest element among the row-wise tensors (bf16 in, fp32 out: vec 4). The launcher
+    has flydsl_lowered.SLOTS tensor slots (inputs, then outputs); UNROLL is 2, as for the built-in math ops.
+    run(*inputs, out=None) returns a tensor for one output, a tuple for several (`out` likewise).
+
 Host side: argument checks come from host.py, op.json, the targets and compile-only from flydsl_runtime.py.
 Compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware.
 
@@ -72,7 +91,8 @@ Interface (the same in every kbaseline cell):
                                                and prepares a launch once per argument signature
     compile_only(case, out_dir) -> ISA text    compile for op.json's target (gfx942 | gfx950) with no GPU, in a
                                                child process (flydsl_runtime.py, tools/rocm_env.py); writes
-                                               kernel_<op>_<dtype>.<gfx>.s
+                                               kernel_<op>_<dtype>.<gfx>.s (lowered: kernel_lowered_<dtype>
+                                               [_gather].<gfx>.s)
     describe(case)              -> dict         tile, threads, grid and data movement, for the report
 """
 

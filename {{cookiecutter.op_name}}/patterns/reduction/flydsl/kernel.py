@@ -1,4 +1,5 @@
-"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): sum, mean, max, softmax, rmsnorm.
+"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): sum, mean, max, softmax, rmsnorm,
+and the user's own row op (lowered.py, see "Your own op").
 
 A bandwidth kernel over the last dim of x [M, N]: each row is owned by a power-of-two group of lanes or by
 whole waves, read once with 128-bit buffer loads into VGPRs, reduced in fp32 in three levels (in-lane tree,
@@ -118,6 +119,31 @@ Boundaries
     - The barrier and the DPP steps sit outside every divergent branch: all lanes of the workgroup reach
       them (rows past M compute on identities and are never stored).
 
+Your own op: the lowered path (op.json "op": "lowered")
+    lowered.py (written by the template from the user's PyTorch function) declares INPUTS ("row" [M, N], each
+    with its own row stride, or "vector" [N]), OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1])
+    and compute(*values, n, reduce), straight-line fp32 math with reduce(kind, v) calls (REDUCTIONS: sum, max,
+    min). The cell's data movement stays; compute() runs between the loads and the stores:
+
+        loads:      every input's chunks, as above (a vector input's chunk k of lane t is its vector j = k*TPR + t,
+                    the columns of the row's chunk beside it); the register budget VALUES_PER_LANE is divided
+                    among the inputs (3 inputs at bf16: 8 values, one chunk per lane: more lanes per row), so
+                    every input's row stays in VGPRs through every reduce() and HBM is read once
+        reduce():   the cell's hierarchy per call: the lane's values with the not-loaded ones (vectors past the
+                    row end) replaced by the identity -- a select on v, since the prologue is arbitrary (exp(0)
+                    = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
+                    negated), DPP across the wave, one LDS step with its own slot per call (no slot is
+                    reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
+        stores:     row outputs like softmax's, reduced outputs one scalar per row from lane 0
+    Long rows (past the register path) use the looped workgroup-per-row path, len(REDUCTIONS) + 1 passes over
+    the row: pass p runs compute() on each slice with a reduce() whose call p adds its masked lane partial to a
+    1-element register tensor (loop-carried state), calls before p return the row results of earlier passes,
+    later calls a dummy (call p cannot depend on them); after the pass the partial goes through DPP and LDS
+    slot p. The last pass stores the outputs (a reduced one once, at the first slice); when no output is a
+    row, compute() runs once on zeros instead (a reduced output is a function of the row results).
+    vec is 128 bits of the widest element among the inputs and row outputs, narrowed until it divides N, the
+    row strides and the addresses; run(*inputs, out=None) returns a tensor for one output, a tuple for several.
+
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
 math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
 by benchmarks/models/reduction_flydsl.py in the template repository: that checks the algorithm, not the
@@ -131,6 +157,7 @@ Interface (the same in every kbaseline cell):
                                               unless the case has a row_stride) for op.json's target, with no
                                               GPU, in a child process (flydsl_runtime.py, tools/rocm_env.py);
                                               writes kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<gfx>.s
+                                              (op "lowered": kernel_lowered_<dtype>_n<N>_...)
     describe(case)              -> dict        lanes per row, chunks, grid, LDS and data movement
 """
 
@@ -906,7 +933,8 @@ def describe(case: dict) -> dict:
     waves_per_row = max(1, cfg["tpr"] // WAVE)
     bits = vec * _BYTES[dtype] * 8
     return {
-        "path": "looped (one workgroup per row, two passes)" if cfg["looped"] else "register-resident rows",
+        "path": (f"looped (one workgroup per row, {len(lw.facts().reductions) + 1 if lowered else 2} passes)"
+                 if cfg["looped"] else "register-resident rows"),
         "vector_elements": vec,
         "vector_bits": bits,
         "lanes_per_row": cfg["tpr"],
