@@ -1,4 +1,5 @@
-"""Elementwise kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): add, mul, silu, gelu, relu, silu_mul.
+"""Elementwise kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): add, mul, silu, gelu, relu, silu_mul,
+and the user's own elementwise op (lowered.py, see "Your own op").
 
 A bandwidth kernel: each element is read once and written once, so the only goal is to stream bytes at HBM
 speed. The tensor is viewed as 1-D and cut into workgroup tiles of 256 lanes (4 waves of 64) x UNROLL

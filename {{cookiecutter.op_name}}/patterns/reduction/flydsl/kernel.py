@@ -809,7 +809,7 @@ def _run_lowered(inputs, out):
     m, n = x.shape
     rows = [t for t, k in zip(inputs, f.kinds) if k == "row"]
     signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1
-                        else 1) for t in rows), tuple((t.dtype, t.get_device(), t.shape) for t in inputs),
+                        else 1) for t in rows), tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t in inputs),
                  n, tuple(t.data_ptr() & 15 for t in inputs),
                  None if out is None else tuple(o.data_ptr() & 15 for o in ((out,) if isinstance(out, torch.Tensor)
                                                                             else out)))
