@@ -73,14 +73,15 @@ def isa(tmp_path_factory):
     """Every (variant, arch)'s ISA, compiled once, both cores at once (each compile is a child process)."""
     if not HAVE_FLYDSL:
         return {}
-    todo = [(v, arch) for v in VARIANTS for arch in ARCHS]
+    # the folders are made here, not in the threads: tmp_path_factory.mktemp is not thread-safe
+    todo = [(v, arch, tmp_path_factory.mktemp("lowered")) for v in VARIANTS for arch in ARCHS]
 
     def one(item):
-        (pattern, example, dtype, dims, _), arch = item
-        return compile_lowered(tmp_path_factory.mktemp("lowered"), pattern, example, dtype, dims, arch)
+        (pattern, example, dtype, dims, _), arch, dest = item
+        return compile_lowered(dest, pattern, example, dtype, dims, arch)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return {(v[1], v[4], arch): text for (v, arch), text in zip(todo, pool.map(one, todo))}
+        return {(v[1], v[4], arch): text for (v, arch, _), text in zip(todo, pool.map(one, todo))}
 
 
 @needs_flydsl
