@@ -1,4 +1,5 @@
-"""Elementwise kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): add, mul, silu, gelu, relu, silu_mul.
+"""Elementwise kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): add, mul, silu, gelu, relu, silu_mul,
+and the user's own elementwise op (lowered.py, see "Your own op").
 
 A bandwidth kernel: each element is read once and written once, so the only goal is to stream bytes at HBM
 speed. The tensor is viewed as 1-D and cut into workgroup tiles of 256 lanes (4 waves of 64) x UNROLL
@@ -64,6 +65,25 @@ Data movement: HBM -> VGPRs (128-bit buffer loads) -> fp32 math -> VGPRs -> HBM 
 No LDS, no barriers, no software pipeline: each lane's loads are independent, and the latency is hidden by
 the UNROLL loads per lane and by the other resident waves.
 
+Your own op: the lowered path (op.json "op": "lowered")
+    The template traces the user's PyTorch function into lowered.py (workspace root): INPUTS with a KIND each
+    ("row": x's shape; "vector": [N], N = x.shape[-1], broadcast over the rows), OUTPUTS (all "row" here) with
+    OUT_DTYPES, and compute(*values, n, reduce) of straight-line fp32 math (Python operators and pointwise.py's
+    `pw.` functions). This cell keeps its data movement and lets compute() replace _apply:
+
+        per input:   the same tile and chunks as above; a row input is one vec-wide buffer load per chunk
+                     (full tile) or one element per load (tail); a vector input's chunk u of a lane starts at
+                     flat element g0 = (j0 + u*THREADS) * vec and holds vec[g % N] for g = g0 .. g0+vec-1:
+                     when N % vec == 0 (and the vector is 16-byte aligned) g0 % N is a multiple of vec and the
+                     chunk never wraps, so it is one vec-wide load of vector (g0 % N) / vec, in range on the tail
+                     too; otherwise one element per load at (g0 + e) % N
+        compute:     lowered.compute(*fp32 vectors, n = N, None), traced under fastmath "afn" (flydsl_lowered)
+        per output:  rounded to its dtype, stored like a row input (vec-wide, or per element on the tail)
+
+    vec is 128 bits of the widest element among the row-wise tensors (bf16 in, fp32 out: vec 4). The launcher
+    has flydsl_lowered.SLOTS tensor slots (inputs, then outputs); UNROLL is 2, as for the built-in math ops.
+    run(*inputs, out=None) returns a tensor for one output, a tuple for several (`out` likewise).
+
 Host side: argument checks come from host.py, op.json, the targets and compile-only from flydsl_runtime.py.
 Compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware.
 
@@ -72,7 +92,8 @@ Interface (the same in every kbaseline cell):
                                                and prepares a launch once per argument signature
     compile_only(case, out_dir) -> ISA text    compile for op.json's target (gfx942 | gfx950) with no GPU, in a
                                                child process (flydsl_runtime.py, tools/rocm_env.py); writes
-                                               kernel_<op>_<dtype>.<gfx>.s
+                                               kernel_<op>_<dtype>.<gfx>.s (lowered: kernel_lowered_<dtype>
+                                               [_gather].<gfx>.s)
     describe(case)              -> dict         tile, threads, grid and data movement, for the report
 """
 
@@ -82,9 +103,11 @@ import os
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+import flydsl_lowered as lw
 import flydsl_runtime as rt
 import host
 import torch
+from flydsl.expr import const_expr, range_constexpr
 from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE
 
 OP_SPEC = host.OP
@@ -180,6 +203,102 @@ def elementwise_launch(
     )
 
 
+# ------------------------------------------------------------------------------------------------
+# The lowered op (op.json "op": "lowered"): the user's compute() between this cell's loads and stores
+# ------------------------------------------------------------------------------------------------
+
+LOWERED_UNROLL = 2  # dwordx4 accesses per lane per tensor, as for the ops with transcendental math
+
+
+def _load_lowered(t, kind: str, j0, cols, vec: int, unroll: int, vec_fast: bool, full: bool):
+    """This lane's (unroll, vec) values of input t as an fp32 vector; chunk u is flat elements (j0 + u*THREADS)*vec.
+
+    row:    one vec-wide buffer load per chunk on a full tile; on the tail one element per load, num_records
+            zeroing what lies past the end.
+    vector: element g's value is t[g % cols]. With vec_fast (cols % vec == 0, t 16-byte aligned) a chunk
+            starts at a multiple of vec and never wraps, so it is t's vector (g0 % cols) / vec: one vec-wide
+            load at any tile (always in range); otherwise one element per load at (g0 + e) % cols."""
+    dtype = t.element_type
+    r, v = lw.regs(vec, unroll, dtype)
+    wide = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+    one = fx.make_copy_atom(fx.rocdl.BufferCopy(dtype.width), dtype)
+    r1 = fx.logical_divide(r, fx.make_layout(1, 1))
+    for u in range_constexpr(unroll):
+        j = j0 + u * THREADS
+        if const_expr(kind == "row"):
+            if const_expr(full):
+                fx.copy(wide, lw.vectors(t, vec)[None, j], v[None, u])
+            else:
+                for e in range_constexpr(vec):
+                    fx.copy(one, lw.vectors(t, 1)[None, j * vec + e], r1[None, u * vec + e])
+        elif const_expr(vec_fast):
+            fx.copy(wide, lw.vectors(t, vec)[None, (j * vec) % cols // vec], v[None, u])
+        else:
+            for e in range_constexpr(vec):
+                fx.copy(one, lw.vectors(t, 1)[None, (j * vec + e) % cols], r1[None, u * vec + e])
+    return r.load().to(fx.Float32)
+
+
+def _store_lowered(t, value, j0, vec: int, unroll: int, full: bool):
+    """Round value (this lane's fp32 chunks) to t's dtype and store it: vec-wide, or per element on the tail."""
+    dtype = t.element_type
+    r, v = lw.regs(vec, unroll, dtype)
+    r.store(value.to(dtype))
+    r1 = fx.logical_divide(r, fx.make_layout(1, 1))
+    wide = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+    one = fx.make_copy_atom(fx.rocdl.BufferCopy(dtype.width), dtype)
+    for u in range_constexpr(unroll):
+        j = j0 + u * THREADS
+        if const_expr(full):
+            fx.copy(wide, v[None, u], lw.vectors(t, vec)[None, j])
+        else:
+            for e in range_constexpr(vec):
+                fx.copy(one, r1[None, u * vec + e], lw.vectors(t, 1)[None, j * vec + e])
+
+
+def _lowered_tile(tensors, cols, vec: int, unroll: int, vec_fast: bool, bid, tid, full: bool):
+    """Load every input's chunks, run the user's compute in fp32, store every output (slots: inputs, outputs)."""
+    f = lw.facts()
+    j0 = bid * (THREADS * unroll) + tid  # this lane's first vector; chunk u is vector j0 + u*THREADS
+    values = [_load_lowered(t, kind, j0, cols, vec, unroll, vec_fast, full) for t, kind in zip(tensors, f.kinds)]
+    outs = lw.compute(values, fx.Float32(cols), None)
+    for t, value in zip(tensors[len(f.kinds):], outs):
+        _store_lowered(t, value, j0, vec, unroll, full)
+
+
+@flyc.kernel
+def lowered_kernel(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, cols: fx.Int32,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], vec_fast: fx.Constexpr[bool], key: fx.Constexpr[str],
+):
+    """The lowered op on one tile: the full-tile / tail split of elementwise_kernel, the user's math."""
+    tid = fx.thread_idx.x
+    bid = fx.block_idx.x
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(T0.shape))
+    tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
+    if (bid + 1) * tile <= n:
+        _lowered_tile(tensors, cols, vec, unroll, vec_fast, bid, tid, True)
+    else:
+        _lowered_tile(tensors, cols, vec, unroll, vec_fast, bid, tid, False)
+
+
+@flyc.jit
+def lowered_launch(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, cols: fx.Int32,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], vec_fast: fx.Constexpr[bool], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side of the lowered op: one workgroup per tile of THREADS * vec * unroll elements of x (slot T0)."""
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(T0.shape))
+    lowered_kernel(T0, T1, T2, T3, T4, T5, T6, T7, cols, vec, unroll, vec_fast, key).launch(
+        grid=((n + tile - 1) // tile, 1, 1), block=(THREADS, 1, 1), stream=stream,
+    )
+
+
 _compiled: dict = {}  # (op, dtype) -> CompiledFunction; shapes are dynamic, so one compile serves every n
 _launches: dict = {}  # run()'s signature (op, dtypes, devices) -> rt.Launch, for the hot path
 
@@ -209,11 +328,82 @@ def _prepare(op: str, inputs, out):
     return rt.Launch(op, fn, _constexprs(op, dtype), x.get_device(), MAX_BYTES // x.element_size())
 
 
+def _lowered_constexprs(vec: int, vec_fast: bool) -> tuple:
+    return vec, LOWERED_UNROLL, vec_fast, lw.facts().key
+
+
+def _lowered_compile_args(in_dtypes, out_dtypes, vec: int, vec_fast: bool) -> tuple:
+    """What run() and compile_only compile for the lowered op: 1-D CPU placeholders in the tensor slots, cols."""
+    tensors = [rt.placeholder(d, THREADS * 8 * 4) for d in (*in_dtypes, *out_dtypes)]
+    return (*lw.slots(tensors), 1, *_lowered_constexprs(vec, vec_fast))
+
+
+def _prepare_lowered(inputs, out):
+    """A lowered signature's first call, or a refused one: the checks, the variant, the launch.
+
+    Its facts: (element limit under 2 GiB, the outputs' torch dtypes)."""
+    f = lw.facts()
+    if set(f.outputs) != {"row"}:
+        raise ValueError(f"lowered: the elementwise cell writes 'row' outputs only, lowered.py has {f.outputs}")
+    lw.check_inputs(inputs)
+    x = inputs[0]
+    if x.dim() == 0:
+        raise ValueError("lowered: x must have at least one dim")
+    cols = x.shape[-1]
+    for name, kind, t in zip(f.inputs, f.kinds, inputs):
+        shape = x.shape if kind == "row" else (cols,)
+        if t.shape != shape or not t.is_contiguous():
+            raise ValueError(f"lowered: {name} ({kind}) must be a contiguous {tuple(shape)} tensor")
+    outs = lw.outputs(out, [x.shape] * len(f.outputs), x)
+    rows = [t for t, kind in zip(inputs, f.kinds) if kind == "row"] + list(outs)
+    vecs = [t for t, kind in zip(inputs, f.kinds) if kind == "vector"]
+    host.check_aligned("lowered", rows, "dwordx4 accesses")
+    vec = lw.ACCESS_BYTES // lw.widest_bytes([*rows, *vecs])
+    vec_fast = cols % vec == 0 and not any(t.data_ptr() % 16 for t in vecs)
+    dtypes = [host.DTYPE_NAMES[str(t.dtype).removeprefix("torch.")] for t in (*inputs, *outs)]
+    key = ("lowered", *dtypes, vec, vec_fast)
+    fn = rt.compiled(_compiled, key, lowered_launch,
+                     lambda: _lowered_compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, vec_fast))
+    limit = MAX_BYTES // max(t.element_size() for t in (*inputs, *outs))
+    return rt.Launch("lowered", fn, _lowered_constexprs(vec, vec_fast), x.get_device(),
+                     (limit, tuple(t.dtype for t in outs)))
+
+
+def _run_lowered(inputs, out):
+    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order)."""
+    x = inputs[0]
+    vectors = tuple(t.data_ptr() & 15 for t, kind in zip(inputs, lw.facts().kinds) if kind == "vector")
+    signature = (tuple((t.dtype, t.get_device()) for t in inputs), x.shape[-1] if x.dim() else None, vectors,
+                 None if out is None else len(out) if isinstance(out, (tuple, list)) else 1)
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare_lowered(inputs, out)
+    limit, out_dtypes = launch.facts
+    if out is None:
+        outs = tuple(torch.empty(x.shape, dtype=d, device=x.device) for d in out_dtypes)
+    else:
+        outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
+    kinds = lw.facts().kinds
+    if not (0 < x.numel() < limit and len(inputs) == len(kinds) and len(outs) == len(out_dtypes)
+            and all(t.is_contiguous() and (t.shape == x.shape if kind == "row" else t.dim() == 1)
+                    and not (kind == "row" and t.data_ptr() & 15) for t, kind in zip(inputs, kinds))
+            and all(o.shape == x.shape and o.dtype == d and o.is_contiguous() and not o.data_ptr() & 15
+                    for o, d in zip(outs, out_dtypes))):
+        launch = _prepare_lowered(inputs, outs)  # raises, in the words of flydsl_lowered / host.py ...
+        if not x.numel():
+            return outs[0] if len(outs) == 1 else outs  # ... unless x is empty: nothing to do
+    launch(*lw.slots([t.view(-1) for t in (*inputs, *outs)]), x.shape[-1])
+    return outs[0] if len(outs) == 1 else outs
+
+
 def run(*inputs, out=None, op: str = OP):
     """out = op(*inputs) on the current stream. Inputs: contiguous ROCm tensors of one shape and dtype.
 
     The hot path is a dict lookup, the checks FlyDSL's call does not make (shapes, contiguity, alignment,
-    size), 1-D views where the tensors are not 1-D already, and the launch; see flydsl_runtime.py."""
+    size), 1-D views where the tensors are not 1-D already, and the launch; see flydsl_runtime.py. The
+    lowered op (op.json "op": "lowered") takes lowered.INPUTS and returns its OUTPUTS (see _run_lowered)."""
+    if op == "lowered":
+        return _run_lowered(inputs, out)
     x = inputs[0]
     b = inputs[1] if len(inputs) > 1 else x  # unary ops never read B
     if out is None:
@@ -239,21 +429,39 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
                  dtype: str | None = None, arch: str | None = None) -> str:
     """Compile for `arch` (default op.json's target) with no GPU; write and return the AMDGPU ISA text.
 
-    One compile serves every size (n is a runtime value), so `case` does not change the ISA."""
+    One compile serves every size (n is a runtime value), so `case` does not change the ISA; for the lowered op
+    it picks whether a vector input's chunks are single loads (N of the case a multiple of the vector:
+    kernel_lowered_<dtype>.<gfx>.s) or per-element gathers (kernel_lowered_<dtype>_gather.<gfx>.s)."""
     dtype = dtype or OP_SPEC["dtype"]
+    if op == "lowered":
+        vec_fast = _case_cols(case) % lw.compile_vec(dtype) == 0
+        return rt.compile_isa(__file__, f"lowered_{dtype}{'' if vec_fast else '_gather'}", [op, dtype, vec_fast],
+                              arch, out_dir)
     return rt.compile_isa(__file__, f"{op}_{dtype}", [op, dtype], arch, out_dir)
 
 
-def _emit_isa(op: str, dtype: str) -> None:
+def _case_cols(case: dict | None) -> int:
+    """N = x.shape[-1] of a case (the dims' last entry); no case: the first representative case of op.json."""
+    case = case or OP_SPEC["cases"][0]
+    return int((case.get("dims") or [case["vars"]["numel"]])[-1])
+
+
+def _emit_isa(op: str, dtype: str, vec_fast: str = "True") -> None:
     """Child side of compile_only: compile what run() compiles (COMPILE_ONLY: no engine, nothing launched)."""
+    if op == "lowered":
+        ins, outs = lw.placeholder_dtypes(dtype)
+        flyc.compile(lowered_launch, *_lowered_compile_args(ins, outs, lw.compile_vec(dtype), vec_fast == "True"))
+        return
     flyc.compile(elementwise_launch, *_compile_args(op, dtype))
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
+    n = case["vars"]["numel"]
+    if OP == "lowered":
+        return _describe_lowered(case, n)
     vec, unroll, _ = _constexprs(OP, OP_SPEC["dtype"])
     tile = THREADS * vec * unroll
-    n = case["vars"]["numel"]
     return {
         "tile_elements": tile,
         "threads_per_cta": THREADS,
@@ -265,6 +473,27 @@ def describe(case: dict) -> dict:
         "data_movement": "HBM -> VGPRs with 128-bit buffer_load_dwordx4, fp32 math, VGPRs -> HBM with "
         "buffer_store_dwordx4; the last workgroup uses one-element buffer accesses bounded by the descriptor's "
         "num_records (out-of-range loads read 0, stores are dropped); no LDS",
+    }
+
+
+def _describe_lowered(case: dict, n: int) -> dict:
+    """describe() of the lowered op: the built-in layout, every input and output moved in it."""
+    f = lw.facts()
+    vec, unroll = lw.compile_vec(OP_SPEC["dtype"]), LOWERED_UNROLL
+    tile = THREADS * vec * unroll
+    fast = _case_cols(case) % vec == 0
+    return {
+        "tile_elements": tile,
+        "threads_per_cta": THREADS,
+        "waves_per_workgroup": THREADS // WAVE,
+        "values_per_thread": f"{unroll} x {vec} per tensor ({len(f.inputs)} inputs, {len(f.outputs)} outputs)",
+        "grid": [-(-n // tile), 1, 1],
+        "grid_blocks": -(-n // tile),
+        "lds_bytes": 0,
+        "data_movement": f"row inputs and outputs: {vec}-element buffer loads/stores (128 bits of the widest "
+        "dtype), the last workgroup one element per access bounded by num_records; vector inputs: "
+        + ("one load per chunk at (g0 % N)" if fast else "one element per load at (g % N) (N % vec != 0)")
+        + "; the user's compute in fp32 registers between; no LDS",
     }
 
 

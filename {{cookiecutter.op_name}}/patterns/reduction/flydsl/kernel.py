@@ -1,4 +1,5 @@
-"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): sum, mean, max, softmax, rmsnorm.
+"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): sum, mean, max, softmax, rmsnorm,
+and the user's own row op (lowered.py, see "Your own op").
 
 A bandwidth kernel over the last dim of x [M, N]: each row is owned by a power-of-two group of lanes or by
 whole waves, read once with 128-bit buffer loads into VGPRs, reduced in fp32 in three levels (in-lane tree,
@@ -118,6 +119,31 @@ Boundaries
     - The barrier and the DPP steps sit outside every divergent branch: all lanes of the workgroup reach
       them (rows past M compute on identities and are never stored).
 
+Your own op: the lowered path (op.json "op": "lowered")
+    lowered.py (written by the template from the user's PyTorch function) declares INPUTS ("row" [M, N], each
+    with its own row stride, or "vector" [N]), OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1])
+    and compute(*values, n, reduce), straight-line fp32 math with reduce(kind, v) calls (REDUCTIONS: sum, max,
+    min). The cell's data movement stays; compute() runs between the loads and the stores:
+
+        loads:      every input's chunks, as above (a vector input's chunk k of lane t is its vector j = k*TPR + t,
+                    the columns of the row's chunk beside it); the register budget VALUES_PER_LANE is divided
+                    among the inputs (3 inputs at bf16: 8 values, one chunk per lane: more lanes per row), so
+                    every input's row stays in VGPRs through every reduce() and HBM is read once
+        reduce():   the cell's hierarchy per call: the lane's values with the not-loaded ones (vectors past the
+                    row end) replaced by the identity -- a select on v, since the prologue is arbitrary (exp(0)
+                    = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
+                    negated), DPP across the wave, one LDS step with its own slot per call (no slot is
+                    reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
+        stores:     row outputs like softmax's, reduced outputs one scalar per row from lane 0
+    Long rows (past the register path) use the looped workgroup-per-row path, len(REDUCTIONS) + 1 passes over
+    the row: pass p runs compute() on each slice with a reduce() whose call p adds its masked lane partial to a
+    1-element register tensor (loop-carried state), calls before p return the row results of earlier passes,
+    later calls a dummy (call p cannot depend on them); after the pass the partial goes through DPP and LDS
+    slot p. The last pass stores the outputs (a reduced one once, at the first slice); when no output is a
+    row, compute() runs once on zeros instead (a reduced output is a function of the row results).
+    vec is 128 bits of the widest element among the inputs and row outputs, narrowed until it divides N, the
+    row strides and the addresses; run(*inputs, out=None) returns a tensor for one output, a tuple for several.
+
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
 math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
 by benchmarks/models/reduction_flydsl.py in the template repository: that checks the algorithm, not the
@@ -131,6 +157,7 @@ Interface (the same in every kbaseline cell):
                                               unless the case has a row_stride) for op.json's target, with no
                                               GPU, in a child process (flydsl_runtime.py, tools/rocm_env.py);
                                               writes kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<gfx>.s
+                                              (op "lowered": kernel_lowered_<dtype>_n<N>_...)
     describe(case)              -> dict        lanes per row, chunks, grid, LDS and data movement
 """
 
@@ -141,10 +168,13 @@ import os
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+import flydsl_lowered as lw
 import flydsl_runtime as rt
 import host
 from flydsl.compiler.backends import current_target
 from flydsl.expr import const_expr, range_constexpr
+from flydsl_lowered import regs as _regs
+from flydsl_lowered import vectors as _vectors
 from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE
 
 OP_SPEC = host.OP
@@ -168,10 +198,12 @@ _BYTES = DTYPE_BYTES  # op.json dtype -> bytes per element
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def plan(n: int, vec: int) -> dict:
-    """Lanes per row (tpr), vectors per lane (chunks) and workgroup shape for a row of n elements, vec at a time."""
+def plan(n: int, vec: int, values_per_lane: int = VALUES_PER_LANE, loop_chunks: int = LOOP_CHUNKS) -> dict:
+    """Lanes per row (tpr), vectors per lane (chunks) and workgroup shape for a row of n elements, vec at a time.
+
+    values_per_lane / loop_chunks: a row tensor's budget per lane (the lowered op divides it among its inputs)."""
     nv = n // vec  # vec divides n (_pick_vec)
-    kmax = max(1, VALUES_PER_LANE // vec)
+    kmax = max(1, values_per_lane // vec)
     if nv <= WAVE * kmax:
         # A wave or less per row: the smallest power-of-two lane group, several rows per workgroup.
         tpr = 1
@@ -183,8 +215,8 @@ def plan(n: int, vec: int) -> dict:
         waves = min(range(lo, MAX_WAVES_PER_ROW + 1), key=lambda w: (w * WAVE * -(-nv // (w * WAVE)) - nv, w))
         tpr = waves * WAVE
     else:
-        return {"looped": True, "tpr": LOOP_LANES, "chunks": LOOP_CHUNKS, "threads": LOOP_LANES, "rows": 1,
-                "full": False, "nv": nv, "iters": -(-nv // (LOOP_LANES * LOOP_CHUNKS))}
+        return {"looped": True, "tpr": LOOP_LANES, "chunks": loop_chunks, "threads": LOOP_LANES, "rows": 1,
+                "full": False, "nv": nv, "iters": -(-nv // (LOOP_LANES * loop_chunks))}
     chunks = -(-nv // tpr)
     rows = MIN_WG_LANES // tpr if MIN_WG_LANES % tpr == 0 else 1
     return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": rows * tpr, "rows": rows,
@@ -251,24 +283,6 @@ def _row_reduce(val, kind: str, tpr: int, threads: int, lds, slot: int, tid):
             acc = _combine(kind, acc, lds[first + w])
         val = acc
     return val
-
-
-def _regs(vec: int, chunks: int, dtype):
-    """A register tensor of `chunks` vectors and its view: view[None, k] is vector k (elements k*vec ...).
-
-    1-D storage on purpose: a (1, chunks) register tensor (vec = 1) fails FlyDSL 0.4.2's fly-layout-lowering
-    with no diagnostic; a 1-D one viewed through logical_divide works for every vec.
-    """
-    r = fx.make_rmem_tensor(vec * chunks, dtype)
-    return r, fx.logical_divide(r, fx.make_layout(vec, 1))
-
-
-def _vectors(t, vec: int):
-    """Buffer-descriptor view of a 1-D tensor cut into vectors: view[None, i] is elements i*vec .. i*vec+vec-1.
-
-    max_size=False: num_records is the tensor's size in bytes, so even a wrong index could not leave it.
-    """
-    return fx.logical_divide(fx.rocdl.make_buffer_tensor(t, max_size=False), fx.make_layout(vec, 1))
 
 
 @flyc.jit
@@ -460,6 +474,215 @@ def reduction_launch(
 
 
 # ------------------------------------------------------------------------------------------------
+# The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
+# ------------------------------------------------------------------------------------------------
+
+def _lane_partial(kind: str, v, masks, vec: int):
+    """One lane's part of reduce(kind, v): its values, the not-loaded ones replaced by the identity, folded.
+
+    min is folded as max of -v (negation is exact and keeps NaN; it becomes a source modifier of v_max3), so
+    min and max share _lane_max's NaN handling and _row_reduce's max path; the caller negates the row result."""
+    u = -v if kind == "min" else v
+    ident = fx.Float32(0.0 if kind == "sum" else -math.inf)
+    vals = [u[i] for i in range(vec * len(masks))]
+    vals = [x if masks[i // vec] is None else masks[i // vec].select(x, ident) for i, x in enumerate(vals)]
+    return _lane_sum(vals) if kind == "sum" else _lane_max(vals)
+
+
+def _lane_fold(kind: str, acc, part):
+    """The looped path's running lane partial: a sum, or a NaN-propagating max (min as max of -v)."""
+    return acc + part if kind == "sum" else fx.max(acc, part)
+
+
+class _Reduce:
+    """The reduce(kind, v) that compute() calls, counting its calls (call c uses LDS slot c).
+
+    Register path (`acc` None): every call is the row's result: lane partial, DPP, one LDS step.
+    Looped pass p (`acc` a 1-element register tensor): call p adds its lane partial of this slice to acc[0] and
+    returns a dummy, calls before p return the row results of earlier passes (`known`), later calls a dummy
+    (call p's argument cannot depend on them: they come after it). A scalar v is broadcast to the values."""
+
+    def __init__(self, masks, vec, like, reduce_row=None, acc=None, known=(), p=-1):
+        self.masks, self.vec, self.like, self.reduce_row = masks, vec, like, reduce_row
+        self.acc, self.known, self.p, self.calls = acc, list(known), p, 0
+
+    def __call__(self, kind: str, v):
+        c, self.calls = self.calls, self.calls + 1
+        if not isinstance(v, fx.Vector):
+            v = fx.Vector.filled(self.like.shape, fx.Float32(v) if isinstance(v, (int, float)) else v, fx.Float32)
+        if self.acc is None:
+            val = self.reduce_row(_lane_partial(kind, v, self.masks, self.vec), kind, c)
+            return -val if kind == "min" else val
+        if c < self.p:
+            return self.known[c]
+        if c == self.p:
+            self.acc[0] = _lane_fold(kind, self.acc[0], _lane_partial(kind, v, self.masks, self.vec))
+        return fx.Float32(0.0)
+
+
+def _lowered_inputs(tensors, ldvs, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, row_ok):
+    """Load this lane's chunks of every input (vector j0 + k*lanes + t of its row) as fp32 register vectors."""
+    values = []
+    for T, ldv, kind in zip(tensors, ldvs, lw.facts().kinds):
+        dtype = T.element_type
+        r, v = _regs(vec, chunks, dtype)
+        r.fill(0.0)
+        atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+        _move_if(row_ok if kind == "row" else True, atom, _vectors(T, vec), v,
+                 row * ldv if kind == "row" else 0, j0, lanes, chunks, t, nv, full, True)
+        values.append(r.load().to(fx.Float32))
+    return values
+
+
+def _lowered_store(T, kind: str, value, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok):
+    """Store one output: a row output's chunks (when `ok`: the row exists), a reduced value by lane 0 only."""
+    dtype = T.element_type
+    if kind == "row":
+        r, v = _regs(vec, chunks, dtype)
+        r.store(value.to(dtype))
+        atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+        _move_if(ok, atom, _vectors(T, vec), v, row * nv, j0, lanes, chunks, t, nv, full, False)
+    else:
+        lane0 = (t == 0) if ok is True else ok & (t == 0)
+        _store_scalar_if(lane0, T, row, fx.Float32(value) if isinstance(value, (int, float)) else value, dtype)
+
+
+@flyc.jit
+def _move_if(ok, atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, load: bool):
+    """_move when `ok` (a branch around the accesses; True: none)."""
+    if const_expr(ok is True):
+        _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
+    else:
+        if ok:
+            _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
+
+
+@flyc.jit
+def _store_scalar_if(ok, Out, index, val, dtype):
+    if ok:
+        _store_scalar(Out, index, val, dtype)
+
+
+def _chunk_masks(j0, lanes: int, chunks: int, t, nv, full: bool) -> list:
+    """Per chunk k, whether its vector j0 + k*lanes + t lies in the row (None: certainly, `full`)."""
+    return [None if full else (j0 + k * lanes + t < nv) for k in range(chunks)]
+
+
+@flyc.kernel
+def lowered_rows_kernel(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32, L5: fx.Int32,
+    L6: fx.Int32, L7: fx.Int32, m: fx.Int32, nv: fx.Int32,
+    vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int], threads: fx.Constexpr[int],
+    full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
+):
+    """Register path of the lowered op: row_kernel's layout; every input's chunks stay in VGPRs from the loads
+    through every reduce() to the stores."""
+    tid = fx.thread_idx.x
+    row = fx.block_idx.x * (threads // tpr) + tid // tpr
+    t = tid % tpr
+    f = lw.facts()
+    tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
+    lds = None
+    if const_expr(lds_floats > 0):
+        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    row_ok = row < m
+    values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], row, 0, tpr, chunks, t, nv, vec, full,
+                             row_ok)
+    reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[0],
+                     lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
+                                                          lds, slot, tid))
+    outs = lw.compute(values, fx.Float32(nv * vec), reduce)
+    for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
+        _lowered_store(T, kind, value, row, 0, tpr, chunks, t, nv, vec, full, row_ok)
+
+
+@flyc.jit
+def _lowered_pass(tensors, ldvs, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc, known: list,
+                  p: int):
+    """One pass of the looped path over the row, `threads * chunks` vectors per iteration (see _Reduce)."""
+    for it in range(iters):
+        _lowered_slice(tensors, ldvs, row, it * (threads * chunks), nv, vec, threads, chunks, tid, acc, known, p,
+                       it == 0)
+
+
+def _lowered_slice(tensors, ldvs, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc, known: list, p: int,
+                   first):
+    """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once)."""
+    f = lw.facts()
+    values = _lowered_inputs(tensors, ldvs, row, j0, threads, chunks, tid, nv, vec, False, True)
+    masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
+    outs = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[0], acc=acc, known=known, p=p))
+    if const_expr(p == len(f.reductions)):
+        for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
+            _lowered_store(T, kind, value, row, j0, threads, chunks, tid, nv, vec, False, True if kind == "row"
+                           else first)
+
+
+@flyc.kernel
+def lowered_looped_kernel(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32, L5: fx.Int32,
+    L6: fx.Int32, L7: fx.Int32, nv: fx.Int32, iters: fx.Int32,
+    vec: fx.Constexpr[int], threads: fx.Constexpr[int], chunks: fx.Constexpr[int], lds_floats: fx.Constexpr[int],
+    key: fx.Constexpr[str],
+):
+    """Looped path of the lowered op: one workgroup per row, len(REDUCTIONS) + 1 passes over it (see _Reduce).
+
+    Pass p's lane partial lives in a 1-element register tensor (loop-carried through memory, which LLVM keeps
+    in a VGPR), then goes through DPP and LDS slot p; the row result is an SSA value the later passes read.
+    When no output is a row, the last pass needs no data: compute() runs once on zeros for the reduced
+    outputs (functions of the row results only)."""
+    tid = fx.thread_idx.x
+    row = fx.block_idx.x
+    f = lw.facts()
+    tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
+    ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
+    lds = None
+    if const_expr(lds_floats > 0):
+        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    acc = fx.make_rmem_tensor(1, fx.Float32)
+    known = []
+    for p, kind in enumerate(f.reductions):
+        acc[0] = fx.Float32(0.0 if kind == "sum" else -math.inf)
+        _lowered_pass(tensors, ldvs, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
+        val = _row_reduce(acc[0], "sum" if kind == "sum" else "max", threads, threads, lds, p, tid)
+        known.append(-val if kind == "min" else val)
+    if const_expr("row" in f.outputs):
+        _lowered_pass(tensors, ldvs, row, iters, nv, vec, threads, chunks, tid, acc, known, len(f.reductions))
+    else:
+        zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
+        zeros.fill(0.0)
+        values = [zeros.load()] * len(f.kinds)
+        masks = _chunk_masks(0, threads, chunks, tid, nv, True)
+        outs = lw.compute(values, fx.Float32(nv * vec),
+                          _Reduce(masks, vec, values[0], acc=acc, known=known, p=len(f.reductions)))
+        for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
+            _lowered_store(T, kind, value, row, 0, threads, chunks, tid, nv, vec, True, True)
+
+
+@flyc.jit
+def lowered_launch(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32, L5: fx.Int32,
+    L6: fx.Int32, L7: fx.Int32, m: fx.Int32, nv: fx.Int32, iters: fx.Int32,
+    vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int], threads: fx.Constexpr[int],
+    looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side of the lowered op: the built-in plan's grid (threads // tpr rows per workgroup, or one row)."""
+    if const_expr(looped):
+        lowered_looped_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, nv, iters, vec,
+                              threads, chunks, lds_floats, key).launch(grid=(m, 1, 1), block=(threads, 1, 1),
+                                                                       stream=stream)
+    else:
+        rows = threads // tpr
+        lowered_rows_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, m, nv, vec, tpr, chunks,
+                            threads, full, lds_floats, key).launch(grid=((m + rows - 1) // rows, 1, 1),
+                                                                   block=(threads, 1, 1), stream=stream)
+
+
+# ------------------------------------------------------------------------------------------------
 # Host interface
 # ------------------------------------------------------------------------------------------------
 
@@ -511,12 +734,115 @@ def _prepare(op: str, x, args, out):
     return rt.Launch(op, fn, _constexprs(op, vec, cfg), x.get_device(), facts)
 
 
+def _lowered_values_per_lane() -> int:
+    """The register path's VALUES_PER_LANE shared among the inputs: more lanes per row, no spills."""
+    return max(1, VALUES_PER_LANE // len(lw.facts().kinds))
+
+
+def _lowered_plan(n: int, vec: int) -> dict:
+    inputs = len(lw.facts().kinds)
+    cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // inputs))
+    cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
+    return cfg
+
+
+def _lowered_constexprs(vec: int, cfg: dict) -> tuple:
+    return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["lds_floats"],
+            lw.facts().key)
+
+
+def _lowered_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
+    """What run() and compile_only compile for the lowered op: 1-D placeholders in the tensor slots, the row
+    strides (in vectors) of the slots, M, N / vec, the loop count, then the constexprs."""
+    tensors = [rt.placeholder(d, 4096) for d in (*in_dtypes, *out_dtypes)]
+    return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_lowered_constexprs(vec, cfg))
+
+
+def _lowered_shape(kind: str, m: int, n: int) -> tuple:
+    return {"row": (m, n), "reduced": (m,), "reduced_keepdim": (m, 1)}[kind]
+
+
+def _prepare_lowered(inputs, out):
+    """A lowered signature's first call, or a refused one: the checks, the vector width, the plan, the launch.
+
+    Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
+    f = lw.facts()
+    lw.check_inputs(inputs)
+    x = inputs[0]
+    m, n, _ = host.rows_of("lowered", x)
+    lds = []
+    for name, kind, t in zip(f.inputs, f.kinds, inputs):
+        if kind == "row":
+            lds.append(host.rows_of(f"lowered ({name})", t)[2])
+            if tuple(t.shape) != (m, n):
+                raise ValueError(f"lowered: {name} must be [{m}, {n}] like x, got {tuple(t.shape)}")
+            if ((m - 1) * lds[-1] + n) * t.element_size() >= MAX_BYTES:
+                raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
+        elif tuple(t.shape) != (n,) or not t.is_contiguous():
+            raise ValueError(f"lowered: {name} (vector) must be a contiguous [{n}] tensor, got {tuple(t.shape)}")
+    outs = lw.outputs(out, [_lowered_shape(k, m, n) for k in f.outputs], x)
+    if any(o.numel() * o.element_size() >= MAX_BYTES for o in outs):
+        raise ValueError("lowered: an output of 2 GiB or more; buffer accesses address under 2 GiB")
+    wide = [t for t, k in zip(inputs, f.kinds)] + [o for o, k in zip(outs, f.outputs) if k == "row"]
+    if any(t.data_ptr() % t.element_size() for t in (*inputs, *outs)):
+        raise ValueError("lowered: tensors must be aligned to their element size")
+    vec = lw.pick_vec(lw.widest_bytes(wide), n, lds, [(t.data_ptr(), t.element_size()) for t in wide])
+    cfg = _lowered_plan(n, vec)
+    dtypes = [host.DTYPE_NAMES[str(t.dtype).removeprefix("torch.")] for t in (*inputs, *outs)]
+    fn = rt.compiled(_compiled, ("lowered", *dtypes, *_lowered_constexprs(vec, cfg)), lowered_launch,
+                     lambda: _lowered_compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg))
+    ldvs = [ld // vec for ld in lds]
+    slot_ldvs = [ldvs.pop(0) if k == "row" else 0 for k in f.kinds] + [0] * (lw.SLOTS - len(f.kinds))
+    facts = (MAX_BYTES // lw.widest_bytes((*inputs, *outs)), n // vec, slot_ldvs, cfg["iters"],
+             tuple(o.dtype for o in outs))
+    return rt.Launch("lowered", fn, _lowered_constexprs(vec, cfg), x.get_device(), facts)
+
+
+def _run_lowered(inputs, out):
+    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order)."""
+    import torch
+
+    f = lw.facts()
+    x = inputs[0]
+    if x.dim() != 2 or len(inputs) != len(f.kinds):
+        _prepare_lowered(inputs, out)  # raises, in host.py's words
+    m, n = x.shape
+    rows = [t for t, k in zip(inputs, f.kinds) if k == "row"]
+    signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1
+                        else 1) for t in rows), tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t in inputs),
+                 n, tuple(t.data_ptr() & 15 for t in inputs),
+                 None if out is None else tuple(o.data_ptr() & 15 for o in ((out,) if isinstance(out, torch.Tensor)
+                                                                            else out)))
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare_lowered(inputs, out)
+    limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
+    shapes = [_lowered_shape(k, m, n) for k in f.outputs]
+    if out is None:
+        outs = tuple(torch.empty(s, dtype=d, device=x.device) for s, d in zip(shapes, out_dtypes))
+    else:
+        outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
+    spans = [(m - 1) * (t.stride(0) if m > 1 else n) + n for t in rows]
+    if not (0 < m and all(t.shape == x.shape for t in rows) and max(spans) < limit and len(outs) == len(shapes)
+            and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
+                    for o, s, d in zip(outs, shapes, out_dtypes))):
+        launch = _prepare_lowered(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
+        limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
+    spans = iter(spans)
+    flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
+    launch(*lw.slots([*flat, *(o.view(-1) for o in outs)]), *slot_ldvs, m, nv, iters)
+    return outs[0] if len(outs) == 1 else outs
+
+
 def run(x, *args, out=None, op: str = OP, eps: float = EPS):
     """Reduce x [M, N] over its last dim on the current stream. rmsnorm: run(x, weight, out=None).
 
     The hot path is a dict lookup (the signature fixes the variant: N, the row stride and the tensors'
     alignment pick it), the checks FlyDSL's call does not make (M, out's shape, contiguity, the 2 GiB span),
-    1-D views of x and a [M, N] out, and the launch; see flydsl_runtime.py."""
+    1-D views of x and a [M, N] out, and the launch; see flydsl_runtime.py. The lowered op (op.json "op":
+    "lowered") takes lowered.INPUTS and returns its OUTPUTS (see _run_lowered)."""
+    if op == "lowered":
+        return _run_lowered((x, *args), out)
     row_out = op in ROW_OUT_OPS
     if x.dim() != 2:
         _prepare(op, x, args, out)  # raises, in host.py's words
@@ -567,15 +893,31 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 
     Writes and returns the AMDGPU ISA (kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<arch>.s)."""
     dtype = dtype or OP_SPEC["dtype"]
-    if op not in OPS:
-        raise ValueError(f"compile_only: unknown reduction op {op!r}; expected one of {OPS}")
+    if op not in (*OPS, "lowered"):
+        raise ValueError(f"compile_only: unknown reduction op {op!r}; expected one of {OPS} or 'lowered'")
     _, n, ld = _case_shape(case)
-    tag = _variant(n, ld, dtype)[2]
+    tag = (_lowered_variant if op == "lowered" else _variant)(n, ld, dtype)[2]
     return rt.compile_isa(__file__, f"{op}_{dtype}_{tag}", [op, dtype, n, ld], arch, out_dir)
+
+
+def _lowered_variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
+    """_variant for the lowered op: compile_only's dtypes (lw.placeholder_dtypes), 16-byte-aligned tensors."""
+    vec = lw.compile_vec(dtype)
+    while vec > 1 and (n % vec or ld % vec):
+        vec //= 2
+    cfg = _lowered_plan(n, vec)
+    tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
+    if vec < lw.compile_vec(dtype):
+        tag += f"_vec{vec}"
+    return vec, cfg, tag
 
 
 def _emit_isa(op: str, dtype: str, n: str, ld: str) -> None:
     """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
+    if op == "lowered":
+        vec, cfg, _ = _lowered_variant(int(n), int(ld), dtype)
+        flyc.compile(lowered_launch, *_lowered_compile_args(*lw.placeholder_dtypes(dtype), vec, cfg))
+        return
     vec, cfg, _ = _variant(int(n), int(ld), dtype)
     flyc.compile(reduction_launch, *_compile_args(op, dtype, vec, cfg))
 
@@ -584,13 +926,15 @@ def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
     dtype = OP_SPEC["dtype"]
     m, n, ld = _case_shape(case)
-    vec, cfg, _ = _variant(n, ld, dtype)
+    lowered = OP == "lowered"
+    vec, cfg, _ = (_lowered_variant if lowered else _variant)(n, ld, dtype)
     grid = m if cfg["looped"] else -(-m // cfg["rows"])
     two_pass = cfg["looped"] and OP in ROW_OUT_OPS
     waves_per_row = max(1, cfg["tpr"] // WAVE)
     bits = vec * _BYTES[dtype] * 8
     return {
-        "path": "looped (one workgroup per row, two passes)" if cfg["looped"] else "register-resident rows",
+        "path": (f"looped (one workgroup per row, {len(lw.facts().reductions) + 1 if lowered else 2} passes)"
+                 if cfg["looped"] else "register-resident rows"),
         "vector_elements": vec,
         "vector_bits": bits,
         "lanes_per_row": cfg["tpr"],
@@ -599,7 +943,7 @@ def describe(case: dict) -> dict:
         "rows_per_workgroup": cfg["rows"],
         "threads_per_cta": cfg["threads"],
         "waves_per_workgroup": cfg["threads"] // WAVE,
-        "lds_bytes": 4 * _lds_floats(OP, cfg),
+        "lds_bytes": 4 * (cfg["lds_floats"] if lowered else _lds_floats(OP, cfg)),
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
         "data_movement": f"HBM -> VGPRs with {bits}-bit buffer loads, fp32 reduce in VGPRs"
@@ -607,7 +951,10 @@ def describe(case: dict) -> dict:
         + (", LDS across waves (one s_barrier per reduction)" if cfg["tpr"] > WAVE else "")
         + ", then VGPRs -> HBM"
         + ("; the row is read twice (the second pass is expected to hit L2 / Infinity Cache)" if two_pass
-           else "; x is read once"),
+           else "; x is read once" if not lowered else
+           f"; every input is read {len(lw.facts().reductions) + 1} times, one pass per reduce() and the stores "
+           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] else
+           "; every input is read once and kept in VGPRs through every reduce()"),
     }
 
 

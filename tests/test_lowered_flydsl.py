@@ -1,0 +1,118 @@
+"""FlyDSL cells on the lowered op: each lowered_examples/ file compiles, in its cell, to gfx942 and gfx950 ISA on
+the CPU with the cell's data movement intact (128-bit buffer accesses, no scratch, the reductions' barriers).
+
+A workspace is baked for the cell's built-in op, then turned into a lowered-op workspace as the template does
+(op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
+pointwise.py). Compiles run in a child (FlyDSL must not share this process with CuTe DSL; see
+test_flydsl_compile.py), each distinct variant once. Compiled only: no AMD GPU runs these kernels here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
+from tools import scaffold
+
+EXAMPLES = Path(__file__).resolve().parent / "lowered_examples"
+BUILTIN = {"elementwise": "silu_mul", "reduction": "softmax"}  # the op a workspace is baked for, then replaced
+LOWERED_UNROLL = 2  # the elementwise cell's dwordx4 accesses per lane per tensor on the lowered path
+# (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
+# vector input then gathers one element at a time), the reduction examples on a register-path row and a
+# looped one.
+VARIANTS = [
+    ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [8192, 8192], "vector loads"),
+    ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [1000, 1001], "vector gathers"),
+    *[("reduction", example, "bf16", dims, path)
+      for example in ("lowered_softmax_temp_lse.py", "lowered_layer_norm.py", "lowered_fused_add_rmsnorm.py")
+      for dims, path in (([4096, 8192], "rows"), ([8, 131072], "looped"))],
+]
+ARCHS = ("gfx942", "gfx950")
+
+
+def declared(example: str) -> dict:
+    """The example's module-level constants (INPUTS, KINDS, OUTPUTS, REDUCTIONS, ...), read without importing it."""
+    tree = ast.parse((EXAMPLES / example).read_text())
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, (ast.Tuple, ast.Constant))}
+
+
+def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: str) -> Path:
+    """A workspace of the cell turned into a lowered-op one, as the template's bake does."""
+    ws = scaffold.compile_workspace(dest / "ws", pattern, BUILTIN[pattern], dtype, arch)
+    spec = json.loads((ws / "op.json").read_text())
+    spec.update(op="lowered", inputs=list(declared(example)["INPUTS"]))
+    (ws / "op.json").write_text(json.dumps(spec, indent=2))
+    shutil.copy(EXAMPLES / example, ws / "lowered.py")
+    return ws
+
+
+def compile_lowered(dest: Path, pattern: str, example: str, dtype: str, dims: list, arch: str) -> str:
+    ws = lowered_workspace(dest, pattern, example, dtype, arch)
+    case = {"dims": dims, "vars": {"numel": dims[0] * dims[1]}}
+    code = f"import json, kernel; print(json.dumps(kernel.compile_only({case!r}, 'build')))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = list((ws / "build").glob(f"kernel_lowered_{dtype}*.{arch}.s"))
+    isa = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(files) == 1 and files[0].read_text() == isa, files
+    return isa
+
+
+@pytest.fixture(scope="module")
+def isa(tmp_path_factory):
+    """Every (variant, arch)'s ISA, compiled once, both cores at once (each compile is a child process)."""
+    if not HAVE_FLYDSL:
+        return {}
+    # the folders are made here, not in the threads: tmp_path_factory.mktemp is not thread-safe
+    todo = [(v, arch, tmp_path_factory.mktemp("lowered")) for v in VARIANTS for arch in ARCHS]
+
+    def one(item):
+        (pattern, example, dtype, dims, _), arch, dest = item
+        return compile_lowered(dest, pattern, example, dtype, dims, arch)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return {(v[1], v[4], arch): text for (v, arch, _), text in zip(todo, pool.map(one, todo))}
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), VARIANTS)
+def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
+    """128-bit loads of the inputs and stores of the row outputs, no scratch or spills, the reductions' LDS step."""
+    text = isa[(example, path, arch)]
+    facts = declared(example)
+    kernels = len(metadata(text, "wavefront_size"))
+    assert f'.amdgcn_target "amdgcn-amd-amdhsa-unknown-{arch}"' in text and kernels == 1
+    assert "buffer_load_dwordx4" in text, "no 128-bit buffer loads"
+    assert "row" in facts["OUTPUTS"] and "buffer_store_dwordx4" in text, "no 128-bit buffer stores of the row output"
+    assert "scratch_" not in text
+    assert metadata(text, "private_segment_fixed_size") == [0], "scratch memory per lane (spills or a stack)"
+    assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
+    assert metadata(text, "vgpr_count")[0] <= 128, "over 128 VGPRs: a 1024-lane workgroup could not launch"
+    if pattern == "elementwise":
+        rows = facts["KINDS"].count("row")
+        vectors = facts["KINDS"].count("vector")
+        # full tile: every input's chunks as dwordx4; the tail: the vector inputs' chunks stay dwordx4 (always in
+        # range) when N is a multiple of the vector, else every vector element is a 16-bit gather
+        fast = path == "vector loads"
+        expected = LOWERED_UNROLL * (rows + vectors * (2 if fast else 0))
+        assert text.count("buffer_load_dwordx4") == expected
+        assert text.count("buffer_store_dwordx4") == LOWERED_UNROLL * len(facts["OUTPUTS"])
+        assert metadata(text, "group_segment_fixed_size") == [0]
+    else:
+        # every reduce() is a row spanning several waves here: DPP, then one barrier and its own LDS slot
+        reductions = len(facts["REDUCTIONS"])
+        assert text.count("s_barrier") == reductions
+        assert metadata(text, "group_segment_fixed_size")[0] >= 4 * reductions * 2
+        if path == "looped":
+            assert "s_cbranch_scc" in text or "s_cbranch_vccnz" in text, "no loop over the row"
