@@ -129,3 +129,15 @@ def test_unknown_case_is_refused_and_nothing_written(workspace):
     assert done.returncode == 2 and len(lines) == 1, done.stdout + done.stderr
     assert "--case typo: not a case of op.json" in lines[0] and all(name in lines[0] for name in known)
     assert done.stdout == "" and {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+
+
+def test_rel_err_holds_nan_and_inf_to_the_reference(harness):
+    """A reference NaN (var of one element) must be matched exactly; a NaN or inf anywhere else fails, either way."""
+    ref = torch.tensor([1.0, float("nan"), float("inf"), 2.0], dtype=torch.float64)
+    assert harness.rel_err(ref.clone(), ref) == 0.0
+    near = torch.tensor([1.001, float("nan"), float("inf"), 2.0], dtype=torch.float64)
+    assert harness.rel_err(near, ref) == pytest.approx(0.001 / 5 ** 0.5)
+    for bad in ([1.0, 0.0, float("inf"), 2.0], [1.0, float("nan"), 5.0, 2.0], [float("nan"), float("nan"),
+                                                                                 float("inf"), 2.0],
+                [1.0, float("nan"), float("-inf"), 2.0]):
+        assert harness.rel_err(torch.tensor(bad), ref) != harness.rel_err(torch.tensor(bad), ref)  # NaN: a FAIL

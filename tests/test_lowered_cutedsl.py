@@ -98,6 +98,7 @@ def lowered_ws(tmp_path_factory):
             op_json.update(op="lowered", inputs=list(_constants(source)["INPUTS"]))
             (dest / "op.json").write_text(__import__("json").dumps(op_json, indent=2) + "\n")
             (dest / "lowered.py").write_text(source)
+            shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "cutedsl" / "pointwise.py", dest)  # a lowered bake keeps it
             made[(pattern, example)] = (dest, _constants(source))
         return made[(pattern, example)]
 

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
 from tools import scaffold
 
@@ -53,6 +54,7 @@ def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: 
     spec.update(op="lowered", inputs=list(declared(example)["INPUTS"]))
     (ws / "op.json").write_text(json.dumps(spec, indent=2))
     shutil.copy(EXAMPLES / example, ws / "lowered.py")
+    shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "flydsl" / "pointwise.py", ws)  # a lowered bake keeps it
     return ws
 
 

@@ -156,7 +156,7 @@ def softcap_softmax(x, cap: float = 30.0):
 
 def where_epilogue_softmax(x):
     p = torch.softmax(x, dim=-1)
-    return torch.where(p > 0.01, p, torch.zeros_like(p))
+    return torch.where(x > 0, p, torch.zeros_like(p)).clamp(max=0.5)
 
 
 def mean_center(x):

@@ -433,7 +433,7 @@ def _thread_partial(kind: str, v, valid, like):
     v = v if isinstance(v, cute.TensorSSA) else cute.full_like(like, v, Float32)
     if valid is not None:
         v = cute.where(valid, v, cute.full_like(v, IDENTITY[kind], Float32))
-    return v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0)
+    return Float32(v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))  # a Float32 whatever the reduce hands back
 
 
 class _RowReducer:
@@ -445,7 +445,10 @@ class _RowReducer:
 
     def __call__(self, kind: str, v):
         self.calls += 1
-        return _row_reduce(_thread_partial(kind, v, self.valid, self.like), kind, self.tpr, self.buf, self.calls - 1)
+        # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
+        # compute()'s scalar arithmetic and the store's .to() need as a Float32
+        return Float32(_row_reduce(_thread_partial(kind, v, self.valid, self.like), kind, self.tpr, self.buf,
+                                   self.calls - 1))
 
 
 class _PassReducer:
