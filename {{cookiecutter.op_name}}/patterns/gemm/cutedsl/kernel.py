@@ -5,7 +5,8 @@ multicast the shared B tile; one producer warpgroup streams A and B by TMA into 
 in shared memory, two consumer warpgroups issue wgmma m64n256k16 from it into fp32 register
 accumulators, and the epilogue goes registers -> stmatrix -> SMEM -> TMA store. Each cluster walks its
 tiles in L2-friendly groups along M, so the producer prefetches the next tile during the epilogue.
-Skinny, memory-bound problems switch to 64-row tiles that spread B over every SM.
+Skinny, memory-bound problems switch regime (choose_config): 64-row tiles that spread B over every SM,
+split-K when even those leave SMs idle (M <= 64), and a CUDA-core GEMV for M <= 4.
 
 What it computes
     Both operands are K-major (row-major A [M,K], row-major B [N,K]), bf16 or fp16; the products are
@@ -71,16 +72,46 @@ Epilogue
     When N*2 bytes is not a multiple of 16, TMA cannot describe C, and a second compiled variant
     stores each accumulator with a predicated ``st.global`` instead (e.g. N = 4097).
 
-Small and skinny problems (choose_config)
-    When 128x256 tiles make less than one wave over SM_COUNT (op.json's compute_units) SMs (M = 16..128
-    with N = 8192: 32 tiles for 132 SMs) the problem is memory-bound (the bytes of B dominate), so a
-    64-row tile with ONE consumer warpgroup is used, 64x128 or 64x64, whichever fills the SMs best
-    (132 SMs: M = 16/64 take 64x64, 128 CTAs; M = 128 takes 64x128 with a 2x1 cluster, 128 CTAs); stages
-    then come from the same budget: 16 KiB/stage -> 13 stages.
+The four regimes (choose_config; describe() names the one a shape takes, and why)
+    When M is small, 2*M*N*K FLOP over ~N*K*2 bytes of B is ~M FLOP/byte, far left of the ridge point: the
+    kernel must read B once, at HBM bandwidth, from every SM (N = K = 8192: 128 MiB, ~28 us at 4.8 TB/s),
+    and the tensor cores hardly matter. What changes with M is how to spread B over the SMs.
+    1. Large tiles: 128x256 tiles make at least one wave over SM_COUNT (op.json's compute_units) SMs.
+    2. Skinny 64-row tiles: fewer tiles than SMs (M = 65..128 with N = 8192: 32 tiles of 128x256 for 132
+       SMs), so a 64-row tile with ONE consumer warpgroup is used, 64x128 or 64x64, whichever fills the SMs
+       best (M = 128, N = 8192: 64x128 with a 2x1 cluster, 128 CTAs); stages come from the same SMEM
+       budget: 24 KiB/stage -> 8 stages next to the epilogue buffers, 16 KiB/stage -> 13.
+    3. Split-K (M <= 64 whose 64x128 tiles would leave at least half the SMs idle): one M tile, N / 128
+       column tiles (64 for N = 8192), so the K loop of each tile is split over S CTAs, S = SM_COUNT //
+       tiles, with at least MIN_SPLIT_K_TILES K-tiles per split (split_count: N = K = 8192 -> 64 tiles,
+       S = 2, 128 CTAs each streaming a 128 x 4096 slice of B; N = K = 4096 -> 32 tiles, S = 4). The
+       tile is 64x128 rather than 64x64: half the TMA boxes, mbarrier round trips and WGMMA batches per
+       byte of B, and no epilogue buffers, so 9 stages of 24 KiB stay in flight. The work units (tile,
+       split) replace tiles in the persistent loop; the producer loads only its split's K-tiles. S is a
+       run-time argument: one compile serves every S.
+       The fix-up is deterministic and has no spin-wait: every consumer thread stores its fp32 partial
+       fragment into workspace[s] (S x M x N_pad, rows >= M skipped) and then increments its own counter
+       (tile, thread) with ``atom.add.acq_rel.gpu``; the thread that sees S-1 arrived is the last, and
+       its acquire makes every other split's release (their stores, then their increment) visible. It
+       re-reads the S partials in split order 0..S-1 (its own too) and stores C: the sum never depends
+       on which split finished last, and no split waits for another (no co-residency assumption). The
+       same thread index of each split holds the same (row, column) fragment, so no CTA barrier is
+       needed. run() allocates the workspace (torch.empty) and the zeroed counters (torch.zeros) on
+       every call from torch's caching allocator: nothing mutable is shared between calls or streams.
+       The cost next to the stream of B: S partials of 64 x 128 fp32 (rows < M only) per tile, in L2.
+    4. GEMV (M <= GEMV_MAX_M = 4): a 64-row tile would be >= 94% padding, so a separate kernel uses the
+       CUDA cores. Warp w of a CTA owns COLS = 2 output columns (rows of B); its 32 lanes stride along K
+       in 16-byte chunks (ld.global.v4), UNROLL x COLS chunks of B issued before any arithmetic so each
+       lane keeps up to 256 bytes in flight; the rows of A (a tiny, L1/L2-resident operand) are loaded
+       beside them; bf16 -> fp32 products are summed in fp32, then a butterfly ``shfl.sync.bfly``
+       reduction across the warp and lane 0 stores C. M is bucketed (1, 2, 4: M = 3 runs the 4-row
+       kernel with row 3 masked), so three compiles cover every M; a K tail (K not a multiple of
+       32 x 8 x UNROLL) runs one predicated block; a column past N re-reads row N-1 and is not stored.
 
 Levers not used here
     A ping-pong schedule (two consumer warpgroups on different tiles, hiding the epilogue under MMAs),
-    stream-K for shapes of a few waves plus a fraction, split-K for M <= 64.
+    stream-K for shapes of a few waves plus a fraction (and for split-K shapes whose tiles x S leave
+    SMs idle, such as N = 14336), split-K over several waves.
 
 Measured TFLOP/s against cuBLAS, per shape and dtype, and the cluster / tile / raster sweep:
 benchmarks/2026-11-30-h200-gemm.md.
@@ -94,12 +125,14 @@ Launch (host side; the general story is in cutedsl_runtime.py)
     and builds the TMA descriptors from them. run() keeps one entry per (dtype, a.shape, b.shape, cfg):
     the first call of a signature runs host.py's checks and choose_config, later calls are a dict lookup
     and the TVM-FFI call on torch's current stream; a call the wrapper refuses goes back to host.py's checks,
-    which say what is wrong.
+    which say what is wrong. gemm_splitk_launch takes the workspace, the counters, S and k_per besides;
+    gemv_launch takes only the three tensors. All three share one launch structure: a signature-dict
+    lookup, then one TVM-FFI call (split-K allocates its two scratch tensors first).
 
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
     compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
-    describe(case)              -> dict         tile, cluster, stages, threads, grid, for the report
+    describe(case)              -> dict         the regime ("path") and why, tile, splits, stages, grid
 """
 
 import operator
@@ -685,14 +718,15 @@ def gemv_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, cfg: cutlass.
     for r in cutlass.range_constexpr(cfg.rows):
         for c in cutlass.range_constexpr(cfg.cols):
             total = cute.arch.warp_reduction(acc[r, c], operator.add, threads_in_group=32)
-            if lane == 0 and r < m and col0 + c < n:
-                mC[r, col0 + c] = total.to(mC.element_type)
+            if lane == 0:
+                if r < m:
+                    if col0 + c < n:
+                        mC[r, col0 + c] = total.to(mC.element_type)
 
 
 @cute.jit
 def gemv_launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, stream, cfg: cutlass.Constexpr):
     """A [M,K] and B [N,K] seen as (8 elements, K/8 chunks, row): each chunk is one 128-bit load (K*2 % 16 == 0)."""
-    dtype = mA_in.element_type
     m, k = mA_in.shape
     n = mB_in.shape[0]
     k = cute.assume(k, divby=GEMV_VEC)
@@ -757,6 +791,8 @@ def _prepare(a, b, out, cfg) -> _Launch:
     if min(m, n, k) == 0:
         return _Launch(None, (), (m, n))
     cfg = cfg or choose_config(m, n, k)
+    if isinstance(cfg, Gemv) and m > cfg.rows:
+        raise ValueError(f"matmul: the GEMV config of {cfg.rows} rows cannot take M = {m}")
     launcher = rt.compiled(_compiled, (cfg, dtype), _launcher_of(cfg), lambda: _compile_args(dtype, cfg))
     if isinstance(cfg, Gemv):
         return _Launch(launcher, (), (m, n))
