@@ -44,7 +44,11 @@ DEFAULT_SHAPES = {
     # square, LLM projections (N or K = 14336), and skinny decode-like M (memory-bound)
     "representative": ["8192x8192x8192", "4096x4096x4096", "4096x14336x4096", "4096x4096x14336",
                        "16x8192x8192", "64x8192x8192", "128x8192x8192"],
-    "boundary": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x8"],
+    # the last five exercise the CuTe DSL cell's small-M regimes at their edges: GEMV row buckets 2 and 4 with
+    # odd N and a K tail; split-K with a partial M tile and odd N, with an uneven last split over a partial
+    # K tile, and with 16 splits
+    "boundary": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x8", "2x1001x4104", "3x4097x4104",
+                 "33x4097x4096", "64x8192x4136", "16x256x8192"],
 }
 
 

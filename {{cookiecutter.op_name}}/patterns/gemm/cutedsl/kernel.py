@@ -5,7 +5,8 @@ multicast the shared B tile; one producer warpgroup streams A and B by TMA into 
 in shared memory, two consumer warpgroups issue wgmma m64n256k16 from it into fp32 register
 accumulators, and the epilogue goes registers -> stmatrix -> SMEM -> TMA store. Each cluster walks its
 tiles in L2-friendly groups along M, so the producer prefetches the next tile during the epilogue.
-Skinny, memory-bound problems switch to 64-row tiles that spread B over every SM.
+Skinny, memory-bound problems switch regime (choose_config): 64-row tiles that spread B over every SM,
+split-K when even those leave SMs idle (M <= 64), and a CUDA-core GEMV for M <= 4.
 
 What it computes
     Both operands are K-major (row-major A [M,K], row-major B [N,K]), bf16 or fp16; the products are
@@ -71,16 +72,46 @@ Epilogue
     When N*2 bytes is not a multiple of 16, TMA cannot describe C, and a second compiled variant
     stores each accumulator with a predicated ``st.global`` instead (e.g. N = 4097).
 
-Small and skinny problems (choose_config)
-    When 128x256 tiles make less than one wave over SM_COUNT (op.json's compute_units) SMs (M = 16..128
-    with N = 8192: 32 tiles for 132 SMs) the problem is memory-bound (the bytes of B dominate), so a
-    64-row tile with ONE consumer warpgroup is used, 64x128 or 64x64, whichever fills the SMs best
-    (132 SMs: M = 16/64 take 64x64, 128 CTAs; M = 128 takes 64x128 with a 2x1 cluster, 128 CTAs); stages
-    then come from the same budget: 16 KiB/stage -> 13 stages.
+The four regimes (choose_config; describe() names the one a shape takes, and why)
+    When M is small, 2*M*N*K FLOP over ~N*K*2 bytes of B is ~M FLOP/byte, far left of the ridge point: the
+    kernel must read B once, at HBM bandwidth, from every SM (N = K = 8192: 128 MiB, ~28 us at 4.8 TB/s),
+    and the tensor cores hardly matter. What changes with M is how to spread B over the SMs.
+    1. Large tiles: 128x256 tiles make at least one wave over SM_COUNT (op.json's compute_units) SMs.
+    2. Skinny 64-row tiles: fewer tiles than SMs (M = 65..128 with N = 8192: 32 tiles of 128x256 for 132
+       SMs), so a 64-row tile with ONE consumer warpgroup is used, 64x128 or 64x64, whichever fills the SMs
+       best (M = 128, N = 8192: 64x128 with a 2x1 cluster, 128 CTAs); stages come from the same SMEM
+       budget: 24 KiB/stage -> 8 stages next to the epilogue buffers, 16 KiB/stage -> 13.
+    3. Split-K (M <= 64 whose 64x128 tiles would leave at least half the SMs idle): one M tile, N / 128
+       column tiles (64 for N = 8192), so the K loop of each tile is split over S CTAs, S = SM_COUNT //
+       tiles, with at least MIN_SPLIT_K_TILES K-tiles per split (split_count: N = K = 8192 -> 64 tiles,
+       S = 2, 128 CTAs each streaming a 128 x 4096 slice of B; N = K = 4096 -> 32 tiles, S = 4). The
+       tile is 64x128 rather than 64x64: half the TMA boxes, mbarrier round trips and WGMMA batches per
+       byte of B, and no epilogue buffers, so 9 stages of 24 KiB stay in flight. The work units (tile,
+       split) replace tiles in the persistent loop; the producer loads only its split's K-tiles. S is a
+       run-time argument: one compile serves every S.
+       The fix-up is deterministic and has no spin-wait: every consumer thread stores its fp32 partial
+       fragment into workspace[s] (S x M x N_pad, rows >= M skipped) and then increments its own counter
+       (tile, thread) with ``atom.add.acq_rel.gpu``; the thread that sees S-1 arrived is the last, and
+       its acquire makes every other split's release (their stores, then their increment) visible. It
+       re-reads the S partials in split order 0..S-1 (its own too) and stores C: the sum never depends
+       on which split finished last, and no split waits for another (no co-residency assumption). The
+       same thread index of each split holds the same (row, column) fragment, so no CTA barrier is
+       needed. run() allocates the workspace (torch.empty) and the zeroed counters (torch.zeros) on
+       every call from torch's caching allocator: nothing mutable is shared between calls or streams.
+       The cost next to the stream of B: S partials of 64 x 128 fp32 (rows < M only) per tile, in L2.
+    4. GEMV (M <= GEMV_MAX_M = 4): a 64-row tile would be >= 94% padding, so a separate kernel uses the
+       CUDA cores. Warp w of a CTA owns COLS = 2 output columns (rows of B); its 32 lanes stride along K
+       in 16-byte chunks (ld.global.v4), UNROLL x COLS chunks of B issued before any arithmetic so each
+       lane keeps up to 256 bytes in flight; the rows of A (a tiny, L1/L2-resident operand) are loaded
+       beside them; bf16 -> fp32 products are summed in fp32, then a butterfly ``shfl.sync.bfly``
+       reduction across the warp and lane 0 stores C. M is bucketed (1, 2, 4: M = 3 runs the 4-row
+       kernel with row 3 masked), so three compiles cover every M; a K tail (K not a multiple of
+       32 x 8 x UNROLL) runs one predicated block; a column past N re-reads row N-1 and is not stored.
 
 Levers not used here
     A ping-pong schedule (two consumer warpgroups on different tiles, hiding the epilogue under MMAs),
-    stream-K for shapes of a few waves plus a fraction, split-K for M <= 64.
+    stream-K for shapes of a few waves plus a fraction (and for split-K shapes whose tiles x S leave
+    SMs idle, such as N = 14336), split-K over several waves.
 
 Measured TFLOP/s against cuBLAS, per shape and dtype, and the cluster / tile / raster sweep:
 benchmarks/2026-11-30-h200-gemm.md.
@@ -94,19 +125,23 @@ Launch (host side; the general story is in cutedsl_runtime.py)
     and builds the TMA descriptors from them. run() keeps one entry per (dtype, a.shape, b.shape, cfg):
     the first call of a signature runs host.py's checks and choose_config, later calls are a dict lookup
     and the TVM-FFI call on torch's current stream; a call the wrapper refuses goes back to host.py's checks,
-    which say what is wrong.
+    which say what is wrong. gemm_splitk_launch takes the workspace, the counters, S and k_per besides;
+    gemv_launch takes only the three tensors. All three share one launch structure: a signature-dict
+    lookup, then one TVM-FFI call (split-K allocates its two scratch tensors first).
 
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
     compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
-    describe(case)              -> dict         tile, cluster, stages, threads, grid, for the report
+    describe(case)              -> dict         the regime ("path") and why, tile, splits, stages, grid
 """
 
+import operator
 import os
 from dataclasses import dataclass, replace
 
 import cutedsl_runtime as rt  # first: it sets CUTE_DSL_ARCH=sm_90a before cutlass is imported
 import host
+import torch
 
 import cutlass
 import cutlass.cute as cute
@@ -138,6 +173,7 @@ class Config:
     epi_stages: int = 4
     group_m: int = 8  # tile raster: groups of group_m clusters along M
     tma_store: bool = True  # False: predicated st.global epilogue (N*2 bytes not a multiple of 16)
+    split_k: bool = False  # True: each tile's K loop is split over S CTAs (S is a run-time argument)
 
     @property
     def mma_wgs(self) -> int:  # consumer warpgroups: each owns 64 rows of the tile
@@ -177,10 +213,44 @@ def _sm_fill(m: int, n: int, cfg: Config) -> float:
     return tiles / (-(-tiles // SM_COUNT) * SM_COUNT)
 
 
-def choose_config(m: int, n: int) -> Config:
-    """128x256 tiles when they make >= 1 wave. Smaller problems (skinny M) are memory-bound: pick the 64-row tile
-    that fills the SMs best, so every SM streams its share of B. 2x1 multicast when there are >= 2 M tiles;
-    TMA store when C rows are 16-byte aligned."""
+@dataclass(frozen=True)
+class Gemv:
+    """Static configuration of the GEMV kernel (one compile per row bucket x dtype): `rows` rows of A (M <= rows,
+    the rest masked), `cols` output columns per warp, `unroll` 16-byte loads per column and lane in flight."""
+
+    rows: int
+    warps: int = 4
+    cols: int = 2
+    unroll: int = 8
+
+
+GEMV_MAX_M = 4  # M up to this: CUDA-core GEMV (a 64-row WGMMA tile would be >= 94% padding)
+GEMV_ROWS = (1, 2, 4)  # row buckets: M = 3 runs the 4-row kernel
+GEMV_VEC = 8  # bf16/fp16 elements per 128-bit load
+SPLIT = Config(tile_m=64, tile_n=128, cluster_m=1, tma_store=False, split_k=True)
+MIN_SPLIT_K_TILES = 8  # each split streams >= 8 x 64 of K: its fp32 partial stays small next to its share of B
+
+
+def split_count(m: int, n: int, k: int, cfg: Config = SPLIT) -> tuple[int, int]:
+    """(S, K-tiles per split): as many splits as keep the tiles x S work units within one wave of SM_COUNT, each
+    split >= MIN_SPLIT_K_TILES K-tiles; S is then recounted so that no split is empty."""
+    tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+    k_tiles = -(-k // cfg.tile_k)
+    s = max(1, min(SM_COUNT // tiles, k_tiles // MIN_SPLIT_K_TILES))
+    k_per = -(-k_tiles // s)
+    return -(-k_tiles // k_per), k_per
+
+
+def choose_config(m: int, n: int, k: int) -> Config | Gemv:
+    """M <= GEMV_MAX_M: the GEMV kernel. M <= 64 whose 64x128 tiles leave at least half the SMs idle: split-K.
+    Otherwise 128x256 tiles when they make >= 1 wave; smaller problems (skinny M) are memory-bound: pick the
+    64-row tile that fills the SMs best, so every SM streams its share of B. 2x1 multicast when there are >= 2
+    M tiles; TMA store when C rows are 16-byte aligned."""
+    if m <= GEMV_MAX_M:
+        rows = next(r for r in GEMV_ROWS if r >= m)
+        return Gemv(rows=rows, unroll=8 if rows <= 2 else 4)  # 4 rows: half the B loads in flight, A's registers
+    if m <= SPLIT.tile_m and split_count(m, n, k)[0] > 1:
+        return SPLIT
     base = DEFAULT
     if -(-m // DEFAULT.tile_m) * -(-n // DEFAULT.tile_n) < SM_COUNT:
         base = max(SMALL, key=lambda c: _sm_fill(m, n, c) - 0.1 * SMALL.index(c))
@@ -234,7 +304,80 @@ def _tile_coords(t: Int32, clusters_m: Int32, clusters_n: Int32, group_m: cutlas
     return first + r % rows, r // rows
 
 
-# ---------------------------------------------------------------- kernel
+@cute.jit
+def _unit_coords(t: Int32, clusters_m: Int32, clusters_n: Int32, k_tiles: Int32, group_m: cutlass.Constexpr[int],
+                 split: cutlass.Constexpr):
+    """Split-K work unit t -> (cluster row, cluster column, split, first K-tile, K-tiles): the S splits of a tile are
+    consecutive units, split s owns K-tiles [s * k_per, min((s + 1) * k_per, k_tiles))."""
+    cm, cn = _tile_coords(t // split.splits, clusters_m, clusters_n, group_m)
+    s = t % split.splits
+    k_lo = s * split.k_per
+    return cm, cn, s, k_lo, cutlass.min(split.k_per, k_tiles - k_lo)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+class SplitK:
+    """What the split-K variant adds to the kernel body: the fp32 workspace (S, M, N_pad) of partial tiles, the
+    arrival counters (one per tile and consumer thread, zeroed by the caller), the split count S and the K-tiles
+    per split. A trace-time bundle of kernel arguments, not an argument itself: `None` means no split."""
+
+    def __init__(self, ws: cute.Tensor, count: cute.Tensor, splits: Int32, k_per: Int32):
+        self.ws, self.count, self.splits, self.k_per = ws, count, splits, k_per
+
+
+@cute.jit
+def _store_direct(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, tn: Int32, cfg: cutlass.Constexpr,
+                  dtype: cutlass.Constexpr):
+    """Predicated st.global of the accumulators (rounded to dtype) into C, clipped at the matrix edge."""
+    gC_tile = cute.local_tile(mC_direct, (cfg.tile_m, cfg.tile_n), (tm, tn))
+    tCgC = thr_mma.partition_C(gC_tile)
+    cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
+    m_left = mC_direct.shape[0] - tm * cfg.tile_m
+    n_left = mC_direct.shape[1] - tn * cfg.tile_n
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        if cute.elem_less(cC[i], (m_left, n_left)):
+            tCgC[i] = acc[i].to(dtype)
+
+
+@cute.jit
+def _split_fixup(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, tn: Int32, s: Int32, tiles_n: Int32,
+                 ctid: Int32, split: cutlass.Constexpr, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr):
+    """Split-K epilogue, per consumer thread: publish my fp32 partial, and if I am the last of the S splits to
+    arrive at my fragment of this tile, sum the S partials in split order and store C.
+
+    Protocol (one counter per (tile, consumer thread), zeroed before the launch): my partial goes to
+    workspace[s] (only the rows < M), then ``atom.add.acq_rel.gpu`` on my counter. Release: my stores are
+    visible before the increment; acquire: the thread that reads S-1 sees every other split's stores, since
+    they all released into the same counter before it. The same thread position of every split covers the same
+    (row, column) fragment, so no CTA-wide barrier is needed. The last thread re-reads all S partials, its own
+    included, and adds them in the fixed order 0, 1, ..., S-1: the result does not depend on which split
+    finished last (deterministic)."""
+    cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
+    m_left = mC_direct.shape[0] - tm * cfg.tile_m
+    tCgW = thr_mma.partition_C(cute.local_tile(split.ws[(s, None, None)], (cfg.tile_m, cfg.tile_n), (tm, tn)))
+    mine = cutlass.Boolean(False)
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        if cC[i][0] < m_left:
+            tCgW[i] = acc[i]
+            mine = cutlass.Boolean(True)
+    last = cutlass.Boolean(False)
+    if mine:  # threads whose rows are all >= M write nothing and take no part in the count
+        slot = (tm * tiles_n + tn) * (cfg.mma_wgs * WG) + ctid
+        arrived = cute.arch.atomic_add(split.count.iterator + slot, Int32(1), sem="acq_rel", scope="gpu")
+        last = arrived == split.splits - 1
+    if last:
+        tCgW0 = thr_mma.partition_C(cute.local_tile(split.ws[(0, None, None)], (cfg.tile_m, cfg.tile_n), (tm, tn)))
+        for i in cutlass.range_constexpr(cute.size(acc)):
+            if cC[i][0] < m_left:
+                acc[i] = tCgW0[i]
+        for j in cutlass.range(1, split.splits, 1, unroll=1):
+            tCgWj = thr_mma.partition_C(cute.local_tile(split.ws[(j, None, None)], (cfg.tile_m, cfg.tile_n), (tm, tn)))
+            for i in cutlass.range_constexpr(cute.size(acc)):
+                if cC[i][0] < m_left:
+                    acc[i] = acc[i] + tCgWj[i]
+        _store_direct(acc, thr_mma, mC_direct, tm, tn, cfg, dtype)
 
 
 @cute.kernel
@@ -243,6 +386,29 @@ def gemm_kernel(
     tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
     tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
 ):
+    _gemm_body(tma_a, mA, tma_b, mB, tma_c, mC, tiled_mma, mC_direct, tiles_m, tiles_n, k_tiles, cfg, dtype, None)
+
+
+@cute.kernel
+def gemm_splitk_kernel(
+    tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+    tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
+    tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, mWS: cute.Tensor, mCount: cute.Tensor, splits: Int32,
+    k_per: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
+):
+    _gemm_body(tma_a, mA, tma_b, mB, tma_c, mC, tiled_mma, mC_direct, tiles_m, tiles_n, k_tiles, cfg, dtype,
+               SplitK(mWS, mCount, splits, k_per))
+
+
+@cute.jit
+def _gemm_body(
+    tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
+    tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
+    tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
+    split: cutlass.Constexpr,
+):
+    """The persistent TMA + WGMMA kernel; `split` (a SplitK, or None) turns each tile into S K-range work units
+    whose partials meet in _split_fixup."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, bidy, _ = cute.arch.block_idx()
     gdimx, _, _ = cute.arch.grid_dim()
@@ -289,6 +455,8 @@ def gemm_kernel(
     clusters_m = (tiles_m + cfg.cluster_m - 1) // cfg.cluster_m
     clusters_n = (tiles_n + cfg.cluster_n - 1) // cfg.cluster_n
     num_cluster_tiles = clusters_m * clusters_n
+    if cutlass.const_expr(split is not None):
+        num_cluster_tiles = num_cluster_tiles * split.splits  # work units: (tile, split)
     cluster_id = bidx // cfg.cluster_m
     num_clusters = gdimx // cfg.cluster_m
 
@@ -301,15 +469,20 @@ def gemm_kernel(
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
             t = cluster_id
             while t < num_cluster_tiles:
-                cm, cn = _tile_coords(t, clusters_m, clusters_n, cfg.group_m)
+                if cutlass.const_expr(split is None):
+                    cm, cn = _tile_coords(t, clusters_m, clusters_n, cfg.group_m)
+                    k_lo, k_n = 0, k_tiles
+                else:
+                    cm, cn, _s, k_lo, k_n = _unit_coords(t, clusters_m, clusters_n, k_tiles, cfg.group_m, split)
                 tm = cm * cfg.cluster_m + ccoord[0]
                 tn = cn * cfg.cluster_n + ccoord[1]
-                for kt in range(k_tiles):
+                for kt in range(k_n):
                     ring.producer_acquire(state)  # wait until both CTAs' consumers freed the stage
                     bar = ring.producer_get_barrier(state)
                     s = state.index
-                    cute.copy(tma_a, tAgA[(None, tm, kt)], tAsA[(None, s)], tma_bar_ptr=bar, mcast_mask=a_mask)
-                    cute.copy(tma_b, tBgB[(None, tn, kt)], tBsB[(None, s)], tma_bar_ptr=bar, mcast_mask=b_mask)
+                    kg = kt if cutlass.const_expr(split is None) else k_lo + kt  # the K-tile in the matrix
+                    cute.copy(tma_a, tAgA[(None, tm, kg)], tAsA[(None, s)], tma_bar_ptr=bar, mcast_mask=a_mask)
+                    cute.copy(tma_b, tBgB[(None, tn, kg)], tBsB[(None, s)], tma_bar_ptr=bar, mcast_mask=b_mask)
                     ring.producer_commit(state)  # no-op for TMA: the bytes arrive on full[s]
                     state.advance()
                 t += num_clusters
@@ -345,7 +518,11 @@ def gemm_kernel(
 
         t = cluster_id
         while t < num_cluster_tiles:
-            cm, cn = _tile_coords(t, clusters_m, clusters_n, cfg.group_m)
+            if cutlass.const_expr(split is None):
+                cm, cn = _tile_coords(t, clusters_m, clusters_n, cfg.group_m)
+                k_n = k_tiles
+            else:
+                cm, cn, ks, _k_lo, k_n = _unit_coords(t, clusters_m, clusters_n, k_tiles, cfg.group_m, split)
             tm = cm * cfg.cluster_m + ccoord[0]
             tn = cn * cfg.cluster_n + ccoord[1]
 
@@ -361,7 +538,7 @@ def gemm_kernel(
             warpgroup.commit_group()
             read.advance()
             ready = ring.consumer_try_wait(read)
-            for _kt in cutlass.range(1, k_tiles, 1, unroll=1):
+            for _kt in cutlass.range(1, k_n, 1, unroll=1):
                 ring.consumer_wait(read, ready)
                 warpgroup.fence()
                 for kb in cutlass.range_constexpr(k_blocks):
@@ -373,14 +550,16 @@ def gemm_kernel(
                 release.advance()
                 read.advance()
                 ready = cutlass.Boolean(True)
-                if _kt + 1 < k_tiles:
+                if _kt + 1 < k_n:
                     ready = ring.consumer_try_wait(read)
             warpgroup.wait_group(0)
             ring.consumer_release(release)
             release.advance()
 
             # ---- epilogue
-            if cutlass.const_expr(cfg.tma_store):
+            if cutlass.const_expr(split is not None):
+                _split_fixup(acc, thr_mma, mC_direct, tm, tn, ks, tiles_n, ctid, split, cfg, dtype)
+            elif cutlass.const_expr(cfg.tma_store):
                 gC_tile = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tm, tn))
                 gC_epi = cute.zipped_divide(gC_tile, (cfg.tile_m, cfg.epi_n))  # ((TM, EPI_N), (1, TN/EPI_N))
                 bSG_sC, bSG_gC = cpasync.tma_partition(
@@ -406,14 +585,7 @@ def gemm_kernel(
                             cute.arch.cp_async_bulk_commit_group()
                     epi_count += 1
             else:
-                gC_tile = gC[(None, None, tm, tn)]
-                tCgC = thr_mma.partition_C(gC_tile)
-                cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
-                m_left = mC_direct.shape[0] - tm * cfg.tile_m
-                n_left = mC_direct.shape[1] - tn * cfg.tile_n
-                for i in cutlass.range_constexpr(cute.size(acc)):
-                    if cute.elem_less(cC[i], (m_left, n_left)):
-                        tCgC[i] = acc[i].to(dtype)
+                _store_direct(acc, thr_mma, mC_direct, tm, tn, cfg, dtype)
             t += num_clusters
 
         if cutlass.const_expr(cfg.tma_store):
@@ -422,11 +594,10 @@ def gemm_kernel(
 
 
 @cute.jit
-def gemm_launch(
-    mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_clusters: Int32, stream, cfg: cutlass.Constexpr,
-):
-    """Host side: rebuild row-major tensors and TMA descriptors from the tensors' pointers and M, N, K, then launch
-    a persistent grid of clusters."""
+def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas: Int32, stream, cfg: cutlass.Constexpr,
+            split_in: cutlass.Constexpr):
+    """Host side of both TMA kernels: rebuild row-major tensors and TMA descriptors from the tensors' pointers and
+    M, N, K, then launch a persistent grid of clusters (split_in: None, or (workspace, counters, S, k_per))."""
     dtype = mA_in.element_type
     m, k = mA_in.shape
     n = mB_in.shape[0]
@@ -453,12 +624,119 @@ def gemm_launch(
     tiles_n = (n + cfg.tile_n - 1) // cfg.tile_n
     k_tiles = (k + cfg.tile_k - 1) // cfg.tile_k
     cluster_tiles = ((tiles_m + cfg.cluster_m - 1) // cfg.cluster_m) * ((tiles_n + cfg.cluster_n - 1) // cfg.cluster_n)
-    clusters = cutlass.min(cluster_tiles, max_clusters)
     mma = _tiled_mma(dtype, cfg)
-    gemm_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, cfg, dtype).launch(
-        grid=[clusters * cfg.cluster_m, cfg.cluster_n, 1], block=[cfg.threads, 1, 1],
-        cluster=[cfg.cluster_m, cfg.cluster_n, 1], stream=stream, min_blocks_per_mp=1,
-    )
+    launch = dict(block=[cfg.threads, 1, 1], cluster=[cfg.cluster_m, cfg.cluster_n, 1], stream=stream,
+                  min_blocks_per_mp=1)
+    if cutlass.const_expr(split_in is None):
+        clusters = cutlass.min(cluster_tiles, max_ctas)
+        gemm_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, cfg, dtype).launch(
+            grid=[clusters * cfg.cluster_m, cfg.cluster_n, 1], **launch)
+    else:
+        ws_in, count, splits, k_per = split_in
+        n_pad = tiles_n * cfg.tile_n  # workspace rows padded to whole tiles: partial tiles need no column clip
+        mWS = cute.make_tensor(ws_in.iterator, cute.make_layout((splits, m, n_pad), stride=(m * n_pad, n_pad, 1)))
+        ctas = cutlass.min(cluster_tiles * splits, max_ctas)
+        gemm_splitk_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, mWS, count, splits,
+                           k_per, cfg, dtype).launch(grid=[ctas, 1, 1], **launch)
+
+
+@cute.jit
+def gemm_launch(
+    mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_clusters: Int32, stream, cfg: cutlass.Constexpr,
+):
+    """The large and skinny tile configs: one tile per work unit, a persistent grid of max_clusters at most."""
+    _launch(mA_in, mB_in, mC_in, max_clusters, stream, cfg, None)
+
+
+@cute.jit
+def gemm_splitk_launch(
+    mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, ws: cute.Tensor, count: cute.Tensor, splits: Int32,
+    k_per: Int32, max_ctas: Int32, stream, cfg: cutlass.Constexpr,
+):
+    """Split-K: ws holds S x M x N_pad fp32 partials, count tiles x consumer-threads int32 zeros."""
+    _launch(mA_in, mB_in, mC_in, max_ctas, stream, cfg, (ws, count, splits, k_per))
+
+
+# ---------------------------------------------------------------- GEMV (M <= GEMV_MAX_M): CUDA cores, no tiles
+
+
+@cute.jit
+def _gemv_block(mA: cute.Tensor, mB: cute.Tensor, acc: cute.Tensor, chunk0: Int32, col0: Int32,
+                cfg: cutlass.Constexpr, predicated: cutlass.Constexpr):
+    """One block of K: UNROLL x COLS 16-byte loads of B issued first (all in flight), then the A vectors of each
+    row, converted to fp32, dotted with them. Lane l reads chunks chunk0 + 32 u; `predicated` (the K tail) skips
+    chunks past the end, whose registers stay 0."""
+    dtype = mB.element_type
+    kc, n, m = mB.shape[1], mB.shape[2], mA.shape[2]
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=128)
+    rB = cute.make_rmem_tensor((GEMV_VEC, cfg.unroll, cfg.cols), dtype)
+    if cutlass.const_expr(predicated):
+        rB.fill(0.0)
+    for c in cutlass.range_constexpr(cfg.cols):
+        row = cutlass.min(col0 + c, n - 1)  # past N: re-read row N-1, never stored
+        for u in cutlass.range_constexpr(cfg.unroll):
+            if cutlass.const_expr(predicated):
+                if chunk0 + u * 32 < kc:
+                    cute.copy(atom, mB[None, chunk0 + u * 32, row], rB[None, u, c])
+            else:
+                cute.copy(atom, mB[None, chunk0 + u * 32, row], rB[None, u, c])
+    for r in cutlass.range_constexpr(cfg.rows):
+        a_row = cutlass.min(r, m - 1)  # rows past M (a padded bucket) re-read row M-1, never stored
+        for u in cutlass.range_constexpr(cfg.unroll):
+            rA = cute.make_rmem_tensor((GEMV_VEC,), dtype)
+            if cutlass.const_expr(predicated):
+                rA.fill(0.0)
+                if chunk0 + u * 32 < kc:
+                    cute.copy(atom, mA[None, chunk0 + u * 32, a_row], rA)
+            else:
+                cute.copy(atom, mA[None, chunk0 + u * 32, a_row], rA)
+            a = rA.load().to(cutlass.Float32)
+            for c in cutlass.range_constexpr(cfg.cols):
+                acc[r, c] = acc[r, c] + (a * rB[None, u, c].load().to(cutlass.Float32)).reduce(
+                    cute.ReductionOp.ADD, 0.0, 0)
+
+
+@cute.kernel
+def gemv_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, cfg: cutlass.Constexpr):
+    """Warp w of CTA b owns the COLS output columns from (b * WARPS + w) * COLS, for every row of A; its 32 lanes
+    stride along K in 16-byte chunks, then a butterfly shuffle sums each dot product across the warp."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    lane = tidx % 32
+    warp = cute.arch.make_warp_uniform(tidx // 32)
+    col0 = (bidx * cfg.warps + warp) * cfg.cols
+    m, n = mC.shape
+    kc = mB.shape[1]
+    acc = cute.make_rmem_tensor((cfg.rows, cfg.cols), cutlass.Float32)
+    acc.fill(0.0)
+    step = 32 * cfg.unroll
+    full = kc // step
+    for it in cutlass.range(full, unroll=1):
+        _gemv_block(mA, mB, acc, it * step + lane, col0, cfg, False)
+    if full * step < kc:
+        _gemv_block(mA, mB, acc, full * step + lane, col0, cfg, True)
+    for r in cutlass.range_constexpr(cfg.rows):
+        for c in cutlass.range_constexpr(cfg.cols):
+            total = cute.arch.warp_reduction(acc[r, c], operator.add, threads_in_group=32)
+            if lane == 0:
+                if r < m:
+                    if col0 + c < n:
+                        mC[r, col0 + c] = total.to(mC.element_type)
+
+
+@cute.jit
+def gemv_launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, stream, cfg: cutlass.Constexpr):
+    """A [M,K] and B [N,K] seen as (8 elements, K/8 chunks, row): each chunk is one 128-bit load (K*2 % 16 == 0)."""
+    m, k = mA_in.shape
+    n = mB_in.shape[0]
+    k = cute.assume(k, divby=GEMV_VEC)
+    kc = k // GEMV_VEC
+    mA = cute.make_tensor(mA_in.iterator, cute.make_layout((GEMV_VEC, kc, m), stride=(1, GEMV_VEC, k)))
+    mB = cute.make_tensor(mB_in.iterator, cute.make_layout((GEMV_VEC, kc, n), stride=(1, GEMV_VEC, k)))
+    mC = cute.make_tensor(mC_in.iterator, cute.make_layout((m, n), stride=(n, 1)))
+    cols_per_cta = cfg.warps * cfg.cols
+    gemv_kernel(mA, mB, mC, cfg).launch(grid=[(n + cols_per_cta - 1) // cols_per_cta, 1, 1],
+                                        block=[cfg.warps * 32, 1, 1], stream=stream)
 
 
 # ---------------------------------------------------------------- host API
@@ -470,21 +748,33 @@ _max_clusters: dict = {}  # cluster size -> co-resident clusters on this GPU
 
 @dataclass(frozen=True)
 class _Launch:
-    """What run() needs per argument signature: the compiled launcher, its grid cap, the output's shape.
-    launcher None: an empty problem (M, N or K = 0), where out is only zero-filled."""
+    """What run() needs per argument signature: the compiled launcher, the scalars it takes after the tensors (grid
+    cap; split-K: S, k_per, grid cap), the output's shape, and split-K's per-call scratch sizes (workspace floats,
+    counters). launcher None: an empty problem (M, N or K = 0), where out is only zero-filled."""
 
     launcher: object
-    max_clusters: int
+    args: tuple
     out_shape: tuple
+    scratch: tuple = ()
 
 
-def _compile_args(dtype: str, cfg: Config) -> tuple:
+def _compile_args(dtype: str, cfg) -> tuple:
     """Fake A [M,K], B [N,K], C [M,N], row-major and 16-byte aligned, sharing the M, N, K symbols (the wrapper
-    checks that the three agree and are contiguous); a placeholder max_clusters; the env stream; cfg."""
+    checks that the three agree and are contiguous); split-K adds a 1-D fp32 workspace and int32 counters and
+    the scalars S, k_per; the TMA paths a placeholder grid cap; then the env stream and cfg."""
     row = 128 // host.DTYPE_BITS[dtype]  # elements per 16 bytes: TMA's row-stride rule
-    m, n, k = rt.dim(), rt.dim(row if cfg.tma_store else 1), rt.dim(row)
+    m, n, k = rt.dim(), rt.dim(row if getattr(cfg, "tma_store", False) else 1), rt.dim(row)
     a, b, c = (rt.tensor(dtype, shape, (stride, 1)) for shape, stride in (((m, k), k), ((n, k), k), ((m, n), n)))
+    if isinstance(cfg, Gemv):
+        return a, b, c, rt.STREAM, cfg
+    if cfg.split_k:
+        ws, count = rt.tensor("fp32", (rt.dim(),), (1,)), rt.tensor("int32", (rt.dim(),), (1,))
+        return a, b, c, ws, count, Int32(2), Int32(1), Int32(1), rt.STREAM, cfg
     return a, b, c, Int32(1), rt.STREAM, cfg
+
+
+def _launcher_of(cfg):
+    return gemv_launch if isinstance(cfg, Gemv) else gemm_splitk_launch if cfg.split_k else gemm_launch
 
 
 def _co_resident_clusters(cluster_size: int) -> int:
@@ -495,21 +785,32 @@ def _co_resident_clusters(cluster_size: int) -> int:
     return _max_clusters[cluster_size]
 
 
-def _prepare(a, b, out, cfg: Config | None) -> _Launch:
+def _prepare(a, b, out, cfg) -> _Launch:
     """A signature's first call, or a refused one: host.py's checks, the config, the compiled launcher."""
     dtype, m, n, k, _ = host.matmul_dims(a, b, out, "TMA")
     if min(m, n, k) == 0:
-        return _Launch(None, 0, (m, n))
-    cfg = cfg or choose_config(m, n)
-    launcher = rt.compiled(_compiled, (cfg, dtype), gemm_launch, lambda: _compile_args(dtype, cfg))
-    return _Launch(launcher, _co_resident_clusters(cfg.cluster_size), (m, n))
+        return _Launch(None, (), (m, n))
+    cfg = cfg or choose_config(m, n, k)
+    if isinstance(cfg, Gemv) and m > cfg.rows:
+        raise ValueError(f"matmul: the GEMV config of {cfg.rows} rows cannot take M = {m}")
+    launcher = rt.compiled(_compiled, (cfg, dtype), _launcher_of(cfg), lambda: _compile_args(dtype, cfg))
+    if isinstance(cfg, Gemv):
+        return _Launch(launcher, (), (m, n))
+    if cfg.split_k:
+        splits, k_per = split_count(m, n, k, cfg)
+        tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
+        scratch = (splits * m * tiles_n * cfg.tile_n, tiles_m * tiles_n * cfg.mma_wgs * WG)
+        return _Launch(launcher, (splits, k_per, _co_resident_clusters(1)), (m, n), scratch)
+    return _Launch(launcher, (_co_resident_clusters(cfg.cluster_size),), (m, n))
 
 
-def run(a, b, out=None, cfg: Config | None = None):
+def run(a, b, out=None, cfg=None):
     """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation).
 
     The hot path is a dict lookup on (dtype, shapes, cfg) and the TVM-FFI call, which checks dtypes, shapes,
-    contiguity, device and alignment itself; see cutedsl_runtime.py."""
+    contiguity, device and alignment itself; see cutedsl_runtime.py. Split-K allocates its workspace and zeroed
+    counters per call from torch's caching allocator, on the current stream: nothing is shared between calls, so
+    concurrent streams and CUDA graphs are safe."""
     signature = (a.dtype, a.shape, b.shape, cfg)
     launch = _launches.get(signature)
     if launch is None:
@@ -518,8 +819,11 @@ def run(a, b, out=None, cfg: Config | None = None):
         return host.matmul_dims(a, b, out, "TMA")[-1].zero_()
     if out is None:
         out = a.new_empty(launch.out_shape)
+    scratch = ()
+    if launch.scratch:
+        scratch = (a.new_empty(launch.scratch[0], dtype=torch.float32), a.new_zeros(launch.scratch[1], dtype=torch.int32))
     try:
-        launch.launcher(a, b, out, launch.max_clusters)
+        launch.launcher(a, b, out, *scratch, *launch.args)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
         _prepare(a, b, out, cfg)  # host.py says why in the words every cell uses ...
         raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
@@ -531,31 +835,59 @@ def _case_dims(case: dict | None) -> tuple[int, int, int]:
     return int(v.get("M", 8192)), int(v.get("N", 8192)), int(v.get("K", 8192))
 
 
+def _tag(cfg) -> str:
+    if isinstance(cfg, Gemv):
+        return f"gemv_r{cfg.rows}"
+    split = "_splitk" if cfg.split_k else ""
+    return f"{cfg.tile_m}x{cfg.tile_n}_c{cfg.cluster_m}x{cfg.cluster_n}{split}{'' if cfg.tma_store else '_stg'}"
+
+
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
     """Compile run()'s launcher for sm_90a without a GPU (fake tensors); write and return the PTX.
 
-    The case's M and N pick the Config, as in run(); any other M, N, K of that Config shares the PTX."""
+    The case's M, N, K pick the Config, as in run(); any other M, N, K of that Config shares the PTX."""
     dtype = dtype or OP_SPEC["dtype"]
-    m, n, _ = _case_dims(case)
-    cfg = choose_config(m, n)
-    tag = f"{cfg.tile_m}x{cfg.tile_n}_c{cfg.cluster_m}x{cfg.cluster_n}{'' if cfg.tma_store else '_stg'}"
-    return rt.dump_ptx(gemm_launch, _compile_args(dtype, cfg), out_dir, f"matmul_{dtype}_{tag}")
+    cfg = choose_config(*_case_dims(case))
+    return rt.dump_ptx(_launcher_of(cfg), _compile_args(dtype, cfg), out_dir, f"matmul_{dtype}_{_tag(cfg)}")
 
 
 def describe(case: dict) -> dict:
-    """Launch configuration of a case, for the plan and the report."""
+    """Launch configuration of a case, for the plan and the report; "path" says which regime and why."""
     m, n, k = _case_dims(case)
-    cfg = choose_config(m, n)
+    cfg = choose_config(m, n, k)
+    if isinstance(cfg, Gemv):
+        ctas = -(-n // (cfg.warps * cfg.cols))
+        return {
+            "path": f"GEMV: M = {m} <= {GEMV_MAX_M} rows would fill {m} of a 64-row tensor-core tile, so each warp "
+                    f"dots {cfg.cols} rows of B with the {cfg.rows}-row bucket of A on the CUDA cores, streaming B "
+                    f"once with 128-bit loads",
+            "threads_per_cta": cfg.warps * 32, "grid": [ctas, 1, 1], "grid_blocks": ctas,
+            "data_movement": f"ld.global.v4 of B ({cfg.unroll} x {cfg.cols} 16-byte loads in flight per lane) and A; "
+                             "fp32 FMA; warp shuffle reduction; st.global of C",
+        }
     tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
     cluster_tiles = -(-m // (cfg.tile_m * cfg.cluster_m)) * -(-n // (cfg.tile_n * cfg.cluster_n))
-    clusters = min(cluster_tiles, SM_COUNT // cfg.cluster_size)
+    splits, k_per = split_count(m, n, k, cfg) if cfg.split_k else (1, -(-k // cfg.tile_k))
+    units = cluster_tiles * splits
+    clusters = min(units, SM_COUNT // cfg.cluster_size)
+    if cfg.split_k:
+        path = (f"split-K with S = {splits} splits of {k_per} K-tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} "
+                f"would occupy {tiles} of {SM_COUNT} SMs, so each tile's K loop is spread over {splits} CTAs that "
+                f"meet in a deterministic fp32 fix-up")
+    elif cfg.tile_m == DEFAULT.tile_m:
+        path = f"large tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} make at least one wave over {SM_COUNT} SMs"
+    else:
+        path = (f"skinny 64-row tiles: 128x256 tiles would make less than one wave over {SM_COUNT} SMs, and "
+                f"{tiles} tiles of {cfg.tile_m}x{cfg.tile_n} fill them best without splitting K")
     return {
+        "path": path,
         "tile_mnk": [cfg.tile_m, cfg.tile_n, cfg.tile_k],
         "cluster_mn": [cfg.cluster_m, cfg.cluster_n],
+        "splits": splits,
         "stages": cfg.stages,
         "smem_bytes": cfg.smem_bytes(),
         "tiles": tiles,
-        "waves": round(tiles / (clusters * cfg.cluster_size), 2),
+        "waves": round(units * cfg.cluster_size / (clusters * cfg.cluster_size), 2),
         "threads_per_cta": cfg.threads,
         "warpgroups": f"1 TMA producer + {cfg.mma_wgs} WGMMA consumer(s) (64 x {cfg.tile_n} each)",
         "grid": [clusters * cfg.cluster_m, cfg.cluster_n, 1],
@@ -563,5 +895,6 @@ def describe(case: dict) -> dict:
         "data_movement": "global -> SMEM by TMA"
         + (" (B multicast across the 2-CTA cluster)" if cfg.cluster_m > 1 else "")
         + f" into a {cfg.stages}-stage mbarrier ring; WGMMA reads SMEM, accumulates fp32 in registers; "
-        + ("stmatrix -> SMEM -> TMA store" if cfg.tma_store else "predicated st.global"),
+        + ("fp32 partials -> workspace, last split sums them in order -> st.global"
+           if cfg.split_k else "stmatrix -> SMEM -> TMA store" if cfg.tma_store else "predicated st.global"),
     }

@@ -1,0 +1,178 @@
+"""H200 sweep of the CuTe DSL GEMM cell against cuBLAS over M x N x K: where each regime wins or loses.
+
+    python benchmarks/sweep_gemm.py                                   # on the H200, after benchmarks/device_setup.sh
+    python benchmarks/sweep_gemm.py --out benchmarks/results/DATE-h200-gemm-sweep.json --m 1 16 --nk 4096
+
+It builds a bf16 gemm workspace with tools.scaffold (no bake step, no baseline run) and loads its kernel.py with
+bench_gemm.load_kernel. For every (M, N, K) of the grid (M in 1, 16, 64, 128, 512, 4096; N, K in 4096, 8192,
+14336: every regime of choose_config appears), it
+- checks the kernel once (bench_gemm.check: fresh inputs, NaN-poisoned out, rel_err vs an fp32 reference);
+- times the kernel's run() and cuBLAS (`a @ b.T`) alike: GPU time from torch.profiler, i.e. the CUDA kernel
+  (and memset) time of all the kernels one call launches, summed, averaged over the calls (split-K's zeroed
+  counters and cuBLAS's own split-K reduction count); the calls rotate over enough distinct input sets that
+  together exceed 3x the L2, so every call reads its operands from HBM as a cold call would, and no flush
+  kernel enters the profile;
+- records describe()'s path (large tiles / skinny / split-K with S / GEMV) beside the ratio cuBLAS / kernel.
+Writes the JSON rows, one heatmap PNG per K beside it (M down, N across, one cell per (N, K) point, the ratio
+annotated, red below 0.9), and prints a table. Each distinct Config compiles once (the first call of a shape).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_gemm import check, load_kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tools import scaffold, spec  # noqa: E402
+
+M_GRID = [1, 16, 64, 128, 512, 4096]
+NK_GRID = [4096, 8192, 14336]
+TARGET = 0.9  # ratio below which a point is red: the kernel is more than 10% slower than cuBLAS
+TIME_BUDGET_MS = 40.0  # profiled GPU time per side and point
+
+
+def gpu_us(fn, calls: int) -> float:
+    """Mean GPU time of one fn() in us: every CUDA kernel and memset the calls launch, from torch.profiler."""
+    import torch
+
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            fn(i)
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / calls
+
+
+def operand_sets(m: int, n: int, k: int, torch_dtype) -> list:
+    """Distinct (a, b, out) sets whose A + B bytes together exceed 3x the L2 (at least one): rotating over them,
+    each call finds its operands out of L2."""
+    import torch
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    per_set = (m * k + n * k) * torch.finfo(torch_dtype).bits // 8
+    count = min(16, max(1, -(-3 * l2 // per_set)))
+    return [(torch.randn(m, k, device="cuda", dtype=torch_dtype), torch.randn(n, k, device="cuda", dtype=torch_dtype),
+             torch.empty(m, n, device="cuda", dtype=torch_dtype)) for _ in range(count)]
+
+
+def time_point(kernel, m: int, n: int, k: int, torch_dtype) -> dict:
+    """Kernel and cuBLAS GPU us on the same rotating operands, each warmed up first (the kernel's first call
+    compiles its Config)."""
+    import torch
+
+    sets = operand_sets(m, n, k, torch_dtype)
+    sides = {"kernel": lambda i: kernel.run(sets[i % len(sets)][0], sets[i % len(sets)][1], out=sets[i % len(sets)][2]),
+             "cublas": lambda i: torch.matmul(sets[i % len(sets)][0], sets[i % len(sets)][1].T,
+                                              out=sets[i % len(sets)][2])}
+    row = {}
+    for name, fn in sides.items():
+        for i in range(3):
+            fn(i)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn(0)
+        torch.cuda.synchronize()
+        once_ms = (time.perf_counter() - t0) * 1e3  # host-timed: an upper bound, only to size the call count
+        row[f"{name}_us"] = gpu_us(fn, int(min(200, max(len(sets), TIME_BUDGET_MS / max(once_ms, 1e-3)))))
+    row["ratio"] = row["cublas_us"] / row["kernel_us"]
+    row["kernel_tbps"] = (m * k + n * k + m * n) * torch.finfo(torch_dtype).bits / 8 / row["kernel_us"] / 1e6
+    row["kernel_tflops"] = 2.0 * m * n * k / row["kernel_us"] / 1e6
+    return row
+
+
+def heatmaps(rows: list[dict], out_json: Path) -> list[Path]:
+    """One PNG per K: M down, N across, each cell the ratio cuBLAS / kernel, red below TARGET."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    cmap = ListedColormap(["#d73027", "#fee08b", "#1a9850"])
+    norm = BoundaryNorm([0.0, TARGET, 1.0, 1e9], cmap.N)
+    paths = []
+    for k in sorted({r["K"] for r in rows}):
+        ms = sorted({r["M"] for r in rows if r["K"] == k})
+        ns = sorted({r["N"] for r in rows if r["K"] == k})
+        grid = [[next((r.get("ratio") for r in rows if (r["M"], r["N"], r["K"]) == (m, n, k)), None) for n in ns]
+                for m in ms]
+        fig, ax = plt.subplots(figsize=(1.6 * len(ns) + 2, 0.7 * len(ms) + 1.5))
+        ax.imshow([[v if v is not None else float("nan") for v in line] for line in grid], cmap=cmap, norm=norm)
+        for i, line in enumerate(grid):
+            for j, v in enumerate(line):
+                ax.text(j, i, "FAIL" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=10)
+        ax.set_xticks(range(len(ns)), [str(n) for n in ns])
+        ax.set_yticks(range(len(ms)), [str(m) for m in ms])
+        ax.set_xlabel("N")
+        ax.set_ylabel("M")
+        ax.set_title(f"cuBLAS time / kernel time, K = {k} (red < {TARGET})")
+        fig.tight_layout()
+        path = out_json.with_name(f"{out_json.stem}-K{k}.png")
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def table(rows: list[dict]) -> str:
+    lines = [f"{'M':>5} {'N':>6} {'K':>6} {'kernel us':>10} {'cuBLAS us':>10} {'ratio':>6} {'TB/s':>5}  path",
+             "-" * 100]
+    for r in rows:
+        if r["status"] != "PASS":
+            lines.append(f"{r['M']:>5} {r['N']:>6} {r['K']:>6} {'check ' + r['status']:>28}  {r.get('error', '')}")
+            continue
+        flag = " <" if r["ratio"] < TARGET else ""
+        lines.append(f"{r['M']:>5} {r['N']:>6} {r['K']:>6} {r['kernel_us']:>10.1f} {r['cublas_us']:>10.1f} "
+                     f"{r['ratio']:>6.2f} {r['kernel_tbps']:>5.2f}  {r['path'][:60]}{flag}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    day = datetime.date.today().isoformat()
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{day}-h200-gemm-sweep.json")
+    p.add_argument("--m", type=int, nargs="+", default=M_GRID)
+    p.add_argument("--nk", type=int, nargs="+", default=NK_GRID, help="the values N and K each take")
+    args = p.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # check()'s fp32 reference must be fp32
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kb-sweep-gemm-") as tmp:
+        ws = scaffold.workspace(Path(tmp) / "matmul_bf16", spec.context(pattern="gemm", gpu="H200", dtype="bf16",
+                                                                         run_baseline="no"))
+        kernel = load_kernel(ws, "bf16")
+        rows = []
+        for k in args.nk:
+            for n in args.nk:
+                for m in args.m:
+                    t0 = time.perf_counter()
+                    row = {"M": m, "N": n, "K": k, "path": kernel.describe({"vars": {"M": m, "N": n, "K": k}})["path"]}
+                    row |= {key: v for key, v in check(kernel, m, n, k, torch.bfloat16, seed=m + n + k).items()
+                            if key in ("status", "rel_err", "error")}
+                    if row["status"] == "PASS":
+                        row |= time_point(kernel, m, n, k, torch.bfloat16)
+                    rows.append(row)
+                    print(f"{m}x{n}x{k}: {row['status']} ratio {row.get('ratio', float('nan')):.2f} "
+                          f"({time.perf_counter() - t0:.1f}s)", flush=True)
+                    torch.cuda.empty_cache()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                                    "dtype": "bf16", "timer": "torch.profiler CUDA kernel time per call, rotating "
+                                    "operand sets > 3x L2", "rows": rows}, indent=1) + "\n")
+    pngs = heatmaps(rows, args.out)
+    print(table(rows))
+    print(f"wrote {args.out} and {', '.join(p.name for p in pngs)} in {time.perf_counter() - t_start:.0f}s")
+    return 0 if all(r["status"] == "PASS" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
