@@ -1,11 +1,12 @@
 """Decode attention (GQA / MHA / MQA, one query token per sequence) in CuTe DSL for Hopper (sm_90a).
 
-Flash-decoding in two kernels. Kernel 1 splits the KV sequence of every (sequence, KV head) pair so that
-about 8 CTAs per SM have work (NUM_SMS is op.json's compute_units); each split CTA streams its keys
-global -> shared with cp.async, runs an online softmax for all the query heads of its GQA group at once,
-and writes an fp32 partial output plus its log-sum-exp. Kernel 2, launched with programmatic dependent
-launch, merges the non-empty splits. Groups of G <= 7 heads run on CUDA cores (fp32 FMAs and lane
-shuffles); G >= 8 with D <= 128 puts the group's heads on the M dimension of mma.sync m16n8k16.
+Flash-decoding in one launch. The kernel splits the KV sequence of every (sequence, KV head) pair as plan()
+decides for the shape (NUM_SMS is op.json's compute_units); each split CTA streams its keys global -> shared
+with cp.async, runs an online softmax for all the query heads of its GQA group at once and writes an fp32
+partial output plus its log-sum-exp; the last CTA of a (sequence, KV head) pair to finish, found with an
+atomic counter, merges the partials in split order. A sequence that fits one split writes `out` directly.
+Groups of G <= 3 heads (and D = 256) run on CUDA cores (fp32 FMAs and lane shuffles); G >= 4 with D <= 128
+puts the group's heads on the M dimension of mma.sync m16n8k16.
 
 What it computes
     out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
@@ -19,29 +20,29 @@ Why this shape (flash-decoding; worked with the H200's cited peaks: 989 TFLOP/s,
     The kernel must stream K/V at HBM speed, read each byte once, and put enough CTAs on the SMs although
     a batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
 
-    kernel 1  grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for
-              `heads` query heads at once (the whole GQA group when G <= 7 on CUDA cores; G >= 8 goes to
-              the tensor-core variant described below), keeps an online softmax
-              (running max m, running sum l, fp32 accumulator) and writes a normalised partial
-              o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at or past len_b
-              (short sequences in a mixed batch) returns at once and writes nothing.
-    kernel 2  grid (Hq, B), D threads: merges the ceil(len_b / split_size) non-empty splits by
-              log-sum-exp, out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M), M = max_s lse_s, so the
-              empty splits are never read. Its loops are unrolled 4x (MERGE_UNROLL) so 4 independent L2 loads
-              are in flight instead of one dependent load per split, and it is launched with programmatic
-              dependent launch (PDL): kernel 1 calls griddepcontrol.launch_dependents at its start, kernel 2
-              waits in griddepcontrol.wait, so its launch overlaps kernel 1's tail.
+    split CTA grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for `heads`
+              query heads at once (the whole GQA group up to 8 heads on CUDA cores, up to 32 on the tensor
+              cores), keeps an online softmax (running max m, running sum l, fp32 accumulator) and writes
+              a normalised partial o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at
+              or past len_b (short sequences in a mixed batch) returns at once and writes nothing.
+    merge     in the same kernel (_fused_merge): the n = ceil(len_b / split_size) non-empty split CTAs of
+              an item arrive on its counter (atom.add.acq_rel.gpu after a fence and a CTA barrier); the
+              n-th resets the counter to 0 and computes out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M),
+              M = max_s lse_s, over s = 0 .. n-1 in order (deterministic whatever the arrival order), with
+              the weights in shared memory and 128-bit partial loads, MERGE_UNROLL in flight per thread.
+              With n = 1 there is nothing to merge: the CTA writes out itself. The former second kernel
+              (a grid of Hq x B CTAs with a PDL launch) cost a launch, its host time, and, as profilers
+              count it, its wait for the split grid; its per-thread dependent loads were slow at 32+ splits.
 
-How many splits (plan(); NUM_SMS = op.json's compute_units, the examples use 132)
-    items = B * Hkv * (G / heads) independent work items; TARGET_CTAS = NUM_SMS * 8 (1056: ~5 waves of
-    the 2 split CTAs an SM holds at 204 registers/thread); splits = clamp(ceil(TARGET_CTAS / items), 1,
-    ceil(S / 256)) (a split reads >= 256 keys, so partial outputs stay ~1% of the traffic); split_size =
-    ceil(S / splits) rounded up to the CTA step, then splits = ceil(S / split_size).
-      B32 Hq32 Hkv8 S4096:   items 256 -> 5 splits x 832 keys, grid [1, 5, 256]  = 1280 CTAs
-      B8  Hq64 Hkv8 S16384:  items  64 -> 17 splits x 976 keys                    = 1088 CTAs
-      B1  Hq32 Hkv32 S32768: items  32 -> 33 -> 32 splits x 1024 keys             = 1024 CTAs
+How many splits (plan() and _splits(); NUM_SMS = op.json's compute_units, the examples use 132)
+    items = B * Hkv * (G / heads) independent work items; each path has a number of resident CTAs per SM
+    (CUDA cores 2 at 204 registers; tensor cores 3 with one m16 tile of heads, <= 168 registers, 2 with
+    two); _splits() picks the split count with the least modelled time: streaming time / wave efficiency
+    + a fixed cost per wave + the fused merge's cost (one CTA reads splits x heads x D x 4 bytes). Its
+    docstring works the regimes: B1 Hkv8 G4 S8192 -> 43 splits of 192 keys (344 CTAs, <= 1 wave of 396
+    slots), B32 Hkv8 G4 S4096 -> 3 x 1408 (768 CTAs, 1.94 waves), MQA B32 Hkv1 G16 -> 11 x 384 (352 CTAs),
+    B32 Hq8 Hkv8 (MHA, CUDA cores) -> 1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit.
-    Fewer SMs (a smaller compute_units) give proportionally fewer, longer splits.
 
 Thread / value layout of a split CTA (128 threads = 4 warps)
     Each thread owns `nch` 128-bit chunks (8 dims each) of a key row: nch = 2 when the CTA holds <= 4
@@ -76,14 +77,16 @@ Data movement: a private cp.async pipeline
     48 KiB per CTA, ~96 KiB per SM (2 CTAs, 66 KB smem each), above the ~36 KiB per SM that Little's law
     asks for (4.8 TB/s x ~1 us of latency over 132 SMs). q is read once with 128-bit ld.global.v4.
 
-Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 7)
+Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 3)
     Why: on CUDA cores every K/V element feeds 2*G fp32 FMAs plus its share of the shuffles, so from G = 8
-    on the split kernel is bound by FMAs and shuffles rather than by HBM, and MQA (G = 32) most of all.
+    on the split kernel is bound by FMAs and shuffles rather than by HBM, and MQA (G = 32) most of all; at
+    G = 4 it streamed 82% of the copy bandwidth where G = 8 on the tensor cores streamed 88%, and the padded
+    tensor-core work per K/V byte is the same for every G <= 16, so G >= 4 (MMA_MIN_GROUP) takes this path.
     mma.sync does that work on the tensor cores: per 16 keys and 16 heads q.K^T + P.V at D = 128 are 32
     m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
     Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32),
     N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The M rows are padded to a whole m16 tile
-    (mrows = 16 for G = 8 or 12, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
+    (mrows = 16 for G = 4 to 16, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
     scores are 0, they go through the softmax harmlessly and are never written. Why pad instead of putting
     keys on M (S^T = K.q^T has no padding at G = 8)? With heads as M the m16n8 accumulator of S is, register
     for register, the A operand of P.V (two n8 score tiles = one k16 tile of P, converted to bf16/fp16 in
@@ -91,8 +94,9 @@ Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core spl
     movmatrix). The padded half is wasted tensor-core work, but the tensor cores are mostly idle anyway:
     B8 Hq64 Hkv8 S16384 issues 8.6 GFLOP of padded mma against 0.54 GB of K/V, i.e. ~77 TFLOP/s at the
     HBM-bound time (~112 us at 4.8 TB/s), under 8% of the 989 TFLOP/s dense-bf16 peak.
-    CTA: 4 warps, grid (G/heads, splits, B*Hkv), 128 threads; warp w takes the 16-key tiles w, w+4, w+8, ...
-    of the split (MMA_KEYS = 16). Each warp owns MMA_STAGES = 2 slots of [16 keys][D] K and V in shared
+    CTA: 4 warps, grid (G/heads, splits, B*Hkv), 128 threads; warp w takes the kt-key tiles w, w+4, w+8, ...
+    of the split (kt = MMA_KEYS[D]: 16 keys at D = 128; 32 at D = 64, whose rows are 128 bytes, so that a
+    tile and stage stay 4 KiB of K + V and a warp keeps as many bytes in flight as at D = 128). Each warp owns MMA_STAGES = 2 slots of [16 keys][D] K and V in shared
     memory, swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that both the 16-byte cp.async
     writes and the 8-row ldmatrix reads are bank-conflict free. Lane l copies chunk l % (D/8) of rows
     l // (D/8) + 32/(D/8)*i (one 256-byte K row per 16 lanes at D = 128); rows past the split end are
@@ -108,28 +112,29 @@ Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core spl
     one m16 tile; with two tiles (MQA) it is re-read by ldmatrix each step (kept in registers, two tiles
     overflow the 255-register budget and spill; re-read, ptxas gives 246-254 registers and no spill). After
     the loop the 4 warps merge (m, l, acc) through shared memory (reusing the K/V slots, rows padded by 4
-    floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the merge kernel is shared.
-    Splits: MMA_TARGET_CTAS = NUM_SMS * 8 over B*Hkv*(G/heads) items, >= 256 keys per split: at 132 SMs the
-    G = 8 case takes 16 splits x 1024 keys (1024 CTAs), MQA 32 x 256 (256 CTAs, one wave).
+    floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the fused merge is shared.
+    Registers (ptxas, bf16): G4 D128 168 (3 CTAs per SM), G16 D128 167, G4 D64 124, MQA 32 heads 254 (2).
 
 Limits
-    G <= 7 stays on CUDA cores. D = 256 with G >= 8 also stays on CUDA cores (acc_O would be 128 registers
-    per m16 tile). MQA's 256 CTAs of 256 keys are short (4 tiles per warp), and its fp32 partials
-    (B*Hq*splits*D*4 = 4 MiB) are ~12% of its 33.5 MB of K/V. The KV cache must have < 2^31 elements
-    (int32 indexing).
+    G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
+    tile). The fused merge runs on one CTA per item: with few items and many heads per CTA (MQA G32, 16 KB
+    of partial per split) it is a visible tail, which the plan's merge term trades against wave efficiency.
+    The KV cache must have < 2^31 elements (int32 indexing). Scratch is per signature: two calls of one
+    shape must not run concurrently on two streams.
 
 Measured times against torch SDPA, the knob sweeps (splits, chunks, stages, heads per CTA) behind the
 defaults, and the correctness checks (NaN- and 6e4-filled cache tails): benchmarks/2026-11-30-h200-decode-attention.md.
 
 Host side (the launch path itself is described in cutedsl_runtime.py)
-    One TVM-FFI launcher per path launches both kernels. It takes the torch tensors (q, k_cache, v_cache,
-    seq_lens, the fp32 partials o[B, Hq, splits, D] and lse[B, Hq, splits], out), then chunks, split_size
-    and qscale; it is compiled once per dtype, D and plan constexprs, on fake tensors whose shared symbols
-    (B, Hq, Hkv, S, splits; D static) let the wrapper check that the shapes agree, besides dtype, device
-    and 16-byte alignment (seq_lens included: the kernels are compiled assuming it). run() itself checks
-    contiguity; host.py's checks and plan() run once per (dtype, q.shape, k_cache.shape) and again on a
-    refused call, to say what is wrong. The partials are allocated on every call, from torch's caching
-    allocator, so a captured CUDA graph or a second stream never shares them with another call.
+    One TVM-FFI launcher per path launches the one kernel. It takes the torch tensors (q, k_cache, v_cache,
+    seq_lens, the fp32 partials o[B, Hq, splits, D] and lse[B, Hq, splits], the int32 counters[items],
+    out), then chunks, split_size and qscale; it is compiled once per dtype, D and plan constexprs, on fake
+    tensors whose shared symbols (B, Hq, Hkv, S, splits, items; D static) let the wrapper check that the
+    shapes agree, besides dtype, device and 16-byte alignment (seq_lens included: the kernels are compiled
+    assuming it). run() itself checks contiguity; host.py's checks, plan() and the scratch allocation run
+    once per (dtype, q.shape, k_cache.shape, device) and again on a refused call, to say what is wrong.
+    The scratch is allocated once (the counters zeroed) and the merging CTAs reset the counters, so a
+    run() allocates nothing but `out` (none when out= is given), and a CUDA graph replays correctly.
 
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
@@ -404,7 +409,7 @@ def _warp_reduce(x, op):
 
 
 # ------------------------------------------------------------------------------------------------
-# Kernel 1: one CTA per (head chunk, split, sequence x KV head)
+# Split kernel: one CTA per (head chunk, split, sequence x KV head); the last of an item merges
 # ------------------------------------------------------------------------------------------------
 
 @cute.kernel
@@ -555,7 +560,7 @@ def split_kernel(
 
 
 # ------------------------------------------------------------------------------------------------
-# Kernel 1, tensor-core variant (G >= 8): warp-level mma.sync m16n8k16, query heads as the M rows
+# Split kernel, tensor-core variant (G >= 4): warp-level mma.sync m16n8k16, query heads as the M rows
 # ------------------------------------------------------------------------------------------------
 
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
