@@ -177,16 +177,14 @@ def time_case(kernel, case, dtype, seed, gbps_copy) -> dict:
 
 # Kernel module knobs tried by --sweep on the headline case (bf16); each entry overrides module globals.
 SWEEP = [
-    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 4, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 4, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": False, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 1056, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 1056, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 1, "STAGES": 5, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 128},
-    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 3, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 64},
-    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "TARGET_CTAS": 2112, "PDL": True, "THREADS": 64},
+    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 4, "STAGES": 3, "MMA_MIN_GROUP": 8, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 1, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "MMA_MIN_GROUP": 8, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 3, "MMA_MIN_GROUP": 8, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "MMA_MIN_GROUP": 8, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "MMA_MIN_GROUP": 8, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 1, "STAGES": 5, "MMA_MIN_GROUP": 8, "THREADS": 128},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 3, "MMA_MIN_GROUP": 8, "THREADS": 64},
+    {"CHUNKS_FEW_HEADS": 2, "UNROLL_FEW_HEADS": 2, "STAGES": 4, "MMA_MIN_GROUP": 8, "THREADS": 64},
 ]
 
 
@@ -227,15 +225,14 @@ def sweep(kernel, gbps_copy) -> tuple[list[dict], dict | None]:
     return rows, (best[0] if best else None)
 
 
-# Tensor-core path knobs tried by --sweep-mma on the G >= 8 timed cases (bf16); entry 4 is the file default
-# (picked by the H200 run of 2026-11-30; entry 1 was the first version's setting).
+# Tensor-core path knobs tried by --sweep-mma on the G >= 8 timed cases (bf16); entry 1 is the file default.
 SWEEP_MMA = [
-    {"MMA_MAX_HEADS": 16, "MMA_STAGES": 3, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256, "MMA_KEYS": 16},
-    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 3, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256, "MMA_KEYS": 16},
-    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 3, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": 16},
-    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 2, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256, "MMA_KEYS": 16},
-    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 2, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": 16},
-    {"MMA_MAX_HEADS": 16, "MMA_STAGES": 2, "MMA_TARGET_CTAS": 1056, "MMA_MIN_SPLIT_KEYS": 256, "MMA_KEYS": 16},
+    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 2, "WAVE_US": 1.0, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": {64: 32, 128: 16}},
+    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 3, "WAVE_US": 1.0, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": {64: 32, 128: 16}},
+    {"MMA_MAX_HEADS": 16, "MMA_STAGES": 2, "WAVE_US": 1.0, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": {64: 32, 128: 16}},
+    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 2, "WAVE_US": 0.3, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": {64: 32, 128: 16}},
+    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 2, "WAVE_US": 3.0, "MMA_MIN_SPLIT_KEYS": 256, "MMA_KEYS": {64: 32, 128: 16}},
+    {"MMA_MAX_HEADS": 32, "MMA_STAGES": 2, "WAVE_US": 1.0, "MMA_MIN_SPLIT_KEYS": 128, "MMA_KEYS": {64: 16, 128: 16}},
 ]
 MMA_CASES = ("B8_Hq64_Hkv8_S16384_D128", "MQA_B8_Hq32_Hkv1_S8192_D128")
 
@@ -303,11 +300,11 @@ def render(s: dict) -> str:
     if s.get("sweep"):
         md += ["", f"Sweep on {HEADLINE} bf16 (kernel module knobs; chunks = 128-bit chunks of a key row per thread, "
                "unroll = keys per thread per step; torch SDPA timed in the same sweep):", "",
-               "| chunks | unroll | stages | threads | target CTAs | PDL | splits x keys | kernel (us) | GB/s | "
-               "% of copy | torch (us) | vs torch | rel_err |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+               "| chunks | unroll | stages | threads | mma from G | splits x keys | kernel (us) | GB/s | "
+               "% of copy | torch (us) | vs torch | rel_err |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in s["sweep"]:
             knobs = (f"| {r['CHUNKS_FEW_HEADS']} | {r['UNROLL_FEW_HEADS']} | {r['STAGES']} | {r['THREADS']} | "
-                     f"{r['TARGET_CTAS']} | {r['PDL']} |")
+                     f"{r.get('MMA_MIN_GROUP', 8)} |")
             md.append(f"{knobs} FAIL: {r['error']} |" if "error" in r else
                       f"{knobs} {r['splits']} x {r['split_size']} | {r['kernel_us']:.1f} | {r['gbps']:.0f} | "
                       f"{r['pct_copy']:.1f} | {r['torch_us']:.1f} | {r['speedup_vs_torch']:.3f}x | "
@@ -317,10 +314,11 @@ def render(s: dict) -> str:
     if s.get("sweep_mma"):
         md += ["", "Sweep of the tensor-core path (G >= 8) on B8 Hq64 Hkv8 S16384 and MQA B8 Hq32 Hkv1 S8192, bf16 "
                "(keys = keys per warp tile, stages = per-warp cp.async slots):", "",
-               "| heads/CTA max | keys | stages | target CTAs | min split | G8 splits | G8 (us) | G8 torch | G8 vs torch | MQA splits | "
+               "| heads/CTA max | keys | stages | wave us | min split | G8 splits | G8 (us) | G8 torch | G8 vs torch | MQA splits | "
                "MQA (us) | MQA torch | MQA vs torch | rel_err G8 / MQA |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in s["sweep_mma"]:
-            knobs = f"| {r.get('MMA_MAX_HEADS', 16)} | {r['MMA_KEYS']} | {r['MMA_STAGES']} | {r['MMA_TARGET_CTAS']} | {r['MMA_MIN_SPLIT_KEYS']} |"
+            knobs = (f"| {r.get('MMA_MAX_HEADS', 16)} | {r['MMA_KEYS']} | {r['MMA_STAGES']} | {r.get('WAVE_US', '-')} | "
+                     f"{r['MMA_MIN_SPLIT_KEYS']} |")
             md.append(f"{knobs} FAIL: {r['error']} |" if "error" in r else
                       f"{knobs} {r['B8_splits']} | {r['B8_us']:.1f} | {r['B8_torch_us']:.1f} | {r['B8_vs_torch']:.3f}x | "
                       f"{r['MQA_splits']} | {r['MQA_us']:.1f} | {r['MQA_torch_us']:.1f} | {r['MQA_vs_torch']:.3f}x | "

@@ -70,19 +70,76 @@ def test_gemm_fp16_compiles(workspace_of):
 
 
 def test_decode_attention_markers(workspace_of):
-    ptx = compile_workspace(workspace_of("H200", "gqa"))  # headline G = 4: the CUDA-core path
-    assert "shfl.sync.bfly" in ptx and "ex2.approx" in ptx and "mma.sync" not in ptx
+    ptx = compile_workspace(workspace_of("H200", "gqa"))  # headline G = 4: the tensor-core path, fused merge
+    assert "mma.sync.aligned.m16n8k16" in ptx and "ex2.approx" in ptx and "atom.global.acq_rel.add" in ptx
 
 
-@pytest.mark.parametrize("shape", ["8x64x8x16384x128", "8x32x1x8192x128"])
-def test_decode_attention_large_groups_use_tensor_cores(workspace_of, tmp_path, shape):
-    """G = 8 and MQA take the mma.sync path: the group's heads are the M dimension of m16n8k16."""
+def _decode_ptx(workspace_of, tmp_path, shape):
     ws = workspace_of("H200", "gqa")
     kernel = load_module(ws / "kernel.py", f"kernel_gqa_{shape}")
     (case,) = registry.pattern("decode_attention").cases(shape, "representative", "bf16")
-    ptx = kernel.compile_only(case, tmp_path)
-    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx)
-    assert "ldmatrix" in ptx and "cp.async.cg.shared.global" in ptx and ".local" not in ptx
+    return kernel, case, kernel.compile_only(case, tmp_path)
+
+
+def _ptxas(ptx: str, tmp_path) -> list[tuple[int, int]]:
+    """(registers, spill bytes) of every entry in the PTX, from ptxas -v."""
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    done = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    regs = [int(n) for n in re.findall(r"Used (\d+) registers", done.stderr)]
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)]
+    return list(zip(regs, spills))
+
+
+# (shape, path, tiles of keys per warp, resident CTAs per SM the plan counts on): every path of plan()
+DECODE_PATHS = [
+    ("32x32x8x4096x128", "mma", 16, 3),   # headline G = 4 on the tensor cores
+    ("1x32x8x8192x128", "mma", 16, 3),    # small B*Hkv: ~40 splits, the fused merge
+    ("32x16x1x4096x128", "mma", 16, 3),   # MQA G = 16: one m16 tile
+    ("8x32x1x8192x128", "mma", 16, 2),    # MQA G = 32: two m16 tiles
+    ("32x32x8x4096x64", "mma", 32, 3),    # D = 64: 32-key warp tiles
+    ("3x8x8x777x64", "cc", 0, 2),         # MHA on CUDA cores
+    ("2x16x2x1000x256", "cc", 0, 2),      # D = 256 on CUDA cores
+]
+
+
+@pytest.mark.parametrize("shape,path,kt,ctas", DECODE_PATHS)
+def test_decode_attention_paths(workspace_of, tmp_path, shape, path, kt, ctas):
+    """Each path compiles to what its plan says: mma.sync (or none), the fused merge's acq_rel atomic and fences,
+    128-bit partial loads, one kernel entry, no local memory, and registers that allow the CTAs per SM it plans."""
+    kernel, case, ptx = _decode_ptx(workspace_of, tmp_path, shape)
+    p = kernel.plan(*(case["vars"][k] for k in ("B", "Hq", "Hkv", "S", "D")))
+    assert p["mma"] == (path == "mma") and (not p["mma"] or p["unroll"] == kt)
+    assert p["slots"] == ctas * kernel.NUM_SMS
+    mma = re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx)
+    assert bool(mma) == (path == "mma") and ("ldmatrix" in ptx) == (path == "mma")
+    assert "atom.global.acq_rel.add" in ptx and ptx.count("fence.acq_rel.gpu") >= 2
+    assert "ld.global.v4" in ptx and "cp.async.cg.shared.global" in ptx and ".local" not in ptx
+    assert ptx.count(".entry") == 1 and "griddepcontrol" not in ptx  # one launch: the merge is fused
+    if shutil.which("ptxas"):
+        (regs, spill), = _ptxas(ptx, tmp_path)
+        assert spill == 0 and regs * 128 * ctas <= 65536, (regs, ctas)
+
+
+def test_decode_attention_plan_regimes(workspace_of):
+    """plan() per regime on 132 SMs: many splits for few (sequence, KV head) items, few for many, every split a
+    whole number of CTA steps, the split grid covering S_max, and describe() naming the path and the regime."""
+    kernel = load_module(workspace_of("H200", "gqa") / "kernel.py", "kernel_gqa_plan")
+    small = kernel.plan(1, 32, 8, 8192, 128)
+    middle = kernel.plan(32, 32, 8, 4096, 128)
+    mha = kernel.plan(32, 8, 8, 4096, 128)
+    assert small["splits"] * small["items"] >= kernel.NUM_SMS * 2 > middle["splits"]
+    assert middle["splits"] > 1 and mha["splits"] == 1 and not mha["mma"]
+    for B, Hq, Hkv, S, D in [(1, 32, 8, 8192, 128), (32, 16, 1, 4096, 128), (4, 32, 8, 32768, 64), (3, 8, 8, 777, 64)]:
+        p = kernel.plan(B, Hq, Hkv, S, D)
+        assert p["split_size"] % p["block"] == 0 and p["splits"] * p["split_size"] >= S
+        assert (p["splits"] - 1) * p["split_size"] < S and p["splits"] <= kernel.MAX_SPLITS
+    (case,) = registry.pattern("decode_attention").cases("1x32x8x8192x128", "representative", "bf16")
+    d = kernel.describe(case)
+    assert d["path"].startswith("tensor cores") and d["regime"].startswith("small") and d["launches"] == 1
+    assert d["merge"].startswith("fused")
 
 
 def test_marker_check_can_fail(workspace_of, tmp_path):
@@ -100,7 +157,7 @@ def test_marker_check_can_fail(workspace_of, tmp_path):
 @pytest.mark.parametrize("key,expect", [
     (("H200", "matmul"), {"tensor_core": True, "tma": True}),
     (("H200", "softmax"), {"loads128": True, "stores128": True}),
-    (("H200", "gqa"), {"loads128": True}),
+    (("H200", "gqa"), {"tensor_core": True, "loads128": True}),  # G = 4: mma.sync
     (("H200", "silu_mul"), {"loads128": True, "stores128": True}),
     (("MI355X", "silu_mul"), {"loads128": True, "stores128": True}),  # FlyDSL: compiled to gfx950 at bake time
     (("MI355X", "softmax"), {"loads128": True, "stores128": True, "lds": True}),

@@ -1,11 +1,12 @@
 """Decode attention (GQA / MHA / MQA, one query token per sequence) in CuTe DSL for Hopper (sm_90a).
 
-Flash-decoding in two kernels. Kernel 1 splits the KV sequence of every (sequence, KV head) pair so that
-about 8 CTAs per SM have work (NUM_SMS is op.json's compute_units); each split CTA streams its keys
-global -> shared with cp.async, runs an online softmax for all the query heads of its GQA group at once,
-and writes an fp32 partial output plus its log-sum-exp. Kernel 2, launched with programmatic dependent
-launch, merges the non-empty splits. Groups of G <= 7 heads run on CUDA cores (fp32 FMAs and lane
-shuffles); G >= 8 with D <= 128 puts the group's heads on the M dimension of mma.sync m16n8k16.
+Flash-decoding in one launch. The kernel splits the KV sequence of every (sequence, KV head) pair as plan()
+decides for the shape (NUM_SMS is op.json's compute_units); each split CTA streams its keys global -> shared
+with cp.async, runs an online softmax for all the query heads of its GQA group at once and writes an fp32
+partial output plus its log-sum-exp; the last CTA of a (sequence, KV head) pair to finish, found with an
+atomic counter, merges the partials in split order. A sequence that fits one split writes `out` directly.
+Groups of G <= 3 heads (and D = 256) run on CUDA cores (fp32 FMAs and lane shuffles); G >= 4 with D <= 128
+puts the group's heads on the M dimension of mma.sync m16n8k16.
 
 What it computes
     out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
@@ -19,29 +20,29 @@ Why this shape (flash-decoding; worked with the H200's cited peaks: 989 TFLOP/s,
     The kernel must stream K/V at HBM speed, read each byte once, and put enough CTAs on the SMs although
     a batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
 
-    kernel 1  grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for
-              `heads` query heads at once (the whole GQA group when G <= 7 on CUDA cores; G >= 8 goes to
-              the tensor-core variant described below), keeps an online softmax
-              (running max m, running sum l, fp32 accumulator) and writes a normalised partial
-              o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at or past len_b
-              (short sequences in a mixed batch) returns at once and writes nothing.
-    kernel 2  grid (Hq, B), D threads: merges the ceil(len_b / split_size) non-empty splits by
-              log-sum-exp, out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M), M = max_s lse_s, so the
-              empty splits are never read. Its loops are unrolled 4x (MERGE_UNROLL) so 4 independent L2 loads
-              are in flight instead of one dependent load per split, and it is launched with programmatic
-              dependent launch (PDL): kernel 1 calls griddepcontrol.launch_dependents at its start, kernel 2
-              waits in griddepcontrol.wait, so its launch overlaps kernel 1's tail.
+    split CTA grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for `heads`
+              query heads at once (the whole GQA group up to 8 heads on CUDA cores, up to 32 on the tensor
+              cores), keeps an online softmax (running max m, running sum l, fp32 accumulator) and writes
+              a normalised partial o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at
+              or past len_b (short sequences in a mixed batch) returns at once and writes nothing.
+    merge     in the same kernel (_fused_merge): the n = ceil(len_b / split_size) non-empty split CTAs of
+              an item arrive on its counter (atom.add.acq_rel.gpu after a fence and a CTA barrier); the
+              n-th resets the counter to 0 and computes out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M),
+              M = max_s lse_s, over s = 0 .. n-1 in order (deterministic whatever the arrival order), with
+              the weights in shared memory and 128-bit partial loads, MERGE_UNROLL in flight per thread.
+              With n = 1 there is nothing to merge: the CTA writes out itself. The former second kernel
+              (a grid of Hq x B CTAs with a PDL launch) cost a launch, its host time, and, as profilers
+              count it, its wait for the split grid; its per-thread dependent loads were slow at 32+ splits.
 
-How many splits (plan(); NUM_SMS = op.json's compute_units, the examples use 132)
-    items = B * Hkv * (G / heads) independent work items; TARGET_CTAS = NUM_SMS * 8 (1056: ~5 waves of
-    the 2 split CTAs an SM holds at 204 registers/thread); splits = clamp(ceil(TARGET_CTAS / items), 1,
-    ceil(S / 256)) (a split reads >= 256 keys, so partial outputs stay ~1% of the traffic); split_size =
-    ceil(S / splits) rounded up to the CTA step, then splits = ceil(S / split_size).
-      B32 Hq32 Hkv8 S4096:   items 256 -> 5 splits x 832 keys, grid [1, 5, 256]  = 1280 CTAs
-      B8  Hq64 Hkv8 S16384:  items  64 -> 17 splits x 976 keys                    = 1088 CTAs
-      B1  Hq32 Hkv32 S32768: items  32 -> 33 -> 32 splits x 1024 keys             = 1024 CTAs
+How many splits (plan() and _splits(); NUM_SMS = op.json's compute_units, the examples use 132)
+    items = B * Hkv * (G / heads) independent work items; each path has a number of resident CTAs per SM
+    (CUDA cores 2 at 204 registers; tensor cores 3 with one m16 tile of heads, <= 168 registers, 2 with
+    two); _splits() picks the split count with the least modelled time: streaming time / wave efficiency
+    + a fixed cost per wave + the fused merge's cost (one CTA reads splits x heads x D x 4 bytes). Its
+    docstring works the regimes: B1 Hkv8 G4 S8192 -> 43 splits of 192 keys (344 CTAs, <= 1 wave of 396
+    slots), B32 Hkv8 G4 S4096 -> 3 x 1408 (768 CTAs, 1.94 waves), MQA B32 Hkv1 G16 -> 11 x 384 (352 CTAs),
+    B32 Hq8 Hkv8 (MHA, CUDA cores) -> 1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit.
-    Fewer SMs (a smaller compute_units) give proportionally fewer, longer splits.
 
 Thread / value layout of a split CTA (128 threads = 4 warps)
     Each thread owns `nch` 128-bit chunks (8 dims each) of a key row: nch = 2 when the CTA holds <= 4
@@ -76,14 +77,16 @@ Data movement: a private cp.async pipeline
     48 KiB per CTA, ~96 KiB per SM (2 CTAs, 66 KB smem each), above the ~36 KiB per SM that Little's law
     asks for (4.8 TB/s x ~1 us of latency over 132 SMs). q is read once with 128-bit ld.global.v4.
 
-Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 7)
+Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 3)
     Why: on CUDA cores every K/V element feeds 2*G fp32 FMAs plus its share of the shuffles, so from G = 8
-    on the split kernel is bound by FMAs and shuffles rather than by HBM, and MQA (G = 32) most of all.
+    on the split kernel is bound by FMAs and shuffles rather than by HBM, and MQA (G = 32) most of all; at
+    G = 4 it streamed 82% of the copy bandwidth where G = 8 on the tensor cores streamed 88%, and the padded
+    tensor-core work per K/V byte is the same for every G <= 16, so G >= 4 (MMA_MIN_GROUP) takes this path.
     mma.sync does that work on the tensor cores: per 16 keys and 16 heads q.K^T + P.V at D = 128 are 32
     m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
     Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32),
     N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The M rows are padded to a whole m16 tile
-    (mrows = 16 for G = 8 or 12, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
+    (mrows = 16 for G = 4 to 16, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
     scores are 0, they go through the softmax harmlessly and are never written. Why pad instead of putting
     keys on M (S^T = K.q^T has no padding at G = 8)? With heads as M the m16n8 accumulator of S is, register
     for register, the A operand of P.V (two n8 score tiles = one k16 tile of P, converted to bf16/fp16 in
@@ -91,8 +94,9 @@ Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core spl
     movmatrix). The padded half is wasted tensor-core work, but the tensor cores are mostly idle anyway:
     B8 Hq64 Hkv8 S16384 issues 8.6 GFLOP of padded mma against 0.54 GB of K/V, i.e. ~77 TFLOP/s at the
     HBM-bound time (~112 us at 4.8 TB/s), under 8% of the 989 TFLOP/s dense-bf16 peak.
-    CTA: 4 warps, grid (G/heads, splits, B*Hkv), 128 threads; warp w takes the 16-key tiles w, w+4, w+8, ...
-    of the split (MMA_KEYS = 16). Each warp owns MMA_STAGES = 2 slots of [16 keys][D] K and V in shared
+    CTA: 4 warps, grid (G/heads, splits, B*Hkv), 128 threads; warp w takes the kt-key tiles w, w+4, w+8, ...
+    of the split (kt = MMA_KEYS[D]: 16 keys at D = 128; 32 at D = 64, whose rows are 128 bytes, so that a
+    tile and stage stay 4 KiB of K + V and a warp keeps as many bytes in flight as at D = 128). Each warp owns MMA_STAGES = 2 slots of [16 keys][D] K and V in shared
     memory, swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that both the 16-byte cp.async
     writes and the 8-row ldmatrix reads are bank-conflict free. Lane l copies chunk l % (D/8) of rows
     l // (D/8) + 32/(D/8)*i (one 256-byte K row per 16 lanes at D = 128); rows past the split end are
@@ -108,28 +112,29 @@ Tensor-core path (G >= 8 and D <= 128; plan() dispatches by G, the CUDA-core spl
     one m16 tile; with two tiles (MQA) it is re-read by ldmatrix each step (kept in registers, two tiles
     overflow the 255-register budget and spill; re-read, ptxas gives 246-254 registers and no spill). After
     the loop the 4 warps merge (m, l, acc) through shared memory (reusing the K/V slots, rows padded by 4
-    floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the merge kernel is shared.
-    Splits: MMA_TARGET_CTAS = NUM_SMS * 8 over B*Hkv*(G/heads) items, >= 256 keys per split: at 132 SMs the
-    G = 8 case takes 16 splits x 1024 keys (1024 CTAs), MQA 32 x 256 (256 CTAs, one wave).
+    floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the fused merge is shared.
+    Registers (ptxas, bf16): G4 D128 168 (3 CTAs per SM), G16 D128 167, G4 D64 124, MQA 32 heads 254 (2).
 
 Limits
-    G <= 7 stays on CUDA cores. D = 256 with G >= 8 also stays on CUDA cores (acc_O would be 128 registers
-    per m16 tile). MQA's 256 CTAs of 256 keys are short (4 tiles per warp), and its fp32 partials
-    (B*Hq*splits*D*4 = 4 MiB) are ~12% of its 33.5 MB of K/V. The KV cache must have < 2^31 elements
-    (int32 indexing).
+    G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
+    tile). The fused merge runs on one CTA per item: with few items and many heads per CTA (MQA G32, 16 KB
+    of partial per split) it is a visible tail, which the plan's merge term trades against wave efficiency.
+    The KV cache must have < 2^31 elements (int32 indexing). Scratch is per signature: two calls of one
+    shape must not run concurrently on two streams.
 
 Measured times against torch SDPA, the knob sweeps (splits, chunks, stages, heads per CTA) behind the
 defaults, and the correctness checks (NaN- and 6e4-filled cache tails): benchmarks/2026-11-30-h200-decode-attention.md.
 
 Host side (the launch path itself is described in cutedsl_runtime.py)
-    One TVM-FFI launcher per path launches both kernels. It takes the torch tensors (q, k_cache, v_cache,
-    seq_lens, the fp32 partials o[B, Hq, splits, D] and lse[B, Hq, splits], out), then chunks, split_size
-    and qscale; it is compiled once per dtype, D and plan constexprs, on fake tensors whose shared symbols
-    (B, Hq, Hkv, S, splits; D static) let the wrapper check that the shapes agree, besides dtype, device
-    and 16-byte alignment (seq_lens included: the kernels are compiled assuming it). run() itself checks
-    contiguity; host.py's checks and plan() run once per (dtype, q.shape, k_cache.shape) and again on a
-    refused call, to say what is wrong. The partials are allocated on every call, from torch's caching
-    allocator, so a captured CUDA graph or a second stream never shares them with another call.
+    One TVM-FFI launcher per path launches the one kernel. It takes the torch tensors (q, k_cache, v_cache,
+    seq_lens, the fp32 partials o[B, Hq, splits, D] and lse[B, Hq, splits], the int32 counters[items],
+    out), then chunks, split_size and qscale; it is compiled once per dtype, D and plan constexprs, on fake
+    tensors whose shared symbols (B, Hq, Hkv, S, splits, items; D static) let the wrapper check that the
+    shapes agree, besides dtype, device and 16-byte alignment (seq_lens included: the kernels are compiled
+    assuming it). run() itself checks contiguity; host.py's checks, plan() and the scratch allocation run
+    once per (dtype, q.shape, k_cache.shape, device) and again on a refused call, to say what is wrong.
+    The scratch is allocated once (the counters zeroed) and the merging CTAs reset the counters, so a
+    run() allocates nothing but `out` (none when out= is given), and a CUDA graph replays correctly.
 
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
@@ -159,23 +164,27 @@ NUM_SMS = OP_SPEC["compute_units"]  # SMs of the target GPU (op.json); sizes the
 THREADS = 128            # 4 warps per split CTA
 VEC = 8                  # 16-bit elements per 128-bit access
 MAX_HEADS = 8            # query heads one CTA keeps in registers (q and the output accumulator)
-TARGET_CTAS = NUM_SMS * 8   # ~5 waves of the 2 split CTAs an SM holds
-MIN_SPLIT_KEYS = 256     # a split reads at least this many keys (partials stay ~1% of the traffic)
+MIN_SPLIT_KEYS = 256     # a CUDA-core split reads at least this many keys (partials stay ~1% of the traffic)
 STAGES = 4               # cp.async pipeline depth (0 = plain ld.global.v4 into registers, no prefetch)
 CHUNKS_FEW_HEADS = 2     # 128-bit chunks of a key row per thread when a CTA holds <= 4 query heads
 CHUNKS_MANY_HEADS = 1    # ... and when it holds 5-8 (q and the accumulator take 16*chunks registers per head)
 UNROLL_FEW_HEADS = 2     # keys per thread per step when a CTA holds <= 4 query heads
 UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
-PDL = True               # launch the merge kernel with programmatic dependent launch (hides its launch gap)
-MERGE_UNROLL = 4         # splits the merge kernel reads per loop iteration (independent loads in flight)
-MMA_MIN_GROUP = 8        # G >= this (and D <= 128) takes the tensor-core path
+CC_CTAS_PER_SM = 2       # resident CUDA-core split CTAs per SM (204 registers x 128 threads; see the docstring)
+MMA_MIN_GROUP = 4        # G >= this (and D <= 128) takes the tensor-core path
 MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
 MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor of G that is <= this)
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
-MMA_KEYS = 16            # keys per warp tile (N of q.K^T, K of P.V)
+MMA_KEYS = {64: 32, 128: 16}    # keys per warp tile by D: 4 KiB of K + V per tile and stage either way
 MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
-MMA_TARGET_CTAS = NUM_SMS * 8   # split CTAs aimed for on the tensor-core path
-MMA_MIN_SPLIT_KEYS = 256 # a tensor-core split reads at least this many keys
+MMA_CTAS_PER_SM = {1: 3, 2: 2}  # resident tensor-core CTAs per SM by m16 tiles (<= 168 / <= 255 registers)
+MMA_MIN_SPLIT_KEYS = 128 # a tensor-core split reads at least this many keys
+HBM_BYTES_PER_US = 4.0e6 # plan()'s model: K/V streamed at ~4 TB/s (83% of the H200's cited 4.8 TB/s) ...
+MERGE_BYTES_PER_US = 6.4e4  # ... one merging CTA reads partials at ~64 GB/s (32 KiB of loads in flight) ...
+MERGE_US = 1.0           # ... the fused merge's fixed cost (atomic, fences, barriers, the weight pass) ...
+WAVE_US = 1.0            # ... and each wave's unhidden CTA start and drain (pipeline fill, epilogue)
+MAX_SPLITS = 256         # splits per sequence; the fused merge keeps heads x MAX_SPLITS fp32 weights in smem
+MERGE_UNROLL = 16        # splits the fused merge reads per loop iteration (independent 128-bit L2 loads)
 LOG2E = 1.4426950408889634
 NEG_BIG = -1.0e30        # "minus infinity" for running maxima: finite, so exp2(m_old - m_new) is never NaN
 
@@ -184,7 +193,13 @@ NEG_BIG = -1.0e30        # "minus infinity" for running maxima: finite, so exp2(
 # ------------------------------------------------------------------------------------------------
 
 def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
-    """Heads per CTA, keys per thread, split count and split size for one shape."""
+    """Path, heads per CTA, tile and split plan of one shape.
+
+    Path: G = Hq / Hkv >= MMA_MIN_GROUP with D <= 128 runs on the tensor cores (the group's heads are the M rows of
+    m16n8k16, padded to 16), everything else (G <= 3, D = 256) on CUDA cores. From G = 4 on the padded mma is
+    cheaper than the CUDA cores' 2*G fp32 FMAs and butterfly shuffles per K/V element: the tensor cores do the
+    same padded work at G = 4 as at G = 16, and G = 8 on them streamed 88% of the copy bandwidth where G = 4 on
+    CUDA cores streamed 82%. The split count comes from `_splits`: see it for the regimes."""
     group = Hq // Hkv
     if group >= MMA_MIN_GROUP and D <= 128:
         return _plan_mma(B, Hq, Hkv, S, D)
@@ -196,28 +211,65 @@ def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     unroll = UNROLL_FEW_HEADS if heads <= 4 else UNROLL_MANY_HEADS  # keys per thread per step
     block = rows * unroll               # keys per CTA per loop iteration
     items = B * Hkv * chunks            # independent (sequence, KV head, head chunk) work items
-    want = -(-TARGET_CTAS // items)
-    splits = max(1, min(want, -(-S // MIN_SPLIT_KEYS)))
-    split_size = -(-(-(-S // splits)) // block) * block
-    splits = -(-S // split_size)
+    split = _splits(items, S, block, NUM_SMS * CC_CTAS_PER_SM, MIN_SPLIT_KEYS, 4 * B * Hkv * S * D, 4 * heads * D)
     return {"group": group, "heads": heads, "chunks": chunks, "nch": nch, "tpk": tpk, "rows": rows, "unroll": unroll,
-            "block": block, "stages": STAGES, "pdl": PDL, "mma": False, "splits": splits, "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+            "block": block, "stages": STAGES, "mma": False, "items": items, **split, "grid": [chunks, split["splits"], B * Hkv]}
 
 
 def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
-    """Tensor-core path: heads per CTA (padded to 16 rows), warp tiles of MMA_KEYS keys, split count."""
+    """Tensor-core path: heads per CTA (padded to 16 rows), warp tiles of MMA_KEYS[D] keys, split plan."""
     group = Hq // Hkv
     heads = max(h for h in range(1, min(group, MMA_MAX_HEADS) + 1) if group % h == 0)
     chunks = group // heads
-    block = MMA_KEYS * MMA_WARPS        # keys per CTA step (each warp one tile)
+    tiles = -(-heads // MMA_M)          # m16 tiles of q rows
+    kt = MMA_KEYS[D]
+    block = kt * MMA_WARPS              # keys per CTA step (each warp one tile)
     items = B * Hkv * chunks
-    want = -(-MMA_TARGET_CTAS // items)
-    splits = max(1, min(want, -(-S // MMA_MIN_SPLIT_KEYS)))
-    split_size = -(-(-(-S // splits)) // block) * block
-    splits = -(-S // split_size)
-    return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC,
-            "rows": MMA_M * -(-heads // MMA_M), "unroll": MMA_KEYS, "block": block, "stages": MMA_STAGES, "pdl": PDL, "mma": True, "splits": splits,
-            "split_size": split_size, "grid": [chunks, splits, B * Hkv]}
+    split = _splits(items, S, block, NUM_SMS * MMA_CTAS_PER_SM[tiles], MMA_MIN_SPLIT_KEYS, 4 * B * Hkv * S * D,
+                    4 * heads * D)
+    return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC, "rows": MMA_M * tiles,
+            "unroll": kt, "block": block, "stages": MMA_STAGES, "mma": True, "items": items, **split,
+            "grid": [chunks, split["splits"], B * Hkv]}
+
+
+def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes: int, part_bytes: int) -> dict:
+    """Split count and size: the count with the least modelled time, for every regime at once.
+
+    Model (three terms, in microseconds):
+      stream  kv_bytes / (HBM_BYTES_PER_US x wave efficiency). `slots` = NUM_SMS x resident CTAs per SM of the
+              path (op.json's compute_units: 132 on the H200); a launch of items x splits equal CTAs runs in
+              waves of `slots`, and waves / ceil(waves) of the GPU streams on average (a last wave 30% full
+              leaves 70% of the SMs' slots idle for one CTA's duration; fewer CTAs than slots, the same).
+      waves   ceil(waves) x WAVE_US: a CTA's pipeline fill and its epilogue (the cross-warp merge, the partial
+              writes) are latency no other resident CTA hides entirely; without this term tiny splits would win.
+      merge   0 for one split (the CTA writes `out` itself), else MERGE_US (atomic, fences, the weight pass)
+              + splits x part_bytes / MERGE_BYTES_PER_US: the last CTA of an item reads every split's fp32
+              partial (part_bytes = heads x D x 4) alone, so the merge grows with the split count.
+    Candidates: every split count from 1 to min(MAX_SPLITS, S / min_keys), each rounded to a split size that is a
+    whole number of CTA steps (`block` keys), which may lower the count (its efficiency is taken after the
+    rounding); ties go to fewer splits (longer CTAs, fewer partials). What that gives on 132 SMs:
+      small B*Hkv (B1 Hkv8 G4, 8 items, 396 tensor-core slots): ~50 splits fill one wave; at S8192 43 splits of
+        192 keys, 344 CTAs, 2-3 on every SM, and a 88 KB merge per item;
+      middle (B32 Hkv8 G4, 256 items): 1 or 2 splits fill 65% of one or two waves, 3 splits 1.94 waves (97%):
+        3 x 1408 keys, 768 CTAs; large (B128 Hkv8, 1024 items): 1 split is 2.6 waves (86%), 3 splits 7.8 (97%);
+        on CUDA cores (2 CTAs per SM, 264 slots) 256 items fill 97% of one wave with 1 split: no merge at all;
+      MQA (B32 Hkv1 G16, 32 items): 11 x 384 keys, 352 CTAs, 0.89 of a wave (the old fixed target of 8 CTAs
+        per SM made 16 x 256 = 512 CTAs, 1.3 waves with the second a third full);
+      many heads per item (MQA G32: 16 KB of partial per split) trade fewer splits against the merge.
+    The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit."""
+    max_splits = max(1, min(MAX_SPLITS, -(-S // min_keys)))
+    cands = {}
+    for n in range(1, max_splits + 1):
+        size = -(-(-(-S // n)) // block) * block
+        real = -(-S // size)
+        waves = items * real / slots
+        eff = waves / math.ceil(waves)
+        merge = 0.0 if real == 1 else MERGE_US + real * part_bytes / MERGE_BYTES_PER_US
+        cands[real] = (kv_bytes / (HBM_BYTES_PER_US * eff) + math.ceil(waves) * WAVE_US + merge, size, eff)
+    splits = min(cands, key=lambda n: (round(cands[n][0], 3), n))
+    t, size, eff = cands[splits]
+    return {"splits": splits, "split_size": size, "wave_efficiency": round(eff, 3), "slots": slots,
+            "model_us": round(t, 1)}
 
 
 def _row_sum(x, tpk: int):
@@ -266,21 +318,111 @@ def _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, key0, rows, s1, tp
             acc[i, g] = y
 
 
+@cute.jit
+def _write_partial(mO: cute.Tensor, mLse: cute.Tensor, mOut: cute.Tensor, o, lse, dd, split, head, b, n_valid):
+    """One finished element of a split CTA: straight to `out` when the sequence has one split, else a partial."""
+    if n_valid == 1:
+        mOut[dd, head, b] = o.to(mOut.element_type)
+    else:
+        mO[dd, split, head, b] = o
+        if dd == 0:
+            mLse[split, head, b] = lse
+
+
+@cute.jit
+def _fused_merge(mO: cute.Tensor, mLse: cute.Tensor, mCnt: cute.Tensor, mOut: cute.Tensor, sW: cute.Tensor,
+                 sFlag: cute.Tensor, n, item, head0, b, tidx, nt: cutlass.Constexpr[int],
+                 heads: cutlass.Constexpr[int], d: cutlass.Constexpr[int]):
+    """Arrive on the item's counter; the last of its n split CTAs merges the n partials in split order.
+
+    Ordering (PTX memory model): every thread fences (fence.acq_rel.gpu) after its partial stores, the CTA
+    barrier gathers them, then thread 0's atom.add.acq_rel.gpu publishes the CTA's arrival (release) and, in
+    the last CTA, acquires every other CTA's (each of them published after its own fence and barrier). The
+    last CTA stores 0 back into the counter, so the next launch (or CUDA-graph replay) finds it reset; the
+    counter is touched by no other CTA of this launch after the n-th arrival. After the second barrier every
+    thread of the last CTA fences again before it reads the partials. Deterministic: the weights and sums go
+    over splits 0 .. n-1 in index order and a fixed lane tree, whatever order the CTAs arrived in.
+    Merge: (1) the n x heads log-sum-exps into smem (sW, the freed K/V buffer); (2) per head, warp-parallel:
+    M = max lse, w_s = 2^(lse_s - M) / sum_s 2^(lse_s - M); (3) out = sum_s w_s o_s, one 4-float vector of a
+    head row per thread and iteration, MERGE_UNROLL independent 128-bit L2 loads in flight per thread."""
+    cute.arch.fence_acq_rel_gpu()
+    cute.arch.sync_threads()  # every partial of this CTA is written and fenced; sAcc / sBuf are free
+    if tidx == 0:
+        old = cute.arch.atomic_add((mCnt.iterator + item).llvm_ptr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+        is_last = old == n - 1
+        sFlag[0] = cutlass.select_(is_last, cutlass.Int32(1), cutlass.Int32(0))
+        if is_last:
+            mCnt[item] = cutlass.Int32(0)  # reset for the next launch
+    cute.arch.sync_threads()
+    if sFlag[0] == 1:
+        cute.arch.fence_acq_rel_gpu()
+        nw = nt // 32
+        warp = tidx // 32
+        lane = tidx - warp * 32
+        pairs = heads * n
+        for it in cutlass.range((pairs + nt - 1) // nt, unroll=1):
+            i = tidx + it * nt
+            if i < pairs:
+                g = i // n
+                sW[i - g * n, g] = mLse[i - g * n, head0 + g, b]
+        cute.arch.sync_threads()
+        rounds = (n + 31) // 32
+        for g in cutlass.range_constexpr(heads):
+            if warp == g % nw:
+                mx = cutlass.Float32(NEG_BIG)
+                for it in cutlass.range(rounds, unroll=1):
+                    mx = cute.arch.fmax(mx, sW[cutlass.min(lane + it * 32, n - 1), g])
+                mx = _warp_reduce(mx, cute.arch.fmax)
+                tot = cutlass.Float32(0.0)
+                for it in cutlass.range(rounds, unroll=1):
+                    s = lane + it * 32
+                    w = cute.math.exp2(sW[cutlass.min(s, n - 1), g] - mx, fastmath=True)
+                    tot = tot + cutlass.select_(s < n, w, cutlass.Float32(0.0))
+                inv = cutlass.Float32(1.0) / _warp_reduce(tot, lambda x, y: x + y)
+                for it in cutlass.range(rounds, unroll=1):  # each lane rewrites only its own entries s = lane + 32k
+                    s = lane + it * 32
+                    if s < n:
+                        sW[s, g] = cute.math.exp2(sW[s, g] - mx, fastmath=True) * inv
+        cute.arch.sync_threads()
+        ld = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)
+        q4 = d // 4
+        for it in cutlass.range_constexpr((heads * q4 + nt - 1) // nt):
+            vi = tidx + it * nt
+            if vi < heads * q4:
+                g = vi // q4
+                j = vi - g * q4
+                acc = cute.make_rmem_tensor((4,), cutlass.Float32)
+                part = cute.make_rmem_tensor((4,), cutlass.Float32)
+                acc.fill(0.0)
+                for s in cutlass.range(n, unroll=MERGE_UNROLL):
+                    cute.copy(ld, mO[(None, j), s, head0 + g, b], part)
+                    acc.store(acc.load() + part.load() * sW[s, g])
+                for e in cutlass.range_constexpr(4):
+                    mOut[j * 4 + e, head0 + g, b] = acc[e].to(mOut.element_type)
+
+
+def _warp_reduce(x, op):
+    """All-reduce over the 32 lanes of a warp (butterfly: every lane ends with the same bits)."""
+    for off in (16, 8, 4, 2, 1):
+        x = op(x, cute.arch.shuffle_sync_bfly(x, offset=off))
+    return x
+
+
 # ------------------------------------------------------------------------------------------------
-# Kernel 1: one CTA per (head chunk, split, sequence x KV head)
+# Split kernel: one CTA per (head chunk, split, sequence x KV head); the last of an item merges
 # ------------------------------------------------------------------------------------------------
 
 @cute.kernel
 def split_kernel(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    mCnt: cute.Tensor, mOut: cute.Tensor,
     hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
     d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
-    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int],
 ):
     tidx, _, _ = cute.arch.thread_idx()
     chunk, split, bh = cute.arch.block_idx()
-    if cutlass.const_expr(pdl):
-        cute.arch.griddepcontrol_launch_dependents()  # the merge grid may be scheduled once every CTA has started
+    nchunks, _, _ = cute.arch.grid_dim()
     n = VEC * nch            # dims one thread owns
     tpk = d // n
     rows = THREADS // tpk
@@ -289,6 +431,7 @@ def split_kernel(
     h = bh - b * hkv
     seqlen = cutlass.min(mLens[b], seq_max)  # 1 <= len <= S is the contract; the clamp keeps reads in bounds
     s0 = split * split_size
+    n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
     r = tidx // tpk          # which key of a step this thread reads
     c = tidx - r * tpk       # which slice of the row: chunks c, c + tpk, ... of 8 dims
     head0 = h * group + chunk * heads
@@ -296,11 +439,14 @@ def split_kernel(
     smem = SmemAllocator()
     sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((rows, heads)), 16)
     sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((rows, heads)), 16)
+    sFlag = smem.allocate_tensor(cutlass.Int32, cute.make_layout(1), 16)
     # one buffer, used first as the per-thread K/V slots ([8 values][thread][chunk][key][K|V][stage], 16 B
     # each) and after the main loop as the fp32 accumulators of the `rows` key lanes ([dim][head][lane])
     kv_elems = VEC * THREADS * nch * unroll * 2 * stages
-    sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(max(d * heads * rows, kv_elems // 2)), 16)
+    sBuf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(max(d * heads * rows, kv_elems // 2,
+                                                                       MAX_SPLITS * heads)), 16)
     sAcc = cute.make_tensor(sBuf.iterator, cute.make_layout((d, heads, rows)))
+    sW = cute.make_tensor(sBuf.iterator, cute.make_layout((MAX_SPLITS, heads)))  # the fused merge's weights, last
     if cutlass.const_expr(stages > 0):
         sKV = cute.make_tensor(cute.recast_ptr(sBuf.iterator, dtype=mK.element_type),
                                cute.make_layout((VEC, THREADS, nch, unroll, 2, stages)))
@@ -406,13 +552,15 @@ def split_kernel(
                     mx = cute.arch.fmax(mx, sM[i, g])
                     tot = tot + sL[i, g]
                     o = o + sAcc[dd, g, i]
-                mO[dd, split, head0 + g, b] = o / tot
-                if dd == 0:
-                    mLse[split, head0 + g, b] = mx + cute.math.log2(tot, fastmath=True)
+                _write_partial(mO, mLse, mOut, o / tot, mx + cute.math.log2(tot, fastmath=True), dd, split,
+                               head0 + g, b, n_valid)
+        if n_valid > 1:
+            _fused_merge(mO, mLse, mCnt, mOut, sW, sFlag, n_valid, (bh * nchunks + chunk), head0, b, tidx, THREADS,
+                         heads, d)
 
 
 # ------------------------------------------------------------------------------------------------
-# Kernel 1, tensor-core variant (G >= 8): warp-level mma.sync m16n8k16, query heads as the M rows
+# Split kernel, tensor-core variant (G >= 4): warp-level mma.sync m16n8k16, query heads as the M rows
 # ------------------------------------------------------------------------------------------------
 
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
@@ -447,14 +595,14 @@ def _load_kv_tile(atom, mK: cute.Tensor, mV: cute.Tensor, tKVs: cute.Tensor, key
 @cute.kernel
 def mma_split_kernel(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
+    mCnt: cute.Tensor, mOut: cute.Tensor,
     hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
     d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
-    stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+    stages: cutlass.Constexpr[int],
 ):
     tidx, _, _ = cute.arch.thread_idx()
     chunk, split, bh = cute.arch.block_idx()
-    if cutlass.const_expr(pdl):
-        cute.arch.griddepcontrol_launch_dependents()
+    nchunks, _, _ = cute.arch.grid_dim()
     nw = MMA_WARPS
     mrows = MMA_M * ((heads + MMA_M - 1) // MMA_M)   # heads padded to whole m16 tiles
     warp = tidx // 32
@@ -466,6 +614,7 @@ def mma_split_kernel(
     h = bh - b * hkv
     seqlen = cutlass.min(mLens[b], seq_max)
     s0 = split * split_size
+    n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
     head0 = h * group + chunk * heads
     dt = mK.element_type
 
@@ -478,13 +627,16 @@ def mma_split_kernel(
     smem = SmemAllocator()
     sM = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, mrows)), 16)
     sL = smem.allocate_tensor(cutlass.Float32, cute.make_layout((nw, mrows)), 16)
+    sFlag = smem.allocate_tensor(cutlass.Int32, cute.make_layout(1), 16)
     sQ = smem.allocate_tensor(dt, sQ_layout, 1024)
-    kv_ptr = smem.allocate_array(dt, max(kt * d * n_slots, 2 * nw * mrows * (d + 4)), byte_alignment=1024)
+    kv_ptr = smem.allocate_array(dt, max(kt * d * n_slots, 2 * nw * mrows * (d + 4), 2 * MAX_SPLITS * heads),
+                                 byte_alignment=1024)
     sKV = cute.make_tensor(kv_ptr, sKV_layout)                           # (key, dim, slot)
     sVt = cute.composition(sKV, cute.make_layout((d, kt, n_slots), stride=(kt, 1, kt * d)))  # (dim, key, slot)
     # [warp][row][dim], rows padded by 4 floats: the fragment stores hit 2-way, the final row reads 1-way banks
     sAcc = cute.make_tensor(cute.recast_ptr(kv_ptr, dtype=cutlass.Float32),
                             cute.make_layout((nw, mrows, d), stride=(mrows * (d + 4), d + 4, 1)))
+    sW = cute.make_tensor(cute.recast_ptr(kv_ptr, dtype=cutlass.Float32), cute.make_layout((MAX_SPLITS, heads)))
 
     if s0 < seqlen:
         s1 = cutlass.min(s0 + split_size, seqlen)
@@ -638,104 +790,79 @@ def mma_split_kernel(
                 for w in cutlass.range_constexpr(nw):
                     tot = tot + sL[w, row] * cute.math.exp2(sM[w, row] - mx, fastmath=True)
                     o = o + sAcc[w, row, dd]
-                mO[dd, split, head0 + row, b] = o / tot
-                if dd == 0:
-                    mLse[split, head0 + row, b] = mx + cute.math.log2(tot, fastmath=True)
-
-
-# ------------------------------------------------------------------------------------------------
-# Kernel 2: one CTA per (query head, sequence); thread t owns output dim t
-# ------------------------------------------------------------------------------------------------
-
-@cute.kernel
-def merge_kernel(
-    mO: cute.Tensor, mLse: cute.Tensor, mLens: cute.Tensor, mOut: cute.Tensor, seq_max: cutlass.Int32,
-    split_size: cutlass.Int32, pdl: cutlass.Constexpr[bool],
-):
-    tidx, _, _ = cute.arch.thread_idx()
-    hq, b, _ = cute.arch.block_idx()
-    n = (cutlass.min(mLens[b], seq_max) + split_size - 1) // split_size  # non-empty splits of this sequence
-    if cutlass.const_expr(pdl):
-        cute.arch.griddepcontrol_wait()  # the split grid has finished and its writes are visible
-    # both loops are unrolled by MERGE_UNROLL so that many independent (L2-resident) loads are in flight
-    mx = cutlass.Float32(NEG_BIG)
-    for s in cutlass.range(n, unroll=MERGE_UNROLL):
-        mx = cute.arch.fmax(mx, mLse[s, hq, b])
-    num = cutlass.Float32(0.0)
-    den = cutlass.Float32(0.0)
-    for s in cutlass.range(n, unroll=MERGE_UNROLL):
-        w = cute.math.exp2(mLse[s, hq, b] - mx, fastmath=True)
-        num = num + w * mO[tidx, s, hq, b]
-        den = den + w
-    mOut[tidx, hq, b] = (num / den).to(mOut.element_type)
+                _write_partial(mO, mLse, mOut, o / tot, mx + cute.math.log2(tot, fastmath=True), dd, split,
+                               head0 + row, b, n_valid)
+        if n_valid > 1:
+            _fused_merge(mO, mLse, mCnt, mOut, sW, sFlag, n_valid, (bh * nchunks + chunk), head0, b, tidx, nt,
+                         heads, d)
 
 
 def _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims):
     """The launcher's tensors as the kernels index them: dims fastest-first, `dims` splitting each row of D
-    into the path's vectors. q, the caches, seq_lens and out are rebuilt from their data pointers and shape
-    values (they are contiguous: run() and the wrapper check it), with the divisibility facts the kernels
-    were written for; the fp32 partials, which run() allocates, keep their own strides, modes reversed."""
+    into the path's vectors. Every tensor is rebuilt from its data pointer and shape values (q, the caches,
+    seq_lens and out are contiguous: run() and the wrapper check it; the partials are the scratch _prepare
+    allocates contiguous), with the divisibility facts the kernels were written for. The partial o is
+    ((4, d/4), splits, Hq, B): a split CTA stores it by dim, the fused merge reads it 4 floats (128 bits) at once."""
     B, Hq, _ = mQ.shape
     _, S, Hkv, _ = mK.shape
+    splits = mO.shape[2]
     hd = cute.assume(Hkv * d, divby=d)
     qd = cute.assume(Hq * d, divby=d)
+    sd = cute.assume(splits * d, divby=d)
     q = cute.make_tensor(mQ.iterator, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
     kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
-    o = cute.make_tensor(mO.iterator, cute.select(mO.layout, mode=[3, 2, 1, 0]))  # (d, splits, Hq, B)
-    lse = cute.make_tensor(mLse.iterator, cute.select(mLse.layout, mode=[2, 1, 0]))  # (splits, Hq, B)
+    o = cute.make_tensor(mO.iterator, cute.make_layout(((4, d // 4), splits, Hq, B),
+                                                       stride=((1, 4), d, sd, cute.assume(Hq * sd, divby=d))))
+    lse = cute.make_tensor(mLse.iterator, cute.make_layout((splits, Hq, B), stride=(1, splits, Hq * splits)))
     out = cute.make_tensor(mOut.iterator, cute.make_layout((d, Hq, B), stride=(1, d, qd)))
     views = (q, cute.make_tensor(mK.iterator, kv_layout), cute.make_tensor(mV.iterator, kv_layout),
              cute.make_tensor(mLens.iterator, cute.make_layout(B)), o, lse, out)
-    return views, (B, Hq, Hkv, S, mO.shape[2])
+    return views, (B, Hq, Hkv, S, splits)
 
 
 @cute.jit
 def decode_launch(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
-    mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
-    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
-    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+    mCnt: cute.Tensor, mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
+    stream, d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int],
 ):
-    """Host side: re-view the tensors (dims fastest-first) and launch both kernels."""
+    """Host side: re-view the tensors (dims fastest-first) and launch the split kernel (it merges, too)."""
     tpk = d // (VEC * nch)
     dims = ((VEC, tpk, nch), (1, VEC, VEC * tpk))  # D split into (8 contiguous values, tpk threads, nch chunks)
     (q, k, v, lens, o, lse, out), (B, Hq, Hkv, S, splits) = _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims)
-    smem_bytes = _split_smem_bytes(d, heads, nch, unroll, stages)
-    split_kernel(q, k, v, lens, o, lse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll, stages,
-                 pdl).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1], smem=smem_bytes, stream=stream)
-    merge_kernel(o, lse, lens, out, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
-                                                               use_pdl=pdl)
+    split_kernel(q, k, v, lens, o, lse, mCnt, out, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll,
+                 stages).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1],
+                                smem=_split_smem_bytes(d, heads, nch, unroll, stages), stream=stream)
 
 
 @cute.jit
 def decode_launch_mma(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
-    mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32, stream,
-    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
-    stages: cutlass.Constexpr[int], pdl: cutlass.Constexpr[bool],
+    mCnt: cute.Tensor, mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
+    stream, d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
+    stages: cutlass.Constexpr[int],
 ):
-    """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then both kernels."""
+    """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then the split kernel."""
     dims = ((VEC, d // VEC), (1, VEC))
     (q, k, v, lens, o, lse, out), (B, Hq, Hkv, S, splits) = _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims)
-    mma_split_kernel(q, k, v, lens, o, lse, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt, stages,
-                     pdl).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
-                                 smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
-    merge_kernel(o, lse, lens, out, S, split_size, pdl).launch(grid=[Hq, B, 1], block=[d, 1, 1], stream=stream,
-                                                               use_pdl=pdl)
+    mma_split_kernel(q, k, v, lens, o, lse, mCnt, out, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt,
+                     stages).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
+                                    smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
 
 
 def _mma_smem_bytes(d: int, heads: int, kt: int, stages: int) -> int:
     """Shared memory of a tensor-core CTA: warp maxima/sums, the q tile, the per-warp K/V slots (>= accumulators)."""
     mrows = MMA_M * -(-heads // MMA_M)
-    kv = max(2 * kt * d * 2 * stages * MMA_WARPS, 4 * MMA_WARPS * mrows * (d + 4))
-    return 2 * 4 * MMA_WARPS * mrows + 2 * mrows * d + kv + 3 * 1024
+    kv = max(2 * kt * d * 2 * stages * MMA_WARPS, 4 * MMA_WARPS * mrows * (d + 4), 4 * MAX_SPLITS * heads)
+    return 2 * 4 * MMA_WARPS * mrows + 16 + 2 * mrows * d + kv + 3 * 1024
 
 
 def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) -> int:
     """Shared memory of a split CTA: lane maxima and sums, plus max(K/V slots, lane accumulators)."""
     rows = THREADS // (d // (VEC * nch))
     kv_bytes = 2 * VEC * THREADS * nch * unroll * 2 * stages
-    return 4 * 2 * rows * heads + max(4 * d * heads * rows, kv_bytes) + 64
+    return 4 * 2 * rows * heads + 16 + max(4 * d * heads * rows, kv_bytes, 4 * MAX_SPLITS * heads) + 64
 
 
 # ------------------------------------------------------------------------------------------------
@@ -743,29 +870,30 @@ def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) ->
 # ------------------------------------------------------------------------------------------------
 
 _compiled: dict = {}  # (dtype, [mma,] d, heads, ...constexprs, warps/threads) -> compiled launcher: every shape
-# (torch dtype, q.shape, k_cache.shape) -> (launcher, o and lse partials' shapes, the scalars after the tensors:
+# (torch dtype, q.shape, k_cache.shape, device) -> (launcher, the scratch tensors, the scalars after the tensors:
 # the plan's runtime numbers chunks and split_size, and qscale); the hot path's one lookup
 _launches: dict = {}
 
 
 def _variant(dtype: str, d: int, p: dict):
     """(cache key, launcher, constexpr arguments) of the path the plan picked."""
-    if p["mma"]:  # tensor-core path: (d, heads, keys per warp tile, stages, pdl)
-        key = (dtype, "mma", d, p["heads"], p["unroll"], p["stages"], p["pdl"], MMA_WARPS)
-        return key, decode_launch_mma, key[2:-1]
-    key = (dtype, d, p["heads"], p["nch"], p["unroll"], p["stages"], p["pdl"], THREADS)
-    return key, decode_launch, key[1:-1]
+    if p["mma"]:  # tensor-core path: (d, heads, keys per warp tile, stages)
+        key = (dtype, "mma", d, p["heads"], p["unroll"], p["stages"], MMA_WARPS, MAX_SPLITS)
+        return key, decode_launch_mma, key[2:-2]
+    key = (dtype, d, p["heads"], p["nch"], p["unroll"], p["stages"], THREADS, MAX_SPLITS)
+    return key, decode_launch, key[1:-2]
 
 
 def _compile_args(dtype: str, d: int, consts) -> tuple:
     """Fake tensors of one symbolic shape, 16-byte aligned; shared symbols let the wrapper check that they agree.
 
     B: q, caches, seq_lens, partials, out; Hq: q, partials, out; S and Hkv: the two caches; splits: the two
-    partials. D is static (it is a constexpr of the variant). Then placeholders for chunks, split_size, qscale."""
-    B, Hq, Hkv, S, splits = (rt.dim() for _ in range(5))
+    partials; items: the counters. D is static (it is a constexpr of the variant). Then placeholders for
+    chunks, split_size, qscale."""
+    B, Hq, Hkv, S, splits, items = (rt.dim() for _ in range(6))
     q, k, v, out = (rt.tensor(dtype, shape) for shape in ((B, Hq, d), (B, S, Hkv, d), (B, S, Hkv, d), (B, Hq, d)))
-    o_part = rt.tensor("fp32", (B, Hq, splits, d), stride=(rt.dim(), rt.dim(), d, 1))  # the kernels' static d stride
-    tensors = (q, k, v, rt.tensor("int32", (B,)), o_part, rt.tensor("fp32", (B, Hq, splits)), out)
+    tensors = (q, k, v, rt.tensor("int32", (B,)), rt.tensor("fp32", (B, Hq, splits, d)),
+               rt.tensor("fp32", (B, Hq, splits)), rt.tensor("int32", (items,)), out)
     return (*tensors, cutlass.Int32(1), cutlass.Int32(1), cutlass.Float32(1.0), rt.STREAM, *consts)
 
 
@@ -774,36 +902,44 @@ def _softmax_scale(d: int) -> float:
 
 
 def _prepare(q, k_cache, v_cache, seq_lens, out) -> tuple:
-    """A signature's first call, or a refused one: host.py's checks, the plan, the launcher for this signature."""
+    """A signature's first call, or a refused one: host.py's checks, the plan, the launcher and the scratch.
+
+    The scratch (fp32 partials o[B, Hq, splits, D] and lse[B, Hq, splits], int32 arrival counters, one per
+    (b, KV head, head chunk), zeroed here and reset by the kernel itself) belongs to the signature, so run()
+    allocates nothing but `out`. The price: two calls of one signature must not run concurrently (two streams
+    at once); one stream, or graphs replayed one after the other, are fine. Made under CUDA-graph capture the
+    scratch would live in the graph's private pool, so the first call of a shape must be an eager one."""
     dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "128-bit loads")
     if k_cache.numel() >= 2**31:
         raise ValueError(f"{OP}: the KV cache has >= 2^31 elements; this kernel indexes with int32")
     host.check_aligned(OP, (seq_lens,), "seq_lens too: the kernels are compiled assuming it")
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(f"{OP}: the first call of a shape allocates its scratch; make it before CUDA-graph capture")
     p = plan(B, Hq, Hkv, S, D)
     ckey, launch, consts = _variant(dtype, D, p)
     launcher = rt.compiled(_compiled, ckey, launch, lambda: _compile_args(dtype, D, consts))
     splits = p["splits"]
-    return launcher, (B, Hq, splits, D), (B, Hq, splits), (p["chunks"], p["split_size"], _softmax_scale(D) * LOG2E)
+    scratch = (q.new_empty((B, Hq, splits, D), dtype=torch.float32), q.new_empty((B, Hq, splits), dtype=torch.float32),
+               torch.zeros(p["items"], dtype=torch.int32, device=q.device))
+    return launcher, scratch, (p["chunks"], p["split_size"], _softmax_scale(D) * LOG2E)
 
 
 def run(q, k_cache, v_cache, seq_lens, out=None):
     """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math).
 
-    The hot path is a dict lookup, the out and partials allocations (torch's caching allocator), four
-    contiguity checks and one TVM-FFI call that launches both kernels; see cutedsl_runtime.py."""
-    signature = (q.dtype, q.shape, k_cache.shape)
+    The hot path is a dict lookup, the out allocation when none is given (torch's caching allocator), four
+    contiguity checks and one TVM-FFI call that launches the one kernel; see cutedsl_runtime.py."""
+    signature = (q.dtype, q.shape, k_cache.shape, q.device)
     prepared = _launches.get(signature)
     if prepared is None:
         prepared = _launches[signature] = _prepare(q, k_cache, v_cache, seq_lens, out)
-    launcher, o_shape, lse_shape, scalars = prepared
+    launcher, (o_part, lse_part, counters), scalars = prepared
     if out is None:
         out = torch.empty_like(q)
-    o_part = q.new_empty(o_shape, dtype=torch.float32)  # fresh per call: a captured graph or a second
-    lse_part = q.new_empty(lse_shape, dtype=torch.float32)  # stream never shares them with another call
     try:
         if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):
             raise ValueError(f"{OP}: q, k_cache, v_cache and out must be contiguous")
-        launcher(q, k_cache, v_cache, seq_lens, o_part, lse_part, out, *scalars)
+        launcher(q, k_cache, v_cache, seq_lens, o_part, lse_part, counters, out, *scalars)
     except (TypeError, ValueError):  # refused before anything was launched (here or by the wrapper)
         _prepare(q, k_cache, v_cache, seq_lens, out)  # host.py says why in the words every cell uses ...
         raise  # ... and the refusal's own message stands if host.py finds nothing wrong
@@ -825,50 +961,44 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 
 
 def describe(case: dict) -> dict:
-    """Launch configuration of a case, for the plan and the report."""
+    """Which path and split plan a case takes, and why (the plan's numbers and the regime in words)."""
     v = case["vars"]
-    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
+    B, Hq, Hkv, S, D = (v[k] for k in ("B", "Hq", "Hkv", "S", "D"))
+    p = plan(B, Hq, Hkv, S, D)
+    group = Hq // Hkv
     if p["mma"]:
-        return {
-            "grid": p["grid"],
-            "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
-            "threads_per_cta": MMA_WARPS * 32,
-            "merge_grid": [v["Hq"], v["B"], 1],
-            "merge_threads_per_cta": v["D"],
-            "path": "tensor cores (mma.sync m16n8k16, fp32 accumulate)",
-            "splits": p["splits"],
-            "split_size_keys": p["split_size"],
-            "query_heads_per_cta": p["heads"],
-            "mma_rows": p["rows"],
-            "keys_per_warp_tile": p["unroll"],
-            "keys_per_cta_step": p["block"],
-            "pipeline_stages": p["stages"],
-            "smem_bytes_per_cta": _mma_smem_bytes(v["D"], p["heads"], p["unroll"], p["stages"]),
-            "merge_pdl": p["pdl"],
-            "data_movement": f"each warp streams its own {p['unroll']}-key K and V tiles global -> shared with 16-byte "
-            f"cp.async.cg into {p['stages']} swizzled slots (wait_group + bar.warp.sync, no CTA barrier); ldmatrix "
-            "(.trans for V) feeds mma.sync q.K^T and P.V, online softmax on the fp32 accumulators, the 4 warps "
-            "merge through shared memory, fp32 partials + log-sum-exp to global, merged by a second kernel (PDL)",
-        }
+        path = "tensor cores (mma.sync m16n8k16, fp32 accumulate)"
+        why = (f"G = {group} >= {MMA_MIN_GROUP} and D = {D} <= 128: the {p['heads']} heads of a CTA are the M rows "
+               f"({p['rows']} with the zero padding), {p['unroll']}-key warp tiles")
+        threads, smem = MMA_WARPS * 32, _mma_smem_bytes(D, p["heads"], p["unroll"], p["stages"])
+        movement = (f"each warp streams its own {p['unroll']}-key K and V tiles global -> shared with 16-byte "
+                    f"cp.async.cg into {p['stages']} swizzled slots (wait_group + bar.warp.sync, no CTA barrier); "
+                    "ldmatrix (.trans for V) feeds mma.sync q.K^T and P.V, online softmax on the fp32 accumulators, "
+                    "the 4 warps merge through shared memory")
+    else:
+        path = "CUDA cores (fp32 FMA + shuffles)"
+        why = (f"G = {group} < {MMA_MIN_GROUP}" if D <= 128 else f"D = {D} (the mma path's fp32 O tile would not fit "
+               "the registers)") + f": {p['heads']} heads per CTA, {p['nch']} 128-bit chunks of a row per thread"
+        threads, smem = THREADS, _split_smem_bytes(D, p["heads"], p["nch"], p["unroll"], p["stages"])
+        movement = (f"K/V rows in {p['nch']} x 128-bit chunks per thread, global -> shared with 16-byte cp.async.cg, "
+                    f"a per-thread pipeline {p['stages']} steps deep; fp32 dot products + butterfly shuffles, online "
+                    "softmax in registers, cross-lane merge through shared memory")
+    ctas = p["grid"][0] * p["grid"][1] * p["grid"][2]
+    waves = ctas / p["slots"]
+    regime = ("small B*Hkv: the split count fills the resident slots" if p["items"] < p["slots"] / 2 else
+              "large B*Hkv: one split per item already fills the slots" if p["splits"] == 1 else
+              "middle: splits chosen for whole waves")
+    merge = ("none: every sequence fits one split, the CTA writes out itself" if p["splits"] == 1 else
+             "fused: the last of a (sequence, KV head) item's split CTAs, found with an atomic counter, merges the "
+             "fp32 partials in split order (a sequence with one non-empty split writes out directly)")
     return {
-        "grid": p["grid"],
-        "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
-        "threads_per_cta": THREADS,
-        "path": "CUDA cores (fp32 FMA + shuffles)",
-        "merge_grid": [v["Hq"], v["B"], 1],
-        "merge_threads_per_cta": v["D"],
-        "splits": p["splits"],
-        "split_size_keys": p["split_size"],
-        "query_heads_per_cta": p["heads"],
-        "chunks_per_thread": p["nch"],
-        "threads_per_key": p["tpk"],
-        "keys_per_cta_step": p["block"],
-        "pipeline_stages": p["stages"],
-        "smem_bytes_per_cta": _split_smem_bytes(v["D"], p["heads"], p["nch"], p["unroll"], p["stages"]),
-        "merge_pdl": p["pdl"],
-        "data_movement": f"K/V rows in {p['nch']} x 128-bit chunks per thread, global -> shared with 16-byte "
-        "cp.async.cg, a per-thread pipeline "
-        f"{p['stages']} steps deep (128-bit ld.global.v4 straight to registers when STAGES = 0); "
-        "fp32 dot products + butterfly shuffles, online softmax in registers, cross-lane merge through "
-        "shared memory, fp32 partials + log-sum-exp to global, merged by a second kernel (PDL launch)",
+        "path": path, "why_path": why, "regime": regime,
+        "grid": p["grid"], "grid_blocks": ctas, "threads_per_cta": threads,
+        "splits": p["splits"], "split_size_keys": p["split_size"], "items": p["items"],
+        "resident_slots": p["slots"], "waves": round(waves, 2), "wave_efficiency": p["wave_efficiency"],
+        "modelled_us": p["model_us"],
+        "why_splits": f"{p['items']} items x {p['splits']} splits = {ctas} CTAs = {waves:.2f} waves of {p['slots']} "
+                      f"slots ({NUM_SMS} SMs); the least modelled time of every split count (see _splits)",
+        "query_heads_per_cta": p["heads"], "keys_per_cta_step": p["block"], "pipeline_stages": p["stages"],
+        "smem_bytes_per_cta": smem, "merge": merge, "launches": 1, "data_movement": movement,
     }
