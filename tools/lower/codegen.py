@@ -73,6 +73,8 @@ class _Writer:
 
     def expression(self, node: dict) -> str:
         op, args = node["op"], [self.operand(a) for a in node["args"]]
+        if op == "div":
+            return self.division(node, args)
         if op in BINARY_SYMBOLS:
             return f"{args[0]} {BINARY_SYMBOLS[op]} {args[1]}"
         if op == "neg":
@@ -92,6 +94,20 @@ class _Writer:
         if op in ir.REDUCE:
             return f'reduce("{op}", {args[0]})'
         return f"pw.{PW_CALLS[op]}({', '.join(args)})"
+
+    def division(self, node: dict, args: list[str]) -> str:
+        """a / b as the kernels want it: an IEEE fp32 division is a multi-instruction sequence per element (enough
+        to make a bandwidth kernel compute-bound), so a constant divisor becomes a multiplication by its reciprocal
+        and any other divisor a multiplication by pw.reciprocal (the hardware's approximate reciprocal, ~1 ulp);
+        a divisor per row (a reduction's result) is inverted once per row, not per element. Only a division of
+        constants (n - 1.0, ...) stays a division."""
+        divisor = node["args"][1]
+        if isinstance(divisor, float) and divisor != 0.0 and math.isfinite(divisor):
+            named = self.constants.get(divisor)  # TEMPERATURE: folded by Python when the kernel is traced
+            return f"{args[0]} * (1.0 / {named})" if named else f"{args[0]} * {_float(1.0 / divisor)}"
+        if node["kind"] == "const":
+            return f"{args[0]} / {args[1]}"
+        return f"{args[0]} * pw.reciprocal({args[1]})"
 
     def statements(self) -> list[str]:
         lines, seen = [], set()
