@@ -10,7 +10,8 @@ against torch eager, torch.compile of the same function, and the built-in cell o
   (pattern=auto, the default), elementwise ones with 2-D shapes so that their [N] vectors are rows' length;
 - check: each workspace's own `python test_kernel.py --no-timing` (every representative and boundary case),
   several at once (correctness only, so sharing the GPU changes nothing);
-- v0: `python tools/run_baseline.py` in each named workspace, one at a time (its timing must have the GPU alone);
+- v0: `python tools/run_baseline.py` in each named workspace (report, memory, the V0 commit); with --jobs > 1 the
+  workspaces share the GPU, so their recorded timings are not comparisons: the ratios come from `perf` alone;
 - perf: one child process per named workspace, timing on the headline case (2^28 elements as 16384 x 16384; 32768 x
   8192) with the harness's own timers (test_kernel.bench: CUDA events, cold L2, median; call_latency: back-to-back
   calls, host included), all sides in that process on the same inputs:
@@ -184,7 +185,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     names = args.names or LOWERED
     step = {"bake": bake, "check": check, "v0": v0, "perf": perf}[args.step]
-    jobs = args.jobs if args.step in ("bake", "check") else 1
+    jobs = args.jobs if args.step != "perf" else 1  # perf's timing must have the GPU to itself
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         rows = list(pool.map(lambda n: step(args.out, n), names))
     (args.out / f"{args.step}.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -409,13 +409,13 @@ def reduction_launch(
 # ------------------------------------------------------------------------------------------------
 
 def lowered_values(kinds) -> int:
-    """fp32 row values a thread may hold per input of a lowered op: its row inputs share VALUES_PER_THREAD, and a
-    [N] vector (weight, bias) gets as many as a row input, as the built-in rmsnorm holds its weight beside x.
+    """fp32 row values a thread may hold per input of a lowered op: the built-in rmsnorm's budget for its two
+    tensors (x and weight, VALUES_PER_THREAD each) shared among all the loaded tensors, at most VALUES_PER_THREAD.
 
-    Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): sharing the budget with the vectors as well put
-    F.layer_norm (x, weight, bias) at 1 value-vector per thread and 1024-thread rows, 0.44x the built-in
-    rmsnorm's bandwidth; the bytes a thread has in flight, not the registers, were what ran short."""
-    return max(1, VALUES_PER_THREAD // max(1, list(kinds).count("row")))
+    Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): x, weight and bias (F.layer_norm) at 32 values
+    each took 110 registers, 2 CTAs per SM and 0.71x the built-in's bandwidth; at 10 values each (one shared
+    budget) rows of 1024 threads with one vector in flight ran 0.44x."""
+    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // len(kinds)))
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):

@@ -735,14 +735,14 @@ def _prepare(op: str, x, args, out):
 
 
 def _lowered_values_per_lane() -> int:
-    """The register path's VALUES_PER_LANE shared among the row inputs (a [N] vector gets as many as a row input,
-    as the built-in rmsnorm's weight does): more lanes per row, no spills. The CuTe DSL cell's rule, whose H200
-    measurement is in benchmarks/2026-12-01-h200-lowered.md."""
-    return max(1, VALUES_PER_LANE // max(1, list(lw.facts().kinds).count("row")))
+    """The register path's VALUES_PER_LANE for a lowered op: the built-in rmsnorm's budget for its two tensors
+    shared among all the loaded tensors, at most VALUES_PER_LANE (more lanes per row, no spills). The CuTe DSL
+    cell's rule, whose H200 measurement is in benchmarks/2026-12-01-h200-lowered.md."""
+    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // len(lw.facts().kinds)))
 
 
 def _lowered_plan(n: int, vec: int) -> dict:
-    inputs = max(1, list(lw.facts().kinds).count("row"))
+    inputs = len(lw.facts().kinds)
     cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // inputs))
     cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
     return cfg
