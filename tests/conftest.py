@@ -53,6 +53,14 @@ PATTERN_OPS = {name: list(p.OPS) for name, p in registry.patterns().items()}
 PATTERN_OF = registry.all_ops()
 
 
+def pytest_collection_finish(session):
+    """The lowering corpus's FlyDSL compiles start in the background once collected (tests/lowered_corpus_builds.py)."""
+    if any(item.path.name == "test_lowering_compiles.py" for item in session.items):
+        import lowered_corpus_builds
+
+        lowered_corpus_builds.start()
+
+
 def user_env(**changes) -> dict:
     """This environment as a user's shell would have it: Python's output buffered as usual (PYTHONUNBUFFERED
     unset, so what a bake prints must be flushed to arrive in order), plus `changes`."""

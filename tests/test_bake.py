@@ -18,10 +18,11 @@ EXPECTED_FILES = {
 } | {f"tools/{p.name}" for p in (WS_TEMPLATE / "tools").glob("*.py")}
 
 
-def dsl_files(framework: str) -> set[str]:
-    """What the DSL brings to a workspace: its dsl/<name>/ tree, at the same paths."""
+def dsl_files(framework: str, lowered: bool = False) -> set[str]:
+    """What the DSL brings to a workspace: its dsl/<name>/ tree, at the same paths; its pointwise library only to a
+    workspace whose op is the user's own function (only a lowered compute calls it)."""
     root = WS_TEMPLATE / "dsl" / framework
-    return {str(p.relative_to(root)) for p in root.rglob("*.py")}
+    return {str(p.relative_to(root)) for p in root.rglob("*.py")} - (set() if lowered else {"pointwise.py"})
 
 
 def workspace_files(ws):

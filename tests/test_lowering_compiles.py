@@ -1,0 +1,55 @@
+"""Every lowered corpus function compiles, for sm_90a (CuTe DSL), gfx942 and gfx950 (FlyDSL), with the cell's markers.
+
+The workspaces are the corpus's own bakes (tests/lowered_corpus_builds.py), one per function and target; each
+compile is the workspace's `test_kernel.py --compile-only` path: the kernel of its first case, checked against the
+ISA markers op.json holds for its cell (128-bit accesses; FlyDSL: no scratch). sm_90a compiles here, in this
+process; the FlyDSL ones ran in children on a background thread while the rest of the suite ran.
+"""
+
+from __future__ import annotations
+
+import json
+
+import lowered_corpus_builds as builds
+import pytest
+from conftest import load_module
+from test_flydsl_compile import needs_flydsl
+
+# Known and measured short of the cell's markers: the FlyDSL cells size their vectors by the widest element of any
+# row-wise tensor, so bf16 inputs with an fp32 output move 64 bits per access (buffer_load_dwordx2), not 128. The
+# CuTe DSL cells split the fp32 store in two instead. Left for the FlyDSL cells' next round (the issue note).
+AMD_NARROW = {"fp32_output": ("buffer_load_dwordx4", "buffer_load_dwordx2")}
+
+
+def test_every_lowered_function_compiles_for_sm90a():
+    spaces = builds.start()["workspaces"]["sm_90a"]
+    assert len(spaces) >= 30
+    failed = {}
+    for name, ws in spaces.items():
+        op = json.loads((ws / "op.json").read_text())
+        ptx = load_module(ws / "kernel.py", f"lowered_compile_{name}").compile_only(op["cases"][0], ws / "build")
+        missing = [m["text"] for m in op["isa_markers"]["required"] if m["text"] not in ptx]
+        found = [m["text"] for m in op["isa_markers"]["forbidden"] if m["text"] in ptx]
+        if missing or found or "ld.local" in ptx:
+            failed[name] = {"missing": missing, "forbidden": found, "spills": "ld.local" in ptx}
+    assert not failed, failed
+
+
+@needs_flydsl
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_every_lowered_function_compiles_for_amd(target):
+    started = builds.start()
+    failed = {}
+    for (t, name), future in started["futures"].items():
+        if t != target:
+            continue
+        done = future.result()
+        ws = started["workspaces"][t][name]
+        report = json.loads((ws / "results" / "compile_only.json").read_text()) if done.returncode in (0, 1) else {}
+        if name in AMD_NARROW:
+            marker, instead = AMD_NARROW[name]
+            isa = (ws / "build" / report["isa_file"]).read_text()
+            assert [c["marker"] for c in report["checks"] if not c["ok"]] == [marker] and instead in isa, report
+        elif done.returncode != 0 or not report.get("ok") or report.get("target") != target:
+            failed[name] = (done.stdout + done.stderr)[-600:]
+    assert sum(t == target for t, _ in started["futures"]) >= 30 and not failed, failed
