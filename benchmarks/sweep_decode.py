@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from heatmap import heatmap  # noqa: E402
 
 BATCHES = (1, 4, 32, 128)
 LENGTHS = (1024, 8192, 32768)
@@ -99,33 +100,14 @@ def measure(kernel, reference, registry, pt: dict) -> dict:
 
 def heatmaps(rows: list[dict], out: Path) -> list[Path]:
     """One PNG per D: rows (B, S), columns G, cell colour the ratio (red < 0.8, orange < 0.9, green above)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import BoundaryNorm, ListedColormap
-
     paths = []
     for d in HEAD_DIMS:
         keys = [(b, s) for b in BATCHES for s in LENGTHS]
         grid = [[next((r.get("ratio") for r in rows if (r["B"], r["S"], r["G"], r["D"]) == (b, s, g, d)), None)
                  for g in GROUPS] for b, s in keys]
-        cmap = ListedColormap(["#d73027", "#fc8d59", "#91cf60", "#1a9850"])
-        norm = BoundaryNorm([0, 0.8, 0.9, 1.0, 100], cmap.N)
-        fig, ax = plt.subplots(figsize=(6, 8))
-        ax.imshow([[v if v is not None else float("nan") for v in row] for row in grid], cmap=cmap, norm=norm,
-                  aspect="auto")
-        for i, row in enumerate(grid):
-            for j, v in enumerate(row):
-                ax.text(j, i, "skip" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=8)
-        ax.set_xticks(range(len(GROUPS)), [f"G={g}" for g in GROUPS])
-        ax.set_yticks(range(len(keys)), [f"B{b} S{s}" for b, s in keys])
-        ax.set_title(f"decode attention D={d}, Hkv={HKV}\nSDPA GPU time / ours (> 1: ours faster)")
-        fig.tight_layout()
-        path = out.with_name(f"{out.name}-d{d}.png")
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(heatmap(grid, [f"G={g}" for g in GROUPS], [f"B{b} S{s}" for b, s in keys],
+                             f"decode attention D={d}, Hkv={HKV}\nSDPA GPU time / ours (> 1: ours faster)",
+                             out.with_name(f"{out.name}-d{d}.png"), bounds=(0.8, 0.9, 1.0), size=(6, 8)))
     return paths
 
 

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench_gemm import check, load_kernel
+from heatmap import heatmap
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -90,35 +91,15 @@ def time_point(kernel, m: int, n: int, k: int, torch_dtype) -> dict:
 
 def heatmaps(rows: list[dict], out_json: Path) -> list[Path]:
     """One PNG per K: M down, N across, each cell the ratio cuBLAS / kernel, red below TARGET."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import BoundaryNorm, ListedColormap
-
-    cmap = ListedColormap(["#d73027", "#fee08b", "#1a9850"])
-    norm = BoundaryNorm([0.0, TARGET, 1.0, 1e9], cmap.N)
     paths = []
     for k in sorted({r["K"] for r in rows}):
         ms = sorted({r["M"] for r in rows if r["K"] == k})
         ns = sorted({r["N"] for r in rows if r["K"] == k})
         grid = [[next((r.get("ratio") for r in rows if (r["M"], r["N"], r["K"]) == (m, n, k)), None) for n in ns]
                 for m in ms]
-        fig, ax = plt.subplots(figsize=(1.6 * len(ns) + 2, 0.7 * len(ms) + 1.5))
-        ax.imshow([[v if v is not None else float("nan") for v in line] for line in grid], cmap=cmap, norm=norm)
-        for i, line in enumerate(grid):
-            for j, v in enumerate(line):
-                ax.text(j, i, "FAIL" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=10)
-        ax.set_xticks(range(len(ns)), [str(n) for n in ns])
-        ax.set_yticks(range(len(ms)), [str(m) for m in ms])
-        ax.set_xlabel("N")
-        ax.set_ylabel("M")
-        ax.set_title(f"cuBLAS time / kernel time, K = {k} (red < {TARGET})")
-        fig.tight_layout()
-        path = out_json.with_name(f"{out_json.stem}-K{k}.png")
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(heatmap(grid, ns, ms, f"cuBLAS time / kernel time, K = {k} (red < {TARGET})",
+                             out_json.with_name(f"{out_json.stem}-K{k}.png"), bounds=(TARGET, 1.0), missing="FAIL",
+                             x_name="N", y_name="M"))
     return paths
 
 
