@@ -92,7 +92,6 @@ def op_spec(program: dict) -> dict:
             "out": shapes,
             "math": f"the user's `{program['function']}` ({program['file']}), lowered: "
                     f"{len(program['nodes'])} steps, reductions: {', '.join(ir.reductions(program)) or 'none'}",
-            "kinds": {i["name"]: i["kind"] for i in program["inputs"]},
             "flops_note": "one FLOP per per-element step of the lowered program (a transcendental counts as one)",
             "bytes_note": "each input read once (a [N] vector once per launch), each output written once: the "
                           "minimum traffic",
@@ -103,8 +102,8 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
     """Every tensor a case of the lowered op allocates: name -> (elements, bytes per element)."""
     v = case["vars"]
     numel, n, eb = v["numel"], v.get("N", v["numel"]), v["elem_bytes"]
-    found = {i["name"]: (numel * (case.get("row_stride", n) // n if case.get("row_stride") else 1) if i["kind"] == "row"
-                         else n, eb) for i in program["inputs"]}
+    row = numel // n * case.get("row_stride", n)  # a padded row stride (reduction cases) allocates the padding too
+    found = {i["name"]: (row if i["kind"] == "row" else n, eb) for i in program["inputs"]}
     for k, o in enumerate(program["outputs"]):
         size = 4 if o["dtype"] == "fp32" else eb
         found[f"out{k}"] = (numel if o["shape"] == "row" else numel // n, size)

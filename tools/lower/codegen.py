@@ -142,9 +142,8 @@ class _Writer:
         lines = sorted({int(loc.rpartition(":")[2]) for loc in p.get("source", {}) if loc.startswith(p["file"] + ":")})
         span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}" if lines else "its source"
         params = ", ".join([*(self.names[i["name"]] for i in p["inputs"]), "n", "reduce"])
-        kinds = {i["name"]: i for i in p["inputs"]}
         input_lines = "\n".join(f"    {i['name']}: {'[M, N] (a row input)' if i['kind'] == 'row' else '[N] (a vector)'}"
-                                f", {i['why']}" for i in kinds.values())
+                                f", {i['why']}" for i in p["inputs"])
         out_lines = "\n".join(f"    output {k}: {o['shape']} ({'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'})"
                               for k, o in enumerate(p["outputs"]))
         reductions = ir.reductions(p)

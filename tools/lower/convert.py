@@ -38,8 +38,7 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.var_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
              aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
              aten.clamp, aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
-             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.clamp_min, aten.clamp_max, aten.native_layer_norm,
-             aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu]
+             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.clamp_min, aten.clamp_max, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu]
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
@@ -196,9 +195,7 @@ class Converter:
             op = SYM_OPS[target]
             if op is None:
                 self.refuse(f"does integer arithmetic on sizes ({target.__name__})")
-            vals = [self.arg(a) for a in args]
-            return self.emit(op, [v.ref for v in vals], CONST, "scalar") if len(vals) > 1 else \
-                self.emit(op, [vals[0].ref], CONST, "scalar")
+            return self.emit(op, [self.arg(a).ref for a in args], CONST, "scalar")
         if target is operator.getitem:
             src = self.env.get(args[0])
             if isinstance(src, tuple):
@@ -209,9 +206,9 @@ class Converter:
             return self.arg(args[0])
         if not hasattr(target, "overloadpacket"):
             self.refuse(f"calls {name}, which has no kernel form")
-        base = target.overloadpacket.__name__.removesuffix("_") if target.overloadpacket.__name__ != "_to_copy" \
-            else "_to_copy"
-        if target.overloadpacket.__name__.endswith("_") and target.overloadpacket.__name__ not in ("_to_copy",):
+        packet = target.overloadpacket.__name__
+        base = packet.removesuffix("_")  # an in-place op (add_) lowers as its functional form ...
+        if packet.endswith("_"):  # ... unless it writes an input
             if args and isinstance(args[0], torch.fx.Node) and args[0].op == "placeholder":
                 self.refuse(f"modifies its input {self.env[args[0]].ref} in place (torch.{base}_); write it out of "
                             "place")
@@ -245,7 +242,7 @@ class Converter:
         if base == "masked_fill":
             a, mask, fill = (self.arg(a) for a in args)
             return self.emit("where", [mask.ref, fill.ref, a.ref], self.kind_of(a, mask, fill), shape)
-        if base in ("relu",):
+        if base == "relu":
             a = self.arg(args[0])
             return self.binary("maximum", a, Value(0.0, CONST, "scalar"), shape)
         if base in ("_to_copy", "convert_element_type", "to", "type_as"):

@@ -12,7 +12,8 @@ its own tiling, loads, reductions and stores; this module gives it:
                         launchers take SLOTS tensor slots: the inputs in INPUTS order, then the outputs in
                         OUTPUTS order, the unused slots filled with x (never read; FlyDSL still fills each slot's
                         ABI words on every call, a few hundred ns each)
-    check_inputs(), outputs()   run()'s checks, in one set of words for both cells, and the outputs it allocates
+    check_buffer_range()  the one check FlyDSL adds to host.lowered_operands (the argument checks every cell
+                        shares, CuTe DSL's too): a buffer descriptor spans under 2 GiB
     pick_vec()          the widest vector (<= 128 bits for the widest element of any row-wise tensor) that N, the
                         row strides and every address allow
     regs(), vectors()   the register tensor of a lane's chunks and the buffer view of a tensor cut into vectors:
@@ -36,7 +37,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import flydsl.expr as fx
-import host
 from flydsl_runtime import DTYPE_BYTES, MAX_BYTES
 
 SLOTS = 8  # tensor slots of a lowered launcher: inputs + outputs
@@ -84,43 +84,11 @@ def pick_vec(widest_bytes: int, n: int, strides, addresses) -> int:
     return vec
 
 
-def check_inputs(inputs) -> str:
-    """run()'s common input checks for a lowered op; returns x's op.json dtype name."""
-    f = facts()
-    host.check_count("lowered", inputs, len(f.inputs))
-    dtype = host.dtype_of(inputs[0], "lowered")
-    for name, t in zip(f.inputs, inputs):
-        host.dtype_of(t, f"lowered ({name})")
-        if not t.is_cuda or t.device != inputs[0].device:
-            raise ValueError(f"lowered: {name} must be a GPU tensor on {inputs[0].device}")
+def check_buffer_range(tensors) -> None:
+    """What FlyDSL adds to host.lowered_operands' checks: every tensor under the 2 GiB a buffer descriptor spans."""
+    for t in tensors:
         if t.numel() * t.element_size() >= MAX_BYTES:
-            raise ValueError(f"lowered: {name} has {t.numel()} elements: over the 2 GiB range of a buffer descriptor")
-    return dtype
-
-
-def outputs(out, shapes, like) -> tuple:
-    """The outputs in OUTPUTS order: new tensors when `out` is None, else out (a tensor for one output, a
-    tuple or list otherwise) checked against `shapes` and OUT_DTYPES."""
-    import torch
-
-    f = facts()
-    x_dtype = host.dtype_of(like, "lowered")
-    dtypes = [getattr(torch, host_name(out_dtype_name(d, x_dtype))) for d in f.out_dtypes]
-    if out is None:
-        return tuple(torch.empty(s, dtype=d, device=like.device) for s, d in zip(shapes, dtypes))
-    outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
-    if len(outs) != len(shapes):
-        raise ValueError(f"lowered: out must hold {len(shapes)} tensor(s) ({', '.join(f.outputs)}), got {len(outs)}")
-    for i, (t, s, d) in enumerate(zip(outs, shapes, dtypes)):
-        if tuple(t.shape) != tuple(s) or t.dtype != d or not t.is_contiguous() or t.device != like.device:
-            raise ValueError(f"lowered: out[{i}] ({f.outputs[i]}) must be a contiguous {tuple(s)} tensor of dtype "
-                             f"{d} on {like.device}")
-    return outs
-
-
-def host_name(dtype: str) -> str:
-    """op.json dtype name -> torch dtype attribute name ('bf16' -> 'bfloat16')."""
-    return {short: name for name, short in host.DTYPE_NAMES.items()}[dtype]
+            raise ValueError(f"lowered: a tensor of {t.numel()} elements is over the 2 GiB range of a buffer descriptor")
 
 
 def widest_bytes(tensors) -> int:

@@ -760,34 +760,22 @@ def _lowered_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
     return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_lowered_constexprs(vec, cfg))
 
 
-def _lowered_shape(kind: str, m: int, n: int) -> tuple:
-    return {"row": (m, n), "reduced": (m,), "reduced_keepdim": (m, 1)}[kind]
-
-
 def _prepare_lowered(inputs, out):
     """A lowered signature's first call, or a refused one: the checks, the vector width, the plan, the launch.
 
     Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
     f = lw.facts()
-    lw.check_inputs(inputs)
     x = inputs[0]
     m, n, _ = host.rows_of("lowered", x)
-    lds = []
-    for name, kind, t in zip(f.inputs, f.kinds, inputs):
-        if kind == "row":
-            lds.append(host.rows_of(f"lowered ({name})", t)[2])
-            if tuple(t.shape) != (m, n):
-                raise ValueError(f"lowered: {name} must be [{m}, {n}] like x, got {tuple(t.shape)}")
-            if ((m - 1) * lds[-1] + n) * t.element_size() >= MAX_BYTES:
-                raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
-        elif tuple(t.shape) != (n,) or not t.is_contiguous():
-            raise ValueError(f"lowered: {name} (vector) must be a contiguous [{n}] tensor, got {tuple(t.shape)}")
-    outs = lw.outputs(out, [_lowered_shape(k, m, n) for k in f.outputs], x)
-    if any(o.numel() * o.element_size() >= MAX_BYTES for o in outs):
-        raise ValueError("lowered: an output of 2 GiB or more; buffer accesses address under 2 GiB")
-    wide = [t for t, k in zip(inputs, f.kinds)] + [o for o, k in zip(outs, f.outputs) if k == "row"]
-    if any(t.data_ptr() % t.element_size() for t in (*inputs, *outs)):
-        raise ValueError("lowered: tensors must be aligned to their element size")
+    _, outs = host.lowered_operands(f.module, inputs, out, [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs],
+                                    rows_contiguous=False)
+    rows = [(name, t) for name, kind, t in zip(f.inputs, f.kinds, inputs) if kind == "row"]
+    lds = [host.rows_of(f"lowered ({name})", t)[2] for name, t in rows]
+    for (name, t), ld in zip(rows, lds):
+        if ((m - 1) * ld + n) * t.element_size() >= MAX_BYTES:
+            raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
+    lw.check_buffer_range((*inputs, *outs))
+    wide = [*inputs, *(o for o, k in zip(outs, f.outputs) if k == "row")]
     vec = lw.pick_vec(lw.widest_bytes(wide), n, lds, [(t.data_ptr(), t.element_size()) for t in wide])
     cfg = _lowered_plan(n, vec)
     dtypes = [host.DTYPE_NAMES[str(t.dtype).removeprefix("torch.")] for t in (*inputs, *outs)]
@@ -819,7 +807,7 @@ def _run_lowered(inputs, out):
     if launch is None:
         launch = _launches[signature] = _prepare_lowered(inputs, out)
     limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
-    shapes = [_lowered_shape(k, m, n) for k in f.outputs]
+    shapes = [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs]
     if out is None:
         outs = tuple(torch.empty(s, dtype=d, device=x.device) for s, d in zip(shapes, out_dtypes))
     else:
