@@ -41,6 +41,7 @@ def _no_spills(ptx_path) -> None:
 @pytest.mark.parametrize("shape,path", [
     ("8192x8192x8192", "large tiles"), ("4096x14336x4096", "large tiles"),
     ("128x8192x8192", "skinny 64-row tiles"), ("16x14336x8192", "skinny 64-row tiles"),
+    ("512x4096x4096", "128x128 tiles"), ("512x8192x8192", "large tiles"), ("512x14336x4096", "large tiles"),
     ("16x8192x8192", "split-K with S = 2"), ("64x8192x8192", "split-K with S = 2"),
     ("64x4096x4096", "split-K with S = 4"), ("16x256x8192", "split-K with S = 16"),
     ("1x4096x4096", "GEMV"), ("4x8192x8192", "GEMV"),
@@ -67,6 +68,7 @@ def test_split_k_ptx(gemm, tmp_path):
     assert "cp.async.bulk.tensor" in ptx and "mbarrier" in ptx, "TMA loads into the mbarrier ring"
     # the fix-up: one gpu-scope (the default scope) acq_rel increment per thread, no other atomics, no spin loop
     assert re.findall(r"atom\.[a-z0-9_.]*", ptx) == ["atom.global.acq_rel.add.u32"]
+    assert re.search(r"st\.global(\.[a-z0-9]+)*\s+\[[^]]+\],\s*0;", ptx), "the last split resets its counter to 0"
     assert "ld.global.v2" in ptx and "st.global.v2" in ptx, "fp32 partials stored and re-read as pairs"
     assert ".local" not in ptx
     _no_spills(path)
@@ -81,6 +83,15 @@ def test_gemv_ptx(gemm, tmp_path, shape, rows, unroll):
     assert ptx.count("ld.global.v4") == 2 * unroll * (cols + rows)
     assert ptx.count("shfl.sync.bfly") == 5 * rows * cols, "one 32-lane butterfly per output"
     assert "wgmma" not in ptx and "cp.async.bulk" not in ptx and ".local" not in ptx
+    _no_spills(path)
+
+
+def test_128x128_tiles_ptx(gemm, tmp_path):
+    """The compute-heavy sub-wave path: two consumer warpgroups on 64x128 each, 2x1 multicast, TMA store."""
+    ptx = gemm.compile_only(_case("512x4096x4096"), tmp_path)
+    (path,) = tmp_path.glob("*128x128_c2x1*.ptx")
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", ptx)
+    assert "cp.async.bulk.tensor" in ptx and "setmaxnreg" in ptx and ".local" not in ptx
     _no_spills(path)
 
 

@@ -77,10 +77,13 @@ The four regimes (choose_config; describe() names the one a shape takes, and why
     kernel must read B once, at HBM bandwidth, from every SM (N = K = 8192: 128 MiB, ~28 us at 4.8 TB/s),
     and the tensor cores hardly matter. What changes with M is how to spread B over the SMs.
     1. Large tiles: 128x256 tiles make at least one wave over SM_COUNT (op.json's compute_units) SMs.
-    2. Skinny 64-row tiles: fewer tiles than SMs (M = 65..128 with N = 8192: 32 tiles of 128x256 for 132
-       SMs), so a 64-row tile with ONE consumer warpgroup is used, 64x128 or 64x64, whichever fills the SMs
-       best (M = 128, N = 8192: 64x128 with a 2x1 cluster, 128 CTAs); stages come from the same SMEM
-       budget: 24 KiB/stage -> 8 stages next to the epilogue buffers, 16 KiB/stage -> 13.
+    2. Smaller tiles: fewer 128x256 tiles than SMs (M = 65..128 with N = 8192: 32 tiles for 132 SMs). The
+       tile of least modelled time (_tile_cost: waves x MMA work / the tile's SMEM-bound MMA rate) is used:
+       a 64-row tile with ONE consumer warpgroup, 64x128 or 64x64, for the memory-bound skinny shapes (M = 128,
+       N = 8192: 64x128 with a 2x1 cluster, 128 CTAs, every SM streaming its share of B), and 128x128 with two
+       warpgroups where M makes the problem compute-heavy (M = 512, N = 4096: one full wave of 128 tiles, where
+       64-row tiles would take two waves at half the MMA rate). Stages come from the same SMEM budget:
+       24 KiB/stage -> 8 stages next to the epilogue buffers, 16 KiB/stage -> 13, 32 KiB/stage (128x128) -> 6.
     3. Split-K (M <= 64 whose 64x128 tiles would leave at least half the SMs idle): one M tile, N / 128
        column tiles (64 for N = 8192), so the K loop of each tile is split over S CTAs, S = SM_COUNT //
        tiles, with at least MIN_SPLIT_K_TILES K-tiles per split (split_count: N = K = 8192 -> 64 tiles,
@@ -96,9 +99,11 @@ The four regimes (choose_config; describe() names the one a shape takes, and why
        re-reads the S partials in split order 0..S-1 (its own too) and stores C: the sum never depends
        on which split finished last, and no split waits for another (no co-residency assumption). The
        same thread index of each split holds the same (row, column) fragment, so no CTA barrier is
-       needed. run() allocates the workspace (torch.empty) and the zeroed counters (torch.zeros) on
-       every call from torch's caching allocator: nothing mutable is shared between calls or streams.
-       The cost next to the stream of B: S partials of 64 x 128 fp32 (rows < M only) per tile, in L2.
+       needed. The last thread stores 0 back into its counter, so the workspace and the counters belong to
+       the shape: allocated (and zeroed) once by its first call, reset by every launch for the next one or a
+       CUDA-graph replay, and run() allocates nothing. The price: two calls of one shape must not run at the
+       same time on two streams. The cost next to the stream of B: S partials of 64 x 128 fp32 (rows < M
+       only) per tile, in L2.
     4. GEMV (M <= GEMV_MAX_M = 4): a 64-row tile would be >= 94% padding, so a separate kernel uses the
        CUDA cores. Warp w of a CTA owns COLS = 2 output columns (rows of B); its 32 lanes stride along K
        in 16-byte chunks (ld.global.v4), UNROLL x COLS chunks of B issued before any arithmetic so each
@@ -127,7 +132,7 @@ Launch (host side; the general story is in cutedsl_runtime.py)
     and the TVM-FFI call on torch's current stream; a call the wrapper refuses goes back to host.py's checks,
     which say what is wrong. gemm_splitk_launch takes the workspace, the counters, S and k_per besides;
     gemv_launch takes only the three tensors. All three share one launch structure: a signature-dict
-    lookup, then one TVM-FFI call (split-K allocates its two scratch tensors first).
+    lookup, then one TVM-FFI call (split-K's scratch comes with the signature's entry).
 
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
@@ -204,13 +209,20 @@ class Config:
 
 
 DEFAULT = Config()
-SMALL = (Config(tile_m=64, tile_n=128), Config(tile_m=64, tile_n=64))  # larger first: fewer operand re-reads
+# below one wave of 128x256 tiles: two-warpgroup 128x128 tiles, then one-warpgroup 64-row tiles
+SMALLER = (Config(tile_m=128, tile_n=128), Config(tile_m=64, tile_n=128), Config(tile_m=64, tile_n=64))
 
 
-def _sm_fill(m: int, n: int, cfg: Config) -> float:
-    """Fraction of SM-slots doing work over all waves: tiles / (waves * SMs)."""
+def _tile_cost(m: int, n: int, cfg: Config) -> float:
+    """Modelled time of a sub-wave problem in units of one 128x256 tile: waves x the tile's MMA work / its MMA rate.
+
+    A CTA's MMA rate is bounded by the SMEM operand bytes per FLOP, TM*TN/(TM+TN) (the roofline in the module
+    docstring: 128x256 -> 85, 128x128 -> 64, 64x128 -> 43, 64x64 -> 32 FLOP/byte), relative to 128x256's.
+    Memory-bound shapes (M <= 128) come out filling the SMs, as the bandwidth argument wants; compute-heavy ones
+    (M = 512, N = 4096: 64 tiles of 128x256 for 132 SMs) come out on 128x128 tiles, a full wave of them."""
     tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
-    return tiles / (-(-tiles // SM_COUNT) * SM_COUNT)
+    rate = (cfg.tile_m * cfg.tile_n / (cfg.tile_m + cfg.tile_n)) / (128 * 256 / (128 + 256))
+    return -(-tiles // SM_COUNT) * (cfg.tile_m * cfg.tile_n) / (128 * 256) / rate
 
 
 @dataclass(frozen=True)
@@ -243,9 +255,10 @@ def split_count(m: int, n: int, k: int, cfg: Config = SPLIT) -> tuple[int, int]:
 
 def choose_config(m: int, n: int, k: int) -> Config | Gemv:
     """M <= GEMV_MAX_M: the GEMV kernel. M <= 64 whose 64x128 tiles leave at least half the SMs idle: split-K.
-    Otherwise 128x256 tiles when they make >= 1 wave; smaller problems (skinny M) are memory-bound: pick the
-    64-row tile that fills the SMs best, so every SM streams its share of B. 2x1 multicast when there are >= 2
-    M tiles; TMA store when C rows are 16-byte aligned."""
+    Otherwise 128x256 tiles when they make >= 1 wave; below that, the tile of least modelled time (_tile_cost:
+    128x256 still when it nearly fills the SMs, 128x128 for compute-heavy shapes, the 64-row tile that fills
+    the SMs for memory-bound ones). 2x1 multicast
+    when there are >= 2 M tiles; TMA store when C rows are 16-byte aligned."""
     if m <= GEMV_MAX_M:
         rows = next(r for r in GEMV_ROWS if r >= m)
         return Gemv(rows=rows, unroll=8 if rows <= 2 else 4)  # 4 rows: half the B loads in flight, A's registers
@@ -253,7 +266,7 @@ def choose_config(m: int, n: int, k: int) -> Config | Gemv:
         return SPLIT
     base = DEFAULT
     if -(-m // DEFAULT.tile_m) * -(-n // DEFAULT.tile_n) < SM_COUNT:
-        base = max(SMALL, key=lambda c: _sm_fill(m, n, c) - 0.1 * SMALL.index(c))
+        base = min((DEFAULT, *SMALLER), key=lambda c: _tile_cost(m, n, c))  # ties: the larger tile (fewer re-reads)
     return replace(base, cluster_m=2 if m > base.tile_m else 1, tma_store=(n * 2) % 16 == 0)
 
 
@@ -320,7 +333,8 @@ def _unit_coords(t: Int32, clusters_m: Int32, clusters_n: Int32, k_tiles: Int32,
 
 class SplitK:
     """What the split-K variant adds to the kernel body: the fp32 workspace (S, M, N_pad) of partial tiles, the
-    arrival counters (one per tile and consumer thread, zeroed by the caller), the split count S and the K-tiles
+    arrival counters (one per tile and consumer thread, zero at the launch and reset by the kernel), the split
+    count S and the K-tiles
     per split. A trace-time bundle of kernel arguments, not an argument itself: `None` means no split."""
 
     def __init__(self, ws: cute.Tensor, count: cute.Tensor, splits: Int32, k_per: Int32):
@@ -347,13 +361,14 @@ def _split_fixup(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, t
     """Split-K epilogue, per consumer thread: publish my fp32 partial, and if I am the last of the S splits to
     arrive at my fragment of this tile, sum the S partials in split order and store C.
 
-    Protocol (one counter per (tile, consumer thread), zeroed before the launch): my partial goes to
+    Protocol (one counter per (tile, consumer thread), zero at the launch): my partial goes to
     workspace[s] (only the rows < M), then ``atom.add.acq_rel.gpu`` on my counter. Release: my stores are
     visible before the increment; acquire: the thread that reads S-1 sees every other split's stores, since
     they all released into the same counter before it. The same thread position of every split covers the same
     (row, column) fragment, so no CTA-wide barrier is needed. The last thread re-reads all S partials, its own
     included, and adds them in the fixed order 0, 1, ..., S-1: the result does not depend on which split
-    finished last (deterministic)."""
+    finished last (deterministic). The last thread then stores 0 into the counter: no other thread of this launch
+    touches it again, and the next launch on the stream finds it reset."""
     cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
     m_left = mC_direct.shape[0] - tm * cfg.tile_m
     tCgW = thr_mma.partition_C(cute.local_tile(split.ws[(s, None, None)], (cfg.tile_m, cfg.tile_n), (tm, tn)))
@@ -363,11 +378,12 @@ def _split_fixup(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, t
             tCgW[i] = acc[i]
             mine = cutlass.Boolean(True)
     last = cutlass.Boolean(False)
+    count, slot = split.count, (tm * tiles_n + tn) * (cfg.mma_wgs * WG) + ctid
     if mine:  # threads whose rows are all >= M write nothing and take no part in the count
-        slot = (tm * tiles_n + tn) * (cfg.mma_wgs * WG) + ctid
-        arrived = cute.arch.atomic_add(split.count.iterator + slot, Int32(1), sem="acq_rel", scope="gpu")
+        arrived = cute.arch.atomic_add(count.iterator + slot, Int32(1), sem="acq_rel", scope="gpu")
         last = arrived == split.splits - 1
     if last:
+        count[slot] = Int32(0)  # reset for the next launch (or CUDA-graph replay) of this shape
         tCgW0 = thr_mma.partition_C(cute.local_tile(split.ws[(0, None, None)], (cfg.tile_m, cfg.tile_n), (tm, tn)))
         for i in cutlass.range_constexpr(cute.size(acc)):
             if cC[i][0] < m_left:
@@ -749,8 +765,9 @@ _max_clusters: dict = {}  # cluster size -> co-resident clusters on this GPU
 @dataclass(frozen=True)
 class _Launch:
     """What run() needs per argument signature: the compiled launcher, the scalars it takes after the tensors (grid
-    cap; split-K: S, k_per, grid cap), the output's shape, and split-K's per-call scratch sizes (workspace floats,
-    counters). launcher None: an empty problem (M, N or K = 0), where out is only zero-filled."""
+    cap; split-K: S, k_per, grid cap), the output's shape, and split-K's scratch (the fp32 workspace and the int32
+    counters, owned by the signature). launcher None: an empty problem (M, N or K = 0), where out is only
+    zero-filled."""
 
     launcher: object
     args: tuple
@@ -799,7 +816,11 @@ def _prepare(a, b, out, cfg) -> _Launch:
     if cfg.split_k:
         splits, k_per = split_count(m, n, k, cfg)
         tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
-        scratch = (splits * m * tiles_n * cfg.tile_n, tiles_m * tiles_n * cfg.mma_wgs * WG)
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("matmul: the first call of a split-K shape allocates its scratch; make it before "
+                               "CUDA-graph capture")
+        scratch = (a.new_empty(splits * m * tiles_n * cfg.tile_n, dtype=torch.float32),
+                   a.new_zeros(tiles_m * tiles_n * cfg.mma_wgs * WG, dtype=torch.int32))
         return _Launch(launcher, (splits, k_per, _co_resident_clusters(1)), (m, n), scratch)
     return _Launch(launcher, (_co_resident_clusters(cfg.cluster_size),), (m, n))
 
@@ -808,10 +829,10 @@ def run(a, b, out=None, cfg=None):
     """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation).
 
     The hot path is a dict lookup on (dtype, shapes, cfg) and the TVM-FFI call, which checks dtypes, shapes,
-    contiguity, device and alignment itself; see cutedsl_runtime.py. Split-K allocates its workspace and zeroed
-    counters per call from torch's caching allocator, on the current stream: nothing is shared between calls, so
-    concurrent streams and CUDA graphs are safe."""
-    signature = (a.dtype, a.shape, b.shape, cfg)
+    contiguity, device and alignment itself; see cutedsl_runtime.py. Split-K's workspace and counters belong to
+    the signature (the kernel resets the counters), so a run() allocates nothing but `out`, and a CUDA graph
+    replays correctly; two calls of one split-K shape must not run concurrently on two streams."""
+    signature = (a.dtype, a.shape, b.shape, a.device, cfg)
     launch = _launches.get(signature)
     if launch is None:
         launch = _launches[signature] = _prepare(a, b, out, cfg)
@@ -819,11 +840,8 @@ def run(a, b, out=None, cfg=None):
         return host.matmul_dims(a, b, out, "TMA")[-1].zero_()
     if out is None:
         out = a.new_empty(launch.out_shape)
-    scratch = ()
-    if launch.scratch:
-        scratch = (a.new_empty(launch.scratch[0], dtype=torch.float32), a.new_zeros(launch.scratch[1], dtype=torch.int32))
     try:
-        launch.launcher(a, b, out, *scratch, *launch.args)
+        launch.launcher(a, b, out, *launch.scratch, *launch.args)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
         _prepare(a, b, out, cfg)  # host.py says why in the words every cell uses ...
         raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
@@ -874,11 +892,13 @@ def describe(case: dict) -> dict:
         path = (f"split-K with S = {splits} splits of {k_per} K-tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} "
                 f"would occupy {tiles} of {SM_COUNT} SMs, so each tile's K loop is spread over {splits} CTAs that "
                 f"meet in a deterministic fp32 fix-up")
-    elif cfg.tile_m == DEFAULT.tile_m:
+    elif (cfg.tile_m, cfg.tile_n) == (DEFAULT.tile_m, DEFAULT.tile_n):
         path = f"large tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} make at least one wave over {SM_COUNT} SMs"
     else:
-        path = (f"skinny 64-row tiles: 128x256 tiles would make less than one wave over {SM_COUNT} SMs, and "
-                f"{tiles} tiles of {cfg.tile_m}x{cfg.tile_n} fill them best without splitting K")
+        kind = "skinny 64-row tiles" if cfg.tile_m == 64 else "128x128 tiles"
+        path = (f"{kind}: 128x256 tiles would make less than one wave over {SM_COUNT} SMs, and {tiles} tiles of "
+                f"{cfg.tile_m}x{cfg.tile_n} have the least modelled time (waves x MMA work / the tile's MMA rate) "
+                f"without splitting K")
     return {
         "path": path,
         "tile_mnk": [cfg.tile_m, cfg.tile_n, cfg.tile_k],
