@@ -3,6 +3,7 @@
     python3 benchmarks/sweep_decode.py --out benchmarks/results/DATE-h200-decode-sweep      # on the H200, < 6 min
     python3 benchmarks/sweep_decode.py --out ... --set MMA_MIN_GROUP=8 --set WAVE_US=0.5    # A/B a kernel knob
     python3 benchmarks/sweep_decode.py --out ... --render                                  # table + PNGs again
+    python3 benchmarks/sweep_decode.py --out ... --shape 32x16x1x4096x128 --set MMA_STAGES=3  # chosen shapes only
 
 Grid: B in {1, 4, 32, 128} x S in {1024, 8192, 32768} x G in {1, 4, 8, 16} x D in {64, 128}, Hkv = 8 and
 Hq = 8 G (G = Hq / Hkv, the GQA group; eight KV heads is the common serving shape, and keeping Hkv fixed keeps
@@ -47,19 +48,24 @@ CALLS = 10                 # profiled calls per side and point
 HBM_TBPS = 4.8             # the H200's cited HBM bandwidth, for the floor column
 
 
+def point(b: int, s: int, g: int, d: int, hkv: int = HKV) -> dict:
+    """One (B, S, G, D) point with Hkv KV heads, with the reason when it is skipped."""
+    kv = 2 * b * s * hkv * d * 2
+    skip = ("KV cache > 60 GB" if kv > MAX_KV_BYTES else
+            "KV cache >= 2^31 elements (int32 indexing)" if b * s * hkv * d >= 2**31 else None)
+    return {"B": b, "S": s, "G": g, "D": d, "Hq": hkv * g, "Hkv": hkv, "kv_bytes": kv,
+            "floor_us": kv / (HBM_TBPS * 1e6), "skip": skip}
+
+
 def points() -> list[dict]:
-    """Every (B, S, G, D) of the grid, with the reason when it is skipped."""
-    out = []
-    for d in HEAD_DIMS:
-        for b in BATCHES:
-            for s in LENGTHS:
-                for g in GROUPS:
-                    kv = 2 * b * s * HKV * d * 2
-                    skip = ("KV cache > 60 GB" if kv > MAX_KV_BYTES else
-                            "KV cache >= 2^31 elements (int32 indexing)" if b * s * HKV * d >= 2**31 else None)
-                    out.append({"B": b, "S": s, "G": g, "D": d, "Hq": HKV * g, "Hkv": HKV, "kv_bytes": kv,
-                                "floor_us": kv / (HBM_TBPS * 1e6), "skip": skip})
-    return out
+    """Every (B, S, G, D) of the grid."""
+    return [point(b, s, g, d) for d in HEAD_DIMS for b in BATCHES for s in LENGTHS for g in GROUPS]
+
+
+def shape_point(text: str) -> dict:
+    """--shape BxHqxHkvxSxD -> one point (any Hkv, so MQA's Hkv = 1 too)."""
+    b, hq, hkv, s, d = (int(v) for v in text.lower().split("x"))
+    return point(b, s, hq // hkv, d, hkv)
 
 
 def gpu_us(fns, calls: int) -> float:
@@ -103,7 +109,8 @@ def heatmaps(rows: list[dict], out: Path) -> list[Path]:
     paths = []
     for d in HEAD_DIMS:
         keys = [(b, s) for b in BATCHES for s in LENGTHS]
-        grid = [[next((r.get("ratio") for r in rows if (r["B"], r["S"], r["G"], r["D"]) == (b, s, g, d)), None)
+        grid = [[next((r.get("ratio") for r in rows if (r["B"], r["S"], r["G"], r["D"], r["Hkv"]) == (b, s, g, d, HKV)),
+                      None)
                  for g in GROUPS] for b, s in keys]
         paths.append(heatmap(grid, [f"G={g}" for g in GROUPS], [f"B{b} S{s}" for b, s in keys],
                              f"decode attention D={d}, Hkv={HKV}\nSDPA GPU time / ours (> 1: ours faster)",
@@ -130,6 +137,8 @@ def main(argv=None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a kernel.py constant (a Python literal) before the sweep")
     p.add_argument("--render", action="store_true", help="re-render <out>.json, no GPU")
+    p.add_argument("--shape", action="append", default=[], metavar="BxHqxHkvxSxD",
+                   help="measure these shapes instead of the grid (repeatable)")
     args = p.parse_args(argv)
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -151,7 +160,7 @@ def main(argv=None) -> int:
             import reference  # the workspace's, importable now that load_kernel put the workspace on sys.path
 
             set_knobs(kernel, knobs)
-            for pt in points():
+            for pt in [shape_point(t) for t in args.shape] or points():
                 row = dict(pt)
                 if not pt["skip"]:
                     try:
