@@ -4,6 +4,7 @@
     python3 benchmarks/sweep_decode.py --out ... --set MMA_MIN_GROUP=8 --set WAVE_US=0.5    # A/B a kernel knob
     python3 benchmarks/sweep_decode.py --out ... --render                                  # table + PNGs again
     python3 benchmarks/sweep_decode.py --out ... --shape 32x16x1x4096x128 --set MMA_STAGES=3  # chosen shapes only
+    python3 benchmarks/sweep_decode.py --out ... --list                                    # the points, no GPU
 
 Grid: B in {1, 4, 32, 128} x S in {1024, 8192, 32768} x G in {1, 4, 8, 16} x D in {64, 128}, Hkv = 8 and
 Hq = 8 G (G = Hq / Hkv, the GQA group; eight KV heads is the common serving shape, and keeping Hkv fixed keeps
@@ -15,8 +16,8 @@ its kernel.py loaded by bench_decode_attention.load_kernel, inputs from the work
 (full lengths) and the peer from reference.baseline (torch SDPA, enable_gqa=True, on the cache layout): the
 inputs and the peer that the workspace's own harness times. L2: enough input copies are rotated that a
 call never finds its K/V in the 50 MB L2 (>= 256 MB of KV per round, at most 32 copies), so no flush
-kernel pollutes the profile. GPU time: torch.profiler's CUDA kernel time of N calls, summed over every
-kernel a call launches (ours: one; SDPA: its split and combine kernels), divided by N. ratio = SDPA / ours
+kernel pollutes the profile. GPU time (sweep_common.gpu_us): torch.profiler's CUDA kernel time of N calls, summed
+over every kernel a call launches (ours: one; SDPA: its split and combine kernels), divided by N. ratio = SDPA / ours
 (> 1: ours is faster). Agreement: ours vs SDPA, relative Frobenius error, must stay < 1e-2.
 The floor column is the KV read at the H200's cited 4.8 TB/s. Writes <out>.json, one heatmap PNG per D
 (ratio per (B, S) row and G column; red below 0.8, orange below 0.9, annotated) and prints a table.
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from heatmap import heatmap  # noqa: E402
+from sweep_common import add_modes, bake, copies, gpu_us, read_rows, write_rows  # noqa: E402
 
 BATCHES = (1, 4, 32, 128)
 LENGTHS = (1024, 8192, 32768)
@@ -68,31 +70,17 @@ def shape_point(text: str) -> dict:
     return point(b, s, hq // hkv, d, hkv)
 
 
-def gpu_us(fns, calls: int) -> float:
-    """torch.profiler CUDA kernel time per call: every kernel of `calls` calls, cycling through `fns`."""
-    import torch
-
-    for fn in fns:  # warm-up: compile, the plan and scratch, SDPA's mask cache, one call on every copy
-        fn()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            fns[i % len(fns)]()
-        torch.cuda.synchronize()
-    return sum(e.self_device_time_total for e in prof.key_averages()) / calls
-
-
 def measure(kernel, reference, registry, pt: dict) -> dict:
     import torch
 
     shape = f"{pt['B']}x{pt['Hq']}x{pt['Hkv']}x{pt['S']}x{pt['D']}"
     (case,) = registry.pattern("decode_attention").cases(shape, "representative", "bf16")
-    copies = max(1, min(MAX_COPIES, ROTATE_BYTES // pt["kv_bytes"]))
-    sets = [reference.make_inputs(case, torch.bfloat16, "cuda", seed) for seed in range(copies)]
+    count = copies(pt["kv_bytes"], ROTATE_BYTES, MAX_COPIES)
+    sets = [reference.make_inputs(case, torch.bfloat16, "cuda", seed) for seed in range(count)]
     outs = [torch.empty_like(x[0]) for x in sets]
     ours = [lambda x=x, o=o: kernel.run(*x, out=o) for x, o in zip(sets, outs)]
     peer = [lambda x=x: reference.baseline(*x) for x in sets]
-    t_ours = gpu_us(ours, CALLS)
+    t_ours = gpu_us(ours, CALLS)  # after one warm-up call per copy: compile, plan and scratch, SDPA's mask cache
     t_peer = gpu_us(peer, CALLS)
     ref = reference.baseline(*sets[0]).float()
     err = ((outs[0].float() - ref).norm() / ref.norm()).item()
@@ -100,7 +88,7 @@ def measure(kernel, reference, registry, pt: dict) -> dict:
     del sets, outs
     torch.cuda.empty_cache()
     return {"ours_us": t_ours, "sdpa_us": t_peer, "ratio": t_peer / t_ours, "rel_err_vs_sdpa": err,
-            "agree": err < 1e-2, "copies": copies, "path": d["path"].split(" (")[0], "splits": d["splits"],
+            "agree": err < 1e-2, "copies": count, "path": d["path"].split(" (")[0], "splits": d["splits"],
             "grid_blocks": d["grid_blocks"], "waves": d["waves"]}
 
 
@@ -136,27 +124,28 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True, help="path stem: writes <out>.json and <out>-d<D>.png")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a kernel.py constant (a Python literal) before the sweep")
-    p.add_argument("--render", action="store_true", help="re-render <out>.json, no GPU")
+    add_modes(p)
     p.add_argument("--shape", action="append", default=[], metavar="BxHqxHkvxSxD",
                    help="measure these shapes instead of the grid (repeatable)")
     args = p.parse_args(argv)
     out = args.out
+    if args.list:
+        print("\n".join(f"B{r['B']} S{r['S']} G{r['G']} D{r['D']}: {r['skip'] or 'measure'}" for r in [shape_point(t) for t in args.shape] or points()))
+        return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.render:
-        rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+        rows = read_rows(out.with_suffix(".json"))[1]
     else:
         import ast
 
         from bench_decode_attention import load_kernel, set_knobs
-        from tools import registry, scaffold, spec
+        from tools import registry
 
         knobs = {k: ast.literal_eval(v) for k, v in (s.split("=", 1) for s in args.set)}
         t0 = time.time()
         rows = []
         with tempfile.TemporaryDirectory(prefix="kb-decode-sweep-") as tmp:
-            ws = scaffold.workspace(Path(tmp) / "ws", spec.context(pattern="decode_attention", gpu="H200",
-                                                                    dtype="bf16", run_baseline="no"))
-            kernel = load_kernel(ws)
+            kernel = load_kernel(bake(Path(tmp), "decode_attention"))
             import reference  # the workspace's, importable now that load_kernel put the workspace on sys.path
 
             set_knobs(kernel, knobs)
@@ -169,8 +158,7 @@ def main(argv=None) -> int:
                         row["error"] = f"{type(err).__name__}: {err}"[:300]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        out.with_suffix(".json").write_text(json.dumps({"knobs": knobs, "seconds": time.time() - t0, "rows": rows},
-                                                       indent=1) + "\n")
+        write_rows(out.with_suffix(".json"), {"knobs": knobs, "seconds": time.time() - t0}, rows)
     print(table(rows))
     for path in heatmaps(rows, out):
         print("wrote", path)

@@ -2,16 +2,17 @@
 
     python benchmarks/sweep_gemm.py                                   # on the H200, after benchmarks/device_setup.sh
     python benchmarks/sweep_gemm.py --out benchmarks/results/DATE-h200-gemm-sweep.json --m 1 16 --nk 4096
+    python benchmarks/sweep_gemm.py --out ... --list | --render       # the points / table + PNGs again, no GPU
 
 It builds a bf16 gemm workspace with tools.scaffold (no bake step, no baseline run) and loads its kernel.py with
 bench_gemm.load_kernel. For every (M, N, K) of the grid (M in 1, 16, 64, 128, 512, 4096; N, K in 4096, 8192,
 14336: every regime of choose_config appears), it
 - checks the kernel once (bench_gemm.check: fresh inputs, NaN-poisoned out, rel_err vs an fp32 reference);
-- times the kernel's run() and cuBLAS (`a @ b.T`) alike: GPU time from torch.profiler, i.e. the CUDA kernel
-  (and memset) time of all the kernels one call launches, summed, averaged over the calls (split-K's zeroed
-  counters and cuBLAS's own split-K reduction count); the calls rotate over enough distinct input sets that
-  together exceed 3x the L2, so every call reads its operands from HBM as a cold call would, and no flush
-  kernel enters the profile;
+- times the kernel's run() and cuBLAS (`a @ b.T`) alike: GPU time from torch.profiler (sweep_common.gpu_us),
+  i.e. the CUDA kernel (and memset) time of all the kernels one call launches, summed, averaged over the calls
+  (split-K's zeroed counters and cuBLAS's own split-K reduction count); the calls rotate over enough distinct
+  input sets that together exceed 3x the L2 (at most 16), so every call reads its operands from HBM as a cold call
+  would, and no flush kernel enters the profile;
 - records describe()'s path (large tiles / skinny / split-K with S / GEMV) beside the ratio cuBLAS / kernel.
 Writes the JSON rows, one heatmap PNG per K beside it (M down, N across, one cell per (N, K) point, the ratio
 annotated, red below 0.9), and prints a table. Each distinct Config compiles once (the first call of a shape).
@@ -21,18 +22,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_gemm import check, load_kernel
-from heatmap import heatmap
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tools import scaffold, spec  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_gemm import check, load_kernel  # noqa: E402
+from heatmap import heatmap  # noqa: E402
+from sweep_common import ROOT, add_modes, bake, copies, gpu_us, read_rows, write_rows  # noqa: E402
 
 M_GRID = [1, 16, 64, 128, 512, 4096]
 NK_GRID = [4096, 8192, 14336]
@@ -40,16 +38,9 @@ TARGET = 0.9  # ratio below which a point is red: the kernel is more than 10% sl
 TIME_BUDGET_MS = 40.0  # profiled GPU time per side and point
 
 
-def gpu_us(fn, calls: int) -> float:
-    """Mean GPU time of one fn() in us: every CUDA kernel and memset the calls launch, from torch.profiler."""
-    import torch
-
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            fn(i)
-        torch.cuda.synchronize()
-    return sum(e.self_device_time_total for e in prof.key_averages()) / calls
+def points(ms=M_GRID, nks=NK_GRID) -> list[tuple[int, int, int]]:
+    """Every (M, N, K) in measuring order (K, then N, then M); no point is skipped."""
+    return [(m, n, k) for k in nks for n in nks for m in ms]
 
 
 def operand_sets(m: int, n: int, k: int, torch_dtype) -> list:
@@ -59,7 +50,7 @@ def operand_sets(m: int, n: int, k: int, torch_dtype) -> list:
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     per_set = (m * k + n * k) * torch.finfo(torch_dtype).bits // 8
-    count = min(16, max(1, -(-3 * l2 // per_set)))
+    count = copies(per_set, 3 * l2, 16)
     return [(torch.randn(m, k, device="cuda", dtype=torch_dtype), torch.randn(n, k, device="cuda", dtype=torch_dtype),
              torch.empty(m, n, device="cuda", dtype=torch_dtype)) for _ in range(count)]
 
@@ -70,19 +61,19 @@ def time_point(kernel, m: int, n: int, k: int, torch_dtype) -> dict:
     import torch
 
     sets = operand_sets(m, n, k, torch_dtype)
-    sides = {"kernel": lambda i: kernel.run(sets[i % len(sets)][0], sets[i % len(sets)][1], out=sets[i % len(sets)][2]),
-             "cublas": lambda i: torch.matmul(sets[i % len(sets)][0], sets[i % len(sets)][1].T,
-                                              out=sets[i % len(sets)][2])}
+    sides = {"kernel": [lambda s=s: kernel.run(s[0], s[1], out=s[2]) for s in sets],
+             "cublas": [lambda s=s: torch.matmul(s[0], s[1].T, out=s[2]) for s in sets]}
     row = {}
-    for name, fn in sides.items():
+    for name, fns in sides.items():
         for i in range(3):
-            fn(i)
+            fns[i % len(fns)]()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        fn(0)
+        fns[0]()
         torch.cuda.synchronize()
         once_ms = (time.perf_counter() - t0) * 1e3  # host-timed: an upper bound, only to size the call count
-        row[f"{name}_us"] = gpu_us(fn, int(min(200, max(len(sets), TIME_BUDGET_MS / max(once_ms, 1e-3)))))
+        row[f"{name}_us"] = gpu_us(fns, int(min(200, max(len(sets), TIME_BUDGET_MS / max(once_ms, 1e-3)))),
+                                   warm=False)
     row["ratio"] = row["cublas_us"] / row["kernel_us"]
     row["kernel_tbps"] = (m * k + n * k + m * n) * torch.finfo(torch_dtype).bits / 8 / row["kernel_us"] / 1e6
     row["kernel_tflops"] = 2.0 * m * n * k / row["kernel_us"] / 1e6
@@ -116,39 +107,43 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None) -> int:
+    p = add_modes(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     day = datetime.date.today().isoformat()
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{day}-h200-gemm-sweep.json")
     p.add_argument("--m", type=int, nargs="+", default=M_GRID)
     p.add_argument("--nk", type=int, nargs="+", default=NK_GRID, help="the values N and K each take")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    import matplotlib  # noqa: F401 - the PNGs come last: a missing module must show before the sweep
+
+    if args.list:
+        print("\n".join(f"{m}x{n}x{k}" for m, n, k in points(args.m, args.nk)))
+        return 0
+    if args.render:
+        rows = read_rows(args.out)[1]
+        print(table(rows))
+        print("wrote", ", ".join(p.name for p in heatmaps(rows, args.out)))
+        return 0 if all(r["status"] == "PASS" for r in rows) else 1
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False  # check()'s fp32 reference must be fp32
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kb-sweep-gemm-") as tmp:
-        ws = scaffold.workspace(Path(tmp) / "matmul_bf16", spec.context(pattern="gemm", gpu="H200", dtype="bf16",
-                                                                         run_baseline="no"))
-        kernel = load_kernel(ws, "bf16")
+        kernel = load_kernel(bake(Path(tmp), "gemm"), "bf16")
         rows = []
-        for k in args.nk:
-            for n in args.nk:
-                for m in args.m:
-                    t0 = time.perf_counter()
-                    row = {"M": m, "N": n, "K": k, "path": kernel.describe({"vars": {"M": m, "N": n, "K": k}})["path"]}
-                    row |= {key: v for key, v in check(kernel, m, n, k, torch.bfloat16, seed=m + n + k).items()
-                            if key in ("status", "rel_err", "error")}
-                    if row["status"] == "PASS":
-                        row |= time_point(kernel, m, n, k, torch.bfloat16)
-                    rows.append(row)
-                    print(f"{m}x{n}x{k}: {row['status']} ratio {row.get('ratio', float('nan')):.2f} "
-                          f"({time.perf_counter() - t0:.1f}s)", flush=True)
-                    torch.cuda.empty_cache()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                                    "dtype": "bf16", "timer": "torch.profiler CUDA kernel time per call, rotating "
-                                    "operand sets > 3x L2", "rows": rows}, indent=1) + "\n")
+        for m, n, k in points(args.m, args.nk):
+            t0 = time.perf_counter()
+            row = {"M": m, "N": n, "K": k, "path": kernel.describe({"vars": {"M": m, "N": n, "K": k}})["path"]}
+            row |= {key: v for key, v in check(kernel, m, n, k, torch.bfloat16, seed=m + n + k).items()
+                    if key in ("status", "rel_err", "error")}
+            if row["status"] == "PASS":
+                row |= time_point(kernel, m, n, k, torch.bfloat16)
+            rows.append(row)
+            print(f"{m}x{n}x{k}: {row['status']} ratio {row.get('ratio', float('nan')):.2f} "
+                  f"({time.perf_counter() - t0:.1f}s)", flush=True)
+            torch.cuda.empty_cache()
+    write_rows(args.out, {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "dtype": "bf16",
+                          "timer": "torch.profiler CUDA kernel time per call, rotating operand sets > 3x L2"}, rows)
     pngs = heatmaps(rows, args.out)
     print(table(rows))
     print(f"wrote {args.out} and {', '.join(p.name for p in pngs)} in {time.perf_counter() - t_start:.0f}s")
