@@ -37,6 +37,10 @@ Tiling and the thread/value layout
       UNROLL=2 has 4 KiB per input in flight and 16 CTAs fit on an SM (2048 threads): 64-128 KiB per SM,
       enough. The ops with no math can afford deeper unrolling; for the transcendental ones it costs
       registers and so occupancy.
+    - Small tensors (fewer than ``SMALL_N`` = 2^22 elements) take a second compile with one vector per
+      thread (``SMALL_UNROLL``): there the kernel is latency-bound, and what counts is spreading the few
+      bytes over as many SMs as possible with one load-compute-store round trip per thread. With add's 8
+      vectors per thread, 2^12 elements were half of one tile: one CTA, all of it in the scalar tail path.
     - ``THREADS = 128``: 4 warps, small CTAs so that many of them share an SM.
     The launch-shape, cache-hint and persistent grid-stride sweeps behind these choices, and the
     measured bandwidth per op and dtype, are in benchmarks/2026-11-30-h200-elementwise.md.
@@ -97,6 +101,8 @@ if LOWERED:
 
 THREADS = 128
 UNROLL = {"add": 8, "mul": 8, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}  # vectors per thread per tensor
+SMALL_N = 1 << 22  # below this many elements the built-in ops run one vector per thread (SMALL_UNROLL) ...
+SMALL_UNROLL = 1   # ... so that a small tensor spreads over many CTAs and the scalar tail tile stays small
 ACCESS_BITS = 128
 BINARY_OPS = ("add", "mul", "silu_mul")
 # Cache hints for the 128-bit accesses (CopyG2ROp / CopyR2GOp keywords). Empty = plain ld/st.global; the
@@ -190,13 +196,14 @@ def elementwise_kernel(
 
 
 @cute.jit
-def elementwise_launch(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream, op: cutlass.Constexpr[str]):
+def elementwise_launch(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream, op: cutlass.Constexpr[str],
+                       unroll: cutlass.Constexpr[int]):
     """Host side: view the contiguous tensors as 1-D tensors of n elements and launch one CTA per tile."""
     vec = ACCESS_BITS // mA.element_type.width
-    tile = THREADS * vec * UNROLL[op]
+    tile = THREADS * vec * unroll
     n = cute.size(mA.shape)
     flat = [cute.make_tensor(t.iterator, cute.make_layout(n)) for t in (mA, mB, mC)]
-    elementwise_kernel(*flat, n, vec, UNROLL[op], op).launch(
+    elementwise_kernel(*flat, n, vec, unroll, op).launch(
         grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
     )
 
@@ -306,15 +313,22 @@ def lowered_launch(stream, vector_chunks: cutlass.Constexpr[bool], *tensors):
     )
 
 
-_compiled: dict = {}  # (op, dtype, rank) -> compiled launcher: one compile serves every shape of that rank
-_launches: dict = {}  # (op, torch dtype, rank, number of inputs) -> compiled launcher, for the hot path
+_compiled: dict = {}  # (op, dtype, rank, unroll) -> compiled launcher: one compile serves every shape of that rank
+_launches: dict = {}  # (op, torch dtype, rank, number of inputs, small) -> compiled launcher, for the hot path
 MAX_ELEMENTS = 2**31 - THREADS * 8 * max(UNROLL.values())  # int32 element offsets, with the last tile's overrun
 
 
-def _compile_args(op: str, dtype: str, rank: int) -> tuple:
+def _compile_args(op: str, dtype: str, rank: int, unroll: int) -> tuple:
     """Fake A, B, C of one shape (shared symbols: the wrapper checks that all three agree), 16-byte aligned."""
     shape = [rt.dim() for _ in range(rank)]
-    return (*(rt.tensor(dtype, shape) for _ in range(3)), rt.STREAM, op)
+    return (*(rt.tensor(dtype, shape) for _ in range(3)), rt.STREAM, op, unroll)
+
+
+def unroll_for(op: str, numel: int) -> int:
+    """Vectors per thread: UNROLL[op] (Little's law at HBM scale, see the docstring), or SMALL_UNROLL below SMALL_N
+    elements, where a deep tile would leave most SMs idle and put the whole tensor in the scalar tail tile (n = 4096
+    of add is half of one 8192-element tile: one CTA, 64 guarded scalar accesses per thread)."""
+    return SMALL_UNROLL if numel < SMALL_N else UNROLL[op]
 
 
 def _prepare(op: str, inputs, out):
@@ -323,8 +337,9 @@ def _prepare(op: str, inputs, out):
     dtype, out = host.elementwise_operands(op, inputs, out, n_inputs, "128-bit accesses")
     if inputs[0].numel() > MAX_ELEMENTS:
         raise ValueError(f"{op}: {inputs[0].numel()} elements exceed the int32 index range of this kernel")
-    rank = inputs[0].dim()
-    return rt.compiled(_compiled, (op, dtype, rank), elementwise_launch, lambda: _compile_args(op, dtype, rank))
+    rank, unroll = inputs[0].dim(), unroll_for(op, inputs[0].numel())
+    return rt.compiled(_compiled, (op, dtype, rank, unroll), elementwise_launch,
+                       lambda: _compile_args(op, dtype, rank, unroll))
 
 
 def run(*inputs, out=None, op: str = OP):
@@ -335,7 +350,7 @@ def run(*inputs, out=None, op: str = OP):
     if op == "lowered":
         return run_lowered(*inputs, out=out)
     x = inputs[0]
-    signature = (op, x.dtype, x.dim(), len(inputs))
+    signature = (op, x.dtype, x.dim(), len(inputs), x.numel() < SMALL_N)
     launcher = _launches.get(signature)
     if launcher is None:
         launcher = _launches[signature] = _prepare(op, inputs, out)
@@ -411,7 +426,8 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
                  dtype: str | None = None) -> str:
     """Compile run()'s launcher for sm_90a without a GPU (fake tensors, one shape symbol); write and return the PTX.
 
-    One compile serves every size, so `case` does not change the PTX; 1-D is the rank it is compiled for. The lowered
+    One compile serves every size from SMALL_N up, and one every size below it (unroll_for): the case picks which;
+    1-D is the rank it is compiled for. The lowered
     op compiles for the case's rank, and its N decides how vector inputs are read (see lowered_kernel)."""
     dtype = dtype or OP_SPEC["dtype"]
     if op == "lowered":  # the case's rank and N (N % VEC picks the vector-input path) are part of the compile
@@ -419,16 +435,18 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
         chunks = _vector_chunks_apply(dtype, dims[-1])
         return rt.dump_ptx(lowered_launch, _lowered_compile_args(dtype, len(dims), chunks), out_dir,
                            f"lowered_{dtype}_rank{len(dims)}_{'chunks' if chunks else 'gather'}")
-    return rt.dump_ptx(elementwise_launch, _compile_args(op, dtype, 1), out_dir, f"{op}_{dtype}")
+    unroll = unroll_for(op, case["vars"]["numel"]) if case else UNROLL[op]
+    return rt.dump_ptx(elementwise_launch, _compile_args(op, dtype, 1, unroll), out_dir,
+                       f"{op}_{dtype}" + ("" if unroll == UNROLL[op] else f"_u{unroll}"))
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
     dtype = OP_SPEC["dtype"]
     vec = ACCESS_BITS // host.DTYPE_BITS[dtype]
-    unroll = lowered_unroll(lowered.KINDS) if LOWERED else UNROLL[OP]
-    tile = THREADS * vec * unroll
     n = case["vars"]["numel"]
+    unroll = lowered_unroll(lowered.KINDS) if LOWERED else unroll_for(OP, n)
+    tile = THREADS * vec * unroll
     vectors = ""
     if LOWERED and "vector" in lowered.KINDS:
         vectors = ("; vector inputs [N] with one 128-bit load per chunk (N % VEC == 0)"
