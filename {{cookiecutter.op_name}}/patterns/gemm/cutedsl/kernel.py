@@ -1064,7 +1064,6 @@ def _check_epilogue_inputs(a, b, rest, out_dtype, m: int, n: int) -> tuple:
     scale_a and scale_b; returns the extras' op.json dtype names (part of the compile key)."""
     names = (*(lowered.INPUTS[2:] if LOWERED else ()), *(("scale_a", "scale_b") if host.is_fp8(a) else ()))
     op = lowered.SOURCE if LOWERED else "matmul"
-    host.check_count(op, (a, b, *rest), 2 + len(names))
     kinds = tuple(lowered.KINDS[2:]) if LOWERED else ()
     extras = rest[:len(kinds)]
     host.epilogue_operands(op, names, kinds, extras, m, n, out_dtype, a.device)
@@ -1076,13 +1075,13 @@ def _check_epilogue_inputs(a, b, rest, out_dtype, m: int, n: int) -> tuple:
 def _prepare(a, b, rest, out, cfg) -> _Launch:
     """A signature's first call, or a refused one: host.py's checks, the config, the compiled launcher."""
     dtype = host.dtype_of(a, "matmul", ("bf16", "fp16", "fp8"))
+    n_rest = (len(lowered.INPUTS) - 2 if LOWERED else 0) + 2 * (dtype == "fp8")  # extras, then the fp8 scales
+    host.check_count(lowered.SOURCE if LOWERED else "matmul", (a, b, *rest), 2 + n_rest)
     c_dtype = c_dtype_of(dtype)
     out_dtype = None if c_dtype == dtype else getattr(torch, host.TORCH_DTYPES[c_dtype])  # None: a's dtype
     _, m, n, k, _ = host.matmul_dims(a, b, out, "TMA", out_dtype=out_dtype)
     epi = epilogue_of(dtype)
     extra_dtypes = _check_epilogue_inputs(a, b, rest, out_dtype or a.dtype, m, n) if epi is not None else ()
-    if rest and epi is None:
-        host.check_count("matmul", (a, b, *rest), 2)
     if min(m, n, k) == 0:
         return _Launch(None, (), (m, n), out_dtype=out_dtype)
     cfg = cfg or config_for(m, n, k, dtype)
