@@ -75,7 +75,8 @@ REFUSALS = [
     (["pattern=elementwise", "op=matmul"], "op: 'matmul' is not an op of pattern=elementwise (it belongs to pattern=gemm)"),
     (["pattern=elementwise", "gpu=MI300X", "shapes=1073741824"], "FlyDSL buffer accesses address under 2 GiB"),
     (["pattern=elementwise", "dtype=fp8"], "dtype: 'fp8' is not a dtype elementwise supports"),
-    (["dtype=fp8"], "dtype: 'fp8' is not a dtype gemm supports; choose one of bf16, fp16"),
+    (["pattern=reduction", "dtype=fp8"], "dtype: 'fp8' is not a dtype reduction supports; choose one of bf16, fp16, fp32"),
+    (["dtype=int4"], "dtype: 'int4' is not a dtype gemm supports; choose one of bf16, fp16, fp8"),
     (["pattern=elementwise", "shapes=4096x"], "shapes: '4096x' is not a 1-D or 2-D shape"),
     (["pattern=elementwise", "shapes=2x3x4"], "shapes: '2x3x4' is not a 1-D or 2-D shape"),
     (["pattern=elementwise", "shapes=0x5"], "shapes: '0x5' is not a 1-D or 2-D shape"),
@@ -154,7 +155,7 @@ def test_refused_bake_leaves_the_replay_file_alone(tmp_path):
     assert good.returncode == 0, good.stderr
     (saved,) = replay.glob("*.json")
     before = saved.read_text()
-    bad = bake_cli(out, "op_name=second", "dtype=fp8", "--config-file", str(config))
+    bad = bake_cli(out, "op_name=second", "dtype=int4", "--config-file", str(config))
     assert bad.returncode == 1 and saved.read_text() == before
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -79,7 +79,7 @@ def build_cases(pattern, dtype: str, text: str) -> list[dict]:
     """Representative cases (the user's shapes, or the built-in set) plus the built-in boundary cases, deduplicated."""
     defaults = pattern.DEFAULT_SHAPES
     cases = pattern.cases(text if text.strip() else ";".join(defaults["representative"]), "representative", dtype)
-    cases += pattern.cases(";".join(defaults["boundary"]), "boundary", dtype)
+    cases += pattern.cases(";".join(defaults.get(f"boundary_{dtype}", defaults["boundary"])), "boundary", dtype)
     unique = {}
     for c in cases:
         unique.setdefault(c["name"], c)

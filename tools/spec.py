@@ -12,7 +12,7 @@ import json
 import os
 
 from tools import lower, registry, shapes
-from tools.catalog import ARCHS, DTYPES, GPUS
+from tools.catalog import ARCHS, DTYPES, GPUS, output_torch_dtype, torch_dtype
 from tools.validate import CHECKS as INPUTS
 from tools.validate import LOWERED, check, default_op_name, validate
 
@@ -87,13 +87,16 @@ def build(ctx: dict) -> dict:
     pattern, dsl, cell, gpu, op = (resolved[k] for k in ("pattern", "dsl", "cell", "gpu", "op"))
     spec = lower.op_spec(resolved["pytorch_logic"]["lowering"]["ir"]) if op == LOWERED else pattern.OPS[op]
     dtype = resolved["dtype"]
+    spec = {**spec, **spec.get("by_dtype", {}).get(dtype, {})}  # e.g. gemm's fp8: the scales, 1-byte inputs
     return {
         "op_name": resolved["op_name"], "pattern": resolved["pattern_name"], "op": op,
         "gpu": resolved["gpu_name"], "vendor": gpu["vendor"], "arch": gpu["arch"], "target": gpu["target"],
         "framework": dsl.NAME, "compute_units": gpu["compute_units"],
-        "dtype": dtype, "torch_dtype": DTYPES[dtype]["torch"], "tolerance": DTYPES[dtype]["tolerance"],
+        "dtype": dtype, "torch_dtype": torch_dtype(dtype, gpu["target"]), "out_torch_dtype": output_torch_dtype(dtype),
+        "tolerance": DTYPES[dtype]["tolerance"],
         "inputs": spec["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),
-        "params": spec.get("params", {}), "phase1": {**pattern.PHASE1, **cell.get("phase1", {})},
+        "params": spec.get("params", {}),
+        "phase1": {**pattern.PHASE1, **cell.get("phase1", {}), **spec.get("phase1", {})},
         "formulas": {"flops": spec["flops"], "bytes": spec["bytes"], "flops_note": spec.get("flops_note", pattern.FORMULA_NOTES["flops"]),
                      "bytes_note": spec.get("bytes_note", pattern.FORMULA_NOTES["bytes"])},
         "cases": shapes.build_cases(pattern, dtype, resolved["shapes"]),

@@ -15,8 +15,15 @@ from types import SimpleNamespace
 OP_PATH = Path(__file__).with_name("op.json")
 OP: dict = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} outside a workspace
 
-DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}  # torch dtype name -> op.json dtype
-DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32}
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",  # torch dtype name -> op.json dtype
+               "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8"}  # e4m3: OCP (sm_90a, gfx950), fnuz (gfx942)
+DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8}
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # an output's op.json dtype -> torch's
+
+
+def is_fp8(tensor) -> bool:
+    """Whether a tensor holds e4m3 values (either flavour)."""
+    return DTYPE_NAMES.get(str(tensor.dtype).removeprefix("torch.")) == "fp8"
 
 
 def dtype_of(tensor, op: str, allowed=("bf16", "fp16", "fp32")) -> str:
@@ -147,22 +154,51 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     return dtype, outputs
 
 
-def matmul_dims(a, b, out, access: str):
-    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors, K-major, 16-byte rows and
-    starts."""
-    dtype = dtype_of(a, "matmul", ("bf16", "fp16"))
+def matmul_dims(a, b, out, access: str, out_dtype=None):
+    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16/fp8 GPU tensors, K-major, 16-byte rows and
+    starts; out of out_dtype (default a's: a bf16 out for fp8 inputs is the caller's choice)."""
+    dtype = dtype_of(a, "matmul", ("bf16", "fp16", "fp8"))
     if b.dtype != a.dtype:
-        raise TypeError(f"matmul: a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
+        raise TypeError(f"matmul: a and b must both be bf16, fp16 or fp8 of one dtype, got {a.dtype} and {b.dtype}")
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"matmul: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
     (m, k), n = a.shape, b.shape[0]
-    out = out_tensor("matmul", out, (m, n), a)
+    like = a if out_dtype is None else SimpleNamespace(dtype=out_dtype, device=a.device)
+    out = out_tensor("matmul", out, (m, n), like)
     if not all(t.is_cuda and t.is_contiguous() for t in (a, b)):
         raise ValueError("matmul: a and b must be contiguous GPU tensors")
     if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out)):
         raise ValueError(f"matmul: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
                          f"aligned ({access}); got K={k}")
     return dtype, m, n, k, out
+
+
+EPILOGUE_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
+
+
+def epilogue_operands(op: str, names, kinds, tensors, m: int, n: int, dtype, device) -> None:
+    """A GEMM epilogue's inputs (tests/lowered_examples/CONTRACT_GEMM.md): "row" [M, N], "vector" [N] and "per_row"
+    [M] tensors, contiguous, 16-byte aligned, on `device`, of `dtype` (C's) or, for vector/per_row, fp32."""
+    import torch
+
+    for name, kind, t in zip(names, kinds, tensors):
+        shape = EPILOGUE_SHAPES[kind](m, n)
+        dtypes = (dtype,) if kind == "row" else (dtype, torch.float32)
+        if tuple(t.shape) != shape or t.dtype not in dtypes or t.device != device or not t.is_contiguous():
+            raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype "
+                             f"{' or '.join(map(str, dtypes))} on {device}")
+        if t.data_ptr() % 16:
+            raise ValueError(f"{op}: {name} must start on a 16-byte boundary; pass a .clone()")
+
+
+def scale_operands(op: str, scales, device) -> None:
+    """fp8's per-tensor scales: scale_a and scale_b, one-element fp32 tensors on `device`."""
+    import torch
+
+    for name, t in zip(("scale_a", "scale_b"), scales):
+        if tuple(t.shape) != (1,) or t.dtype != torch.float32 or t.device != device:
+            raise ValueError(f"{op}: {name} must be a float32 tensor of shape (1,) on {device}, got "
+                             f"{tuple(t.shape)} {t.dtype} on {t.device}")
 
 
 def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):

@@ -82,11 +82,13 @@ def rel_err(out, ref) -> float:
 
 
 def output_dtypes(torch_dtype, count: int) -> list:
-    """Each output's dtype: the op's dtype, or fp32 where a lowered op's function returns fp32 (op.json output_dtypes)."""
+    """Each output's dtype: the op's output dtype (the input dtype; bf16 for fp8 inputs: op.json out_torch_dtype), or
+    fp32 where a lowered op's function returns fp32 (op.json output_dtypes)."""
     import torch
 
     named = OP.get("output_dtypes") or ["input"] * count
-    return [torch.float32 if d == "fp32" else torch_dtype for d in named]
+    out_dtype = getattr(torch, OP["out_torch_dtype"]) if OP.get("out_torch_dtype") else torch_dtype
+    return [torch.float32 if d == "fp32" else out_dtype for d in named]
 
 
 def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_dtype, tolerance: float, seed: int) -> dict:

@@ -12,12 +12,30 @@ from tools.catalog import InputError
 
 PROMPT = "GEMM: C = A @ B^T (nn.Linear layout)"
 DEFAULT_OP = "matmul"
-DTYPES = ["bf16", "fp16"]
+DTYPES = ["bf16", "fp16", "fp8"]  # fp8: e4m3 a and b with per-tensor fp32 scales, bf16 out (OPS' by_dtype)
 SHAPES_HELP = "MxNxK shapes separated by ';', e.g. '4096x4096x4096;8192x8192x8192'"
 
 OPS = {
     "matmul": {"inputs": ["a", "b"], "flops": "2*M*N*K", "bytes": "(M*K + N*K + M*N)*elem_bytes", "out": "[M, N]",
-               "math": "c[M, N] = a[M, K] @ b[N, K]^T  (both K-major, as nn.Linear; fp32 accumulation)"},
+               "math": "c[M, N] = a[M, K] @ b[N, K]^T  (both K-major, as nn.Linear; fp32 accumulation)",
+               "by_dtype": {"fp8": {
+                   "inputs": ["a", "b", "scale_a", "scale_b"],
+                   "bytes": "(M*K + N*K)*elem_bytes + M*N*2 + 8",
+                   "bytes_note": "A, B read once (1 byte each), C written once in bf16, the two fp32 scales",
+                   "math": "c[M, N] = bf16(scale_a * scale_b * (a[M, K] @ b[N, K]^T))  (e4m3 a and b, both "
+                           "K-major; per-tensor fp32 scales; fp32 accumulation)",
+                   "phase1": {
+                       "inputs": "`a` [M, K] and `b` [N, K] in e4m3 (float8_e4m3fn; float8_e4m3fnuz on gfx942), "
+                                 "both K-major, and `scale_a`, `scale_b`: fp32 tensors of shape (1,) on the GPU, the "
+                                 "per-tensor dequantisation scales; output `c` [M, N] bf16, row-major.",
+                       "precision": "e4m3 products accumulated in fp32 by the tensor cores; scale_a * scale_b "
+                                    "applied to the fp32 accumulator; one bf16 rounding on the store. Tolerance: "
+                                    "the inputs are exact e4m3 values and the reference dequantises them in float64, "
+                                    "so quantisation is not an error here; what remains is the fp32 accumulation "
+                                    "(~1e-6 relative) and the bf16 rounding of C (<= 2^-9 per element, ~1e-3 as a "
+                                    "norm ratio): bf16's 1e-2.",
+                       "shapes": "any M, N, K >= 1 with K a multiple of 16 (16-byte rows of 1-byte elements)."},
+               }}},
 }
 FORMULA_NOTES = {"flops": "one multiply-add (2 FLOP) per (m, n, k)",
                  "bytes": "A, B read once and C written once: the compulsory traffic (re-reads served by L2 are not "
@@ -49,6 +67,10 @@ DEFAULT_SHAPES = {
     # K tile, and with 16 splits
     "boundary": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x8", "2x1001x4104", "3x4097x4104",
                  "33x4097x4096", "64x8192x4136", "16x256x8192"],
+    # fp8's K is a multiple of 16 (16-byte rows of 1-byte elements): the same edges with K rounded up to 16, and
+    # K-tails of fp8's 128-element K-tiles (4160) and of the GEMV's 16-element chunks (4112)
+    "boundary_fp8": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x16", "2x1001x4112", "3x4097x4112",
+                     "33x4097x4096", "64x8192x4160", "16x256x8192"],
 }
 
 
@@ -69,11 +91,11 @@ def cases(text: str, role: str, dtype: str) -> list[dict]:
 def tensors(case: dict, op: str) -> dict[str, tuple[int, int]]:
     """Every tensor the op reads or writes: name -> (elements, bytes per element)."""
     v = case["vars"]
+    c_bytes = 2 if v["elem_bytes"] == 1 else v["elem_bytes"]  # fp8 writes bf16
     return {"A [M,K]": (v["M"] * v["K"], v["elem_bytes"]), "B [N,K]": (v["N"] * v["K"], v["elem_bytes"]),
-            "C [M,N]": (v["M"] * v["N"], v["elem_bytes"])}
+            "C [M,N]": (v["M"] * v["N"], c_bytes)}
 
 
 def largest_buffer(case: dict) -> int:
     """Bytes of the largest operand: A, B or C."""
-    v = case["vars"]
-    return max(v["M"] * v["K"], v["N"] * v["K"], v["M"] * v["N"]) * v["elem_bytes"]
+    return max(b * e for b, e in tensors(case, "matmul").values())

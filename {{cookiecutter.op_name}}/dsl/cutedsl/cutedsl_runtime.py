@@ -64,7 +64,8 @@ from cutlass.cute.runtime import make_fake_stream, make_fake_tensor  # noqa: E40
 import host  # noqa: E402
 
 OP = host.OP  # op.json of the workspace
-CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32, "int32": cutlass.Int32}
+CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32, "int32": cutlass.Int32,
+                  "fp8": cutlass.Float8E4M3FN}  # e4m3 (OCP): DLPack and TVM-FFI name it float8_e4m3fn, as torch does
 TVM_FFI = "--enable-tvm-ffi"
 STREAM = make_fake_stream(use_tvm_ffi_env_stream=True)  # torch's current stream, read by the wrapper per call
 

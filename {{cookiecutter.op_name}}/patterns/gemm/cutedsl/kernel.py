@@ -9,10 +9,13 @@ Skinny, memory-bound problems switch regime (choose_config): 64-row tiles that s
 split-K when even those leave SMs idle (M <= 64), and a CUDA-core GEMV for M <= 4.
 
 What it computes
-    Both operands are K-major (row-major A [M,K], row-major B [N,K]), bf16 or fp16; the products are
-    accumulated in fp32 registers and C [M,N] (row-major) is rounded once to the input dtype. Any
-    M, N, K >= 1 with K*2 bytes a multiple of 16 (the TMA row-stride rule) works: tiles that stick out of
-    the matrix are zero-filled by TMA on the way in and clipped on the way out.
+    Both operands are K-major (row-major A [M,K], row-major B [N,K]), bf16, fp16 or fp8 e4m3; the products
+    are accumulated in fp32 registers and C [M,N] (row-major) is rounded once to the input dtype (bf16 for
+    fp8). Any M, N, K >= 1 with K a multiple of 16 bytes of elements (the TMA row-stride rule) works: tiles
+    that stick out of the matrix are zero-filled by TMA on the way in and clipped on the way out. Between
+    the accumulators and the store runs an epilogue: fp8's per-tensor scales and/or the user's own pointwise
+    function (see "Epilogue inputs" below); the built-in bf16/fp16 matmul has none, and its code is exactly
+    what it was before epilogues existed.
 
 Why this shape (roofline; worked with the H200's cited peaks: 989 TFLOP/s dense bf16, 4.8 TB/s, 132 SMs)
     8192^3 does 2*M*N*K = 1.1 PFLOP on 3 * 128 MiB of data: ~2700 FLOP/byte, far right of the ridge
@@ -43,6 +46,11 @@ Stages from the 227 KB SMEM budget (232448 bytes per CTA)
     5 stages would need 273 KiB. 4 stages keep 3 K-steps (3 x 64 x 2 x 128 x 256 = 12.6 MFLOP,
     ~1.7 us per SM at 7.5 TFLOP/s) of loads in flight, several times the ~1 us L2/HBM latency.
     One CTA per SM (occupancy 1): the persistent grid makes up for it.
+    fp8 (e4m3, 1 byte): BK = 128 elements keeps the row at 128 bytes, so the same 128-byte swizzle and
+    one stage = A 128x128x1 B (16 KiB) + B 256x128x1 B (32 KiB) = 48 KiB: 4 stages again next to the same
+    bf16 C buffers (225 KiB). Each K-step is 4 x wgmma m64n256k32 (e4m3 x e4m3 -> fp32): twice bf16's
+    FLOP per byte of SMEM, and against twice the tensor-core peak (1979 TFLOP/s dense fp8, 15 TFLOP/s per
+    SM) the 3 K-steps in flight now cover ~1.7 us / 2 of loads, still above the L2/HBM latency.
 
 Warp specialisation, pipeline (384 threads = 3 warpgroups)
     warpgroup 0 = producer. It gives registers away (``setmaxnreg.dec`` 40) and one warp issues the
@@ -113,6 +121,35 @@ The four regimes (choose_config; describe() names the one a shape takes, and why
        kernel with row 3 masked), so three compiles cover every M; a K tail (K not a multiple of
        32 x 8 x UNROLL) runs one predicated block; a column past N re-reads row N-1 and is not stored.
 
+Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_examples/CONTRACT_GEMM.md
+    The template traces the user's function (say ``gelu(linear(x, w, bias))``) into lowered.py: INPUTS (a, b,
+    then the epilogue's inputs), KINDS ("a", "b", then "row" [M, N] | "vector" [N] | "per_row" [M]) and
+    compute(acc, *extras, n, reduce), straight-line fp32 math on pointwise.py's `pw.` functions. An Epilogue
+    (part of the compile key, so the built-in op keeps its PTX byte for byte) runs it on the fp32 accumulators
+    before they are rounded, in every path:
+
+        TMA store (large, skinny)  per 128x32 subtile: 16 accumulators -> [x scale] -> compute -> bf16 -> stmatrix
+        st.global (N*2 % 16 != 0)  16 accumulators at a time -> [x scale] -> compute -> predicated st.global
+        split-K                    the last split's fixed-order fp32 sum, then as st.global
+        GEMV                       lane 0's ROWS x COLS warp-reduced sums -> [x scale] -> compute -> st.global
+
+    - Coordinates: every extra becomes an (M, N) tensor whose strides broadcast it (row (N, 1), vector (0, 1),
+      per_row (1, 0)) and is partitioned exactly as the accumulators (partition_C, then the stmatrix copy's
+      retile on the TMA path), beside an identity tensor partitioned the same way: element i of each fragment
+      is the extra's value at accumulator i's (row, column), masked where that is outside the matrix.
+    - Vector loads: a WGMMA fragment holds adjacent column pairs (2i, 2i+1) of one row, so with N even (the
+      TMA path) one predicate covers a pair and its two loads merge: ld.global.b32 for a bf16 residual or bias,
+      64-bit for fp32.
+    - Latency: the extras of EPI_PREFETCH subtiles (split over the extras: 8 registers per subtile and bf16
+      extra) are loaded while the tile's last WGMMAs run, and each subtile refills the buffer it has just
+      read, EPI_PREFETCH subtiles ahead, so a residual's HBM latency hides under the epilogue's own work.
+    - fp8: scale_a * scale_b (one fp32 element each, read once per thread) multiplies the accumulators first,
+      then the lowered compute if there is one. The e4m3 tensors cross TVM-FFI as they are: DLPack has
+      float8_e4m3fn, torch exports it, and CuTe DSL's TVM-FFI builder maps Float8E4M3FN to that same name, so
+      the wrapper checks the fp8 dtype itself and no uint8 view is needed.
+    - C's dtype: the input dtype, bf16 for fp8, fp32 when the lowered function returns fp32 (which stores by
+      st.global: stmatrix moves 16-bit values).
+
 Levers not used here
     A ping-pong schedule (two consumer warpgroups on different tiles, hiding the epilogue under MMAs),
     stream-K for shapes of a few waves plus a fraction (and for split-K shapes whose tiles x S leave
@@ -131,11 +168,15 @@ Launch (host side; the general story is in cutedsl_runtime.py)
     the first call of a signature runs host.py's checks and choose_config, later calls are a dict lookup
     and the TVM-FFI call on torch's current stream; a call the wrapper refuses goes back to host.py's checks,
     which say what is wrong. gemm_splitk_launch takes the workspace, the counters, S and k_per besides;
-    gemv_launch takes only the three tensors. All three share one launch structure: a signature-dict
-    lookup, then one TVM-FFI call (split-K's scratch comes with the signature's entry).
+    gemv_launch takes only the three tensors. The *_epi_launch variants add the Epilogue (a constexpr) and its
+    tensors at the end; the key adds the Epilogue, C's dtype and the extras' dtypes (an fp32 bias is its own
+    compile). All three share one launch structure: a signature-dict lookup, then one TVM-FFI call (split-K's
+    scratch comes with the signature's entry).
 
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous CUDA bf16/fp16; out [M,N]
+    run(a, b, scale_a, scale_b) -> out         fp8 e4m3 a, b; fp32 scales of shape (1,); out [M,N] bf16
+    run(*lowered.INPUTS)        -> out         a lowered op: a, b, then its extras (then the scales for fp8)
     compile_only(case, out_dir) -> PTX text     compile for sm_90a with no GPU (fake tensors)
     describe(case)              -> dict         the regime ("path") and why, tile, splits, stages, grid
 """
@@ -156,6 +197,9 @@ from cutlass import Int32
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
 OP_SPEC = host.OP
+LOWERED = OP_SPEC.get("op") == "lowered"
+if LOWERED:
+    import lowered  # the user's epilogue, generated at the workspace root (tests/lowered_examples/CONTRACT_GEMM.md)
 
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs (op.json); run() queries co-resident clusters itself
 SMEM_BYTES = 232448  # 227 KiB usable per CTA on sm_90
@@ -179,6 +223,7 @@ class Config:
     group_m: int = 8  # tile raster: groups of group_m clusters along M
     tma_store: bool = True  # False: predicated st.global epilogue (N*2 bytes not a multiple of 16)
     split_k: bool = False  # True: each tile's K loop is split over S CTAs (S is a run-time argument)
+    elem_bytes: int = 2  # bytes per A/B element: 2 (bf16/fp16), 1 (fp8 e4m3, with tile_k = 128: 128-byte rows)
 
     @property
     def mma_wgs(self) -> int:  # consumer warpgroups: each owns 64 rows of the tile
@@ -194,7 +239,7 @@ class Config:
 
     @property
     def stage_bytes(self) -> int:
-        return (self.tile_m + self.tile_n) * self.tile_k * 2
+        return (self.tile_m + self.tile_n) * self.tile_k * self.elem_bytes
 
     @property
     def epi_bytes(self) -> int:
@@ -238,7 +283,7 @@ class Gemv:
 
 GEMV_MAX_M = 4  # M up to this: CUDA-core GEMV (a 64-row WGMMA tile would be >= 94% padding)
 GEMV_ROWS = (1, 2, 4)  # row buckets: M = 3 runs the 4-row kernel
-GEMV_VEC = 8  # bf16/fp16 elements per 128-bit load
+GEMV_LOAD_BITS = 128  # one ld.global.v4 per chunk: 8 bf16/fp16 or 16 fp8 elements
 SPLIT = Config(tile_m=64, tile_n=128, cluster_m=1, tma_store=False, split_k=True)
 MIN_SPLIT_K_TILES = 8  # each split streams >= 8 x 64 of K: its fp32 partial stays small next to its share of B
 
@@ -270,27 +315,43 @@ def choose_config(m: int, n: int, k: int) -> Config | Gemv:
     return replace(base, cluster_m=2 if m > base.tile_m else 1, tma_store=(n * 2) % 16 == 0)
 
 
+@dataclass(frozen=True)
+class Epilogue:
+    """What runs on the fp32 accumulators before they are rounded and stored (part of the compile key; None: the
+    built-in matmul, whose code is untouched). `scaled`: multiply by scale_a * scale_b (fp8's per-tensor scales)
+    first; `lowered`: then lowered.compute(acc, *extras, n, None), with one extra input per entry of `kinds`
+    (lowered.KINDS[2:]: "row" [M, N], "vector" [N], "per_row" [M])."""
+
+    kinds: tuple = ()
+    lowered: bool = False
+    scaled: bool = False
+
+
 # ---------------------------------------------------------------- static layouts
 
 
-def _smem_layouts(dtype, cfg: Config):
-    """Staged, swizzled SMEM layouts: A (TM,TK,S), B (TN,TK,S), C subtile (TM,EPI_N,EPI_S)."""
+def _smem_layouts(dtype, cfg: Config, c_dtype=None):
+    """Staged, swizzled SMEM layouts: A (TM,TK,S), B (TN,TK,S) of dtype, C subtile (TM,EPI_N,EPI_S) of c_dtype
+    (C's dtype: dtype itself, or bf16 for fp8 inputs). fp8 rows of tile_k = 128 are 128 bytes, as bf16's 64."""
+    c_dtype = c_dtype or dtype
     k_atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dtype)  # 8 rows x 128 B
     sA = cute.tile_to_shape(k_atom, (cfg.tile_m, cfg.tile_k, cfg.stages), order=(0, 1, 2))
     sB = cute.tile_to_shape(k_atom, (cfg.tile_n, cfg.tile_k, cfg.stages), order=(0, 1, 2))
-    c_kind = sm90_utils.get_smem_layout_atom(cutlass.utils.LayoutEnum.ROW_MAJOR, dtype, cfg.epi_n)
-    c_atom = warpgroup.make_smem_layout_atom(c_kind, dtype)  # 32 bf16 = 64 B rows -> 64-byte swizzle
+    c_kind = sm90_utils.get_smem_layout_atom(cutlass.utils.LayoutEnum.ROW_MAJOR, c_dtype, cfg.epi_n)
+    c_atom = warpgroup.make_smem_layout_atom(c_kind, c_dtype)  # 32 bf16 = 64 B rows -> 64-byte swizzle
     sC = cute.tile_to_shape(c_atom, (cfg.tile_m, cfg.epi_n, cfg.epi_stages), order=(0, 1, 2))
     return sA, sB, sC
 
 
-def _shared_storage(dtype, cfg: Config, sA, sB, sC):
+def _shared_storage(dtype, cfg: Config, sA, sB, sC, c_dtype=None):
+    c_dtype = c_dtype or dtype
+
     @cute.struct
     class SharedStorage:
         mbar: cute.struct.MemRange[cutlass.Int64, cfg.stages * 2]  # full[s], empty[s]
         a: cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(sA)], 1024]
         b: cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(sB)], 1024]
-        c: cute.struct.Align[cute.struct.MemRange[dtype, cute.cosize(sC) if cfg.tma_store else 8], 1024]
+        c: cute.struct.Align[cute.struct.MemRange[c_dtype, cute.cosize(sC) if cfg.tma_store else 8], 1024]
 
     return SharedStorage
 
@@ -341,23 +402,105 @@ class SplitK:
         self.ws, self.count, self.splits, self.k_per = ws, count, splits, k_per
 
 
+EPI_CHUNK = 16  # accumulators per lowered-epilogue step on the st.global paths (one 128x32 subtile's share on TMA)
+EPI_PREFETCH = 4  # TMA path: subtiles of extra inputs in flight ahead of their use, shared by the extras
+
+
+def _epi_depth(epi: Epilogue, n_sub: int) -> int:
+    """Subtiles whose extras are loaded ahead: EPI_PREFETCH split over the extras (registers: 8 per subtile and
+    bf16 extra), at least one, at most the tile's subtiles."""
+    return max(1, min(n_sub, EPI_PREFETCH // max(1, len(epi.kinds))))
+
+
+def _epi_views(ext, epi: Epilogue, m, n):
+    """The extra inputs as (M, N) tensors whose strides broadcast them, so one partitioning serves every kind:
+    "row" (N, 1), "vector" (0, 1): bias[col], "per_row" (1, 0): scale[row]; then the two fp8 scales as they are."""
+    strides = {"row": (n, 1), "vector": (0, 1), "per_row": (1, 0)}
+    views = [cute.make_tensor(t.iterator, cute.make_layout((m, n), stride=strides[kind]))
+             for t, kind in zip(ext, epi.kinds)]
+    return (*views, *ext[len(epi.kinds):])
+
+
+def _epi_scale(ext, epi: Epilogue):
+    """scale_a * scale_b as an fp32 scalar (read once per thread), or None without fp8 scales."""
+    return ext[len(epi.kinds)][0] * ext[len(epi.kinds) + 1][0] if epi.scaled else None
+
+
+def _epi_frags(ext, epi: Epilogue, thr_mma, tm, tn, cfg: Config):
+    """Each extra's tile (tm, tn) partitioned as the accumulators are (partition_C): element i of a fragment is the
+    extra's value at accumulator element i's (row, column)."""
+    return [thr_mma.partition_C(cute.local_tile(v, (cfg.tile_m, cfg.tile_n), (tm, tn))) for v in ext[:len(epi.kinds)]]
+
+
+@cute.jit
+def _epi_load(dst, frags, coord: cute.Tensor, base: cutlass.Constexpr[int], m_left, n_left,
+              pairs: cutlass.Constexpr[bool]):
+    """dst[j][v] = frags[j][base + v] for the elements inside the matrix (coord: their (row, col) in the tile);
+    the others stay 0 and are never stored. `pairs`: elements (2i, 2i+1) are adjacent columns of one row (the
+    WGMMA fragment) with N even, so one predicate covers both and the two loads of a pair merge into one 32-bit
+    (bf16) or 64-bit (fp32) load."""
+    for j in cutlass.range_constexpr(len(dst)):
+        dst[j].fill(0.0)
+        if cutlass.const_expr(pairs):
+            for v in cutlass.range_constexpr(0, cute.size(dst[j]), 2):
+                if cute.elem_less(coord[base + v + 1], (m_left, n_left)):
+                    dst[j][v] = frags[j][base + v]
+                    dst[j][v + 1] = frags[j][base + v + 1]
+        else:
+            for v in cutlass.range_constexpr(cute.size(dst[j])):
+                if cute.elem_less(coord[base + v], (m_left, n_left)):
+                    dst[j][v] = frags[j][base + v]
+
+
+def _epi_compute(vals: cute.Tensor, loaded, n, scale, epi: Epilogue):
+    """vals (fp32 registers) <- lowered.compute(vals * scale, *extras, n, None): the epilogue, in place. vals is
+    seen flat (a compact rmem tensor: flat index v is vals[v]), the shape of the extras' buffers."""
+    vals = cute.make_tensor(vals.iterator, cute.make_layout(cute.size(vals)))
+    v = vals.load()
+    if epi.scaled:
+        v = v * scale
+    if epi.lowered:
+        v = lowered.compute(v, *(r.load().to(cutlass.Float32) for r in loaded), cutlass.Float32(n), None)[0]
+    vals.store(v)
+
+
+def _epi_buffers(epi: Epilogue, ext, count: int):
+    """One register buffer of `count` values per extra input, in the extra's own dtype."""
+    return [cute.make_rmem_tensor((count,), t.element_type) for t in ext[:len(epi.kinds)]]
+
+
 @cute.jit
 def _store_direct(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, tn: Int32, cfg: cutlass.Constexpr,
-                  dtype: cutlass.Constexpr):
-    """Predicated st.global of the accumulators (rounded to dtype) into C, clipped at the matrix edge."""
+                  dtype: cutlass.Constexpr, epi: cutlass.Constexpr = None, ext=(), scale=None):
+    """Predicated st.global of the accumulators (rounded to dtype) into C, clipped at the matrix edge. With an
+    epilogue, EPI_CHUNK accumulators at a time: their extras loaded (masked), the epilogue applied, then stored."""
     gC_tile = cute.local_tile(mC_direct, (cfg.tile_m, cfg.tile_n), (tm, tn))
     tCgC = thr_mma.partition_C(gC_tile)
     cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
     m_left = mC_direct.shape[0] - tm * cfg.tile_m
     n_left = mC_direct.shape[1] - tn * cfg.tile_n
-    for i in cutlass.range_constexpr(cute.size(acc)):
-        if cute.elem_less(cC[i], (m_left, n_left)):
-            tCgC[i] = acc[i].to(dtype)
+    if cutlass.const_expr(epi is None):
+        for i in cutlass.range_constexpr(cute.size(acc)):
+            if cute.elem_less(cC[i], (m_left, n_left)):
+                tCgC[i] = acc[i].to(dtype)
+    else:
+        frags = _epi_frags(ext, epi, thr_mma, tm, tn, cfg)
+        vals = cute.make_rmem_tensor((EPI_CHUNK,), cutlass.Float32)
+        loaded = _epi_buffers(epi, ext, EPI_CHUNK)
+        for c in cutlass.range_constexpr(cute.size(acc) // EPI_CHUNK):
+            _epi_load(loaded, frags, cC, c * EPI_CHUNK, m_left, n_left, False)
+            for v in cutlass.range_constexpr(EPI_CHUNK):
+                vals[v] = acc[c * EPI_CHUNK + v]
+            _epi_compute(vals, loaded, mC_direct.shape[1], scale, epi)
+            for v in cutlass.range_constexpr(EPI_CHUNK):
+                if cute.elem_less(cC[c * EPI_CHUNK + v], (m_left, n_left)):
+                    tCgC[c * EPI_CHUNK + v] = vals[v].to(dtype)
 
 
 @cute.jit
 def _split_fixup(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, tn: Int32, s: Int32, tiles_n: Int32,
-                 ctid: Int32, split: cutlass.Constexpr, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr):
+                 ctid: Int32, split: cutlass.Constexpr, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
+                 epi: cutlass.Constexpr = None, ext=(), scale=None):
     """Split-K epilogue, per consumer thread: publish my fp32 partial, and if I am the last of the S splits to
     arrive at my fragment of this tile, sum the S partials in split order and store C.
 
@@ -367,8 +510,9 @@ def _split_fixup(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, t
     they all released into the same counter before it. The same thread position of every split covers the same
     (row, column) fragment, so no CTA-wide barrier is needed. The last thread re-reads all S partials, its own
     included, and adds them in the fixed order 0, 1, ..., S-1: the result does not depend on which split
-    finished last (deterministic). The last thread then stores 0 into the counter: no other thread of this launch
-    touches it again, and the next launch on the stream finds it reset."""
+    finished last (deterministic). The epilogue (fp8 scale, lowered compute) runs on that sum, in _store_direct.
+    The last thread then stores 0 into the counter: no other thread of this launch touches it again, and the next
+    launch on the stream finds it reset."""
     cC = thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n)))
     m_left = mC_direct.shape[0] - tm * cfg.tile_m
     tCgW = thr_mma.partition_C(cute.local_tile(split.ws[(s, None, None)], (cfg.tile_m, cfg.tile_n), (tm, tn)))
@@ -393,7 +537,7 @@ def _split_fixup(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, t
             for i in cutlass.range_constexpr(cute.size(acc)):
                 if cC[i][0] < m_left:
                     acc[i] = acc[i] + tCgWj[i]
-        _store_direct(acc, thr_mma, mC_direct, tm, tn, cfg, dtype)
+        _store_direct(acc, thr_mma, mC_direct, tm, tn, cfg, dtype, epi, ext, scale)
 
 
 @cute.kernel
@@ -401,8 +545,10 @@ def gemm_kernel(
     tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
     tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
     tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
+    epi: cutlass.Constexpr = None, ext=(),
 ):
-    _gemm_body(tma_a, mA, tma_b, mB, tma_c, mC, tiled_mma, mC_direct, tiles_m, tiles_n, k_tiles, cfg, dtype, None)
+    _gemm_body(tma_a, mA, tma_b, mB, tma_c, mC, tiled_mma, mC_direct, tiles_m, tiles_n, k_tiles, cfg, dtype, None,
+               epi, ext)
 
 
 @cute.kernel
@@ -410,10 +556,10 @@ def gemm_splitk_kernel(
     tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
     tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
     tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, mWS: cute.Tensor, mCount: cute.Tensor, splits: Int32,
-    k_per: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
+    k_per: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr, epi: cutlass.Constexpr = None, ext=(),
 ):
     _gemm_body(tma_a, mA, tma_b, mB, tma_c, mC, tiled_mma, mC_direct, tiles_m, tiles_n, k_tiles, cfg, dtype,
-               SplitK(mWS, mCount, splits, k_per))
+               SplitK(mWS, mCount, splits, k_per), epi, ext)
 
 
 @cute.jit
@@ -421,10 +567,12 @@ def _gemm_body(
     tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
     tma_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma, mC_direct: cute.Tensor,
     tiles_m: Int32, tiles_n: Int32, k_tiles: Int32, cfg: cutlass.Constexpr, dtype: cutlass.Constexpr,
-    split: cutlass.Constexpr,
+    split: cutlass.Constexpr, epi: cutlass.Constexpr = None, ext=(),
 ):
     """The persistent TMA + WGMMA kernel; `split` (a SplitK, or None) turns each tile into S K-range work units
-    whose partials meet in _split_fixup."""
+    whose partials meet in _split_fixup; `epi` (an Epilogue, or None) runs on the accumulators before the store,
+    with `ext` its inputs (_epi_views). dtype is A's and B's; C's may differ (bf16 for fp8 inputs)."""
+    c_dtype = mC_direct.element_type
     tidx, _, _ = cute.arch.thread_idx()
     bidx, bidy, _ = cute.arch.block_idx()
     gdimx, _, _ = cute.arch.grid_dim()
@@ -444,8 +592,8 @@ def _gemm_body(
     b_mask = cute.make_layout_image_mask(cta_layout, ccoord, mode=0) if cfg.cluster_m > 1 else 0
 
     # ---- shared memory and the TMA -> WGMMA stage ring
-    sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg)
-    storage = cutlass.utils.SmemAllocator().allocate(_shared_storage(dtype, cfg, sA_l, sB_l, sC_l))
+    sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg, c_dtype)
+    storage = cutlass.utils.SmemAllocator().allocate(_shared_storage(dtype, cfg, sA_l, sB_l, sC_l, c_dtype))
     sA = storage.a.get_tensor(sA_l.outer, swizzle=sA_l.inner)
     sB = storage.b.get_tensor(sB_l.outer, swizzle=sB_l.inner)
     sC = storage.c.get_tensor(sC_l.outer, swizzle=sC_l.inner)
@@ -521,15 +669,26 @@ def _gemm_body(
 
         if cutlass.const_expr(cfg.tma_store):
             r2s = cute.make_tiled_copy_C_atom(
-                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), dtype), tiled_mma)
+                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), c_dtype), tiled_mma)
             r2s = cute.make_tiled_copy_S(sm90_utils.sm90_get_smem_store_op(
-                cutlass.utils.LayoutEnum.ROW_MAJOR, elem_ty_d=dtype, elem_ty_acc=cutlass.Float32), r2s)
+                cutlass.utils.LayoutEnum.ROW_MAJOR, elem_ty_d=c_dtype, elem_ty_acc=cutlass.Float32), r2s)
             thr_r2s = r2s.get_slice(ctid)
             tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_STAGES)
             tRS_acc = r2s.retile(acc)
             rD_shape = cute.shape(thr_r2s.partition_S(sC))[:3]
             rD = cute.make_rmem_tensor(rD_shape, cutlass.Float32)
-            rD_out = cute.make_rmem_tensor(rD_shape, dtype)
+            rD_out = cute.make_rmem_tensor(rD_shape, c_dtype)
+            per_sub = cute.size(rD)
+            n_sub = cfg.tile_n // cfg.epi_n
+            if cutlass.const_expr(epi is not None):
+                # The extras of a subtile are loaded `depth` subtiles ahead, the first ones while the tile's last
+                # WGMMAs run: their latency hides under work, not in front of it.
+                depth = _epi_depth(epi, n_sub)
+                tRS_cC = r2s.retile(thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n))))
+                epi_bufs = [_epi_buffers(epi, ext, per_sub) for _ in range(depth)]
+        scale = None
+        if cutlass.const_expr(epi is not None):
+            scale = _epi_scale(ext, epi)
         epi_count = Int32(0)
 
         t = cluster_id
@@ -568,24 +727,33 @@ def _gemm_body(
                 ready = cutlass.Boolean(True)
                 if _kt + 1 < k_n:
                     ready = ring.consumer_try_wait(read)
+            if cutlass.const_expr(epi is not None and cfg.tma_store and split is None):
+                m_left = mC_direct.shape[0] - tm * cfg.tile_m
+                n_left = mC_direct.shape[1] - tn * cfg.tile_n
+                tRS_e = [r2s.retile(f) for f in _epi_frags(ext, epi, thr_mma, tm, tn, cfg)]
+                for e in cutlass.range_constexpr(depth):
+                    _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
             warpgroup.wait_group(0)
             ring.consumer_release(release)
             release.advance()
 
             # ---- epilogue
             if cutlass.const_expr(split is not None):
-                _split_fixup(acc, thr_mma, mC_direct, tm, tn, ks, tiles_n, ctid, split, cfg, dtype)
+                _split_fixup(acc, thr_mma, mC_direct, tm, tn, ks, tiles_n, ctid, split, cfg, c_dtype, epi, ext, scale)
             elif cutlass.const_expr(cfg.tma_store):
                 gC_tile = cute.local_tile(mC, (cfg.tile_m, cfg.tile_n), (tm, tn))
                 gC_epi = cute.zipped_divide(gC_tile, (cfg.tile_m, cfg.epi_n))  # ((TM, EPI_N), (1, TN/EPI_N))
                 bSG_sC, bSG_gC = cpasync.tma_partition(
                     tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
-                n_sub = cute.size(gC_epi, mode=[1])
-                per_sub = cute.size(rD)
                 for e in cutlass.range_constexpr(n_sub):
                     for v in cutlass.range_constexpr(per_sub):
                         rD[v] = tRS_acc[e * per_sub + v]
-                    rD_out.store(rD.load().to(dtype))
+                    if cutlass.const_expr(epi is not None):
+                        _epi_compute(rD, epi_bufs[e % depth], mC_direct.shape[1], scale, epi)
+                        if cutlass.const_expr(e + depth < n_sub):  # refill the buffer just read, depth ahead
+                            _epi_load(epi_bufs[e % depth], tRS_e, tRS_cC, (e + depth) * per_sub, m_left, n_left,
+                                      True)
+                    rD_out.store(rD.load().to(c_dtype))
                     buf = epi_count % cfg.epi_stages
                     cute.copy(r2s, rD_out, tRS_sC[(None, None, None, buf)])
                     cute.arch.fence_proxy("async.shared", space="cta")  # make stmatrix visible to TMA
@@ -601,7 +769,7 @@ def _gemm_body(
                             cute.arch.cp_async_bulk_commit_group()
                     epi_count += 1
             else:
-                _store_direct(acc, thr_mma, mC_direct, tm, tn, cfg, dtype)
+                _store_direct(acc, thr_mma, mC_direct, tm, tn, cfg, c_dtype, epi, ext, scale)
             t += num_clusters
 
         if cutlass.const_expr(cfg.tma_store):
@@ -611,19 +779,21 @@ def _gemm_body(
 
 @cute.jit
 def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas: Int32, stream, cfg: cutlass.Constexpr,
-            split_in: cutlass.Constexpr):
+            split_in: cutlass.Constexpr, epi: cutlass.Constexpr = None, ext_in=()):
     """Host side of both TMA kernels: rebuild row-major tensors and TMA descriptors from the tensors' pointers and
-    M, N, K, then launch a persistent grid of clusters (split_in: None, or (workspace, counters, S, k_per))."""
+    M, N, K, then launch a persistent grid of clusters (split_in: None, or (workspace, counters, S, k_per); epi:
+    None, or the Epilogue whose inputs are ext_in)."""
     dtype = mA_in.element_type
     m, k = mA_in.shape
     n = mB_in.shape[0]
     k = cute.assume(k, divby=128 // dtype.width)  # TMA: row strides are multiples of 16 bytes
-    n_c = cute.assume(n, divby=128 // dtype.width) if cfg.tma_store else n
+    n_c = cute.assume(n, divby=128 // mC_in.element_type.width) if cfg.tma_store else n
     mA = cute.make_tensor(mA_in.iterator, cute.make_layout((m, k), stride=(k, 1)))
     mB = cute.make_tensor(mB_in.iterator, cute.make_layout((n, k), stride=(k, 1)))
     mC = cute.make_tensor(mC_in.iterator, cute.make_layout((m, n_c), stride=(n_c, 1)))
 
-    sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg)
+    sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg, mC_in.element_type)
+    with_epi = () if epi is None else (epi, _epi_views(ext_in, epi, m, n_c))  # kernel names spell their arguments
     a_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_n > 1 else cpasync.CopyBulkTensorTileG2SOp()
     b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
     tma_a, tA = cpasync.make_tiled_tma_atom(
@@ -645,7 +815,7 @@ def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas
                   min_blocks_per_mp=1)
     if cutlass.const_expr(split_in is None):
         clusters = cutlass.min(cluster_tiles, max_ctas)
-        gemm_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, cfg, dtype).launch(
+        gemm_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, cfg, dtype, *with_epi).launch(
             grid=[clusters * cfg.cluster_m, cfg.cluster_n, 1], **launch)
     else:
         ws_in, count, splits, k_per = split_in
@@ -653,7 +823,7 @@ def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas
         mWS = cute.make_tensor(ws_in.iterator, cute.make_layout((splits, m, n_pad), stride=(m * n_pad, n_pad, 1)))
         ctas = cutlass.min(cluster_tiles * splits, max_ctas)
         gemm_splitk_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, mWS, count, splits,
-                           k_per, cfg, dtype).launch(grid=[ctas, 1, 1], **launch)
+                           k_per, cfg, dtype, *with_epi).launch(grid=[ctas, 1, 1], **launch)
 
 
 @cute.jit
@@ -673,6 +843,24 @@ def gemm_splitk_launch(
     _launch(mA_in, mB_in, mC_in, max_ctas, stream, cfg, (ws, count, splits, k_per))
 
 
+@cute.jit
+def gemm_epi_launch(
+    mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_clusters: Int32, stream, cfg: cutlass.Constexpr,
+    epi: cutlass.Constexpr, *ext: cute.Tensor,
+):
+    """gemm_launch with an Epilogue: ext = its extra inputs (lowered.KINDS[2:] order), then scale_a, scale_b."""
+    _launch(mA_in, mB_in, mC_in, max_clusters, stream, cfg, None, epi, ext)
+
+
+@cute.jit
+def gemm_splitk_epi_launch(
+    mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, ws: cute.Tensor, count: cute.Tensor, splits: Int32,
+    k_per: Int32, max_ctas: Int32, stream, cfg: cutlass.Constexpr, epi: cutlass.Constexpr, *ext: cute.Tensor,
+):
+    """gemm_splitk_launch with an Epilogue (run by the last split on the fixed-order sum)."""
+    _launch(mA_in, mB_in, mC_in, max_ctas, stream, cfg, (ws, count, splits, k_per), epi, ext)
+
+
 # ---------------------------------------------------------------- GEMV (M <= GEMV_MAX_M): CUDA cores, no tiles
 
 
@@ -683,9 +871,10 @@ def _gemv_block(mA: cute.Tensor, mB: cute.Tensor, acc: cute.Tensor, chunk0: Int3
     row, converted to fp32, dotted with them. Lane l reads chunks chunk0 + 32 u; `predicated` (the K tail) skips
     chunks past the end, whose registers stay 0."""
     dtype = mB.element_type
+    vec = GEMV_LOAD_BITS // dtype.width
     kc, n, m = mB.shape[1], mB.shape[2], mA.shape[2]
     atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=128)
-    rB = cute.make_rmem_tensor((GEMV_VEC, cfg.unroll, cfg.cols), dtype)
+    rB = cute.make_rmem_tensor((vec, cfg.unroll, cfg.cols), dtype)
     if cutlass.const_expr(predicated):
         rB.fill(0.0)
     for c in cutlass.range_constexpr(cfg.cols):
@@ -699,7 +888,7 @@ def _gemv_block(mA: cute.Tensor, mB: cute.Tensor, acc: cute.Tensor, chunk0: Int3
     for r in cutlass.range_constexpr(cfg.rows):
         a_row = cutlass.min(r, m - 1)  # rows past M (a padded bucket) re-read row M-1, never stored
         for u in cutlass.range_constexpr(cfg.unroll):
-            rA = cute.make_rmem_tensor((GEMV_VEC,), dtype)
+            rA = cute.make_rmem_tensor((vec,), dtype)
             if cutlass.const_expr(predicated):
                 rA.fill(0.0)
                 if chunk0 + u * 32 < kc:
@@ -713,9 +902,11 @@ def _gemv_block(mA: cute.Tensor, mB: cute.Tensor, acc: cute.Tensor, chunk0: Int3
 
 
 @cute.kernel
-def gemv_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, cfg: cutlass.Constexpr):
+def gemv_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, cfg: cutlass.Constexpr,
+                epi: cutlass.Constexpr = None, ext=()):
     """Warp w of CTA b owns the COLS output columns from (b * WARPS + w) * COLS, for every row of A; its 32 lanes
-    stride along K in 16-byte chunks, then a butterfly shuffle sums each dot product across the warp."""
+    stride along K in 16-byte chunks, then a butterfly shuffle sums each dot product across the warp. With an
+    Epilogue, lane 0 runs it on its ROWS x COLS sums (ext: _epi_views), extras read by (row, column)."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     lane = tidx % 32
@@ -731,34 +922,72 @@ def gemv_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, cfg: cutlass.
         _gemv_block(mA, mB, acc, it * step + lane, col0, cfg, False)
     if full * step < kc:
         _gemv_block(mA, mB, acc, full * step + lane, col0, cfg, True)
-    for r in cutlass.range_constexpr(cfg.rows):
-        for c in cutlass.range_constexpr(cfg.cols):
-            total = cute.arch.warp_reduction(acc[r, c], operator.add, threads_in_group=32)
-            if lane == 0:
-                if r < m:
-                    if col0 + c < n:
-                        mC[r, col0 + c] = total.to(mC.element_type)
+    if cutlass.const_expr(epi is None):
+        for r in cutlass.range_constexpr(cfg.rows):
+            for c in cutlass.range_constexpr(cfg.cols):
+                total = cute.arch.warp_reduction(acc[r, c], operator.add, threads_in_group=32)
+                if lane == 0:
+                    if r < m:
+                        if col0 + c < n:
+                            mC[r, col0 + c] = total.to(mC.element_type)
+    else:
+        count = cfg.rows * cfg.cols
+        vals = cute.make_rmem_tensor((count,), cutlass.Float32)
+        for r in cutlass.range_constexpr(cfg.rows):
+            for c in cutlass.range_constexpr(cfg.cols):
+                vals[r * cfg.cols + c] = cute.arch.warp_reduction(acc[r, c], operator.add, threads_in_group=32)
+        if lane == 0:
+            loaded = _epi_buffers(epi, ext, count)
+            for j in cutlass.range_constexpr(len(epi.kinds)):
+                loaded[j].fill(0.0)
+                for r in cutlass.range_constexpr(cfg.rows):
+                    for c in cutlass.range_constexpr(cfg.cols):
+                        if r < m:
+                            if col0 + c < n:
+                                loaded[j][r * cfg.cols + c] = ext[j][r, col0 + c]
+            _epi_compute(vals, loaded, n, _epi_scale(ext, epi), epi)
+            for r in cutlass.range_constexpr(cfg.rows):
+                for c in cutlass.range_constexpr(cfg.cols):
+                    if r < m:
+                        if col0 + c < n:
+                            mC[r, col0 + c] = vals[r * cfg.cols + c].to(mC.element_type)
+
+
+@cute.jit
+def _gemv_launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, stream, cfg: cutlass.Constexpr,
+                 epi: cutlass.Constexpr, ext):
+    """A [M,K] and B [N,K] seen as (VEC elements, K/VEC chunks, row): each chunk is one 128-bit load (16-byte rows)."""
+    m, k = mA_in.shape
+    n = mB_in.shape[0]
+    vec = GEMV_LOAD_BITS // mA_in.element_type.width
+    k = cute.assume(k, divby=vec)
+    kc = k // vec
+    mA = cute.make_tensor(mA_in.iterator, cute.make_layout((vec, kc, m), stride=(1, vec, k)))
+    mB = cute.make_tensor(mB_in.iterator, cute.make_layout((vec, kc, n), stride=(1, vec, k)))
+    mC = cute.make_tensor(mC_in.iterator, cute.make_layout((m, n), stride=(n, 1)))
+    cols_per_cta = cfg.warps * cfg.cols
+    with_epi = () if epi is None else (epi, _epi_views(ext, epi, m, n))  # the kernel's name spells its arguments
+    gemv_kernel(mA, mB, mC, cfg, *with_epi).launch(grid=[(n + cols_per_cta - 1) // cols_per_cta, 1, 1],
+                                                   block=[cfg.warps * 32, 1, 1], stream=stream)
 
 
 @cute.jit
 def gemv_launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, stream, cfg: cutlass.Constexpr):
-    """A [M,K] and B [N,K] seen as (8 elements, K/8 chunks, row): each chunk is one 128-bit load (K*2 % 16 == 0)."""
-    m, k = mA_in.shape
-    n = mB_in.shape[0]
-    k = cute.assume(k, divby=GEMV_VEC)
-    kc = k // GEMV_VEC
-    mA = cute.make_tensor(mA_in.iterator, cute.make_layout((GEMV_VEC, kc, m), stride=(1, GEMV_VEC, k)))
-    mB = cute.make_tensor(mB_in.iterator, cute.make_layout((GEMV_VEC, kc, n), stride=(1, GEMV_VEC, k)))
-    mC = cute.make_tensor(mC_in.iterator, cute.make_layout((m, n), stride=(n, 1)))
-    cols_per_cta = cfg.warps * cfg.cols
-    gemv_kernel(mA, mB, mC, cfg).launch(grid=[(n + cols_per_cta - 1) // cols_per_cta, 1, 1],
-                                        block=[cfg.warps * 32, 1, 1], stream=stream)
+    """The GEMV of the built-in matmul."""
+    _gemv_launch(mA_in, mB_in, mC_in, stream, cfg, None, ())
+
+
+@cute.jit
+def gemv_epi_launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, stream, cfg: cutlass.Constexpr,
+                    epi: cutlass.Constexpr, *ext: cute.Tensor):
+    """The GEMV with an Epilogue: ext = its extra inputs (lowered.KINDS[2:] order), then scale_a, scale_b."""
+    _gemv_launch(mA_in, mB_in, mC_in, stream, cfg, epi, ext)
 
 
 # ---------------------------------------------------------------- host API
 
-_compiled: dict = {}  # (Config, dtype) -> compiled launcher: one compile serves every M, N, K of that config
-_launches: dict = {}  # (torch dtype, a.shape, b.shape, cfg) -> _Launch, for the hot path
+_compiled: dict = {}  # (Config, dtype[, Epilogue, C dtype, extras' dtypes]) -> compiled launcher, for every M, N, K
+_launches: dict = {}  # (torch dtype, a.shape, b.shape, cfg[, extras' dtypes]) -> _Launch, for the hot path
 _max_clusters: dict = {}  # cluster size -> co-resident clusters on this GPU
 
 
@@ -773,25 +1002,71 @@ class _Launch:
     args: tuple
     out_shape: tuple
     scratch: tuple = ()
+    out_dtype: object = None  # None: a's dtype (the built-in bf16/fp16 matmul)
 
 
-def _compile_args(dtype: str, cfg) -> tuple:
+EXTRA_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
+
+
+def _compile_args(dtype: str, cfg, epi: Epilogue | None = None, c_dtype: str | None = None,
+                  extra_dtypes: tuple = ()) -> tuple:
     """Fake A [M,K], B [N,K], C [M,N], row-major and 16-byte aligned, sharing the M, N, K symbols (the wrapper
     checks that the three agree and are contiguous); split-K adds a 1-D fp32 workspace and int32 counters and
-    the scalars S, k_per; the TMA paths a placeholder grid cap; then the env stream and cfg."""
+    the scalars S, k_per; the TMA paths a placeholder grid cap; then the env stream and cfg. With an Epilogue:
+    epi, then its extra inputs (row [M, N], vector [N], per_row [M] on the same symbols, of extra_dtypes) and the
+    fp8 scales (one fp32 element each); C is c_dtype (default: dtype)."""
+    c_dtype = c_dtype or dtype
     row = 128 // host.DTYPE_BITS[dtype]  # elements per 16 bytes: TMA's row-stride rule
-    m, n, k = rt.dim(), rt.dim(row if getattr(cfg, "tma_store", False) else 1), rt.dim(row)
-    a, b, c = (rt.tensor(dtype, shape, (stride, 1)) for shape, stride in (((m, k), k), ((n, k), k), ((m, n), n)))
+    m, n, k = rt.dim(), rt.dim(128 // host.DTYPE_BITS[c_dtype] if getattr(cfg, "tma_store", False) else 1), rt.dim(row)
+    a, b, c = (rt.tensor(t, shape, (stride, 1))
+               for t, shape, stride in ((dtype, (m, k), k), (dtype, (n, k), k), (c_dtype, (m, n), n)))
+    tail = ()
+    if epi is not None:
+        extras = [rt.tensor(t, EXTRA_SHAPES[kind](m, n), (n, 1) if kind == "row" else (1,))
+                  for kind, t in zip(epi.kinds, extra_dtypes)]
+        scales = [rt.tensor("fp32", (1,), (1,), align=4) for _ in range(2 * epi.scaled)]
+        tail = (epi, *extras, *scales)
     if isinstance(cfg, Gemv):
-        return a, b, c, rt.STREAM, cfg
+        return a, b, c, rt.STREAM, cfg, *tail
     if cfg.split_k:
         ws, count = rt.tensor("fp32", (rt.dim(),), (1,)), rt.tensor("int32", (rt.dim(),), (1,))
-        return a, b, c, ws, count, Int32(2), Int32(1), Int32(1), rt.STREAM, cfg
-    return a, b, c, Int32(1), rt.STREAM, cfg
+        return a, b, c, ws, count, Int32(2), Int32(1), Int32(1), rt.STREAM, cfg, *tail
+    return a, b, c, Int32(1), rt.STREAM, cfg, *tail
 
 
-def _launcher_of(cfg):
+def _launcher_of(cfg, epi: Epilogue | None = None):
+    if epi is not None:
+        return gemv_epi_launch if isinstance(cfg, Gemv) else gemm_splitk_epi_launch if cfg.split_k else gemm_epi_launch
     return gemv_launch if isinstance(cfg, Gemv) else gemm_splitk_launch if cfg.split_k else gemm_launch
+
+
+def epilogue_of(dtype: str) -> Epilogue | None:
+    """This workspace's Epilogue for A of `dtype`: the lowered compute (op "lowered"), the fp8 scales, both, or
+    None (the built-in bf16/fp16 matmul)."""
+    if not LOWERED and dtype != "fp8":
+        return None
+    return Epilogue(kinds=tuple(lowered.KINDS[2:]) if LOWERED else (), lowered=LOWERED, scaled=dtype == "fp8")
+
+
+def c_dtype_of(dtype: str) -> str:
+    """C's dtype: A's (bf16/fp16), bf16 for fp8 inputs; fp32 where the lowered function returns fp32."""
+    if LOWERED and lowered.OUT_DTYPES[0] == "fp32":
+        return "fp32"
+    return "bf16" if dtype == "fp8" else dtype
+
+
+def config_for(m: int, n: int, k: int, dtype: str = "bf16") -> Config | Gemv:
+    """choose_config's regime and tile, adapted to the dtypes: fp8 A/B take tile_k = 128 (128-byte rows: the same
+    128-byte swizzle, 48 KiB stages and stage count as bf16's 64), and an fp32 C takes the st.global epilogue
+    (stmatrix moves 16-bit values). The GEMV reads 16 fp8 per 16-byte load; nothing else changes."""
+    cfg = choose_config(m, n, k)
+    if isinstance(cfg, Gemv):
+        return cfg
+    if dtype == "fp8":
+        cfg = replace(cfg, tile_k=128, elem_bytes=1)
+    if host.DTYPE_BITS[c_dtype_of(dtype)] != 16:
+        cfg = replace(cfg, tma_store=False)
+    return cfg
 
 
 def _co_resident_clusters(cluster_size: int) -> int:
@@ -802,17 +1077,39 @@ def _co_resident_clusters(cluster_size: int) -> int:
     return _max_clusters[cluster_size]
 
 
-def _prepare(a, b, out, cfg) -> _Launch:
+def _check_epilogue_inputs(a, b, rest, out_dtype, m: int, n: int) -> tuple:
+    """host.py's checks of run()'s inputs after a and b: the lowered op's extras (lowered.INPUTS[2:]) and, for fp8,
+    scale_a and scale_b; returns the extras' op.json dtype names (part of the compile key)."""
+    names = (*(lowered.INPUTS[2:] if LOWERED else ()), *(("scale_a", "scale_b") if host.is_fp8(a) else ()))
+    op = lowered.SOURCE if LOWERED else "matmul"
+    kinds = tuple(lowered.KINDS[2:]) if LOWERED else ()
+    extras = rest[:len(kinds)]
+    host.epilogue_operands(op, names, kinds, extras, m, n, out_dtype, a.device)
+    if host.is_fp8(a):
+        host.scale_operands(op, rest[len(kinds):], a.device)
+    return tuple(host.dtype_of(t, op) for t in extras)
+
+
+def _prepare(a, b, rest, out, cfg) -> _Launch:
     """A signature's first call, or a refused one: host.py's checks, the config, the compiled launcher."""
-    dtype, m, n, k, _ = host.matmul_dims(a, b, out, "TMA")
+    dtype = host.dtype_of(a, "matmul", ("bf16", "fp16", "fp8"))
+    n_rest = (len(lowered.INPUTS) - 2 if LOWERED else 0) + 2 * (dtype == "fp8")  # extras, then the fp8 scales
+    host.check_count(lowered.SOURCE if LOWERED else "matmul", (a, b, *rest), 2 + n_rest)
+    c_dtype = c_dtype_of(dtype)
+    out_dtype = None if c_dtype == dtype else getattr(torch, host.TORCH_DTYPES[c_dtype])  # None: a's dtype
+    _, m, n, k, _ = host.matmul_dims(a, b, out, "TMA", out_dtype=out_dtype)
+    epi = epilogue_of(dtype)
+    extra_dtypes = _check_epilogue_inputs(a, b, rest, out_dtype or a.dtype, m, n) if epi is not None else ()
     if min(m, n, k) == 0:
-        return _Launch(None, (), (m, n))
-    cfg = cfg or choose_config(m, n, k)
+        return _Launch(None, (), (m, n), out_dtype=out_dtype)
+    cfg = cfg or config_for(m, n, k, dtype)
     if isinstance(cfg, Gemv) and m > cfg.rows:
         raise ValueError(f"matmul: the GEMV config of {cfg.rows} rows cannot take M = {m}")
-    launcher = rt.compiled(_compiled, (cfg, dtype), _launcher_of(cfg), lambda: _compile_args(dtype, cfg))
+    key = (cfg, dtype) if epi is None else (cfg, dtype, epi, c_dtype, extra_dtypes)
+    launcher = rt.compiled(_compiled, key, _launcher_of(cfg, epi),
+                           lambda: _compile_args(dtype, cfg, epi, c_dtype, extra_dtypes))
     if isinstance(cfg, Gemv):
-        return _Launch(launcher, (), (m, n))
+        return _Launch(launcher, (), (m, n), out_dtype=out_dtype)
     if cfg.split_k:
         splits, k_per = split_count(m, n, k, cfg)
         tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
@@ -821,29 +1118,36 @@ def _prepare(a, b, out, cfg) -> _Launch:
                                "CUDA-graph capture")
         scratch = (a.new_empty(splits * m * tiles_n * cfg.tile_n, dtype=torch.float32),
                    a.new_zeros(tiles_m * tiles_n * cfg.mma_wgs * WG, dtype=torch.int32))
-        return _Launch(launcher, (splits, k_per, _co_resident_clusters(1)), (m, n), scratch)
-    return _Launch(launcher, (_co_resident_clusters(cfg.cluster_size),), (m, n))
+        return _Launch(launcher, (splits, k_per, _co_resident_clusters(1)), (m, n), scratch, out_dtype)
+    return _Launch(launcher, (_co_resident_clusters(cfg.cluster_size),), (m, n), out_dtype=out_dtype)
 
 
-def run(a, b, out=None, cfg=None):
-    """out[M,N] = a[M,K] @ b[N,K].T on the current CUDA stream (bf16/fp16, fp32 accumulation).
+def run(a, b, *rest, out=None, cfg=None):
+    """out[M,N] = epilogue(a[M,K] @ b[N,K].T) on the current CUDA stream (fp32 accumulation).
 
-    The hot path is a dict lookup on (dtype, shapes, cfg) and the TVM-FFI call, which checks dtypes, shapes,
-    contiguity, device and alignment itself; see cutedsl_runtime.py. Split-K's workspace and counters belong to
-    the signature (the kernel resets the counters), so a run() allocates nothing but `out`, and a CUDA graph
-    replays correctly; two calls of one split-K shape must not run concurrently on two streams."""
-    signature = (a.dtype, a.shape, b.shape, a.device, cfg)
+    The built-in matmul: run(a, b) with bf16/fp16 a, b, out in their dtype. fp8: run(a, b, scale_a, scale_b), a and
+    b float8_e4m3fn, the scales one-element fp32 tensors, out bf16 = scale_a * scale_b * (a @ b.T). A lowered op
+    (op.json "op": "lowered"): run(*inputs) in lowered.INPUTS order (a, b, then its extras), out =
+    lowered.compute(acc, ...) in its OUT_DTYPES; with fp8 a and b, scale_a and scale_b follow the extras.
+
+    The hot path is a dict lookup on (dtype, shapes, device, cfg[, the extras' dtypes]) and the TVM-FFI call, which
+    checks dtypes, shapes, contiguity, device and alignment itself; see cutedsl_runtime.py. Split-K's workspace and
+    counters belong to the signature (the kernel resets the counters), so a run() allocates nothing but `out`, and a
+    CUDA graph replays correctly; two calls of one split-K shape must not run concurrently on two streams."""
+    signature = (a.dtype, a.shape, b.shape, a.device, cfg) if not rest else (
+        a.dtype, a.shape, b.shape, a.device, cfg, tuple(t.dtype for t in rest))
     launch = _launches.get(signature)
     if launch is None:
-        launch = _launches[signature] = _prepare(a, b, out, cfg)
-    if launch.launcher is None:  # nothing to multiply: out = 0, after host.py's checks of out
-        return host.matmul_dims(a, b, out, "TMA")[-1].zero_()
+        launch = _launches[signature] = _prepare(a, b, rest, out, cfg)
+    if launch.launcher is None:  # nothing to multiply: out = epilogue(0) is not defined here; out = 0
+        return host.matmul_dims(a, b, out, "TMA", out_dtype=launch.out_dtype)[-1].zero_()
     if out is None:
-        out = a.new_empty(launch.out_shape)
+        out = a.new_empty(launch.out_shape) if launch.out_dtype is None else a.new_empty(launch.out_shape,
+                                                                                          dtype=launch.out_dtype)
     try:
-        launch.launcher(a, b, out, *launch.scratch, *launch.args)
+        launch.launcher(a, b, out, *launch.scratch, *launch.args, *rest)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
-        _prepare(a, b, out, cfg)  # host.py says why in the words every cell uses ...
+        _prepare(a, b, rest, out, cfg)  # host.py says why in the words every cell uses ...
         raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return out
 
@@ -863,19 +1167,48 @@ def _tag(cfg) -> str:
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
     """Compile run()'s launcher for sm_90a without a GPU (fake tensors); write and return the PTX.
 
-    The case's M, N, K pick the Config, as in run(); any other M, N, K of that Config shares the PTX."""
+    The case's M, N, K pick the Config, as in run(); any other M, N, K of that Config shares the PTX. A lowered op
+    (or fp8) compiles its Epilogue variant, its extras in C's dtype (run() compiles an fp32 vector's own variant)."""
     dtype = dtype or OP_SPEC["dtype"]
-    cfg = choose_config(*_case_dims(case))
-    return rt.dump_ptx(_launcher_of(cfg), _compile_args(dtype, cfg), out_dir, f"matmul_{dtype}_{_tag(cfg)}")
+    cfg = config_for(*_case_dims(case), dtype)
+    epi = epilogue_of(dtype)
+    if epi is None:
+        return rt.dump_ptx(_launcher_of(cfg), _compile_args(dtype, cfg), out_dir, f"matmul_{dtype}_{_tag(cfg)}")
+    c_dtype = c_dtype_of(dtype)
+    extras = (c_dtype,) * len(epi.kinds)
+    return rt.dump_ptx(_launcher_of(cfg, epi), _compile_args(dtype, cfg, epi, c_dtype, extras), out_dir,
+                       f"{'lowered' if epi.lowered else 'matmul'}_{dtype}_{_tag(cfg)}")
+
+
+def _describe_epilogue(dtype: str, cfg) -> dict:
+    """describe()'s words for the Epilogue of this workspace and dtype (nothing for the built-in bf16/fp16 matmul)."""
+    epi = epilogue_of(dtype)
+    if epi is None:
+        return {}
+    steps = ["fp32 accumulators x (scale_a * scale_b)"] if epi.scaled else []
+    if epi.lowered:
+        reads = ", ".join(f"{name} ({kind})" for name, kind in zip(lowered.INPUTS[2:], epi.kinds)) or "no extra inputs"
+        steps.append(f"{lowered.SOURCE}'s compute on them ({reads}, each read at the accumulator's (row, column), "
+                     "masked at the matrix edge)")
+    where = ("per 128x32 subtile before stmatrix, its extras loaded one subtile ahead (the first under the last "
+             "WGMMAs)" if not isinstance(cfg, Gemv) and cfg.tma_store else
+             "on the warp-reduced sums in lane 0" if isinstance(cfg, Gemv) else
+             f"{EPI_CHUNK} accumulators at a time before the st.global" + (" (after the fixed-order split-K sum)"
+                                                                            if cfg.split_k else ""))
+    return {"epilogue": "; then ".join(steps) + f"; {where}; C in {c_dtype_of(dtype)}",
+            **({"fp8": "e4m3 A and B (K-major), wgmma m64nNk32 e4m3 x e4m3 -> fp32, 128-element (128-byte) K-tiles"
+                if not isinstance(cfg, Gemv) else "e4m3 A and B, 16 per 16-byte load, fp32 FMA on the CUDA cores"}
+               if dtype == "fp8" else {})}
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report; "path" says which regime and why."""
     m, n, k = _case_dims(case)
-    cfg = choose_config(m, n, k)
+    dtype = OP_SPEC.get("dtype", "bf16")
+    cfg = config_for(m, n, k, dtype)
     if isinstance(cfg, Gemv):
         ctas = -(-n // (cfg.warps * cfg.cols))
-        return {
+        return {**_describe_epilogue(dtype, cfg),
             "path": f"GEMV: M = {m} <= {GEMV_MAX_M} rows would fill {m} of a 64-row tensor-core tile, so each warp "
                     f"dots {cfg.cols} rows of B with the {cfg.rows}-row bucket of A on the CUDA cores, streaming B "
                     f"once with 128-bit loads",
@@ -917,4 +1250,5 @@ def describe(case: dict) -> dict:
         + f" into a {cfg.stages}-stage mbarrier ring; WGMMA reads SMEM, accumulates fp32 in registers; "
         + ("fp32 partials -> workspace, last split sums them in order -> st.global"
            if cfg.split_k else "stmatrix -> SMEM -> TMA store" if cfg.tma_store else "predicated st.global"),
+        **_describe_epilogue(dtype, cfg),
     }
