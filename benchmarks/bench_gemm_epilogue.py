@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "benchmarks" / "models" / "gemm_epilogues.py"
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "benchmarks" / "models"), str(ROOT / "tests"), str(ROOT)]
 from harness import bench  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 14336, 4096)]

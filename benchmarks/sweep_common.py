@@ -4,8 +4,8 @@ measurement against torch eager and torch.compile.
 
 - gpu_us(fns, calls) / kernel_time: torch.profiler's CUDA time (kernels and memsets) of `calls` calls cycling over
   `fns`, summed over every kernel a call launches, divided by `calls`; each fn is called once first (warm-up).
-- copies(per_copy, round_bytes, cap): how many input copies to rotate over so that one round of them holds at least
-  round_bytes (enough that a call never finds its inputs in the L2), at least one and at most cap.
+- copies(per_copy, round_bytes, cap): how many input copies to rotate over so that one round of them holds at
+  least round_bytes (enough that a call never finds its inputs in the L2), at least two and at most cap.
 - bake(tmp, pattern, op) / load_workspace(ws): an H200 bf16 workspace through tools.scaffold.workspace (no bake
   step, no baseline run) and its kernel.py and reference.py, imported afresh (workspaces share module names).
 - measure(kernel, reference, case, ...): one point of an elementwise or reduction cell: inputs from the workspace's
@@ -62,8 +62,9 @@ def gpu_us(fns, calls: int, warm: bool = True) -> float:
 
 
 def copies(per_copy: int, round_bytes: int, cap: int) -> int:
-    """Copies to rotate: the fewest whose bytes reach round_bytes, clamped to [1, cap]."""
-    return max(1, min(cap, -(-round_bytes // max(1, per_copy))))
+    """Copies to rotate: the fewest whose bytes reach round_bytes, clamped to [2, cap]: never fewer than two, so no
+    call runs on the buffers of the call before it (whose last ~50 MB are still in the L2)."""
+    return max(2, min(cap, -(-round_bytes // max(1, per_copy))))
 
 
 def bake(tmp: Path, pattern: str, op: str | None = None) -> Path:

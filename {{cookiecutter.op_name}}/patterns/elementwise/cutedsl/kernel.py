@@ -37,7 +37,7 @@ Tiling and the thread/value layout
       UNROLL=2 has 4 KiB per input in flight and 16 CTAs fit on an SM (2048 threads): 64-128 KiB per SM,
       enough. The ops with no math can afford deeper unrolling; for the transcendental ones it costs
       registers and so occupancy.
-    - Small tensors (fewer than ``SMALL_N`` = 2^22 elements) take a second compile with one vector per
+    - Small tensors (fewer than ``SMALL_N`` = 2^24 elements) take a second compile with one vector per
       thread (``SMALL_UNROLL``): there the kernel is latency-bound, and what counts is spreading the few
       bytes over as many SMs as possible with one load-compute-store round trip per thread. With add's 8
       vectors per thread, 2^12 elements were half of one tile: one CTA, all of it in the scalar tail path.
@@ -101,7 +101,7 @@ if LOWERED:
 
 THREADS = 128
 UNROLL = {"add": 8, "mul": 8, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}  # vectors per thread per tensor
-SMALL_N = 1 << 22  # below this many elements the built-in ops run one vector per thread (SMALL_UNROLL) ...
+SMALL_N = 1 << 24  # below this many elements the built-in ops run one vector per thread (SMALL_UNROLL) ...
 SMALL_UNROLL = 1   # ... so that a small tensor spreads over many CTAs and the scalar tail tile stays small
 ACCESS_BITS = 128
 BINARY_OPS = ("add", "mul", "silu_mul")
