@@ -28,12 +28,15 @@ OPS = {
                        "inputs": "`a` [M, K] and `b` [N, K] in e4m3 (float8_e4m3fn; float8_e4m3fnuz on gfx942), "
                                  "both K-major, and `scale_a`, `scale_b`: fp32 tensors of shape (1,) on the GPU, the "
                                  "per-tensor dequantisation scales; output `c` [M, N] bf16, row-major.",
-                       "precision": "e4m3 products accumulated in fp32 by the tensor cores; scale_a * scale_b "
-                                    "applied to the fp32 accumulator; one bf16 rounding on the store. Tolerance: "
-                                    "the inputs are exact e4m3 values and the reference dequantises them in float64, "
-                                    "so quantisation is not an error here; what remains is the fp32 accumulation "
-                                    "(~1e-6 relative) and the bf16 rounding of C (<= 2^-9 per element, ~1e-3 as a "
-                                    "norm ratio): bf16's 1e-2.",
+                       "precision": "e4m3 products accumulated into fp32 registers by the tensor cores (on Hopper the fp8 "
+                                    "WGMMA adds its products at a reduced internal precision, and the kernel keeps "
+                                    "the whole K loop in those accumulators: cuBLASLt's fast-accumulation mode); "
+                                    "scale_a * scale_b applied to the fp32 accumulator; one bf16 rounding on the "
+                                    "store. Tolerance: the inputs are exact e4m3 values and the reference "
+                                    "dequantises them in float64, so quantisation is not an error here; what "
+                                    "remains is the accumulation and the bf16 rounding of C (<= 2^-9 per element, "
+                                    "~1e-3 as a norm ratio): bf16's 1e-2, which a sign or scale error or a lost "
+                                    "K-tile exceeds by far.",
                        "shapes": "any M, N, K >= 1 with K a multiple of 16 (16-byte rows of 1-byte elements)."},
                }}},
 }
@@ -52,7 +55,8 @@ PHASE1 = {
                   "out-of-range stores, so partial tiles need no padding; K tails likewise.",
     "special": "no special values handling beyond IEEE: NaN/Inf propagate through the dot products.",
 }
-BASELINE = "`a @ b.T` (cuBLAS) is the timed baseline"
+BASELINE = ("`a @ b.T` (cuBLAS) is the timed baseline; for fp8, `torch._scaled_mm` with the same scales "
+            "(cuBLASLt, its default accumulation)")
 WIKI_WORDS = ["gemm", "matmul", "wgmma", "mfma", "tensor core", "tma"]
 # the gpu-wiki's operator families of this pattern (its JSON records' scope.operator_family, matched exactly)
 WIKI_FAMILIES = ["gemm"]
