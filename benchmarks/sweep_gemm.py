@@ -3,6 +3,7 @@
     python benchmarks/sweep_gemm.py                                   # on the H200, after benchmarks/device_setup.sh
     python benchmarks/sweep_gemm.py --out benchmarks/results/DATE-h200-gemm-sweep.json --m 1 16 --nk 4096
     python benchmarks/sweep_gemm.py --out ... --list | --render       # the points / table + PNGs again, no GPU
+    python benchmarks/sweep_gemm.py --out ... --m 16 64 --tile-k 128  # A/B: the memory-bound configs' K-tile
 
 It builds a bf16 gemm workspace with tools.scaffold (no bake step, no baseline run) and loads its kernel.py with
 bench_gemm.load_kernel. For every (M, N, K) of the grid (M in 1, 16, 64, 128, 512, 4096; N, K in 4096, 8192,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from dataclasses import replace
 import sys
 import tempfile
 import time
@@ -113,6 +115,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{day}-h200-gemm-sweep.json")
     p.add_argument("--m", type=int, nargs="+", default=M_GRID)
     p.add_argument("--nk", type=int, nargs="+", default=NK_GRID, help="the values N and K each take")
+    p.add_argument("--tile-k", type=int, help="A/B knob: the K-tile of the 64-row and split-K configs")
     args = p.parse_args(argv)
     import matplotlib  # noqa: F401 - the PNGs come last: a missing module must show before the sweep
 
@@ -130,6 +133,9 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kb-sweep-gemm-") as tmp:
         kernel = load_kernel(bake(Path(tmp), "gemm"), "bf16")
+        if args.tile_k:  # the memory-bound configs: split-K and the 64-row tiles (choose_config reads them per call)
+            kernel.SPLIT = replace(kernel.SPLIT, tile_k=args.tile_k)
+            kernel.SMALLER = tuple(replace(c, tile_k=args.tile_k) if c.tile_m == 64 else c for c in kernel.SMALLER)
         rows = []
         for m, n, k in points(args.m, args.nk):
             t0 = time.perf_counter()
@@ -143,6 +149,7 @@ def main(argv=None) -> int:
                   f"({time.perf_counter() - t0:.1f}s)", flush=True)
             torch.cuda.empty_cache()
     write_rows(args.out, {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "dtype": "bf16",
+                          "tile_k": args.tile_k,
                           "timer": "torch.profiler CUDA kernel time per call, rotating operand sets > 3x L2"}, rows)
     pngs = heatmaps(rows, args.out)
     print(table(rows))
