@@ -23,7 +23,7 @@ import pytest
 import torch
 from conftest import ROOT, bake_cli, read_json
 
-from tools import lower
+from tools import lower, spec, validate
 from tools.lower import capture, codegen, ir
 
 CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
@@ -248,6 +248,36 @@ def test_pattern_auto_bakes_the_users_op(tmp_path):
     plan = (ws / "plans" / "v0_plan.md").read_text()
     assert "traced from `fused_add_rmsnorm`" in plan and "1 reduction(s) over the last dim" in plan
     assert "The kernel computes it too" in (ws / "baseline_report.md").read_text()
+
+
+def test_pattern_auto_bakes_a_gemm_with_its_epilogue(tmp_path):
+    """A matmul head: pattern auto picks gemm; op.json holds the kinds, the program and formulas that count the
+    epilogue's inputs; lowered.py is codegen's; the plan's Phase 1 and the README come from the trace."""
+    done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:residual_bias_silu", "gpu=H200", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    assert "lowered `residual_bias_silu` into the gemm kernel: 4 input(s), 1 output(s)" in done.stdout
+    ws = tmp_path / "residual_bias_silu"
+    op = read_json(ws / "op.json")
+    assert (op["pattern"], op["op"], op["inputs"]) == ("gemm", "lowered", ["x", "w", "bias", "residual"])
+    assert op["kinds"] == {"x": "a", "w": "b", "bias": "vector", "residual": "row"}
+    assert op["output_dtypes"] == ["input"] and op["lowering"]["class"] == "gemm"
+    assert op["formulas"]["flops"] == "2*M*N*K + 5*M*N"
+    assert op["formulas"]["bytes"] == "(M*K + N*K + 2*M*N + N)*elem_bytes"
+    assert (ws / "lowered.py").read_text() == codegen.generate(op["lowered"], "bf16")
+    plan = (ws / "plans" / "v0_plan.md").read_text()
+    assert "traced from `residual_bias_silu`" in plan and "`residual` [M, N]" in plan
+    assert "GEMM" in (ws / "README.md").read_text().split("## Your own op")[1]
+
+
+def test_a_named_pattern_lowers_a_gemm_only_into_the_gemm_cell():
+    """pattern=gemm with a GEMM function is op lowered; another pattern keeps its built-in op and says why."""
+    logic = f"{CORPUS}:linear_no_bias"
+    lower.lower_here(str(CORPUS), "linear_no_bias")  # the cache the checks read: no child process here
+    got = validate.check(spec.context(pattern="gemm", pytorch_logic=logic, gpu="H200"), upto="op")
+    assert got["op"] == "lowered"
+    got = validate.check(spec.context(pattern="elementwise", pytorch_logic=logic, gpu="H200"), upto="op")
+    assert got["op"] != "lowered"
+    assert "it is a matmul with an epilogue, not elementwise" in got["pytorch_logic"]["not_lowered"]
 
 
 def test_pattern_auto_refuses_what_does_not_lower_in_one_line(tmp_path):

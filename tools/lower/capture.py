@@ -172,9 +172,9 @@ def matmul_check(func, args, kwargs, operands, state) -> None:
         raise Refused(f"{shown} multiplies by {b_name} as it comes in, which is not K-major: {b_name} is [N, K] "
                       f"(nn.Linear's weight layout) and the product is {a_name} @ {b_name}.T; pass the [K, N] weight "
                       "transposed (w.T.contiguous(), once) and write the matmul on it")
-    raise Refused(f"{shown} is not at the head: a GEMM's first step is {a_name} @ {b_name}.T (or F.linear({a_name}, "
-                  f"{b_name}[, bias])) on its first two tensor parameters as they come in, and everything after it "
-                  f"is the epilogue; reorder the parameters or move this work after the matmul")
+    raise Refused(f"{shown} is not at the head: a GEMM's first step multiplies its first two tensor parameters as "
+                  f"they come in (here `{a_name} @ {b_name}.T`, or F.linear with them), and everything after it is "
+                  "the epilogue; reorder the parameters or move this work after the matmul")
 
 
 def calls_a_matmul(fn, inputs, constants) -> bool:
