@@ -34,6 +34,7 @@ import json
 import linecache
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 from tools.lower.ir import GEMM_DIMS, PER_ROW_NAMES, VECTOR_NAMES
@@ -65,26 +66,45 @@ def tolerance(dtype) -> float:
     return max(VERIFY_TOLERANCE, torch.finfo(dtype).eps if dtype.is_floating_point else 0.0)
 
 
-def parameters(fn) -> tuple[list[dict], dict]:
-    """(tensor inputs [{name, kind, why}], constants {name: default}) by the rule above; ValueError to refuse."""
-    inputs, constants = [], {}
+def _signature(fn) -> tuple[list[tuple[str, str]], dict]:
+    """([(name, annotation)] of the tensor parameters, {name: default} of the constants), or ValueError for
+    *args/**kwargs: what both parameter rules start from. An annotation is its text without spaces or quotes."""
+    tensors, constants = [], {}
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
                              "each tensor parameter")
         if p.default is not p.empty:
             constants[p.name] = p.default
-            continue
-        note = str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty else ""
-        if note in VECTOR_ANNOTATIONS:
-            kind, why = "vector", f"annotated {note!r}"
-        elif note in ROW_ANNOTATIONS:
-            kind, why = "row", f"annotated {note!r}"
-        elif p.name in VECTOR_NAMES or p.name.endswith(("_weight", "_bias")):
-            kind, why = "vector", "by its name"
         else:
-            kind, why = "row", "x's shape (the default)"
-        inputs.append({"name": p.name, "kind": kind, "why": why})
+            tensors.append((p.name, str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty
+                            else ""))
+    return tensors, constants
+
+
+def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tuple[str, str]:
+    """(kind, why) of a tensor parameter (not a GEMM operand): its annotation first, then its name, else `default`;
+    `per_row` (a GEMM's epilogue input) may be one value per row."""
+    if note in VECTOR_ANNOTATIONS:
+        return "vector", f"annotated {note!r}"
+    if per_row and note in PER_ROW_ANNOTATIONS:
+        return "per_row", f"annotated {note!r}"
+    if note in ROW_ANNOTATIONS:
+        return "row", f"annotated {note!r}"
+    if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
+        return "vector", "by its name"
+    if per_row and (name in PER_ROW_NAMES or name.endswith("_row_scale")):
+        return "per_row", "by its name"
+    return default
+
+
+def parameters(fn) -> tuple[list[dict], dict]:
+    """(tensor inputs [{name, kind, why}], constants {name: default}) by the rule above; ValueError to refuse."""
+    tensors, constants = _signature(fn)
+    inputs = []
+    for name, note in tensors:
+        kind, why = _kind(name, note, ("row", "x's shape (the default)"), per_row=False)
+        inputs.append({"name": name, "kind": kind, "why": why})
     rows = [i for i in inputs if i["kind"] == "row"]
     if not rows:
         raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector by its name or "
@@ -94,34 +114,16 @@ def parameters(fn) -> tuple[list[dict], dict]:
 
 def gemm_parameters(fn) -> tuple[list[dict], dict]:
     """A GEMM's (tensor inputs [{name, kind, why, dims}], constants) by the GEMM rule above; ValueError to refuse."""
-    inputs, constants = [], {}
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
-                             "each tensor parameter")
-        if p.default is not p.empty:
-            constants[p.name] = p.default
-            continue
-        note = str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty else ""
-        if len(inputs) < 2:
-            kind, why = ("a", "the first tensor parameter") if not inputs else ("b", "the second tensor parameter")
-        elif note in VECTOR_ANNOTATIONS:
-            kind, why = "vector", f"annotated {note!r}"
-        elif note in PER_ROW_ANNOTATIONS:
-            kind, why = "per_row", f"annotated {note!r}"
-        elif note in ROW_ANNOTATIONS:
-            kind, why = "row", f"annotated {note!r}"
-        elif p.name in VECTOR_NAMES or p.name.endswith(("_weight", "_bias")):
-            kind, why = "vector", "by its name"
-        elif p.name in PER_ROW_NAMES or p.name.endswith("_row_scale"):
-            kind, why = "per_row", "by its name"
-        else:
-            kind, why = "row", "C's shape (the default)"
-        dims = PER_ROW_ANNOTATIONS[note] if kind == "per_row" and note in PER_ROW_ANNOTATIONS else GEMM_DIMS[kind]
-        inputs.append({"name": p.name, "kind": kind, "why": why, "dims": list(dims)})
-    if len(inputs) < 2:
+    tensors, constants = _signature(fn)
+    if len(tensors) < 2:
         raise ValueError(f"a matmul needs its operands as the first two tensor parameters, a [M, K] and b [N, K]; "
-                         f"{fn.__name__} has {len(inputs)}")
+                         f"{fn.__name__} has {len(tensors)}")
+    inputs = [{"name": tensors[0][0], "kind": "a", "why": "the first tensor parameter", "dims": list(GEMM_DIMS["a"])},
+              {"name": tensors[1][0], "kind": "b", "why": "the second tensor parameter", "dims": list(GEMM_DIMS["b"])}]
+    for name, note in tensors[2:]:
+        kind, why = _kind(name, note, ("row", "C's shape (the default)"), per_row=True)
+        dims = PER_ROW_ANNOTATIONS.get(note, GEMM_DIMS[kind]) if kind == "per_row" else GEMM_DIMS[kind]
+        inputs.append({"name": name, "kind": kind, "why": why, "dims": list(dims)})
     return inputs, constants
 
 
@@ -289,7 +291,9 @@ def lower(path: str, function: str) -> dict:
         inputs = [{"name": i["name"], "kind": "row", "why": ""} for i in inputs]
     gemm = False
     try:
-        gm, lines = trace(fn, inputs, constants, folder)
+        with warnings.catch_warnings():  # `w.T` on a GEMM operand that this first rule takes for a [N] vector
+            warnings.filterwarnings("ignore", message="The use of `x.T` on tensors of dimension other than 2")
+            gm, lines = trace(fn, inputs, constants, folder)
     except MatmulFound:
         gemm = True
     except Exception as err:  # noqa: BLE001 -- whatever the user's function raised while traced
