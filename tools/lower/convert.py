@@ -77,9 +77,10 @@ SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", op
 class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
-    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = ""):
+    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = "", operand: str | None = None):
         self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
         self.why = why  # with ref None: a value that has no kernel form, refused (with this reason) only if used
+        self.operand = operand  # a GEMM's "a", "b" or "bT" (b transposed): the head's, with no epilogue value
 
 
 class Converter:
@@ -357,22 +358,21 @@ class GemmConverter(Converter):
         a, b = placeholders[0].meta["val"], placeholders[1].meta["val"]
         self.m, self.k, self.n = a.shape[0], a.shape[1], b.shape[0]
         self.head, self.base = None, ""
-        shapes = {"row": "row", "vector": "vector", "per_row": "per_row"}
-        for node, spec in zip(placeholders, self.inputs):
-            self.env[node] = Value(None, ELEMENT, spec["kind"]) if spec["kind"] in ("a", "b") else \
-                Value(spec["name"], ELEMENT, shapes[spec["kind"]])
-            self.env[node].operand = spec["kind"] if spec["kind"] in ("a", "b") else None
+        for node, spec in zip(placeholders, self.inputs):  # the operands first, then row, vector, per_row inputs
+            operand = spec["kind"] in ("a", "b")
+            self.env[node] = Value(None if operand else spec["name"], ELEMENT, spec["kind"],
+                                   operand=spec["kind"] if operand else None)
         self.names = {spec["kind"]: spec["name"] for spec in self.inputs[:2]}
 
     def arg(self, a) -> Value:
-        if isinstance(a, torch.fx.Node) and getattr(self.env.get(a), "operand", None):
+        if self.operand(a):
             name = self.names[self.env[a].operand[0]]
             self.refuse(f"uses `{name}`, an operand of the matmul, beside it (torch.{self.base}): a GEMM's epilogue "
                         "sees only C = a @ b^T and its own inputs; pass what it needs as another parameter")
         return super().arg(a)
 
     def operand(self, a) -> str | None:
-        return getattr(self.env.get(a), "operand", None) if isinstance(a, torch.fx.Node) else None
+        return self.env[a].operand if isinstance(a, torch.fx.Node) and isinstance(self.env.get(a), Value) else None
 
     def call(self, node) -> Value:
         target, args = node.target, node.args
@@ -388,9 +388,7 @@ class GemmConverter(Converter):
         if kind and self.base in NO_OPS:
             return self.env[args[0]]
         if kind == "b" and self.base in TRANSPOSES:
-            v = Value(None, ELEMENT, "operand")
-            v.operand = "bT"
-            return v
+            return Value(None, ELEMENT, "operand", operand="bT")
         if self.base in ("mm", "addmm"):
             return self.matmul(node)
         if self.base in PRODUCTS:
