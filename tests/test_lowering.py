@@ -6,6 +6,10 @@ then held to the function itself: the IR, interpreted in float64 at shapes the t
 one row), must give the function's outputs, shapes included (keepdim or not, broadcasting of the [N] vectors).
 The generated file must be deterministic and ruff-clean. The child process that runs the user's code must turn a
 hang, a crash or an exit at import into one line. Compiling the lowered kernels is tests/test_lowered_compile.py.
+
+The GEMM class (ops.GEMM_EXPECT) is held to the same: its programs against the functions at unseen M, N, K (M = 1
+and N = 1 included), its refusals, its files, four of which are tests/lowered_examples/lowered_gemm_<name>.py byte
+for byte (`python tests/test_lowering.py` rewrites them after a change to the corpus or the generator).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pytest
 import torch
 from conftest import ROOT, bake_cli, read_json
 
-from tools import lower
+from tools import lower, spec, validate
 from tools.lower import capture, codegen, ir
 
 CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
@@ -29,12 +33,17 @@ import ops  # noqa: E402
 LOWERED = [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"]
 REFUSED = [name for name, (kind, _) in ops.EXPECT.items() if kind == "refused"]
 SHAPES = [(3, 7), (2, 1), (1, 33), (4, 64)]  # odd N, N = 1, one row, a power of two
+GEMM = [name for name, (kind, _) in ops.GEMM_EXPECT.items() if kind != "refused"]
+GEMM_REFUSED = [name for name, (kind, _) in ops.GEMM_EXPECT.items() if kind == "refused"]
+GEMM_SIZES = [(3, 7, 5), (1, 9, 8), (4, 1, 3), (2, 64, 16)]  # (M, N, K): odd, one row, one column, powers of two
+EXAMPLES = ROOT / "tests" / "lowered_examples"
+GEMM_EXAMPLES = ("bias_gelu_tanh", "bias_relu_squared", "residual_add", "col_scale_bf16")  # the cells' examples
 
 
 @pytest.fixture(scope="module")
 def lowered() -> dict:
     """name -> capture.lower's result for every corpus function (in this process: the child is tested below)."""
-    return {name: capture.lower(str(CORPUS), name) for name in ops.EXPECT}
+    return {name: capture.lower(str(CORPUS), name) for name in [*ops.EXPECT, *ops.GEMM_EXPECT]}
 
 
 def test_the_corpus_is_large_enough():
@@ -50,11 +59,21 @@ def test_each_lowers_to_its_class(lowered, name):
     assert (kind == "reduction") == bool(ir.reductions(result["ir"]))
 
 
-@pytest.mark.parametrize("name", REFUSED)
+@pytest.mark.parametrize("name", GEMM)
+def test_each_gemm_lowers_to_a_head_and_an_epilogue(lowered, name):
+    result = lowered[name]
+    assert result["ok"], result
+    program = result["ir"]
+    assert (program["class"], len(program["outputs"]), program["head"]) == (*ops.GEMM_EXPECT[name], "matmul")
+    assert [i["kind"] for i in program["inputs"][:2]] == ["a", "b"] and not ir.reductions(program)
+    assert program["head_line"].startswith("ops.py:")
+
+
+@pytest.mark.parametrize("name", REFUSED + GEMM_REFUSED)
 def test_each_refusal_is_one_line_naming_the_op_and_line(lowered, name):
     result = lowered[name]
     assert not result["ok"] and result["stage"] in ("lower", "call")
-    assert ops.EXPECT[name][1] in result["error"] and "\n" not in result["error"]
+    assert {**ops.EXPECT, **ops.GEMM_EXPECT}[name][1] in result["error"] and "\n" not in result["error"]
     if name != "variadic":  # refused from its signature, before any line runs
         assert "ops.py:" in result["error"] and "(`" in result["error"], result["error"]
 
@@ -89,6 +108,49 @@ def test_the_ir_is_the_function(lowered, name):
                 assert (w[fin] - g[fin]).abs().max().item() <= 1e-5 * scale, (name, (m, n))
 
 
+def _gemm_inputs(program: dict, m: int, n: int, k: int, seed: int) -> dict:
+    return capture.example(program["inputs"], {"M": m, "N": n, "K": k}, torch.float64, seed)
+
+
+@pytest.mark.parametrize("name", GEMM)
+def test_the_gemm_ir_is_the_function(lowered, name):
+    """The head and epilogue interpreted in float64 == the function, at sizes the trace never saw; where the
+    function rounds its own result (`.to(torch.bfloat16)`), within that rounding (capture.tolerance)."""
+    program = lowered[name]["ir"]
+    fn = getattr(ops, name)
+    for seed, (m, n, k) in enumerate(GEMM_SIZES):
+        values = _gemm_inputs(program, m, n, k, seed)
+        want = fn(**values, **program["constants"])
+        got = ir.interpret(program, values)
+        assert got.shape == want.shape == (m, n), (name, (m, n, k), got.shape, want.shape)
+        tol, want, got = capture.tolerance(want.dtype), want.double(), got.to(want.dtype).double()
+        assert torch.isfinite(want).all() and torch.isfinite(got).all()
+        assert (want - got).norm() <= tol * want.norm(), (name, (m, n, k))
+
+
+def test_the_gemm_interpreter_can_fail(lowered):
+    """A dropped epilogue input (the residual read as zero) is caught at the sizes above."""
+    program = lowered["residual_bias_silu"]["ir"]
+    values = _gemm_inputs(program, 3, 7, 5, 0)
+    good = ir.interpret(program, values)
+    assert torch.allclose(good, ops.residual_bias_silu(**values), rtol=1e-6)
+    assert not torch.allclose(ir.interpret(program, {**values, "residual": 0 * values["residual"]}), good, rtol=1e-3)
+
+
+def gemm_example(lowered: dict, name: str) -> str:
+    return codegen.generate(lowered[name]["ir"], "bf16")
+
+
+def test_the_gemm_examples_are_what_codegen_writes(lowered):
+    """tests/lowered_examples/lowered_gemm_<name>.py, the GEMM cells' examples, are codegen's own output for the
+    corpus's functions, byte for byte (rewrite them with `python tests/test_lowering.py`)."""
+    for name in GEMM_EXAMPLES:
+        assert (EXAMPLES / f"lowered_gemm_{name}.py").read_text() == gemm_example(lowered, name), name
+    bare = gemm_example(lowered, "bare_matmul")
+    assert "def compute(acc, n, reduce):" in bare and bare.rstrip().endswith("return (acc,)")
+    assert 'HEAD = "matmul"' in bare and "import pointwise" not in bare
+
+
 def test_the_interpreter_can_fail(lowered):
     """A changed constant is caught: the comparison above is not one that always passes."""
     program = json.loads(json.dumps(lowered["softmax_temperature"]["ir"]))
@@ -99,7 +161,7 @@ def test_the_interpreter_can_fail(lowered):
 
 
 def test_generated_files_are_deterministic_and_ruff_clean(lowered, tmp_path):
-    for name in LOWERED:
+    for name in LOWERED + GEMM:
         text = codegen.generate(lowered[name]["ir"], "bf16")
         assert text == codegen.generate(json.loads(json.dumps(lowered[name]["ir"])), "bf16")
         assert f"`{name}` in ops.py" in text.splitlines()[0]
@@ -107,7 +169,8 @@ def test_generated_files_are_deterministic_and_ruff_clean(lowered, tmp_path):
         assert all("# ops.py:" in line for line in body.splitlines()[3:] if "= " in line and "return" not in line)
         (tmp_path / f"lowered_{name}.py").write_text(text)
     assert capture.trace is not None
-    again = {name: capture.lower(str(CORPUS), name)["ir"] for name in ("layer_norm", "fused_add_rmsnorm")}
+    again = {name: capture.lower(str(CORPUS), name)["ir"] for name in ("layer_norm", "fused_add_rmsnorm",
+                                                                       "bias_gelu_tanh")}
     assert all(again[n] == lowered[n]["ir"] for n in again), "the same function lowers to the same program"
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(tmp_path)], capture_output=True,
                           text=True)
@@ -149,6 +212,23 @@ def test_parameters_follow_the_documented_rule():
     assert constants == {"eps": 1e-6, "flag": True}
 
 
+def test_gemm_parameters_follow_the_documented_rule():
+    """The first two tensor parameters are the operands, whatever their names; the others by the rule."""
+    def g(bias, weight, residual, up_bias, row_scale, q_row_scale, s1: "[M]", s2: "[M, 1]", c: "[N]",  # noqa: F821
+          scale_m, r: "[M, N]", alpha: float = 2.0):  # noqa: F821
+        return bias
+
+    inputs, constants = capture.gemm_parameters(g)
+    assert [(i["name"], i["kind"], i["dims"]) for i in inputs] == [
+        ("bias", "a", ["M", "K"]), ("weight", "b", ["N", "K"]), ("residual", "row", ["M", "N"]),
+        ("up_bias", "vector", ["N"]), ("row_scale", "per_row", ["M"]), ("q_row_scale", "per_row", ["M"]),
+        ("s1", "per_row", ["M"]), ("s2", "per_row", ["M", 1]), ("c", "vector", ["N"]),
+        ("scale_m", "per_row", ["M"]), ("r", "row", ["M", "N"])]
+    assert constants == {"alpha": 2.0}
+    with pytest.raises(ValueError, match="first two tensor parameters"):
+        capture.gemm_parameters(lambda x, eps=1e-6: x)
+
+
 # ---------------------------------------------------------------------------------------------- the bake
 
 
@@ -168,6 +248,36 @@ def test_pattern_auto_bakes_the_users_op(tmp_path):
     plan = (ws / "plans" / "v0_plan.md").read_text()
     assert "traced from `fused_add_rmsnorm`" in plan and "1 reduction(s) over the last dim" in plan
     assert "The kernel computes it too" in (ws / "baseline_report.md").read_text()
+
+
+def test_pattern_auto_bakes_a_gemm_with_its_epilogue(tmp_path):
+    """A matmul head: pattern auto picks gemm; op.json holds the kinds, the program and formulas that count the
+    epilogue's inputs; lowered.py is codegen's; the plan's Phase 1 and the README come from the trace."""
+    done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:residual_bias_silu", "gpu=H200", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    assert "lowered `residual_bias_silu` into the gemm kernel: 4 input(s), 1 output(s)" in done.stdout
+    ws = tmp_path / "residual_bias_silu"
+    op = read_json(ws / "op.json")
+    assert (op["pattern"], op["op"], op["inputs"]) == ("gemm", "lowered", ["x", "w", "bias", "residual"])
+    assert op["kinds"] == {"x": "a", "w": "b", "bias": "vector", "residual": "row"}
+    assert op["output_dtypes"] == ["input"] and op["lowering"]["class"] == "gemm"
+    assert op["formulas"]["flops"] == "2*M*N*K + 5*M*N"
+    assert op["formulas"]["bytes"] == "(M*K + N*K + 2*M*N + N)*elem_bytes"
+    assert (ws / "lowered.py").read_text() == codegen.generate(op["lowered"], "bf16")
+    plan = (ws / "plans" / "v0_plan.md").read_text()
+    assert "traced from `residual_bias_silu`" in plan and "`residual` [M, N]" in plan
+    assert "GEMM" in (ws / "README.md").read_text().split("## Your own op")[1]
+
+
+def test_a_named_pattern_lowers_a_gemm_only_into_the_gemm_cell():
+    """pattern=gemm with a GEMM function is op lowered; another pattern keeps its built-in op and says why."""
+    logic = f"{CORPUS}:linear_no_bias"
+    lower.lower_here(str(CORPUS), "linear_no_bias")  # the cache the checks read: no child process here
+    got = validate.check(spec.context(pattern="gemm", pytorch_logic=logic, gpu="H200"), upto="op")
+    assert got["op"] == "lowered"
+    got = validate.check(spec.context(pattern="elementwise", pytorch_logic=logic, gpu="H200"), upto="op")
+    assert got["op"] != "lowered"
+    assert "it is a matmul with an epilogue, not elementwise" in got["pytorch_logic"]["not_lowered"]
 
 
 def test_pattern_auto_refuses_what_does_not_lower_in_one_line(tmp_path):
@@ -199,3 +309,10 @@ def test_an_explicit_pattern_keeps_its_built_in_kernel_and_says_so(tmp_path, pat
         assert "which does not implement this function" in (ws / record).read_text(), record
     memory = read_json(ws / "memory" / "v0.json")
     assert any(why in p["pitfall"] for p in memory["pitfalls_and_fixes"])
+
+
+if __name__ == "__main__":  # rewrite the GEMM cells' examples from the corpus (after a change to it or to codegen)
+    found = {name: capture.lower(str(CORPUS), name) for name in GEMM_EXAMPLES}
+    for name in GEMM_EXAMPLES:
+        (EXAMPLES / f"lowered_gemm_{name}.py").write_text(gemm_example(found, name))
+        print(f"wrote {EXAMPLES / f'lowered_gemm_{name}.py'}")

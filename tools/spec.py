@@ -111,7 +111,7 @@ def build(ctx: dict) -> dict:
         "baseline_summary": cell["summary"], "semantics": cell["semantics"], "levers": cell["levers"],
         "wiki": _wiki(resolved["gpu_name"], gpu, dsl, pattern, cell),
         "gpu_wiki": resolved["gpu_wiki"], "run_baseline": resolved["run_baseline"],
-        "lowering_rule": {"vector_names": list(lower.ir.VECTOR_NAMES)},
+        "lowering_rule": {"vector_names": list(lower.ir.VECTOR_NAMES), "per_row_names": list(lower.ir.PER_ROW_NAMES)},
         **_lowering(resolved, pattern, cell),
     }
 

@@ -26,7 +26,8 @@ MAX_OP_NAME = 64  # it names a folder, a git repository and every record; 255 by
 RUN_BASELINE = ("auto", "yes", "no")
 AUTO = "auto"  # pattern=auto: the pattern of the traced function
 LOWERED = "lowered"  # the op of a workspace whose kernel computes the user's own function
-LOWERABLE = ("elementwise", "reduction")  # the patterns whose cells take a lowered compute
+LOWERABLE = ("elementwise", "reduction", "gemm")  # the patterns whose cells take a lowered compute
+CLASS_WORDS = {"elementwise": "elementwise", "reduction": "a row reduction", "gemm": "a matmul with an epilogue"}
 
 
 def _one_of(key: str, value: str, choices, what: str) -> None:
@@ -203,7 +204,7 @@ def _pytorch_logic(ctx: dict, got: dict) -> dict | None:
 
 
 def _pattern(ctx: dict, got: dict) -> str:
-    """The pattern; `auto` is the traced function's class (elementwise or reduction), or a one-line refusal."""
+    """The pattern; `auto` is the traced function's class (elementwise, reduction or gemm), or a one-line refusal."""
     _one_of("pattern", ctx["pattern"], [*registry.patterns(), AUTO], "a pattern")
     if ctx["pattern"] != AUTO:
         return ctx["pattern"]
@@ -227,14 +228,14 @@ def _lowered(ctx: dict, got: dict) -> bool:
     if not logic or ctx["op"] not in ("", "default", LOWERED):
         return False
     if got["pattern"] not in LOWERABLE:
-        logic["not_lowered"] = (f"pattern={got['pattern']} has no lowering (only {' and '.join(LOWERABLE)} do); "
+        logic["not_lowered"] = (f"pattern={got['pattern']} has no lowering (only {', '.join(LOWERABLE[:-1])} and {LOWERABLE[-1]} do); "
                                 "the kernel is its built-in op")
         return False
     result = lowering(logic)
     if result["ok"] and result["ir"]["class"] == got["pattern"]:
         return True
     logic["not_lowered"] = result.get("error") if not result["ok"] else (
-        f"it is {'a row reduction' if result['ir']['class'] == 'reduction' else 'elementwise'}, not "
+        f"it is {CLASS_WORDS[result['ir']['class']]}, not "
         f"{got['pattern']}; use pattern={result['ir']['class']} or pattern=auto")
     return False
 

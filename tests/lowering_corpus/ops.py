@@ -4,6 +4,10 @@
 one-line refusal must contain). tests/test_lowering.py holds every function to it, checks each lowering against
 the function in float64, and compiles every lowered one for sm_90a, gfx942 and gfx950; benchmarks/bench_lowered.py
 runs the named ones on the H200 through the template's V0 flow.
+
+`GEMM_EXPECT` does the same for the GEMM class (a matmul head and a pointwise epilogue: ("gemm", 1)), apart from
+`EXPECT` while the GEMM cells learn to run a lowered epilogue (so the compile and H200 runs above take only the
+classes whose cells run them). Its first four are tests/lowered_examples/lowered_gemm_<name>.py, byte for byte.
 """
 
 import math
@@ -183,10 +187,6 @@ def cumulative(x):
     return torch.cumsum(x, dim=-1)
 
 
-def matmul_inside(x, w):
-    return x @ w.t()
-
-
 def argmax_indices(x):
     return x.argmax(-1).float()
 
@@ -212,6 +212,84 @@ def variadic(*tensors):
     return tensors[0] + tensors[1]
 
 
+# ----------------------------------------------------------------------------------------- GEMM epilogues
+
+
+def bias_gelu_tanh(x, w, bias):
+    return F.gelu(F.linear(x, w, bias), approximate="tanh")
+
+
+def bias_relu_squared(x, w, bias):
+    return torch.relu(x @ w.T + bias) ** 2
+
+
+def residual_add(x, w, residual):
+    return x @ w.T + residual
+
+
+def col_scale_bf16(x, w, col_scale: "[N]"):  # noqa: F821 -- a shape annotation, not a name
+    return ((x @ w.T).float() * col_scale).to(torch.bfloat16)
+
+
+def bare_matmul(a, b):
+    return torch.matmul(a, b.t())
+
+
+def linear_no_bias(x, w):
+    return F.linear(x, w)
+
+
+def row_scale_mm(x, w, row_scale):
+    return torch.mm(x, w.T) * row_scale[:, None]
+
+
+def row_scale_keepdim(x, w, scale: "[M, 1]"):  # noqa: F821 -- the annotation wins over the name `scale`
+    return (x @ w.mT) * scale + 1.0
+
+
+def residual_bias_silu(x, w, bias, residual):
+    return F.silu(x @ w.transpose(0, 1) + bias + residual)
+
+
+# ----------------------------------------------------------------------------------------- GEMM, refused
+
+
+def two_matmuls(x, w, w2):
+    return (x @ w.T) @ w2.T
+
+
+def matmul_not_at_head(x, w):
+    return F.silu(x) @ w.T
+
+
+def gemm_softmax(x, w):
+    return torch.softmax(x @ w.T, dim=-1)
+
+
+def not_k_major(a, b):
+    return a @ b
+
+
+def gemm_two_outputs(x, w, bias):
+    y = x @ w.T
+    return y, y + bias
+
+
+def batched_matmul(a, b):
+    return torch.bmm(a, b.transpose(-1, -2))
+
+
+GEMM_EXPECT = {
+    "bias_gelu_tanh": ("gemm", 1), "bias_relu_squared": ("gemm", 1), "residual_add": ("gemm", 1),
+    "col_scale_bf16": ("gemm", 1), "bare_matmul": ("gemm", 1), "linear_no_bias": ("gemm", 1),
+    "row_scale_mm": ("gemm", 1), "row_scale_keepdim": ("gemm", 1), "residual_bias_silu": ("gemm", 1),
+    "two_matmuls": ("refused", "is a second matmul"),
+    "matmul_not_at_head": ("refused", "is not at the head"),
+    "gemm_softmax": ("refused", "is a reduction"),
+    "not_k_major": ("refused", "not K-major"),
+    "gemm_two_outputs": ("refused", "returns 2 outputs"),
+    "batched_matmul": ("refused", "batched"),
+}
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
@@ -229,7 +307,6 @@ EXPECT = {
     "sum_by_hand_divided": ("reduction", 1), "z_score_clamped": ("reduction", 1),
     "sum_over_rows": ("refused", "reduces over a dim other than the last"),
     "cumulative": ("refused", "torch.cumsum"),
-    "matmul_inside": ("refused", "ops.py:"),
     "argmax_indices": ("refused", "argmax"),
     "in_place": ("refused", "in place"),
     "transpose": ("refused", "ops.py:"),

@@ -9,12 +9,16 @@
 - ``op_spec(program)`` is the lowered op's entry in op.json, in the same form as a built-in op's (tools/patterns/):
   its inputs, outputs, math and FLOP/byte formulas.
 - ``tensors(case, program)`` the tensors a case allocates (the shape checks' memory and index limits).
+- ``phase1(program, base)`` the plan's Phase-1 semantics of the lowered op.
+Each has a GEMM form (``ir.is_gemm``): the head's 2*M*N*K FLOP and its operands' bytes, plus the epilogue's
+steps per element of C and each epilogue input's bytes by its kind (row M*N, vector N, per row M).
 - codegen.generate writes the program as lowered.py; ir.interpret runs it in torch.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -73,8 +77,36 @@ def _run_child(path: str, function: str, timeout: float) -> dict:
     return result
 
 
+GEMM_ELEMENTS = {"a": "M*K", "b": "N*K", "row": "M*N", "vector": "N", "per_row": "M"}  # each kind's elements
+
+
+def _gemm_spec(program: dict) -> dict:
+    """op_spec of a GEMM: the head and each epilogue input counted once, C written once."""
+    steps = ir.flops_per_element(program)
+    out = program["outputs"][0]
+    elements = [GEMM_ELEMENTS[i["kind"]] for i in program["inputs"]]
+    if out["dtype"] == "input":
+        elements.append("M*N")
+    counted = {e: elements.count(e) for e in ("M*K", "N*K", "M*N", "N", "M") if e in elements}
+    read = " + ".join(e if c == 1 else f"{c}*{e}" for e, c in counted.items())
+    return {"inputs": [i["name"] for i in program["inputs"]],
+            "flops": "2*M*N*K" + (f" + {steps}*M*N" if steps else ""),
+            "bytes": f"({read})*elem_bytes" + (" + M*N*4" if out["dtype"] == "fp32" else ""),
+            "out": "[M, N]" + (" fp32" if out["dtype"] == "fp32" else ""),
+            "math": f"c[M, N] = epilogue(a[M, K] @ b[N, K]^T): the user's `{program['function']}` "
+                    f"({program['file']}), lowered: the matmul head (fp32 accumulation) and {len(program['nodes'])} "
+                    "epilogue steps",
+            "flops_note": "one multiply-add (2 FLOP) per (m, n, k), and one FLOP per epilogue step per element of C "
+                          "(a transcendental counts as one)",
+            "bytes_note": "a, b and each epilogue input read once (a [N] or [M] vector once per launch), C written "
+                          "once: the compulsory traffic (re-reads served by L2 are not counted)",
+            "params": {}}
+
+
 def op_spec(program: dict) -> dict:
     """The lowered op in the form of a built-in op's OPS entry (tools/patterns/<pattern>/__init__.py)."""
+    if ir.is_gemm(program):
+        return _gemm_spec(program)
     rows = [i["name"] for i in program["inputs"] if i["kind"] == "row"]
     vectors = [i["name"] for i in program["inputs"] if i["kind"] == "vector"]
     row_outs = sum(o["shape"] == "row" for o in program["outputs"])
@@ -101,6 +133,11 @@ def op_spec(program: dict) -> dict:
 def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
     """Every tensor a case of the lowered op allocates: name -> (elements, bytes per element)."""
     v = case["vars"]
+    if ir.is_gemm(program):
+        size = {"M": v["M"], "N": v["N"], "K": v["K"]}
+        found = {i["name"]: (math.prod(size[d] if isinstance(d, str) else d for d in i["dims"]), v["elem_bytes"])
+                 for i in program["inputs"]}
+        return {**found, "out0": (v["M"] * v["N"], 4 if program["outputs"][0]["dtype"] == "fp32" else v["elem_bytes"])}
     numel, n, eb = v["numel"], v.get("N", v["numel"]), v["elem_bytes"]
     row = numel // n * case.get("row_stride", n)  # a padded row stride (reduction cases) allocates the padding too
     found = {i["name"]: (row if i["kind"] == "row" else n, eb) for i in program["inputs"]}
@@ -113,6 +150,8 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
 def phase1(program: dict, base: dict) -> dict:
     """The plan's Phase-1 semantics of a lowered op (workflow step 1.1), from the traced program; the pattern's own
     entries (`base`) stand for what the cell decides (shapes it takes, boundaries it handles)."""
+    if ir.is_gemm(program):
+        return _gemm_phase1(program, base)
     shapes_of = {"row": "x's shape [M, N]", "vector": "[N], broadcast over the rows"}
     inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]} ({i['why']})" for i in program["inputs"])
     outs = "; ".join(f"output {k}: {o['shape'].replace('_', ' ')} in {'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'}"
@@ -131,4 +170,28 @@ def phase1(program: dict, base: dict) -> dict:
                  + (f" Constants from the function's defaults: {constants}." if constants else ""),
         "special": "NaN propagates through max/min as in torch; the program was checked against the function itself "
                    "in float64 at a shape the trace did not see.",
+    }
+
+
+def _gemm_phase1(program: dict, base: dict) -> dict:
+    """phase1 of a GEMM: the operands and each epilogue input by its kind, from the trace."""
+    words = {"a": "the matmul's a, K-major", "b": "the matmul's b, K-major (nn.Linear's weight layout)",
+             "row": "C's shape", "vector": "one value per column, broadcast over the rows",
+             "per_row": "one value per row, broadcast over the columns"}
+    inputs = "; ".join(f"`{i['name']}` [{', '.join(map(str, i['dims']))}] ({words[i['kind']]}; {i['why']})"
+                       for i in program["inputs"])
+    out = program["outputs"][0]
+    casts = sum(node["op"] == "cast" for node in program["nodes"])
+    constants = ", ".join(f"{k} = {v!r}" for k, v in sorted(program.get("constants", {}).items()))
+    return {
+        **base,
+        "inputs": f"traced from `{program['function']}` ({program['file']}): {inputs}. Output C [M, N] in "
+                  f"{'a' + chr(39) + 's dtype' if out['dtype'] == 'input' else 'fp32'}, row-major.",
+        "precision": "a and b loaded in the dtype, products accumulated in fp32 by the tensor cores; the epilogue "
+                     f"({len(program['nodes'])} steps) in fp32 on the accumulator, {casts} cast(s) where the function "
+                     "casts; one rounding on the store.",
+        "masks": f"none: a pointwise epilogue on C = a @ b^T, no reduction (lowered.py, {len(program['nodes'])} steps)."
+                 + (f" Constants from the function's defaults: {constants}." if constants else ""),
+        "special": "NaN/Inf propagate through the dot products and the epilogue as in torch; the program was checked "
+                   "against the function itself in float64 at sizes the trace did not see.",
     }

@@ -14,6 +14,15 @@ The parameters become the kernel's inputs by this rule (the workspace README rep
 The first row parameter is x; the function is traced on [M, N] = [6, 16] in bf16 with symbolic sizes (so that
 ``x.shape[-1]`` stays N), and the lowering is then checked against the function itself in float64 at another shape.
 
+A GEMM (the class of a function that calls a matmul) is found by that same trace: its first matmul-family call
+stops it (``MatmulFound``), and the function is traced again by the GEMM rule (``gemm_parameters``): the first two
+tensor parameters are the operands a [M, K] and b [N, K], the others epilogue inputs, a row [M, N] by default, a
+vector [N] as above, or one value per row [M] when annotated ``"[M]"`` (``"[M, 1]"``: traced in that shape) or
+named in ``ir.PER_ROW_NAMES`` or ``*_row_scale``. Sizes M, N, K = 6, 16, 24, symbolic. The second trace watches
+the user's own calls (``SourceLines``): a matmul that is not the first step on a and b^T as they come in, a
+second one, a batched one or one that is not K-major is refused there, on the user's line, in the user's words
+(``a @ b``, not ``aten.mm``); tools/lower/convert.py then lowers the graph's head and epilogue.
+
 Output: ``{"ok": true, "ir": {...}}`` or ``{"ok": false, "stage": "import" | "call" | "lower", "error": "..."}``.
 """
 
@@ -25,36 +34,77 @@ import json
 import linecache
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
-from tools.lower.ir import VECTOR_NAMES
+from tools.lower.ir import GEMM_DIMS, PER_ROW_NAMES, VECTOR_NAMES
 
 ROW_ANNOTATIONS = ("[M,N]", "[...,N]", "row")
 VECTOR_ANNOTATIONS = ("[N]", "N", "vector")
+PER_ROW_ANNOTATIONS = {"[M]": ["M"], "M": ["M"], "per_row": ["M"], "[M,1]": ["M", 1]}
 TRACE_SHAPE, CHECK_SHAPE = (6, 16), (5, 40)
+GEMM_TRACE, GEMM_CHECK = {"M": 6, "N": 16, "K": 24}, {"M": 5, "N": 40, "K": 12}  # distinct: a swap cannot trace
+# The user-level torch functions that multiply matrices (their __name__ as a TorchFunctionMode sees them; `a @ b`
+# arrives as Tensor.matmul): the GEMM head is one of HEADS; the others are refused by name.
+HEADS = ("matmul", "__matmul__", "__rmatmul__", "mm", "addmm", "linear")
+OTHER_PRODUCTS = ("bmm", "baddbmm", "addbmm", "einsum", "tensordot", "mv", "addmv", "dot", "vdot", "inner", "outer",
+                  "ger", "addr", "chain_matmul", "multi_dot", "bilinear", "kron")
+TRANSPOSES = ("t", "transpose", "permute", "swapaxes", "swapdims", "adjoint", "__get__")  # __get__: .T and .mT
+
+
+class MatmulFound(Exception):
+    """Raised by the first trace at a matmul-family call: the function is a GEMM, traced again by its rule."""
 VERIFY_TOLERANCE = 1e-5  # relative: the function itself may compute in fp32 (`.float()`) on the float64 inputs
 
 
-def parameters(fn) -> tuple[list[dict], dict]:
-    """(tensor inputs [{name, kind, why}], constants {name: default}) by the rule above; ValueError to refuse."""
-    inputs, constants = [], {}
+def tolerance(dtype) -> float:
+    """The relative agreement the float64 check asks of an output of `dtype`: VERIFY_TOLERANCE, or one rounding of
+    a narrower float when the function casts its result to one itself (`.to(torch.bfloat16)` stays bf16 on float64
+    inputs, so the program's output is compared rounded to it)."""
+    import torch
+
+    return max(VERIFY_TOLERANCE, torch.finfo(dtype).eps if dtype.is_floating_point else 0.0)
+
+
+def _signature(fn) -> tuple[list[tuple[str, str]], dict]:
+    """([(name, annotation)] of the tensor parameters, {name: default} of the constants), or ValueError for
+    *args/**kwargs: what both parameter rules start from. An annotation is its text without spaces or quotes."""
+    tensors, constants = [], {}
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
                              "each tensor parameter")
         if p.default is not p.empty:
             constants[p.name] = p.default
-            continue
-        note = str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty else ""
-        if note in VECTOR_ANNOTATIONS:
-            kind, why = "vector", f"annotated {note!r}"
-        elif note in ROW_ANNOTATIONS:
-            kind, why = "row", f"annotated {note!r}"
-        elif p.name in VECTOR_NAMES or p.name.endswith(("_weight", "_bias")):
-            kind, why = "vector", "by its name"
         else:
-            kind, why = "row", "x's shape (the default)"
-        inputs.append({"name": p.name, "kind": kind, "why": why})
+            tensors.append((p.name, str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty
+                            else ""))
+    return tensors, constants
+
+
+def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tuple[str, str]:
+    """(kind, why) of a tensor parameter (not a GEMM operand): its annotation first, then its name, else `default`;
+    `per_row` (a GEMM's epilogue input) may be one value per row."""
+    if note in VECTOR_ANNOTATIONS:
+        return "vector", f"annotated {note!r}"
+    if per_row and note in PER_ROW_ANNOTATIONS:
+        return "per_row", f"annotated {note!r}"
+    if note in ROW_ANNOTATIONS:
+        return "row", f"annotated {note!r}"
+    if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
+        return "vector", "by its name"
+    if per_row and (name in PER_ROW_NAMES or name.endswith("_row_scale")):
+        return "per_row", "by its name"
+    return default
+
+
+def parameters(fn) -> tuple[list[dict], dict]:
+    """(tensor inputs [{name, kind, why}], constants {name: default}) by the rule above; ValueError to refuse."""
+    tensors, constants = _signature(fn)
+    inputs = []
+    for name, note in tensors:
+        kind, why = _kind(name, note, ("row", "x's shape (the default)"), per_row=False)
+        inputs.append({"name": name, "kind": kind, "why": why})
     rows = [i for i in inputs if i["kind"] == "row"]
     if not rows:
         raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector by its name or "
@@ -62,40 +112,142 @@ def parameters(fn) -> tuple[list[dict], dict]:
     return [*rows, *(i for i in inputs if i["kind"] == "vector")], constants
 
 
-def example(inputs: list[dict], shape, dtype, seed: int):
+def gemm_parameters(fn) -> tuple[list[dict], dict]:
+    """A GEMM's (tensor inputs [{name, kind, why, dims}], constants) by the GEMM rule above; ValueError to refuse."""
+    tensors, constants = _signature(fn)
+    if len(tensors) < 2:
+        raise ValueError(f"a matmul needs its operands as the first two tensor parameters, a [M, K] and b [N, K]; "
+                         f"{fn.__name__} has {len(tensors)}")
+    inputs = [{"name": tensors[0][0], "kind": "a", "why": "the first tensor parameter", "dims": list(GEMM_DIMS["a"])},
+              {"name": tensors[1][0], "kind": "b", "why": "the second tensor parameter", "dims": list(GEMM_DIMS["b"])}]
+    for name, note in tensors[2:]:
+        kind, why = _kind(name, note, ("row", "C's shape (the default)"), per_row=True)
+        dims = PER_ROW_ANNOTATIONS.get(note, GEMM_DIMS[kind]) if kind == "per_row" else GEMM_DIMS[kind]
+        inputs.append({"name": name, "kind": kind, "why": why, "dims": list(dims)})
+    return inputs, constants
+
+
+def dims_text(spec: dict) -> str:
+    """An input's shape in words: "[M, N]", "[N]", or a GEMM input's dims ("[M, 1]")."""
+    dims = spec.get("dims") or (["M", "N"] if spec["kind"] == "row" else ["N"])
+    return f"[{', '.join(map(str, dims))}]"
+
+
+def example(inputs: list[dict], sizes: dict, dtype, seed: int):
+    """Standard-normal tensors for `inputs` at `sizes` ({"M", "N"[, "K"]}): each input's dims, or its kind's."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
-    return {i["name"]: torch.randn(shape if i["kind"] == "row" else shape[-1:], generator=g).to(dtype)
+    return {i["name"]: torch.randn([sizes[d] if isinstance(d, str) else d
+                                    for d in i.get("dims") or (["M", "N"] if i["kind"] == "row" else ["N"])],
+                                   generator=g).to(dtype)
             for i in inputs}
 
 
-def trace(fn, inputs, constants, folder: str):
-    """make_fx over the function, each aten node tagged with the user's file:line that made it."""
+def matmul_check(func, args, kwargs, operands, state) -> None:
+    """At a matmul-family call of a GEMM's trace: refuse (convert.Refused, the user's line set by the caller)
+    unless it is the first one and multiplies the parameters a and b^T as they come in. `operands` is the traced
+    (a, b) and their names; `state` holds the transposes of b made so far and the matmuls seen."""
+    from tools.lower.convert import Refused
+
+    (a, b), (a_name, b_name) = operands
+    name = getattr(func, "__name__", str(func))
+    shown = {"linear": "F.linear", "matmul": "torch.matmul (`@`)", "__matmul__": "`@`", "__rmatmul__": "`@`"}.get(
+        name, f"torch.{name}")
+    state["matmuls"] += 1
+    if state["matmuls"] > 1:
+        raise Refused(f"{shown} is a second matmul; a GEMM lowers one matmul, at the head, and a pointwise epilogue "
+                      "on its result: split the function (one workspace per matmul)")
+    if name not in HEADS:
+        raise Refused(f"{shown} is a batched or other matrix product; the GEMM head is one 2-D product "
+                      f"{a_name} [M, K] @ {b_name} [N, K]^T: write `{a_name} @ {b_name}.T` or F.linear({a_name}, "
+                      f"{b_name})")
+    args = list(args) + list((kwargs or {}).values())
+    first, second = (args[1], args[0]) if name == "__rmatmul__" else (args[1], args[2]) if name == "addmm" else \
+        (args[0], args[1])
+    transposed = any(second is t for t in state["transposes"])
+    if name == "linear":  # F.linear(a, b) multiplies by b^T itself
+        transposed, second = second is b, None if second is b else second
+    if first is a and transposed:
+        return
+    if first is a and (second is b or name == "linear"):
+        raise Refused(f"{shown} multiplies by {b_name} as it comes in, which is not K-major: {b_name} is [N, K] "
+                      f"(nn.Linear's weight layout) and the product is {a_name} @ {b_name}.T; pass the [K, N] weight "
+                      "transposed (w.T.contiguous(), once) and write the matmul on it")
+    raise Refused(f"{shown} is not at the head: a GEMM's first step multiplies its first two tensor parameters as "
+                  f"they come in (here `{a_name} @ {b_name}.T`, or F.linear with them), and everything after it is "
+                  "the epilogue; reorder the parameters or move this work after the matmul")
+
+
+def calls_a_matmul(fn, inputs, constants) -> bool:
+    """Whether the function reaches a matmul-family call when every tensor parameter is a matrix: the second probe,
+    for a function the first trace could not run (`w @ x.T` fails on a `w` given as a vector by its name)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class Probe(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in HEADS + OTHER_PRODUCTS:
+                raise MatmulFound(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    tensors = {i["name"]: torch.randn(TRACE_SHAPE) for i in inputs}
+    try:
+        with Probe():
+            fn(**tensors, **constants)
+    except MatmulFound:
+        return True
+    except Exception:  # noqa: BLE001 -- not a GEMM either: the first trace's error stands
+        return False
+    return False
+
+
+def trace(fn, inputs, constants, folder: str, gemm: bool = False):
+    """make_fx over the function, each aten node tagged with the user's file:line that made it. Not `gemm`: a
+    matmul-family call raises MatmulFound; `gemm`: each one goes through matmul_check."""
     import torch
     import torch.fx.traceback as fx_traceback
     from torch._decomp import get_decompositions
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.overrides import TorchFunctionMode
 
-    from tools.lower.convert import DECOMPOSE
+    from tools.lower.convert import DECOMPOSE, Refused
+
+    names = [i["name"] for i in inputs]
+    state = {"transposes": [], "matmuls": 0, "operands": None}
 
     class SourceLines(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             frame = sys._getframe(1)
             while frame is not None and not frame.f_code.co_filename.startswith(folder):
                 frame = frame.f_back
-            if frame is not None:
-                fx_traceback.current_meta["stack_trace"] = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
-            return func(*args, **(kwargs or {}))
-
-    names = [i["name"] for i in inputs]
+            loc = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}" if frame is not None else None
+            if loc:
+                fx_traceback.current_meta["stack_trace"] = loc
+            name = getattr(func, "__name__", "")
+            if name in HEADS or name in OTHER_PRODUCTS:
+                if not gemm:
+                    raise MatmulFound(name)
+                try:
+                    matmul_check(func, args, kwargs, state["operands"], state)
+                except Refused as err:
+                    err.line = loc
+                    raise
+            out = func(*args, **(kwargs or {}))
+            b = state["operands"][0][1] if gemm else None
+            if gemm and name in TRANSPOSES and args and args[0] is b and getattr(out, "shape", None) is not None \
+                    and tuple(out.shape) == tuple(b.shape)[::-1]:
+                state["transposes"].append(out)  # held, so that its id is not reused
+            return out
 
     def call(*tensors):
+        if gemm:
+            state["operands"] = (tensors[:2], names[:2])
         with SourceLines():
             return fn(**dict(zip(names, tensors)), **constants)
 
-    args = list(example(inputs, TRACE_SHAPE, torch.bfloat16, 0).values())
+    sizes = GEMM_TRACE if gemm else dict(zip("MN", TRACE_SHAPE))
+    args = list(example(inputs, sizes, torch.bfloat16, 0).values())
     with fx_traceback.preserve_node_meta():
         gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
     lines = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
@@ -129,34 +281,75 @@ def lower(path: str, function: str) -> dict:
                                                          f"{type(err).__name__}: {err}".strip()}
     try:
         inputs, constants = parameters(fn)
-    except ValueError as err:
-        return {"ok": False, "stage": "lower", "error": str(err)}
-    described = ", ".join(f"{i['name']} {'[M, N]' if i['kind'] == 'row' else '[N]'}" for i in inputs)
+        rule_error = None
+    except ValueError as err:  # no row input: still a GEMM if it calls a matmul (the probe below treats all as rows)
+        rule_error = str(err)
+        try:
+            inputs, constants = gemm_parameters(fn)
+        except ValueError:
+            return {"ok": False, "stage": "lower", "error": rule_error}
+        inputs = [{"name": i["name"], "kind": "row", "why": ""} for i in inputs]
+    gemm = False
     try:
-        gm, lines = trace(fn, inputs, constants, folder)
+        with warnings.catch_warnings():  # `w.T` on a GEMM operand that this first rule takes for a [N] vector
+            warnings.filterwarnings("ignore", message="The use of `x.T` on tensors of dimension other than 2")
+            gm, lines = trace(fn, inputs, constants, folder)
+    except MatmulFound:
+        gemm = True
     except Exception as err:  # noqa: BLE001 -- whatever the user's function raised while traced
-        tb = traceback.extract_tb(err.__traceback__)
-        where = next((f" at {Path(f.filename).name}:{f.lineno} (`{f.line}`)" for f in reversed(tb)
-                      if f.filename.startswith(folder)), "")
-        message = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        return {"ok": False, "stage": "call",
-                "error": f"calling {function}({described}) failed{where}: {type(err).__name__}: {message}; if a "
-                         "parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`"}
+        gemm = calls_a_matmul(fn, inputs, constants)  # it may have failed on a GEMM operand named like a vector
+        if not gemm:
+            return called(function, inputs, folder, err) if rule_error is None else {
+                "ok": False, "stage": "lower", "error": rule_error}
+    if rule_error is not None and not gemm:
+        return {"ok": False, "stage": "lower", "error": rule_error}
+    if gemm:
+        try:
+            inputs, constants = gemm_parameters(fn)
+            gm, lines = trace(fn, inputs, constants, folder, gemm=True)
+        except ValueError as err:
+            return {"ok": False, "stage": "lower", "error": str(err)}
+        except Refused as err:
+            return refused(err, folder)
+        except Exception as err:  # noqa: BLE001 -- as above
+            return called(function, inputs, folder, err)
     try:
-        nodes, outputs = convert(gm, inputs, torch.bfloat16, lines)
+        nodes, outputs = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
     except Refused as err:
-        where = f" at {err.line} (`{source_text(folder, err.line)}`)" if err.line else ""
-        return {"ok": False, "stage": "lower", "error": f"{err}{where}"}
+        return refused(err, folder)
     program = {"function": function, "file": Path(path).name, "inputs": inputs,
                "constants": {k: v for k, v in constants.items() if isinstance(v, (int, float))},
                "nodes": nodes, "outputs": outputs}
-    program["class"] = "reduction" if ir.reductions(program) else "elementwise"
-    program["source"] = {loc: source_text(folder, loc) for loc in sorted({n["line"] for n in nodes if n["line"]})}
+    if gemm:  # the head, and the user's line that made it (the matmul node of the graph)
+        program["head"] = ir.HEAD
+        program["head_line"] = next((lines.get(n.name) for n in gm.graph.nodes if getattr(n.target, "__name__", "")
+                                     in ("mm.default", "addmm.default")), None)
+    program["class"] = "gemm" if gemm else "reduction" if ir.reductions(program) else "elementwise"
+    program["source"] = {loc: source_text(folder, loc) for loc in sorted({n["line"] for n in nodes if n["line"]}
+                                                                         | {program.get("head_line")} - {None})}
     ir.check(program)
     err = verify(fn, program, inputs, constants)
     if err:
         return {"ok": False, "stage": "lower", "error": err}
     return {"ok": True, "ir": program}
+
+
+def refused(err, folder: str) -> dict:
+    """The one line for a convert.Refused: its words, then the user's line and its text."""
+    where = f" at {err.line} (`{source_text(folder, err.line)}`)" if err.line else ""
+    return {"ok": False, "stage": "lower", "error": f"{err}{where}"}
+
+
+def called(function: str, inputs: list[dict], folder: str, err: Exception) -> dict:
+    """The one line for an exception the user's function raised while traced."""
+    described = ", ".join(f"{i['name']} {dims_text(i)}" for i in inputs)
+    tb = traceback.extract_tb(err.__traceback__)
+    where = next((f" at {Path(f.filename).name}:{f.lineno} (`{f.line}`)" for f in reversed(tb)
+                  if f.filename.startswith(folder)), "")
+    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return {"ok": False, "stage": "call",
+            "error": f"calling {function}({described}) failed{where}: {type(err).__name__}: {message}; if a "
+                     "parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`"}
 
 
 def verify(fn, program, inputs, constants) -> str | None:
@@ -165,18 +358,19 @@ def verify(fn, program, inputs, constants) -> str | None:
 
     from tools.lower import ir
 
-    values = example(inputs, CHECK_SHAPE, torch.float64, 1)
+    sizes = GEMM_CHECK if ir.is_gemm(program) else dict(zip("MN", CHECK_SHAPE))
+    values = example(inputs, sizes, torch.float64, 1)
     want = fn(**values, **constants)
     got = ir.interpret(program, values)
     want, got = (want if isinstance(want, (tuple, list)) else (want,)), (got if isinstance(got, tuple) else (got,))
     for i, (w, g) in enumerate(zip(want, got)):
-        w = w.double()
+        tol, w, g = tolerance(w.dtype), w.double(), g.to(w.dtype).double()
         if w.shape != g.shape:
             return f"output {i} has shape {list(w.shape)} at another size, the lowering {list(g.shape)}"
         both = torch.isfinite(w) & torch.isfinite(g)
         if not torch.equal(torch.isfinite(w), torch.isfinite(g)) or \
-                (w[both] - g[both]).norm() > VERIFY_TOLERANCE * max(1e-30, w[both].norm().item()):
-            return (f"the lowering does not reproduce output {i} at another shape {list(CHECK_SHAPE)} (it depends on "
+                (w[both] - g[both]).norm() > tol * max(1e-30, w[both].norm().item()):
+            return (f"the lowering does not reproduce output {i} at other sizes {sizes} (it depends on "
                     "the sizes in a way the trace fixed); please report it")
     return None
 

@@ -6,6 +6,10 @@ thread's values; ``compute`` is the user's function, one statement per IR node, 
 from. It imports only ``pointwise`` (the DSL's own pointwise library, dsl/<dsl>/pointwise.py), so one generator
 serves both DSLs. The output is deterministic (the same program gives the same bytes) and ruff-clean.
 The contract between this file and the cells is tests/lowered_examples/CONTRACT.md.
+
+A GEMM's file (tests/lowered_examples/CONTRACT_GEMM.md) is the same file with a head: ``HEAD = "matmul"``, the
+operands a and b first in INPUTS/KINDS, and ``compute(acc, <epilogue inputs>, n, reduce)``, whose first argument
+is this thread's fp32 accumulator values of C = a @ b^T; the cell runs it on the accumulator before its store.
 """
 
 from __future__ import annotations
@@ -43,13 +47,14 @@ def _float(v: float) -> str:
 class _Writer:
     def __init__(self, program: dict, dtype: str):
         self.p, self.dtype = program, dtype
-        self.names = {i["name"]: self._safe(i["name"]) for i in program["inputs"]}
+        self.gemm = ir.is_gemm(program)
+        self.names = {i["name"]: self._safe(i["name"], self.gemm) for i in ir.epilogue_inputs(program)}
         self.constants = self._constants()
         self.needs_math = False
 
     @staticmethod
-    def _safe(name: str) -> str:
-        if name in RESERVED or keyword.iskeyword(name) or (name[:1] == "t" and name[1:].isdigit()):
+    def _safe(name: str, gemm: bool = False) -> str:
+        if name in RESERVED or gemm and name == ir.ACC or keyword.iskeyword(name) or (name[:1] == "t" and name[1:].isdigit()):
             return f"{name}_in"
         return name
 
@@ -111,9 +116,12 @@ class _Writer:
 
     def statements(self) -> list[str]:
         lines, seen = [], set()
-        for node in self.p["nodes"]:
-            code = f"    {node['id']} = {self.expression(node)}"
-            loc = node.get("line") or ""
+        steps = [(f"    {node['id']} = {self.expression(node)}", node.get("line") or "") for node in self.p["nodes"]]
+        if self.gemm:  # the head, which the cell computes, as a comment on the user's line of it
+            a, b = (i["name"] for i in self.p["inputs"][:2])
+            steps.insert(0, (f"    # {ir.ACC} = {a} @ {b}.T, in fp32 by the cell",
+                             self.p.get("head_line") or ""))
+        for code, loc in steps:
             comment = f"  # {loc}"
             if loc and loc not in seen:
                 seen.add(loc)
@@ -127,13 +135,22 @@ class _Writer:
 
     def outputs(self) -> str:
         kinds = {node["id"]: node["kind"] for node in self.p["nodes"]}
-        first = self.names[self.p["inputs"][0]["name"]]
+        first = ir.ACC if self.gemm else self.names[self.p["inputs"][0]["name"]]
         values = []
         for out in self.p["outputs"]:
             ref = self.operand(out["value"])
-            element = out["value"] in self.names or kinds.get(out["value"]) == "element"
+            element = out["value"] in self.names or out["value"] == first or kinds.get(out["value"]) == "element"
             values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")
         return f"    return ({', '.join(values)},)" if len(values) == 1 else f"    return ({', '.join(values)})"
+
+    @staticmethod
+    def _shape(spec: dict) -> str:
+        """An input's shape in the docstring: "[M, N] (a row input)", "[N] (a vector)", a GEMM's by its dims."""
+        if "dims" in spec:
+            words = {"a": "the matmul's a", "b": "the matmul's b", "row": "a row input", "vector": "a vector",
+                     "per_row": "one value per row"}[spec["kind"]]
+            return f"[{', '.join(map(str, spec['dims']))}] ({words})"
+        return "[M, N] (a row input)" if spec["kind"] == "row" else "[N] (a vector)"
 
     def text(self) -> str:
         p = self.p
@@ -141,27 +158,44 @@ class _Writer:
         ret = self.outputs()
         lines = sorted({int(loc.rpartition(":")[2]) for loc in p.get("source", {}) if loc.startswith(p["file"] + ":")})
         span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}" if lines else "its source"
-        params = ", ".join([*(self.names[i["name"]] for i in p["inputs"]), "n", "reduce"])
-        input_lines = "\n".join(f"    {i['name']}: {'[M, N] (a row input)' if i['kind'] == 'row' else '[N] (a vector)'}"
-                                f", {i['why']}" for i in p["inputs"])
-        out_lines = "\n".join(f"    output {k}: {o['shape']} ({'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'})"
+        params = ", ".join([*([ir.ACC] if self.gemm else []), *(self.names[i["name"]] for i in ir.epilogue_inputs(p)),
+                            "n", "reduce"])
+        input_lines = "\n".join(f"    {i['name']}: {self._shape(i)}, {i['why']}" for i in p["inputs"])
+        shape, of = ("row [M, N]", "a") if self.gemm else (None, "x")
+        out_lines = "\n".join(f"    output {k}: {shape or o['shape']} ({of + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'})"
                               for k, o in enumerate(p["outputs"]))
         reductions = ir.reductions(p)
+        if self.gemm:
+            about = [
+                "Do not edit it by hand: re-bake the workspace (or edit the function and re-bake) to change it. kernel.py "
+                "computes the",
+                "head, acc = a @ b^T in fp32 on the tensor cores, and calls `compute` on the accumulator values this "
+                "thread holds, with",
+                "each epilogue input's values at the same (row, column); every statement below is one step of the "
+                "traced function,",
+                "beside the source line it came from.",
+            ]
+            steps = "Epilogue: pointwise, on C [M, N]; no reductions."
+        else:
+            about = [
+                "Do not edit it by hand: re-bake the workspace (or edit the function and re-bake) to change it. kernel.py "
+                "moves the data",
+                "(loads, the reduction hierarchy, the tail) and calls `compute` with the fp32 values this thread holds; "
+                "every statement",
+                "below is one step of the traced function, beside the source line it came from.",
+            ]
+            steps = f"Reductions over the last dim, in order: {', '.join(reductions) if reductions else 'none (elementwise)'}."
         head = [
             f'"""Generated by kbaseline from `{p["function"]}` in {p["file"]} ({span}): the compute of this workspace\'s '
             "kernel.",
             "",
-            "Do not edit it by hand: re-bake the workspace (or edit the function and re-bake) to change it. kernel.py "
-            "moves the data",
-            "(loads, the reduction hierarchy, the tail) and calls `compute` with the fp32 values this thread holds; "
-            "every statement",
-            "below is one step of the traced function, beside the source line it came from.",
+            *about,
             "",
             "Inputs (the parameters' shapes, by the rule in the README's \"Your own op\"):",
             input_lines,
             "Outputs:",
             out_lines,
-            f"Reductions over the last dim, in order: {', '.join(reductions) if reductions else 'none (elementwise)'}.",
+            steps,
             f"Precision: inputs loaded in {self.dtype}, all math in fp32, casts where the function casts, one rounding "
             "per output.",
             '"""',
@@ -175,6 +209,7 @@ class _Writer:
             head += ["import pointwise as pw", ""]
         head += [
             f'SOURCE = "{p["file"]}:{p["function"]}"',
+            *([f'HEAD = "{p["head"]}"'] if self.gemm else []),
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
             f"KINDS = {_strings(i['kind'] for i in p['inputs'])}",
             f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
@@ -187,13 +222,20 @@ class _Writer:
             for value, name in sorted(self.constants.items(), key=lambda kv: kv[1]):
                 head.append(f"{name} = {_float(value)}  # {p['file']}: the default of `{name.lower().rstrip('_')}`")
             head.append("")
-        head += [
-            "",
-            f"def compute({params}):",
-            '    """This thread\'s values of each input (fp32) in, each output\'s values out. `n` is the row length N; '
-            '`reduce(kind, v)`',
-            '    is the cell\'s reduction of v over the whole row (every thread of the row gets the result)."""',
-        ]
+        head += ["", f"def compute({params}):"]
+        if self.gemm:
+            head += [
+                '    """This thread\'s accumulator values (fp32) and each epilogue input\'s values at the same (row, '
+                'column) in, the',
+                '    output\'s values out. `n` is N (C\'s row length); `reduce` is None (a GEMM epilogue has no '
+                'reductions)."""',
+            ]
+        else:
+            head += [
+                '    """This thread\'s values of each input (fp32) in, each output\'s values out. `n` is the row length N; '
+                '`reduce(kind, v)`',
+                '    is the cell\'s reduction of v over the whole row (every thread of the row gets the result)."""',
+            ]
         return "\n".join([*head, *body, ret]) + "\n"
 
 

@@ -11,6 +11,14 @@ and carries its kind for the kernel (per element, per row, constant). A reductio
 row value; an output must be a row or a per-row value. Anything else is refused with one line naming the torch op
 and the source line it came from.
 
+A GEMM (``convert(..., gemm=True)``, ``GemmConverter``) starts from the head: the graph's ``mm(a, t(b))`` or
+``addmm(bias, a, t(b))`` (F.linear with a bias) becomes the reference ``acc`` (its bias the first epilogue step),
+and the rest lowers as above, with C [M, N] in x's place: the shapes are classified against (M, N) = (a.shape[0],
+b.shape[0]), so a per-row input [M] (or [M, 1]) is one more per-element value, and ``n`` is N. The operands have no
+value of their own in the epilogue; a reduction, a second product or a second output is refused. The checks made
+on the user's own calls during the trace (tools/lower/capture.py, matmul_check) come first and name the user's
+call; the ones here back them up on the graph.
+
 Precision: the kernels compute in fp32 and round once on the store, as torch.compile's fused kernels do. A cast the
 graph holds (the user's ``.to(x.dtype)``, or one a decomposition inserts, as torch's own composites round their
 result) rounds there as well; casts to fp32 or wider are no-ops.
@@ -22,6 +30,8 @@ import math
 import operator
 
 import torch
+
+from tools.lower.ir import ACC
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -67,9 +77,10 @@ SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", op
 class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
-    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = ""):
+    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = "", operand: str | None = None):
         self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
         self.why = why  # with ref None: a value that has no kernel form, refused (with this reason) only if used
+        self.operand = operand  # a GEMM's "a", "b" or "bT" (b transposed): the head's, with no epilogue value
 
 
 class Converter:
@@ -144,12 +155,14 @@ class Converter:
                         f"dim=-1 over [M, N]; got dim={dims or 'all'} over a {src.shape} value)")
 
     # -------------------------------------------------------------------- the graph
-    def run(self) -> tuple[list[dict], list[dict]]:
-        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
-        x_val = placeholders[0].meta["val"]
-        self.m, self.n = tuple(x_val.shape)
+    def start(self, placeholders) -> None:
+        """The sizes (M, N) the shapes are classified against, and each input's value."""
+        self.m, self.n = tuple(placeholders[0].meta["val"].shape)
         for node, spec in zip(placeholders, self.inputs):
             self.env[node] = Value(spec["name"], ELEMENT, "row" if spec["kind"] == "row" else "vector")
+
+    def run(self) -> tuple[list[dict], list[dict]]:
+        self.start([n for n in self.gm.graph.nodes if n.op == "placeholder"])
         outputs = None
         for node in self.gm.graph.nodes:
             self.line = self.lines.get(node.name)
@@ -255,6 +268,9 @@ class Converter:
                 fill = args[0] if base == "scalar_tensor" else args[1] if base in ("full", "full_like") else args[2]
             v = self.arg(fill)
             return Value(v.ref, v.kind, shape, v.boolean)
+        if base == "slice" and self.full_slice(node):  # x[:, None]: a whole dim, a view
+            src = self.arg(args[0])
+            return Value(src.ref, src.kind, shape, src.boolean)
         if base in SHAPE_ONLY:
             if base == "_assert_tensor_metadata":
                 return None
@@ -269,6 +285,15 @@ class Converter:
             return self.reduction(base, node, shape)
         self.refuse(f"torch.{base} ({target}) has no kernel form here; see the README's 'Your own op' for the "
                     "ops that lower")
+
+    @staticmethod
+    def full_slice(node) -> bool:
+        """aten.slice over a whole dim with step 1 (what `x[:, None]` records): the tensor itself."""
+        args = list(node.args) + [None] * 5
+        src, dim, start, end, step = args[:5]
+        size = src.meta["val"].shape[dim if dim is not None else 0]
+        return start in (0, None) and (step in (1, None)) and (end is None or isinstance(end, int) and end >= 2**62
+                                                               or end is size)
 
     def cast(self, node, src: Value, dtype, shape: str) -> Value:
         if dtype is None or dtype == torch.float32 or dtype == torch.float64:
@@ -319,6 +344,96 @@ class Converter:
         self.refuse(f"torch.{base} in this form does not lower")
 
 
+TRANSPOSES = ("t", "permute", "transpose", "numpy_T", "swapaxes", "swapdims", "adjoint")
+NO_OPS = ("alias", "clone", "contiguous", "detach", "lift_fresh_copy")
+PRODUCTS = ("bmm", "baddbmm", "addbmm", "matmul", "einsum", "mv", "addmv", "dot", "vdot", "outer", "ger", "addr",
+            "_unsafe_view", "tensordot", "kron")
+
+
+class GemmConverter(Converter):
+    """The GEMM class: the head (a @ b^T, and F.linear's bias) to ``acc``, then the epilogue as the elementwise
+    class lowers it (see the module docstring)."""
+
+    def start(self, placeholders) -> None:
+        a, b = placeholders[0].meta["val"], placeholders[1].meta["val"]
+        self.m, self.k, self.n = a.shape[0], a.shape[1], b.shape[0]
+        self.head, self.base = None, ""
+        for node, spec in zip(placeholders, self.inputs):  # the operands first, then row, vector, per_row inputs
+            operand = spec["kind"] in ("a", "b")
+            self.env[node] = Value(None if operand else spec["name"], ELEMENT, spec["kind"],
+                                   operand=spec["kind"] if operand else None)
+        self.names = {spec["kind"]: spec["name"] for spec in self.inputs[:2]}
+
+    def arg(self, a) -> Value:
+        if self.operand(a):
+            name = self.names[self.env[a].operand[0]]
+            self.refuse(f"uses `{name}`, an operand of the matmul, beside it (torch.{self.base}): a GEMM's epilogue "
+                        "sees only C = a @ b^T and its own inputs; pass what it needs as another parameter")
+        return super().arg(a)
+
+    def operand(self, a) -> str | None:
+        return self.env[a].operand if isinstance(a, torch.fx.Node) and isinstance(self.env.get(a), Value) else None
+
+    def call(self, node) -> Value:
+        target, args = node.target, node.args
+        self.base = getattr(getattr(target, "overloadpacket", None), "__name__", getattr(target, "__name__", ""))
+        self.base = self.base.removesuffix("_")
+        if self.base == "sym_size":
+            size = node.meta["val"]
+            if str(size) == str(self.n):
+                return Value("n", CONST, "scalar")
+            which = "M (a.shape[0])" if str(size) == str(self.m) else "K (a.shape[1])"
+            return Value(None, CONST, "scalar", why=f"computes with {which}; only N, C's row length, lowers")
+        kind = self.operand(args[0]) if args else None
+        if kind and self.base in NO_OPS:
+            return self.env[args[0]]
+        if kind == "b" and self.base in TRANSPOSES:
+            return Value(None, ELEMENT, "operand", operand="bT")
+        if self.base in ("mm", "addmm"):
+            return self.matmul(node)
+        if self.base in PRODUCTS:
+            self.refuse(f"torch.{self.base} is a second or batched matrix product; a GEMM lowers one 2-D matmul at "
+                        "the head and a pointwise epilogue")
+        return super().call(node)
+
+    def matmul(self, node) -> Value:
+        args, kw = node.args, node.kwargs
+        if self.head is not None:
+            self.refuse(f"torch.{self.base} is a second matmul; a GEMM lowers one, at the head")
+        first, second = (args[0], args[1]) if self.base == "mm" else (args[1], args[2])
+        if self.operand(first) != "a" or self.operand(second) != "bT":
+            self.refuse(f"torch.{self.base} is not the head a @ b.T on the first two tensor parameters as they come "
+                        "in")
+        self.head = acc = Value(ACC, ELEMENT, "row")
+        if self.base == "addmm":  # beta * bias + alpha * (a @ b^T)
+            alpha, beta = kw.get("alpha", 1), kw.get("beta", 1)
+            if alpha != 1:
+                acc = self.binary("mul", acc, self.arg(alpha), "row")
+            bias = self.arg(args[0])
+            if beta != 1:
+                bias = self.binary("mul", bias, self.arg(beta), bias.shape)
+            acc = self.binary("add", acc, bias, "row")
+        return acc
+
+    def reduction(self, base: str, node, shape: str) -> Value:
+        self.refuse(f"torch.{base} is a reduction; a GEMM's epilogue is pointwise (a row reduction over C is "
+                    "another kernel: lower it as its own function)")
+
+    def outputs(self, outs) -> list[dict]:
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if len(outs) != 1:
+            self.line = self.lines.get(getattr(outs[0], "name", ""), self.line)
+            raise Refused(f"returns {len(outs)} outputs; a GEMM lowers one, C [M, N] (return the others from their "
+                          "own functions)", self.line)
+        out = outs[0]
+        if isinstance(out, torch.fx.Node) and out in self.env and self.shape_class(out.meta["val"]) != "row":
+            raise Refused(f"returns a tensor of shape {list(out.meta['val'].shape)}; a GEMM's output is C's shape "
+                          "[M, N]", self.lines.get(out.name, self.line))
+        if self.head is None:
+            raise Refused("multiplies no matrices here: a GEMM's output must come from its matmul")
+        return super().outputs(outs)
+
+
 def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict]]:
     """Merge repeated computations (layer_norm's decomposition sums the row twice: once for its mean, once for the
     variance's), drop the nodes no output needs (a composite's unused results: layer_norm's mean and rstd) and number
@@ -346,6 +461,10 @@ def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict
     return kept, [{**o, "value": rename.get(o["value"], o["value"])} for o in outputs]
 
 
-def convert(gm, inputs: list[dict], in_dtype, lines: dict) -> tuple[list[dict], list[dict]]:
-    """(nodes, outputs) of the IR for a traced graph, or Refused."""
-    return prune(*Converter(gm, inputs, in_dtype, lines).run())
+def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False) -> tuple[list[dict], list[dict]]:
+    """(nodes, outputs) of the IR for a traced graph (a GEMM's when `gemm`), or Refused."""
+    nodes, outputs = prune(*(GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines).run())
+    if gemm and not any(o["value"] == ACC for o in outputs) and not any(ACC in n["args"] for n in nodes):
+        raise Refused("does not use its matmul's result in its output; a GEMM's output is C = a @ b^T with a "
+                      "pointwise epilogue")
+    return nodes, outputs

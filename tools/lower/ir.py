@@ -1,4 +1,5 @@
-"""The lowering IR: a straight-line program over one row of the user's op, and its float64 interpreter.
+"""The lowering IR: a straight-line program over one row of the user's op (or over a GEMM's accumulator), and its
+float64 interpreter.
 
 Template-side, and plain data: tools/lower/convert.py builds it from the traced graph, op.json keeps it (``lowered``),
 tools/lower/codegen.py writes it out as the workspace's ``lowered.py``, and ``interpret`` runs it in torch for the
@@ -12,12 +13,20 @@ A program (a dict, JSON as it is)::
                 an arg is a reference (an input's name, an earlier node's id, or "n": the row length N as a float)
                 or a float constant; `attr` holds an op's static argument (a cast's target dtype)
     outputs   [{"value": "t7", "shape": "row" | "reduced" | "reduced_keepdim", "dtype": "input" | "fp32"}]
-    class     "elementwise" (no reduction) or "reduction" (one or more reductions over the last dim)
+    class     "elementwise" (no reduction), "reduction" (one or more reductions over the last dim) or "gemm"
+
+A GEMM program (class "gemm") also has ``head: "matmul"``: its first two inputs are the matmul's operands, kinds
+"a" [M, K] and "b" [N, K] (both K-major), and the nodes are the epilogue on ``acc`` = a @ b^T [M, N] (fp32), a
+reference like an input's name. Its other inputs are "row" [M, N], "vector" [N] or "per_row" [M] (one value per
+row of C); each GEMM input carries ``dims``, the shape the function takes it in (``GEMM_DIMS``; a per-row input
+annotated "[M, 1]" keeps that shape), which every tool that makes or sizes the tensors reads. Its one output is C's
+shape [M, N], and ``n`` is N.
 
 Every value is one of three kinds, which is all the kernels need to know: per element (a row input's or a vector
 input's values, and anything computed from them), per row (the result of a reduction, and anything computed from
 it and constants), or constant (floats, and ``n``). Arithmetic broadcasts between them as torch's does between
-[M, N], [M, 1] and scalars.
+[M, N], [M, 1] and scalars. In a GEMM epilogue every input, and so every value but a constant, is per element:
+the thread holds bias[n] or row_scale[m] beside each accumulator element (m, n).
 """
 
 from __future__ import annotations
@@ -35,6 +44,13 @@ OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
 # The parameter rule's names: a tensor parameter so named (or ending in _weight / _bias) is a [N] vector; op.json
 # carries them (``lowering_rule``) for the workspace README, which states the rule.
 VECTOR_NAMES = ("weight", "bias", "gamma", "beta", "scale", "shift", "w", "b", "g")
+# A GEMM's per-row names: a tensor parameter so named (or ending in _row_scale) is one value per row [M].
+PER_ROW_NAMES = ("row_scale", "scale_m")
+HEAD = "matmul"  # a GEMM program's head: acc[M, N] = a[M, K] @ b[N, K]^T, accumulated in fp32
+ACC = "acc"  # the reference to the head's result in a GEMM program's nodes
+# A GEMM input's kind -> the shape it is made in, by size name (M, N, K); a per-row input annotated "[M, 1]" has
+# ["M", 1] instead. Only the first two inputs are the operands.
+GEMM_DIMS = {"a": ["M", "K"], "b": ["N", "K"], "row": ["M", "N"], "vector": ["N"], "per_row": ["M"]}
 
 
 def references(node: dict) -> list[str]:
@@ -46,13 +62,29 @@ def reductions(program: dict) -> list[str]:
     return [node["op"] for node in program["nodes"] if node["op"] in REDUCE]
 
 
+def is_gemm(program: dict) -> bool:
+    return program.get("head") == HEAD
+
+
+def epilogue_inputs(program: dict) -> list[dict]:
+    """The inputs compute() takes after acc (a GEMM: all but the operands) or, for the other classes, all."""
+    return program["inputs"][2:] if is_gemm(program) else program["inputs"]
+
+
+def sizes(program: dict, inputs: dict) -> dict:
+    """{"M", "N", "K"} of a GEMM's inputs (name -> tensor)."""
+    (m, k), n = inputs[program["inputs"][0]["name"]].shape, inputs[program["inputs"][1]["name"]].shape[0]
+    return {"M": m, "N": n, "K": k}
+
+
 def uses_n(program: dict) -> bool:
     return any("n" in references(node) for node in program["nodes"])
 
 
 def interpret(program: dict, inputs: dict, dtype=None):
-    """Run the program in torch on `inputs` (name -> tensor: x [M, N], vectors [N]); return the outputs as torch
-    would (a tensor, or a tuple of them), in float64 unless the values come in lower.
+    """Run the program in torch on `inputs` (name -> tensor: x [M, N], vectors [N]; a GEMM's a [M, K], b [N, K] and
+    its epilogue inputs in their ``dims``); return the outputs as torch would (a tensor, or a tuple of them), in
+    float64 unless the values come in lower.
 
     `dtype` is the torch dtype a cast to "input" rounds to (None: casts do not round, the float64 reading of the
     function, as the harness's reference is evaluated)."""
@@ -60,6 +92,11 @@ def interpret(program: dict, inputs: dict, dtype=None):
 
     x = inputs[program["inputs"][0]["name"]]
     env = {**inputs, "n": float(x.shape[-1])}
+    if is_gemm(program):  # the head; per-row inputs as [M, 1], so that they broadcast over C's columns as in torch
+        a, b = x, inputs[program["inputs"][1]["name"]]
+        x = env[ACC] = a @ b.T
+        env["n"] = float(b.shape[0])
+        env.update({i["name"]: inputs[i["name"]].reshape(-1, 1) for i in program["inputs"] if i["kind"] == "per_row"})
     fns = {
         "neg": torch.neg, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
         "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh,
@@ -105,13 +142,18 @@ def interpret(program: dict, inputs: dict, dtype=None):
 
 
 def flops_per_element(program: dict) -> int:
-    """Arithmetic nodes per element of x (a node per row counts as 0): the FLOP formula's coefficient."""
-    return max(1, sum(1 for node in program["nodes"] if node.get("kind") == "element"))
+    """Arithmetic nodes per element of x (a node per row counts as 0): the FLOP formula's coefficient. At least one
+    for the other classes (a kernel that only copies still moves each element); a GEMM's epilogue may have none."""
+    steps = sum(1 for node in program["nodes"] if node.get("kind") == "element")
+    return steps if is_gemm(program) else max(1, steps)
 
 
 def check(program: dict) -> None:
     """Raise ValueError when the program is not well formed (each reference defined before use, ops known)."""
-    known = {i["name"] for i in program["inputs"]} | {"n"}
+    known = {i["name"] for i in epilogue_inputs(program)} | {"n"} | ({ACC} if is_gemm(program) else set())
+    if is_gemm(program) and ([i["kind"] for i in program["inputs"][:2]] != ["a", "b"] or len(program["outputs"]) != 1
+                             or reductions(program)):
+        raise ValueError("a GEMM program takes a and b first, has no reductions and one output")
     for node in program["nodes"]:
         if node["op"] not in OPS:
             raise ValueError(f"unknown IR op {node['op']!r}")

@@ -159,8 +159,10 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
     lines = ["## Your own op", ""]
     low = op.get("lowering", {})
     if low.get("status") == "lowered":
+        program = "a matmul head and a pointwise epilogue" if low.get("class") == "gemm" else \
+            "a small pointwise/reduction program"
         lines += [f"This kernel computes your `{low['function']}` ({low['file']}, copied here as `user_logic.py`). It "
-                  "was traced (torch.fx `make_fx`, symbolic sizes), lowered to a small pointwise/reduction program "
+                  f"was traced (torch.fx `make_fx`, symbolic sizes), lowered to {program} "
                   f"({low['steps']} steps; reductions: {', '.join(low['reductions']) or 'none'}) and generated into "
                   f"`lowered.py`: the compute of the {op['pattern']} cell, every line beside the line of yours it "
                   "came from. `kernel.py` keeps the hand-written data movement around it. Edit your function and "
@@ -168,21 +170,31 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
     elif low:
         lines += [f"`{low['function']}` is this workspace's reference, but the kernel is the built-in "
                   f"`{op['op']}`: {low['reason']}. Its cases FAIL wherever the two differ.", ""]
+    vectors = ", ".join(f"`{n}`" for n in op["lowering_rule"]["vector_names"])
+    per_row = ", ".join(f"`{n}`" for n in op["lowering_rule"].get("per_row_names", []))
     lines += [
         "How a function's parameters become the kernel's inputs (`pytorch_logic=file.py:function`):", "",
         "- a parameter with a default (`eps=1e-6`, `temperature: float = 0.7`) is a constant, traced at its default;",
         "- a tensor parameter has x's shape [M, N] (the first one is x), except a vector [N] broadcast over the rows: "
-        f"named {', '.join(f'`{n}`' for n in op['lowering_rule']['vector_names'])} or `*_weight`/`*_bias`, or "
+        f"named {vectors} or `*_weight`/`*_bias`, or "
         "annotated `w: \"[N]\"`; an annotation `\"[M, N]\"` forces a row input whatever the name;",
-        "- `*args`/`**kwargs` are refused: each input needs a name.", "",
+        "- `*args`/`**kwargs` are refused: each input needs a name;",
+        "- a GEMM (a function that calls a matmul): its first two tensor parameters are the operands, a [M, K] and "
+        "b [N, K] (both K-major, nn.Linear's layout), whatever their names; the others are epilogue inputs on "
+        "C = a @ b^T [M, N]: C's shape by default, a vector [N] by the names above or `\"[N]\"`, one value per row "
+        f"[M] when annotated `\"[M]\"` (`\"[M, 1]\"`: passed in that shape) or named {per_row} or `*_row_scale`.", "",
         "What lowers: any DAG of pointwise ops (`+ - * /`, `neg`, `abs`, `reciprocal`, `pow`, `square`, `exp`, `exp2`, "
         "`log`, `log1p`, `sqrt`, `rsqrt`, `tanh`, `sigmoid`, `erf`, `silu`, `gelu` (both forms), `relu`, "
         "`leaky_relu`, `softplus`, `clamp`, `minimum`/`maximum`, `where` with a comparison, casts), reductions over the "
         "last dim (`sum`, `mean`, `amax`/`max(dim).values`, `amin`, `var`/`std`, `logsumexp`, `norm`) and the "
         "composites built of them (`softmax`, `log_softmax`, `F.rms_norm`, `F.layer_norm`, `F.normalize`), with one "
-        "or more outputs of x's shape or one value per row. A function that uses anything else (a matmul, a "
-        "reduction over rows, a cumulative op) is refused at bake time with the torch op and your line; with "
-        "`pattern=auto` the bake stops there, with a named pattern it keeps that pattern's built-in kernel.", "",
+        "or more outputs of x's shape or one value per row. GEMM epilogues: one matmul at the head (`a @ b.T`, "
+        "`torch.matmul(a, b.t())`, `torch.mm`, `F.linear(a, b)`, `F.linear(a, b, bias)`), then the pointwise ops "
+        "above on its result (bias, activation, residual, column or row scale, a cast), one output C [M, N]. A "
+        "function that uses anything else (a reduction over rows, a cumulative op; in a GEMM a second matmul, a "
+        "matmul after other work, a reduction, a non-K-major `a @ b`, a batched matmul, several outputs) is refused "
+        "at bake time with the torch op and your line; with `pattern=auto` the bake stops there, with a named "
+        "pattern it keeps that pattern's built-in kernel.", "",
         f"With a built-in op, the harness passes this op's inputs ({inputs}) to your function by name when your "
         "parameters carry those names, otherwise by position, in that order.", "",
     ]
