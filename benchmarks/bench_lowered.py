@@ -1,5 +1,6 @@
 """The user's own op on the H200: every lowered corpus function through the template's V0 flow, then the timed ones
-against torch eager, torch.compile of the same function, and the built-in cell of its class.
+against torch eager, torch.compile of the same function, and the built-in cell of its class (the GEMM functions:
+bake, check and v0 here; their timing is benchmarks/bench_gemm_epilogue.py's).
 
     python3 benchmarks/bench_lowered.py --out /tmp/lowered bake               # bake every lowered corpus function
     python3 benchmarks/bench_lowered.py --out /tmp/lowered check --jobs 4     # every case, correctness only
@@ -39,7 +40,8 @@ CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
 sys.path.insert(0, str(CORPUS.parent))
 import ops  # noqa: E402
 
-LOWERED = [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"]
+EXPECT = {**ops.EXPECT, **ops.GEMM_EXPECT}  # every corpus function: its class (or "refused")
+LOWERED = [name for name, (kind, _) in EXPECT.items() if kind != "refused"]
 ELEMENTWISE_SHAPES = "16384x16384;4096x14336"  # 2^28 elements first: the headline, in 2-D so vectors are [N]
 BUILT_IN = {"elementwise": ("elementwise", "silu_mul", ELEMENTWISE_SHAPES), "reduction": ("reduction", "rmsnorm", "")}
 
@@ -50,7 +52,7 @@ def cookiecutter(out: Path, *pairs: str) -> subprocess.CompletedProcess:
 
 
 def bake(out: Path, name: str) -> dict:
-    kind = ops.EXPECT[name][0]
+    kind = EXPECT[name][0]
     pairs = [f"pytorch_logic={CORPUS}:{name}", "run_baseline=no", "gpu=H200"]
     if kind == "elementwise":
         pairs.append(f"shapes={ELEMENTWISE_SHAPES}")
@@ -147,7 +149,10 @@ CHILD = textwrap.dedent("""
 
 
 def perf(out: Path, name: str) -> dict:
-    kind = ops.EXPECT[name][0]
+    kind = EXPECT[name][0]
+    if kind not in BUILT_IN:  # a GEMM's epilogue: benchmarks/bench_gemm_epilogue.py times it against cuBLAS and inductor
+        return {"workspace": name, "error": f"perf times the {', '.join(BUILT_IN)} classes; a {kind} is timed by "
+                                            "benchmarks/bench_gemm_epilogue.py"}
     builtin = bake_built_in(out, kind)
     done = subprocess.run([sys.executable, "-c", CHILD, str(out / name), str(builtin)], capture_output=True, text=True,
                           timeout=600)

@@ -1,12 +1,11 @@
 """The CuTe DSL GEMM cell's epilogues and fp8, compiled for sm_90a on the CPU (tests/lowered_examples/CONTRACT_GEMM.md).
 
-A lowered GEMM workspace is the built-in matmul's, arranged by tools/scaffold.py, with op.json switched to "op":
-"lowered" and a lowered.py of this file copied in, as the template's tracer writes one for a user's function. The
-four epilogues of issue 15 (bias + gelu_tanh, bias + squared relu, a residual add, a per-column scale and a bf16
+A lowered GEMM workspace is baked by tools/scaffold.py from a corpus function (tests/lowering_corpus/ops.py), traced
+as a user's pytorch_logic is (tools/lower; in this process, the corpus being ours). The four epilogues of issue 15 (bias + gelu_tanh, bias + squared relu, a residual add, a per-column scale and a bf16
 cast) compile on the large-tile path with no spills and with their extras read as 32-bit pairs; the residual, the
 "row" kind, also compiles on every other path (st.global for odd N, skinny tiles, the split-K fix-up, the GEMV).
 fp8: wgmma with e4m3 operands on the tensor-core paths, 16 e4m3 per 128-bit load on the GEMV, and fp8 composed
-with a lowered compute of the third kind ("per_row"). Each distinct code path is compiled once.
+with a lowered compute of the third kind ("per_row", here as [M, 1]). Each distinct code path is compiled once.
 
 That the built-in matmul's PTX is unchanged by all this is checked byte for byte by benchmarks/kernel_hashes.py
 (run before and after a change); here, structurally: its TMA paths read nothing from global memory but by TMA, and
@@ -16,77 +15,38 @@ its kernels take exactly the parameters they did.
 from __future__ import annotations
 
 import functools
-import json
 import re
 import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT, load_module, read_json
-from tools import scaffold, spec
+from conftest import ROOT, load_module
+from tools import lower, scaffold, spec
 
-HEAD = '''import pointwise as pw
-
-SOURCE = "test:{name}"
-HEAD = "matmul"
-INPUTS = {inputs}
-KINDS = {kinds}
-OUTPUTS = ("row",)
-OUT_DTYPES = ("input",)
-REDUCTIONS = ()
-USES_N = False
-
-'''
-EPILOGUES = {  # name: (INPUTS, KINDS, compute's body)
-    "bias_gelu_tanh": (("x", "w", "bias"), ("a", "b", "vector"), '''
-def compute(acc, bias, n, reduce):
-    t0 = acc + bias
-    t1 = pw.tanh(0.7978845608028654 * (t0 + 0.044715 * (t0 * t0 * t0)))
-    return (0.5 * t0 * (1.0 + t1),)
-'''),
-    "bias_squared_relu": (("x", "w", "bias"), ("a", "b", "vector"), '''
-def compute(acc, bias, n, reduce):
-    t0 = pw.maximum(acc + bias, 0.0)
-    return (t0 * t0,)
-'''),
-    "residual_add": (("x", "w", "residual"), ("a", "b", "row"), '''
-def compute(acc, residual, n, reduce):
-    return (acc + residual,)
-'''),
-    "column_scale_cast": (("x", "w", "scale"), ("a", "b", "vector"), '''
-def compute(acc, scale, n, reduce):
-    return (pw.cast(acc * scale, "bf16"),)
-'''),
-    "row_scale": (("x", "w", "row_scale"), ("a", "b", "per_row"), '''
-def compute(acc, row_scale, n, reduce):
-    return (acc * row_scale,)
-'''),
+CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
+FUNCTIONS = {  # this file's name for an epilogue: the corpus function a workspace is baked from
+    "bias_gelu_tanh": "bias_gelu_tanh", "bias_squared_relu": "bias_relu_squared", "residual_add": "residual_add",
+    "column_scale_cast": "col_scale_bf16", "row_scale": "row_scale_keepdim",  # per_row as [M, 1]
 }
-
-
-def _source(name: str) -> str:
-    inputs, kinds, body = EPILOGUES[name]
-    return HEAD.format(name=name, inputs=inputs, kinds=kinds) + body
 
 
 @pytest.fixture(scope="module")
 def gemm_ws(tmp_path_factory):
-    """(dtype, epilogue name or None) -> a GEMM workspace (lowered when a name is given), arranged once per module."""
+    """(dtype, epilogue name or None) -> a GEMM workspace's kernel module, baked once per module: the built-in matmul,
+    or the corpus function traced (in this process: the corpus is ours) into a lowered GEMM."""
     made = {}
 
     def get(dtype: str, name: str | None):
         if (dtype, name) not in made:
             dest = tmp_path_factory.mktemp("gemm") / f"gemm_{dtype}_{name or 'matmul'}"
-            scaffold.workspace(dest, spec.context(pattern="gemm", op="matmul", gpu="H200", dtype=dtype,
-                                                  op_name=dest.name, run_baseline="no"))
             if name:
-                inputs, kinds, _ = EPILOGUES[name]
-                op_json = read_json(dest / "op.json")
-                op_json.update(op="lowered", inputs=list(inputs), kinds=dict(zip(inputs, kinds)),
-                               output_dtypes=["input"])
-                (dest / "op.json").write_text(json.dumps(op_json, indent=2) + "\n")
-                (dest / "lowered.py").write_text(_source(name))
-                shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "cutedsl" / "pointwise.py", dest)
+                lower.lower_here(str(CORPUS), FUNCTIONS[name])
+                ctx = spec.context(pytorch_logic=f"{CORPUS}:{FUNCTIONS[name]}", pattern="gemm", gpu="H200",
+                                   dtype=dtype, op_name=dest.name, run_baseline="no")
+            else:
+                ctx = spec.context(pattern="gemm", op="matmul", gpu="H200", dtype=dtype, op_name=dest.name,
+                                   run_baseline="no")
+            scaffold.workspace(dest, ctx)
             made[(dtype, name)] = load_module(dest / "kernel.py", f"kernel_{dest.name}")
         return made[(dtype, name)]
 
@@ -138,7 +98,7 @@ def test_issue_epilogues_on_large_tiles(gemm_ws, tmp_path, name):
     if name == "bias_squared_relu":
         assert "max.NaN.f32" in ptx
     plan = kernel.describe(_case("8192x8192x8192"))
-    assert plan["path"].startswith("large tiles") and "test:" + name in plan["epilogue"]
+    assert plan["path"].startswith("large tiles") and FUNCTIONS[name] in plan["epilogue"]
 
 
 @pytest.mark.parametrize("shape,path,marker", [

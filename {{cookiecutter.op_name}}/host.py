@@ -173,16 +173,25 @@ def matmul_dims(a, b, out, access: str, out_dtype=None):
     return dtype, m, n, k, out
 
 
-EPILOGUE_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
+def epilogue_dims(names) -> list[list]:
+    """op.json's dims of each named GEMM epilogue input, as the tracer took them: [M, N] (row), [N] (vector), [M] or
+    [M, 1] (per_row); sized() turns them into a shape."""
+    dims = {i["name"]: i["dims"] for i in OP["lowered"]["inputs"]}
+    return [dims[name] for name in names]
+
+
+def sized(dims, m, n) -> tuple:
+    """dims in M and N (and literal 1s) -> a shape; m and n may be ints or a compile's shape symbols."""
+    return tuple({"M": m, "N": n}.get(d, d) for d in dims)
 
 
 def epilogue_operands(op: str, names, kinds, tensors, m: int, n: int, dtype, device) -> None:
-    """A GEMM epilogue's inputs (tests/lowered_examples/CONTRACT_GEMM.md): "row" [M, N], "vector" [N] and "per_row"
-    [M] tensors, contiguous, 16-byte aligned, on `device`, of `dtype` (C's) or, for vector/per_row, fp32."""
+    """A GEMM epilogue's inputs (tests/lowered_examples/CONTRACT_GEMM.md) in the shapes op.json gives them
+    (epilogue_dims), contiguous, 16-byte aligned, on `device`, of `dtype` (C's) or, for vector/per_row, fp32."""
     import torch
 
-    for name, kind, t in zip(names, kinds, tensors):
-        shape = EPILOGUE_SHAPES[kind](m, n)
+    for name, kind, t, dims in zip(names, kinds, tensors, epilogue_dims(names)):
+        shape = sized(dims, m, n)
         dtypes = (dtype,) if kind == "row" else (dtype, torch.float32)
         if tuple(t.shape) != shape or t.dtype not in dtypes or t.device != device or not t.is_contiguous():
             raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype "

@@ -1005,16 +1005,13 @@ class _Launch:
     out_dtype: object = None  # None: a's dtype (the built-in bf16/fp16 matmul)
 
 
-EXTRA_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
-
-
 def _compile_args(dtype: str, cfg, epi: Epilogue | None = None, c_dtype: str | None = None,
                   extra_dtypes: tuple = ()) -> tuple:
     """Fake A [M,K], B [N,K], C [M,N], row-major and 16-byte aligned, sharing the M, N, K symbols (the wrapper
     checks that the three agree and are contiguous); split-K adds a 1-D fp32 workspace and int32 counters and
     the scalars S, k_per; the TMA paths a placeholder grid cap; then the env stream and cfg. With an Epilogue:
-    epi, then its extra inputs (row [M, N], vector [N], per_row [M] on the same symbols, of extra_dtypes) and the
-    fp8 scales (one fp32 element each); C is c_dtype (default: dtype)."""
+    epi, then its extra inputs (row [M, N], vector [N], per_row [M] or [M, 1] as op.json has them, on the same
+    symbols, of extra_dtypes) and the fp8 scales (one fp32 element each); C is c_dtype (default: dtype)."""
     c_dtype = c_dtype or dtype
     row = 128 // host.DTYPE_BITS[dtype]  # elements per 16 bytes: TMA's row-stride rule
     m, n, k = rt.dim(), rt.dim(128 // host.DTYPE_BITS[c_dtype] if getattr(cfg, "tma_store", False) else 1), rt.dim(row)
@@ -1022,8 +1019,9 @@ def _compile_args(dtype: str, cfg, epi: Epilogue | None = None, c_dtype: str | N
                for t, shape, stride in ((dtype, (m, k), k), (dtype, (n, k), k), (c_dtype, (m, n), n)))
     tail = ()
     if epi is not None:
-        extras = [rt.tensor(t, EXTRA_SHAPES[kind](m, n), (n, 1) if kind == "row" else (1,))
-                  for kind, t in zip(epi.kinds, extra_dtypes)]
+        extras = [rt.tensor(t, host.sized(dims, m, n), (n, 1) if kind == "row" else (1,) * len(dims))
+                  for kind, t, dims in zip(epi.kinds, extra_dtypes,
+                                           host.epilogue_dims(lowered.INPUTS[2:]) if epi.kinds else ())]
         scales = [rt.tensor("fp32", (1,), (1,), align=4) for _ in range(2 * epi.scaled)]
         tail = (epi, *extras, *scales)
     if isinstance(cfg, Gemv):
