@@ -4,9 +4,6 @@
 
 1. Bake (cookiecutter --no-input, run_baseline=no, gpu=H200): the built-in bf16 matmul, the fp8 matmul, and each
    function of benchmarks/models/gemm_epilogues.py through `pytorch_logic` (the template traces it into lowered.py).
-   Where the template does not lower a GEMM function yet (before the GEMM tracer is merged), the workspace is the
-   matmul's with tests/test_gemm_epilogue.py's lowered.py of the same function copied in: recorded per function
-   as "baked": "traced" or "arranged".
 2. Check: each kernel against float64 on the first and last 128 rows of C (rel_err = ||out - ref|| / ||ref||, the
    harness's measure; bf16's 1e-2), fp8 against its float64 dequantised reference.
 3. Time, all sides in this process on the same inputs with ONE timer, the workspace harness's bench() (CUDA events
@@ -41,10 +38,7 @@ from harness import bench  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 14336, 4096)]
 FP8_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
-FUNCTIONS = {  # the user's function -> tests/test_gemm_epilogue.py's lowered.py of it (the fallback)
-    "linear_bias_gelu": "bias_gelu_tanh", "linear_bias_sqrelu": "bias_squared_relu",
-    "linear_residual": "residual_add", "linear_scale_cast": "column_scale_cast",
-}
+FUNCTIONS = ("linear_bias_gelu", "linear_bias_sqrelu", "linear_residual", "linear_scale_cast")  # models/gemm_epilogues
 FP8_PEAK_TFLOPS = 1978.9  # dense fp8, H200 SXM (reference/gpu_specs.json, NVIDIA datasheet)
 WORKSPACE_MODULES = ("host", "cutedsl_runtime", "reference", "kernel", "user_logic", "lowered", "pointwise")
 CHECK_ROWS = 128
@@ -58,28 +52,17 @@ def cookiecutter(out: Path, name: str, *pairs: str) -> Path:
 
 
 def bake(out: Path) -> dict:
-    """name -> (workspace, how it was made)."""
+    """name -> workspace: the built-in bf16 and fp8 matmuls, and each user function traced into a lowered GEMM (a
+    function the template does not lower as a GEMM stops the benchmark: the comparison would not be the one asked)."""
     shapes = "shapes=" + ";".join("x".join(map(str, s)) for s in SHAPES)
-    made = {"matmul_bf16": (cookiecutter(out, "matmul_bf16", "pattern=gemm", "dtype=bf16", shapes), "baked"),
-            "matmul_fp8": (cookiecutter(out, "matmul_fp8", "pattern=gemm", "dtype=fp8"), "baked")}
-    for fn, example in FUNCTIONS.items():
+    made = {"matmul_bf16": cookiecutter(out, "matmul_bf16", "pattern=gemm", "dtype=bf16", shapes),
+            "matmul_fp8": cookiecutter(out, "matmul_fp8", "pattern=gemm", "dtype=fp8")}
+    for fn in FUNCTIONS:
         ws = cookiecutter(out, fn, f"pytorch_logic={MODELS}:{fn}", shapes)
         op = json.loads((ws / "op.json").read_text()) if (ws / "op.json").is_file() else {}
-        if op.get("pattern") == "gemm" and op.get("op") == "lowered":
-            made[fn] = (ws, "traced")
-            continue
-        import test_gemm_epilogue  # the fallback: the matmul workspace with the test's lowered.py of this function
-        import shutil
-
-        ws = out / f"{fn}_arranged"
-        shutil.copytree(made["matmul_bf16"][0], ws, ignore=shutil.ignore_patterns(".git", "build", "results"))
-        inputs, kinds, _ = test_gemm_epilogue.EPILOGUES[example]
-        op = json.loads((ws / "op.json").read_text())
-        op.update(op="lowered", inputs=list(inputs), kinds=dict(zip(inputs, kinds)), output_dtypes=["input"])
-        (ws / "op.json").write_text(json.dumps(op, indent=2) + "\n")
-        (ws / "lowered.py").write_text(test_gemm_epilogue._source(example))
-        shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "cutedsl" / "pointwise.py", ws)
-        made[fn] = (ws, "arranged")
+        if (op.get("pattern"), op.get("op")) != ("gemm", "lowered"):
+            raise SystemExit(f"{fn}: not baked as a lowered GEMM; see {out / (fn + '.bake.log')}")
+        made[fn] = ws
     return made
 
 
@@ -125,12 +108,12 @@ def main(argv=None) -> int:
     started = time.time()
     made = bake(args.out)
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "timer": "harness.bench: CUDA events,"
-              " cold L2, median", "baked": {k: v[1] for k, v in made.items()}, "bf16": [], "fp8": []}
+              " cold L2, median", "bf16": [], "fp8": []}
 
     def save():
         (args.out / "gemm_epilogue.json").write_text(json.dumps(result, indent=2) + "\n")
 
-    kernels = {name: load_kernel(ws, name) for name, (ws, _) in made.items()}
+    kernels = {name: load_kernel(ws, name) for name, ws in made.items()}
     gen = torch.Generator(device="cuda").manual_seed(0)
     for m, n, k in SHAPES:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -162,7 +145,7 @@ def main(argv=None) -> int:
         save()
 
     fp8 = kernels["matmul_fp8"]
-    ref = load_kernel(made["matmul_fp8"][0], "fp8", "reference.py")  # make_inputs (per-tensor quantised), reference
+    ref = load_kernel(made["matmul_fp8"], "fp8", "reference.py")  # make_inputs (per-tensor quantised), reference
     for m, n, k in FP8_SHAPES:
         a, b, sa, sb = ref.make_inputs({"dims": [m, n, k]}, torch.float8_e4m3fn, "cuda", seed=7)
         out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
