@@ -176,6 +176,8 @@ def matmul_dims(a, b, out, access: str, out_dtype=None):
 def epilogue_dims(names) -> list[list]:
     """op.json's dims of each named GEMM epilogue input, as the tracer took them: [M, N] (row), [N] (vector), [M] or
     [M, 1] (per_row); sized() turns them into a shape."""
+    if not names:  # the built-in matmul (fp8 too): no epilogue inputs, and no program in op.json
+        return []
     dims = {i["name"]: i["dims"] for i in OP["lowered"]["inputs"]}
     return [dims[name] for name in names]
 
