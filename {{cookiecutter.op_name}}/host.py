@@ -192,6 +192,7 @@ def epilogue_operands(op: str, names, kinds, tensors, m: int, n: int, dtype, dev
     (epilogue_dims), contiguous, 16-byte aligned, on `device`, of `dtype` (C's) or, for vector/per_row, fp32."""
     import torch
 
+    names = names[:len(kinds)]  # the names after them (fp8's scale_a, scale_b) are scale_operands'
     for name, kind, t, dims in zip(names, kinds, tensors, epilogue_dims(names)):
         shape = sized(dims, m, n)
         dtypes = (dtype,) if kind == "row" else (dtype, torch.float32)
