@@ -147,21 +147,64 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     return dtype, outputs
 
 
-def matmul_dims(a, b, out, access: str):
-    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors, K-major, 16-byte rows and
-    starts."""
-    dtype = dtype_of(a, "matmul", ("bf16", "fp16"))
-    if b.dtype != a.dtype:
-        raise TypeError(f"matmul: a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
+def matmul_dims(a, b, out, access: str, fp8=None, out_like=None, op: str = "matmul", aligned=()):
+    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors (fp8: both of the torch dtype
+    `fp8`, the target's e4m3), K-major, 16-byte rows and starts (`aligned`: more tensors that must start on 16
+    bytes). out is like a (or `out_like`: dtype and device)."""
+    if fp8 is None:
+        dtype = dtype_of(a, op, ("bf16", "fp16"))
+        if b.dtype != a.dtype:
+            raise TypeError(f"{op}: a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
+    else:
+        dtype = "fp8"
+        if a.dtype != fp8 or b.dtype != fp8:
+            raise TypeError(f"{op}: a and b must both be {fp8} (this GPU's fp8 e4m3), got {a.dtype} and {b.dtype}")
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"matmul: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(f"{op}: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
     (m, k), n = a.shape, b.shape[0]
-    out = out_tensor("matmul", out, (m, n), a)
+    out = out_tensor(op, out, (m, n), out_like or a)
     if not all(t.is_cuda and t.is_contiguous() for t in (a, b)):
-        raise ValueError("matmul: a and b must be contiguous GPU tensors")
-    if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out)):
-        raise ValueError(f"matmul: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
+        raise ValueError(f"{op}: a and b must be contiguous GPU tensors")
+    if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out, *aligned)):
+        raise ValueError(f"{op}: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
                          f"aligned ({access}); got K={k}")
+    return dtype, m, n, k, out
+
+
+GEMM_EPILOGUE_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
+
+
+def gemm_operands(lowered, inputs, out, fp8, access: str):
+    """(dtype, M, N, K, out) of a GEMM with an epilogue (tests/lowered_examples/CONTRACT_GEMM.md), every GEMM
+    cell's checks: a lowered op (`lowered`, the workspace's lowered.py: inputs in INPUTS order) and/or fp8
+    (`fp8`: the target's e4m3 torch dtype; then scale_a and scale_b follow: fp32, one element each).
+
+    a [M, K] and b [N, K] as matmul_dims checks them; then per KINDS[2:]: "row" [M, N], "vector" [N],
+    "per_row" [M], contiguous, on a's device, of the epilogue dtype (a's; bf16 when a is fp8), a vector or
+    per_row one also fp32; all 16-byte aligned. out (C) is [M, N] of OUT_DTYPES[0] ("input": the epilogue
+    dtype, "fp32")."""
+    import torch
+
+    op = lowered.SOURCE if lowered else "matmul"
+    names, kinds = (lowered.INPUTS, lowered.KINDS) if lowered else (("a", "b"), ("a", "b"))
+    scales = ("scale_a", "scale_b") if fp8 is not None else ()
+    check_count(op, inputs, len(kinds) + len(scales))
+    a, extras = inputs[0], inputs[2:len(kinds)]
+    like = SimpleNamespace(dtype=torch.bfloat16 if fp8 is not None else a.dtype, device=a.device)
+    c_like = like if not lowered or lowered.OUT_DTYPES[0] == "input" else SimpleNamespace(dtype=torch.float32,
+                                                                                            device=a.device)
+    dtype, m, n, k, out = matmul_dims(a, inputs[1], out, access, fp8, c_like, op, extras)
+    for name, kind, t in zip(names[2:], kinds[2:], extras):
+        shape = GEMM_EPILOGUE_SHAPES[kind](m, n)
+        fp32_ok = kind != "row" and t.dtype == torch.float32
+        if tuple(t.shape) != shape or not (t.dtype == like.dtype or fp32_ok) or t.device != a.device or not (
+                t.is_contiguous()):
+            raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype {like.dtype}"
+                             + (" or torch.float32" if kind != "row" else "") + f" on {a.device}")
+    for name, t in zip(scales, inputs[len(kinds):]):
+        if t.numel() != 1 or t.dtype != torch.float32 or t.device != a.device:
+            raise ValueError(f"{op}: {name} must be a one-element torch.float32 tensor on {a.device} (a per-tensor "
+                             f"scale), got {t.dtype} of shape {tuple(t.shape)} on {t.device}")
     return dtype, m, n, k, out
 
 
