@@ -785,6 +785,9 @@ def _prepare_epilogue(inputs, out, choice):
     fp8 = _torch_dtype(FP8_FORMAT[arch]) if SCALED else None
     _, m, n, k, out = host.gemm_operands(lowered, inputs, out, fp8, "dwordx4 buffer loads")
     tensors = (*inputs, out)
+    if len(tensors) > lw.SLOTS:
+        raise ValueError(f"{name}: {len(tensors)} tensors (inputs, scales, C) exceed the launcher's {lw.SLOTS} "
+                         "tensor slots (flydsl_lowered.SLOTS)")
     lw.check_buffer_range(tensors)
     if len({t.get_device() for t in tensors}) != 1:
         raise ValueError(f"{name}: every tensor must be on one GPU")
@@ -819,7 +822,8 @@ def _run_epilogue(inputs, out, cfg):
     if not (len(inputs) == 2 + len(kinds) + 2 * SCALED and b.shape[1] == k and out.shape == (m, n)
             and 0 < m * k < limit and 0 < n * k < limit and 0 < m * n < limit and not (k * a.element_size()) % 16
             and all(t.shape == shapes[kind] for t, kind in zip(inputs[2:], kinds))
-            and all(t.is_contiguous() and not t.data_ptr() & 15 for t in (*inputs[:2 + len(kinds)], out))):
+            and all(t.is_contiguous() and not t.data_ptr() & 15 for t in (*inputs[:2 + len(kinds)], out))
+            and all(t.numel() == 1 for t in inputs[2 + len(kinds):])):
         launch = _prepare_epilogue(inputs, out, choice)  # raises, in host.py's words ...
         if not m * n:
             return out  # ... unless C is empty
