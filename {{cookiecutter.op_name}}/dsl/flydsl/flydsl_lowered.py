@@ -54,7 +54,8 @@ def facts() -> SimpleNamespace:
                         reductions=tuple(lowered.REDUCTIONS),
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
     if f.kinds[:2] == ("a", "b"):  # a GEMM's epilogue (CONTRACT_GEMM.md): a, b, then its inputs; one C
-        if set(f.kinds[2:]) - {"row", "vector", "per_row"} or f.outputs != ("row",) or f.reductions:
+        if (len(f.inputs) != len(f.kinds) or set(f.kinds[2:]) - {"row", "vector", "per_row"}
+                or f.outputs != ("row",) or f.reductions):
             raise ValueError(f"lowered.py: a GEMM's KINDS {f.kinds} must be 'a', 'b', then 'row' | 'vector' | "
                              f"'per_row', with one 'row' output and no reductions (has {f.outputs}, {f.reductions})")
     elif len(f.inputs) != len(f.kinds) or not f.kinds or f.kinds[0] != "row" or set(f.kinds) - {"row", "vector"}:
