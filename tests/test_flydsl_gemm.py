@@ -87,13 +87,12 @@ def test_fp8_with_an_epilogue_one_element_at_a_time():
     assert text.count("buffer_load_dword ") == 2  # the scales
 
 
-def test_gemm_operands_refuses_the_other_fp8_format():
-    """host.gemm_operands (every GEMM cell's checks): a gfx942 workspace takes e4m3fnuz only, and names it."""
+def test_an_fp8_workspace_refuses_the_other_e4m3():
+    """host.fp8_format, which the cell calls with its target's e4m3 (FP8_FORMAT): a gfx942 workspace takes
+    float8_e4m3fnuz only, and names it."""
     torch = pytest.importorskip("torch")
-    host = load_module(WS_TEMPLATE / "host.py", "host_gemm_operands")
+    host = load_module(WS_TEMPLATE / "host.py", "host_fp8_format")
     a = torch.zeros(16, 32, dtype=torch.float8_e4m3fn)
-    scale = torch.ones(1)
     with pytest.raises(TypeError, match="float8_e4m3fnuz .this GPU's fp8 e4m3"):
-        host.gemm_operands(None, (a, a, scale, scale), None, torch.float8_e4m3fnuz, "dwordx4")
-    with pytest.raises(ValueError, match="takes 4 input"):
-        host.gemm_operands(None, (a, a), None, torch.float8_e4m3fnuz, "dwordx4")
+        host.fp8_format("matmul", (a, a), torch.float8_e4m3fnuz)
+    host.fp8_format("matmul", (a, a), torch.float8_e4m3fn)

@@ -15,8 +15,15 @@ from types import SimpleNamespace
 OP_PATH = Path(__file__).with_name("op.json")
 OP: dict = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} outside a workspace
 
-DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}  # torch dtype name -> op.json dtype
-DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32}
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",  # torch dtype name -> op.json dtype
+               "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8"}  # e4m3: OCP (sm_90a, gfx950), fnuz (gfx942)
+DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8}
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # an output's op.json dtype -> torch's
+
+
+def is_fp8(tensor) -> bool:
+    """Whether a tensor holds e4m3 values (either flavour)."""
+    return DTYPE_NAMES.get(str(tensor.dtype).removeprefix("torch.")) == "fp8"
 
 
 def dtype_of(tensor, op: str, allowed=("bf16", "fp16", "fp32")) -> str:
@@ -147,65 +154,59 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     return dtype, outputs
 
 
-def matmul_dims(a, b, out, access: str, fp8=None, out_like=None, op: str = "matmul", aligned=()):
-    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16 GPU tensors (fp8: both of the torch dtype
-    `fp8`, the target's e4m3), K-major, 16-byte rows and starts (`aligned`: more tensors that must start on 16
-    bytes). out is like a (or `out_like`: dtype and device)."""
-    if fp8 is None:
-        dtype = dtype_of(a, op, ("bf16", "fp16"))
-        if b.dtype != a.dtype:
-            raise TypeError(f"{op}: a and b must both be bf16 or fp16, got {a.dtype} and {b.dtype}")
-    else:
-        dtype = "fp8"
-        if a.dtype != fp8 or b.dtype != fp8:
-            raise TypeError(f"{op}: a and b must both be {fp8} (this GPU's fp8 e4m3), got {a.dtype} and {b.dtype}")
+def matmul_dims(a, b, out, access: str, out_dtype=None):
+    """(dtype, M, N, K, out) of out[M, N] = a[M, K] @ b[N, K]^T: bf16/fp16/fp8 GPU tensors, K-major, 16-byte rows and
+    starts; out of out_dtype (default a's: a bf16 out for fp8 inputs is the caller's choice)."""
+    dtype = dtype_of(a, "matmul", ("bf16", "fp16", "fp8"))
+    if b.dtype != a.dtype:
+        raise TypeError(f"matmul: a and b must both be bf16, fp16 or fp8 of one dtype, got {a.dtype} and {b.dtype}")
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"{op}: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(f"matmul: need a [M,K] and b [N,K], got {tuple(a.shape)} and {tuple(b.shape)}")
     (m, k), n = a.shape, b.shape[0]
-    out = out_tensor(op, out, (m, n), out_like or a)
+    like = a if out_dtype is None else SimpleNamespace(dtype=out_dtype, device=a.device)
+    out = out_tensor("matmul", out, (m, n), like)
     if not all(t.is_cuda and t.is_contiguous() for t in (a, b)):
-        raise ValueError(f"{op}: a and b must be contiguous GPU tensors")
-    if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out, *aligned)):
-        raise ValueError(f"{op}: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
+        raise ValueError("matmul: a and b must be contiguous GPU tensors")
+    if (k * a.element_size()) % 16 or any(t.data_ptr() % 16 for t in (a, b, out)):
+        raise ValueError(f"matmul: K*{a.element_size()} bytes must be a multiple of 16 and every tensor 16-byte "
                          f"aligned ({access}); got K={k}")
     return dtype, m, n, k, out
 
 
-GEMM_EPILOGUE_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
+EPILOGUE_SHAPES = {"row": lambda m, n: (m, n), "vector": lambda m, n: (n,), "per_row": lambda m, n: (m,)}
 
 
-def gemm_operands(lowered, inputs, out, fp8, access: str):
-    """(dtype, M, N, K, out) of a GEMM with an epilogue (tests/lowered_examples/CONTRACT_GEMM.md), every GEMM
-    cell's checks: a lowered op (`lowered`, the workspace's lowered.py: inputs in INPUTS order) and/or fp8
-    (`fp8`: the target's e4m3 torch dtype; then scale_a and scale_b follow: fp32, one element each).
-
-    a [M, K] and b [N, K] as matmul_dims checks them; then per KINDS[2:]: "row" [M, N], "vector" [N],
-    "per_row" [M], contiguous, on a's device, of the epilogue dtype (a's; bf16 when a is fp8), a vector or
-    per_row one also fp32; all 16-byte aligned. out (C) is [M, N] of OUT_DTYPES[0] ("input": the epilogue
-    dtype, "fp32")."""
+def epilogue_operands(op: str, names, kinds, tensors, m: int, n: int, dtype, device) -> None:
+    """A GEMM epilogue's inputs (tests/lowered_examples/CONTRACT_GEMM.md): "row" [M, N], "vector" [N] and "per_row"
+    [M] tensors, contiguous, 16-byte aligned, on `device`, of `dtype` (C's) or, for vector/per_row, fp32."""
     import torch
 
-    op = lowered.SOURCE if lowered else "matmul"
-    names, kinds = (lowered.INPUTS, lowered.KINDS) if lowered else (("a", "b"), ("a", "b"))
-    scales = ("scale_a", "scale_b") if fp8 is not None else ()
-    check_count(op, inputs, len(kinds) + len(scales))
-    a, extras = inputs[0], inputs[2:len(kinds)]
-    like = SimpleNamespace(dtype=torch.bfloat16 if fp8 is not None else a.dtype, device=a.device)
-    c_like = like if not lowered or lowered.OUT_DTYPES[0] == "input" else SimpleNamespace(dtype=torch.float32,
-                                                                                            device=a.device)
-    dtype, m, n, k, out = matmul_dims(a, inputs[1], out, access, fp8, c_like, op, extras)
-    for name, kind, t in zip(names[2:], kinds[2:], extras):
-        shape = GEMM_EPILOGUE_SHAPES[kind](m, n)
-        fp32_ok = kind != "row" and t.dtype == torch.float32
-        if tuple(t.shape) != shape or not (t.dtype == like.dtype or fp32_ok) or t.device != a.device or not (
-                t.is_contiguous()):
-            raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype {like.dtype}"
-                             + (" or torch.float32" if kind != "row" else "") + f" on {a.device}")
-    for name, t in zip(scales, inputs[len(kinds):]):
-        if t.numel() != 1 or t.dtype != torch.float32 or t.device != a.device:
-            raise ValueError(f"{op}: {name} must be a one-element torch.float32 tensor on {a.device} (a per-tensor "
-                             f"scale), got {t.dtype} of shape {tuple(t.shape)} on {t.device}")
-    return dtype, m, n, k, out
+    for name, kind, t in zip(names, kinds, tensors):
+        shape = EPILOGUE_SHAPES[kind](m, n)
+        dtypes = (dtype,) if kind == "row" else (dtype, torch.float32)
+        if tuple(t.shape) != shape or t.dtype not in dtypes or t.device != device or not t.is_contiguous():
+            raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype "
+                             f"{' or '.join(map(str, dtypes))} on {device}")
+        if t.data_ptr() % 16:
+            raise ValueError(f"{op}: {name} must start on a 16-byte boundary; pass a .clone()")
+
+
+def scale_operands(op: str, scales, device) -> None:
+    """fp8's per-tensor scales: scale_a and scale_b, one-element fp32 tensors on `device`."""
+    import torch
+
+    for name, t in zip(("scale_a", "scale_b"), scales):
+        if tuple(t.shape) != (1,) or t.dtype != torch.float32 or t.device != device:
+            raise ValueError(f"{op}: {name} must be a float32 tensor of shape (1,) on {device}, got "
+                             f"{tuple(t.shape)} {t.dtype} on {t.device}")
+
+
+def fp8_format(op: str, tensors, fp8) -> None:
+    """a and b of an fp8 GEMM are of `fp8`, the e4m3 the target's matrix cores read (gfx942: float8_e4m3fnuz, bias 8;
+    sm_90a and gfx950: float8_e4m3fn, bias 7): the same byte is a value twice or half as large in the other."""
+    if any(t.dtype != fp8 for t in tensors):
+        raise TypeError(f"{op}: a and b must both be {fp8} (this GPU's fp8 e4m3), got "
+                        f"{' and '.join(str(t.dtype) for t in tensors)}")
 
 
 def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):

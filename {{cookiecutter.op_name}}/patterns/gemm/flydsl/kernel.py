@@ -139,7 +139,7 @@ fp8 e4m3 (op.json dtype "fp8"): two formats, one per target
         gfx950 (CDNA4, MI355X): OCP e4m3 ("FN"), torch.float8_e4m3fn (also Hopper's): bias 7, max 448, +-0, no
             infinities, NaN = S.1111.111.
     So the same byte is worth half as much on gfx942 (0x38 = 0.5 there, 1.0 on gfx950): the MFMA of each target
-    reads only its own format, and run() refuses the other one (FP8_FORMAT; host.gemm_operands) instead of
+    reads only its own format, and run() refuses the other one (FP8_FORMAT; host.fp8_format) instead of
     computing with it. A gfx942 workspace expects float8_e4m3fnuz inputs, a gfx950 one float8_e4m3fn.
     Tile: K tile = 128 elements = the same 128-byte LDS rows, 16-byte chunks, XOR swizzle, dwordx4 loads and
     ds_read_b128 as the 16-bit types, so everything above holds byte for byte; per K tile a workgroup moves
@@ -775,15 +775,14 @@ def _epilogue_spec():
 
 
 def _prepare_epilogue(inputs, out, choice):
-    """A signature's first call of the fp8 / lowered path, or a refused one: host.gemm_operands' checks (the
-    CuTe DSL cell's too), the 2 GiB limit, one GPU, the config and the launch.
+    """A signature's first call of the fp8 / lowered path, or a refused one: host.py's GEMM checks (the CuTe DSL
+    cell's too), the 2 GiB limit, one GPU, the config and the launch.
 
     Its facts: (element limit per tensor, C's torch dtype)."""
     lowered, kinds, key = _epilogue_spec()
     name = lowered.SOURCE if lowered else "matmul"
     arch = rt.device_target(name)
-    fp8 = _torch_dtype(FP8_FORMAT[arch]) if SCALED else None
-    _, m, n, k, out = host.gemm_operands(lowered, inputs, out, fp8, "dwordx4 buffer loads")
+    out, m, n = _check_epilogue_operands(name, lowered, kinds, inputs, out)
     tensors = (*inputs, out)
     if len(tensors) > lw.SLOTS:
         raise ValueError(f"{name}: {len(tensors)} tensors (inputs, scales, C) exceed the launcher's {lw.SLOTS} "
@@ -798,6 +797,28 @@ def _prepare_epilogue(inputs, out, choice):
                      lambda: _epilogue_compile_args(dtypes, cfg, SCALED, key))
     return rt.Launch(name, fn, _epilogue_constexprs(cfg, SCALED, key), inputs[0].get_device(),
                      (MAX_BYTES // max(t.element_size() for t in tensors), out.dtype))
+
+
+def _check_epilogue_operands(name, lowered, kinds, inputs, out):
+    """(C, M, N) once host.py's GEMM checks (the CuTe DSL cell's too) pass: the count, a and b (fp8: of this GPU's
+    e4m3), C of OUT_DTYPES[0] ("input": a's dtype, bf16 for fp8; "fp32"), the epilogue inputs by KINDS, the
+    scales."""
+    import torch
+
+    n_in = len(kinds) + 2
+    host.check_count(name, inputs, n_in + 2 * SCALED)
+    a, b = inputs[:2]
+    if SCALED:
+        host.fp8_format(name, (a, b), _torch_dtype(FP8_FORMAT[rt.device_target(name)]))
+    else:  # an fp8 a in a bf16 / fp16 workspace has no scales to go with it
+        host.dtype_of(a, name, ("bf16", "fp16"))
+    like = torch.bfloat16 if SCALED else a.dtype
+    c_dtype = torch.float32 if lowered and lowered.OUT_DTYPES[0] == "fp32" else like
+    _, m, n, _, out = host.matmul_dims(a, b, out, "dwordx4 buffer loads", out_dtype=c_dtype)
+    host.epilogue_operands(name, lowered.INPUTS[2:] if lowered else (), kinds, inputs[2:n_in], m, n, like, a.device)
+    if SCALED:
+        host.scale_operands(name, inputs[n_in:], a.device)
+    return out, m, n
 
 
 def _run_epilogue(inputs, out, cfg):
