@@ -4,6 +4,8 @@ For each (pattern, op, dtype, shape) in SWEEP and each arch it builds a minimal 
 (tools/scaffold.py compile_workspace), times one `kernel.compile_only` call (a child process, as the harness
 runs it) and reads the ISA with tools/isa_metrics.amdgpu_metrics: VGPRs, AGPRs, SGPRs, LDS bytes, MFMA
 count, 128-bit buffer loads, spills and scratch. Nothing here runs a kernel: these are compile facts only.
+The GEMM cell's fp8 and lowered-epilogue variants are the ones tests/flydsl_gemm_builds.py compiles, in its
+workspaces (a matmul workspace turned into the variant; op column: matmul or lowered:<example>).
 
     .venv/bin/python benchmarks/flydsl_compile.py                      # everything, markdown to stdout
     .venv/bin/python benchmarks/flydsl_compile.py --pattern gemm --json benchmarks/results/x.json
@@ -23,7 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "{{cookiecutter.op_name}}" / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
 
+import flydsl_gemm_builds  # noqa: E402
 import isa_metrics  # noqa: E402
 from tools import scaffold  # noqa: E402
 
@@ -57,9 +61,19 @@ def facts(isa: str) -> dict:
     }
 
 
-def compile_one(pattern: str, op: str, dtype: str, shape: str, arch: str, python: str) -> dict:
+# the GEMM cell's epilogue_kernel variants: (op column, lowered.py source or None, dtype, shape)
+GEMM_VARIANTS = [*[("lowered:" + name.removeprefix("lowered_gemm_") if lowered else "matmul", lowered, dtype, shape)
+                   for name, lowered, dtype, shape, _ in flydsl_gemm_builds.VARIANTS],
+                 ("matmul", None, "fp8", "16x8192x8192")]  # fp8 on the skinny-M 64x64 tile (two LDS stages)
+
+
+def compile_one(pattern: str, op: str, dtype: str, shape: str, arch: str, python: str, lowered=False) -> dict:
+    """One compile; `lowered` (a GEMM_VARIANTS source, or None for fp8's matmul) makes a GEMM variant workspace."""
     with tempfile.TemporaryDirectory(prefix="kb-flydsl-") as tmp:
-        ws = scaffold.compile_workspace(Path(tmp) / "ws", pattern, op, dtype, arch, shape)
+        if lowered is False:
+            ws = scaffold.compile_workspace(Path(tmp) / "ws", pattern, op, dtype, arch, shape)
+        else:
+            ws = flydsl_gemm_builds.workspace(Path(tmp) / "ws", lowered, dtype, shape, arch)
         code = "import json, kernel; print(json.dumps(kernel.compile_only(kernel.OP_SPEC['cases'][0], 'build')))"
         started = time.monotonic()
         done = subprocess.run([python, "-c", code], cwd=ws, capture_output=True, text=True, timeout=900)
@@ -96,6 +110,9 @@ def main(argv=None) -> int:
             if args.pattern and pattern not in args.pattern:
                 continue
             rows.append(compile_one(pattern, op, dtype, shape, arch, args.python))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        for op, lowered, dtype, shape in GEMM_VARIANTS if not args.pattern or "gemm" in args.pattern else ():
+            rows.append(compile_one("gemm", op, dtype, shape, arch, args.python, lowered))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -54,8 +54,14 @@ PATTERN_OF = registry.all_ops()
 
 
 def pytest_collection_finish(session):
-    """The lowering corpus's FlyDSL compiles start in the background once collected (tests/lowered_corpus_builds.py)."""
-    if any(item.path.name == "test_lowering_compiles.py" for item in session.items):
+    """FlyDSL compiles start in the background once collected: the FlyDSL GEMM cell's variants
+    (tests/flydsl_gemm_builds.py) and the lowering corpus's (tests/lowered_corpus_builds.py)."""
+    collected = {item.path.name for item in session.items}
+    if "test_flydsl_gemm.py" in collected:
+        import flydsl_gemm_builds
+
+        flydsl_gemm_builds.start()
+    if "test_lowering_compiles.py" in collected:
         import lowered_corpus_builds
 
         lowered_corpus_builds.start()

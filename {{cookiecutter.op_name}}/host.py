@@ -213,6 +213,14 @@ def scale_operands(op: str, scales, device) -> None:
                              f"{tuple(t.shape)} {t.dtype} on {t.device}")
 
 
+def fp8_format(op: str, tensors, fp8) -> None:
+    """a and b of an fp8 GEMM are of `fp8`, the e4m3 the target's matrix cores read (gfx942: float8_e4m3fnuz, bias 8;
+    sm_90a and gfx950: float8_e4m3fn, bias 7): the same byte is a value twice or half as large in the other."""
+    if any(t.dtype != fp8 for t in tensors):
+        raise TypeError(f"{op}: a and b must both be {fp8} (this GPU's fp8 e4m3), got "
+                        f"{' and '.join(str(t.dtype) for t in tensors)}")
+
+
 def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
     """(dtype, B, Hq, Hkv, S, D, out) of decode attention: q[B, Hq, D], k/v_cache[B, S, Hkv, D], seq_lens[B] int32."""
     if q.dim() != 3 or k_cache.dim() != 4 or v_cache.shape != k_cache.shape:

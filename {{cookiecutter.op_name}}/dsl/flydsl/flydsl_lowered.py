@@ -5,7 +5,8 @@ Its one job is the glue between the user's compute (lowered.py at the workspace 
 from the user's PyTorch function, see its CONTRACT) and a cell's hand-written data movement. The cell keeps
 its own tiling, loads, reductions and stores; this module gives it:
 
-    facts()             lowered.py's INPUTS / KINDS / OUTPUTS / OUT_DTYPES / REDUCTIONS, and a `key` (a hash of
+    facts()             lowered.py's INPUTS / KINDS / OUTPUTS / OUT_DTYPES / REDUCTIONS (a GEMM's KINDS: "a", "b",
+                        then its epilogue inputs, CONTRACT_GEMM.md), and a `key` (a hash of
                         lowered.py) that every compiled variant carries as a Constexpr, so a re-baked lowered.py
                         can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
@@ -52,7 +53,12 @@ def facts() -> SimpleNamespace:
                         outputs=tuple(lowered.OUTPUTS), out_dtypes=tuple(lowered.OUT_DTYPES),
                         reductions=tuple(lowered.REDUCTIONS),
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
-    if len(f.inputs) != len(f.kinds) or not f.kinds or f.kinds[0] != "row" or set(f.kinds) - {"row", "vector"}:
+    if f.kinds[:2] == ("a", "b"):  # a GEMM's epilogue (CONTRACT_GEMM.md): a, b, then its inputs; one C
+        if (len(f.inputs) != len(f.kinds) or set(f.kinds[2:]) - {"row", "vector", "per_row"}
+                or f.outputs != ("row",) or f.reductions):
+            raise ValueError(f"lowered.py: a GEMM's KINDS {f.kinds} must be 'a', 'b', then 'row' | 'vector' | "
+                             f"'per_row', with one 'row' output and no reductions (has {f.outputs}, {f.reductions})")
+    elif len(f.inputs) != len(f.kinds) or not f.kinds or f.kinds[0] != "row" or set(f.kinds) - {"row", "vector"}:
         raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row' or 'vector' per input, 'row' first")
     if len(f.outputs) != len(f.out_dtypes) or not f.outputs or set(f.out_dtypes) - {"input", "fp32"}:
         raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} do not match")

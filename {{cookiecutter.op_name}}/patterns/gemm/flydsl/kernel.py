@@ -7,6 +7,8 @@ as MFMA operands; the next K tile's loads are in flight while the MFMAs work on 
 operands are swapped (B rows feed MFMA's X) so each lane ends with 8 consecutive columns of one C row:
 one 16-byte store, no LDS round trip. Edges never pad: out-of-range chunks get an offset past the buffer
 descriptor's num_records, so loads read 0 and stores are dropped; the tile order is renumbered per XCD.
+The same tile loop serves fp8 e4m3 (a K tile of 128 one-byte elements: the same 128-byte LDS rows) and the
+user's own epilogue (op "lowered": lowered.compute on the fp32 accumulators before the stores).
 
 What it computes
     out[M, N] = a[M, K] @ b[N, K].T (nn.Linear, ``a @ b.T``): both operands K-major (row-major A [M, K] and
@@ -14,6 +16,9 @@ What it computes
     (row-major) is rounded once (round-to-nearest-even) to the input dtype. Any M, N >= 1 and any K >= 1 with
     K * 2 bytes a multiple of 16 (K % 8 == 0), every tensor 16-byte aligned and under 2 GiB. Every performance number
     below is arithmetic from datasheet peaks, not a timing.
+    fp8 (op.json dtype "fp8"): C [M, N] bf16 = scale_a * scale_b * (a @ b.T), a and b e4m3 with K % 16 == 0, the
+    two per-tensor fp32 scales applied to the fp32 accumulators (section "fp8 e4m3").
+    op "lowered": C = lowered.compute(acc, *epilogue inputs) (section "Your own epilogue").
 
 Why this shape (roofline, peaks from reference/gpu_specs.json)
     gfx942 (MI300X): 304 CUs, 1307 dense bf16/fp16 TFLOP/s, 5.3 TB/s HBM3: ridge point 1307 / 5.3 = 247 FLOP/B.
@@ -56,7 +61,9 @@ CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
       counts (arch VGPRs, AGPRs, spills) are in benchmarks/flydsl_compile.md.
     - MFMA shapes used: gfx942 v_mfma_f32_16x16x16_bf16 / _f16 (LLVM intrinsic 16x16x16bf16_1k); gfx950
       v_mfma_f32_16x16x32_bf16 / _f16 (CDNA4 doubles K per instruction). The 32x32x8 (gfx942) / 32x32x16
-      (gfx950) forms would also do; 16x16 keeps the result lane map (4 values per lane) simple.
+      (gfx950) forms would also do; 16x16 keeps the result lane map (4 values per lane) simple. fp8: gfx942
+      v_mfma_f32_16x16x32_fp8_fp8, gfx950 v_mfma_scale_f32_16x16x128_f8f6f4 (below); every 16x16 MFMA has the
+      same result lane map, so the epilogue is one code for all of them.
     - Buffer loads: a 128-bit resource descriptor (base, num_records = tensor bytes, format flags) in 4
       SGPRs plus a 32-bit per-lane byte offset; the hardware checks every access against num_records:
       out-of-range loads return 0 and out-of-range stores are dropped. That bound is the WHOLE tensor, so a
@@ -125,6 +132,46 @@ Boundary handling (no padding; any M, N; K % 8 == 0)
     _st16 epilogue; the last column tile holds one real column (4096). 16x8192x8192 -> 128 workgroups, 48 of
     every 64 A rows are zero-filled (no memory traffic), 128 K tiles.
 
+fp8 e4m3 (op.json dtype "fp8"): two formats, one per target
+    Both are 1 sign, 4 exponent, 3 mantissa bits, but they read the same byte differently:
+        gfx942 (CDNA3, MI300X/MI308X): e4m3 "FNUZ", torch.float8_e4m3fnuz: exponent bias 8, max 240, no -0 and
+            no infinities; the one NaN is 0x80 (the bit pattern of -0 elsewhere).
+        gfx950 (CDNA4, MI355X): OCP e4m3 ("FN"), torch.float8_e4m3fn (also Hopper's): bias 7, max 448, +-0, no
+            infinities, NaN = S.1111.111.
+    So the same byte is worth half as much on gfx942 (0x38 = 0.5 there, 1.0 on gfx950): the MFMA of each target
+    reads only its own format, and run() refuses the other one (FP8_FORMAT; host.fp8_format) instead of
+    computing with it. A gfx942 workspace expects float8_e4m3fnuz inputs, a gfx950 one float8_e4m3fn.
+    Tile: K tile = 128 elements = the same 128-byte LDS rows, 16-byte chunks, XOR swizzle, dwordx4 loads and
+    ds_read_b128 as the 16-bit types, so everything above holds byte for byte; per K tile a workgroup moves
+    (256 + 128) * 128 bytes for 2 * 256 * 128 * 128 FLOP = 170 FLOP/byte, twice the 16-bit tile's, which is
+    what the doubled fp8 MFMA rate needs (MI300X 2615 dense fp8 TFLOP/s, MI355X 5033): the L2 and LDS bytes
+    per clock stay those of the bf16 kernel. MFMAs, per lane and 16-byte LDS chunk (16 K-values):
+        gfx942: two v_mfma_f32_16x16x32_fp8_fp8 (8 K-values, one i64 per operand), 16 clk each at the peak.
+        gfx950: v_mfma_scale_f32_16x16x128_f8f6f4 takes 32 K-values per lane (8 dwords): the lane's two chunks
+            of the tile (K bytes 16g .. 16g + 15 and 64 + 16g ..) in one instruction, format 0 (e4m3) for both
+            operands and both E8M0 block scales 127 = 2^0, i.e. the plain product (FlyDSL 0.4.2 exposes only
+            the scaled form; LLVM keeps it: the ISA shows v_mfma_scale_...). gfx950 also has 16x16x32_fp8_fp8,
+            at a quarter of the K per instruction; FlyDSL's own gfx950 fp8 GEMMs use the f8f6f4 form too.
+    Any K permutation applied to both operands leaves a dot product unchanged, which is why only "the same K
+    positions in both operands" matters, not which lane holds which K. Scales: scale_a and scale_b (fp32, one
+    element each, on the GPU: read by the kernel, never by the host) are loaded once per lane and multiply the
+    fp32 accumulators before anything else in the epilogue; C is rounded once to bf16.
+
+Your own epilogue: the lowered path (op.json "op": "lowered", tests/lowered_examples/CONTRACT_GEMM.md)
+    The template traces the user's function into lowered.py: HEAD = "matmul" (this tile loop), INPUTS with
+    KINDS ("a", "b", then "row" [M, N] | "vector" [N] | "per_row" [M] or [M, 1]), one "row" output and compute(acc,
+    *epilogue values, n, reduce). The epilogue keeps the store layout: lane (g, i) holds C[row, col .. col + 7]
+    per (M tile t, column pair p), so it calls compute once per such chunk with 8-wide fp32 vectors: the
+    accumulators (times scale_a * scale_b for fp8), a "row" input's [row, col .. col + 7] (one 16-byte load),
+    a "vector" input's [col .. col + 7] (loaded once per column pair, before the tile loop's stores), a
+    "per_row" input's [row] (once per M tile, broadcast). The result is rounded to C's dtype (OUT_DTYPES:
+    a's, bf16 for fp8, or fp32: two dwordx4) and stored as above. Out of range: the 16-byte loads take the
+    stores' rule (a chunk with row >= M or col >= N gets offset 0x80000000: not read); when N % 8 != 0 (the
+    _st16 variant) every epilogue element is one load at its own offset, kept iff row < M and its col < N.
+    epilogue_kernel has flydsl_lowered.SLOTS tensor slots (A, B, the epilogue inputs, [scale_a, scale_b,] C)
+    and the lowered.py hash as a Constexpr; the built-in matmul_kernel is compiled from the same tile loop and
+    its ISA is unchanged by all of this.
+
 Verification: compiled to gfx942/gfx950 ISA on a CPU (MFMA, dwordx4 buffer loads, ds_read/ds_write, no
 scratch, no spills); it has not run on AMD hardware. The index math above (offsets, OOB redirects, swizzle,
 MFMA lane maps, epilogue, tile renumbering) is re-traced lane by lane in numpy by benchmarks/models/
@@ -136,10 +183,12 @@ compile-only from flydsl_runtime.py.
 Interface (the same in every kbaseline cell):
     run(a, b, out=None)         -> out         a [M,K], b [N,K] contiguous ROCm bf16/fp16; out [M,N]; compiles once
                                                per (Config, dtype), prepares a launch once per argument signature.
+    run(a, b, scale_a, scale_b, out=None)      fp8: a, b of the target's e4m3; C bf16
+    run(*lowered.INPUTS, out=None)             op "lowered" (fp8 too: INPUTS, then scale_a, scale_b)
     compile_only(case, out_dir) -> ISA text    compile the config run() picks for `case` on op.json's target
                                                (gfx942 | gfx950) with no GPU, in a child process
                                                (flydsl_runtime.py, tools/rocm_env.py); writes
-                                               kernel_matmul_<dtype>_<tile tag>.<gfx>.s
+                                               kernel_<matmul | lowered>_<dtype>_<tile tag>.<gfx>.s
     describe(case)              -> dict         tile, stages, LDS bytes, threads, grid, for the report
 """
 
@@ -147,25 +196,32 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+import flydsl_lowered as lw
 import flydsl_runtime as rt
 import host
-from flydsl.expr import rocdl
+from flydsl.expr import const_expr, range_constexpr, rocdl
 from flydsl.runtime.device import get_rocm_arch
 from flydsl_runtime import COMPUTE_UNITS, MAX_BYTES, WAVE, target
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
+DTYPE = OP_SPEC.get("dtype")
 
 THREADS = 256  # 4 waves of 64 lanes, arranged 2 (M) x 2 (N) over the tile
-TILE_K = 64  # 64 bf16/fp16 = 128 bytes: one LDS row of a tile is exactly the 32 banks x 4 bytes
-CHUNK = 8  # elements per 16-byte access (dwordx4 buffer load, ds_write_b128, ds_read_b128)
+ROW_BYTES = 128  # one LDS row of a tile = the 32 banks x 4 bytes: 64 bf16/fp16 or 128 fp8 of K
+ACCESS = 16  # bytes per access (dwordx4 buffer load, ds_write_b128, ds_read_b128, dwordx4 store)
+TILE_K = ROW_BYTES // 2  # 64: the K tile of bf16/fp16 (fp8: ROW_BYTES = 128, see Config.tile_k)
+CHUNK = ACCESS // 2  # 8 bf16/fp16 per 16-byte access; also the C columns a lane holds per column pair
 OOB = -(2**31)  # byte offset 0x80000000: past num_records of any tensor < 2 GiB -> load reads 0, store dropped
 LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}  # per CU
 LDS_BUDGET = 65536  # what this cell plans with on both targets (gfx942's LDS); see the docstring
 NUM_XCDS = 8  # chiplets; the dispatcher hands workgroup i to XCD i % 8 (each XCD has its own L2)
+FP8_FORMAT = {"gfx942": "float8_e4m3fnuz", "gfx950": "float8_e4m3fn"}  # the e4m3 each target's MFMA reads
+E8M0_ONE = 127  # the E8M0 block scale 2^0: gfx950's scaled fp8 MFMA with both scales 1 is the plain product
 
 
 @dataclass(frozen=True)
@@ -177,10 +233,15 @@ class Config:
     stages: int = 1  # LDS buffers: 1 = prefetch the next K tile into VGPRs only; 2 = also double-buffer LDS
     vec_store: bool = True  # N % 8 == 0: 16-byte C stores; otherwise one 2-byte store per element
     group_m: int = 8  # tile raster: groups of group_m tile rows, for L2 reuse
+    elem_bytes: int = 2  # bytes of an A/B element: 2 (bf16, fp16) or 1 (fp8); the K tile is one LDS row of them
+
+    @property
+    def tile_k(self) -> int:
+        return ROW_BYTES // self.elem_bytes
 
     @property
     def stage_bytes(self) -> int:
-        return (self.tile_m + self.tile_n) * TILE_K * 2
+        return (self.tile_m + self.tile_n) * ROW_BYTES
 
     @property
     def lds_bytes(self) -> int:
@@ -188,17 +249,16 @@ class Config:
 
     @property
     def tag(self) -> str:
-        return f"{self.tile_m}x{self.tile_n}x{TILE_K}_s{self.stages}" + ("" if self.vec_store else "_st16")
+        return f"{self.tile_m}x{self.tile_n}x{self.tile_k}_s{self.stages}" + ("" if self.vec_store else "_st16")
 
 
 def stages_for(tile_m: int, tile_n: int, arch: str) -> int:
     """Two LDS buffers when they fit the LDS budget, else one (256 x 128: one; 64 x 64: two)."""
-    return 2 if 2 * (tile_m + tile_n) * TILE_K * 2 <= min(LDS_BYTES[arch], LDS_BUDGET) else 1
+    return 2 if 2 * (tile_m + tile_n) * ROW_BYTES <= min(LDS_BYTES[arch], LDS_BUDGET) else 1
 
 
 DEFAULT_TILE = (256, 128)
 SMALL_TILE = (64, 64)
-
 
 
 def big_tiles(m: int, n: int, cus: int) -> bool:
@@ -206,16 +266,16 @@ def big_tiles(m: int, n: int, cus: int) -> bool:
     return -(-m // DEFAULT_TILE[0]) * -(-n // DEFAULT_TILE[1]) >= cus
 
 
-def config_for(big: bool, vec_store: bool, arch: str) -> Config:
+def config_for(big: bool, vec_store: bool, arch: str, elem_bytes: int = 2) -> Config:
     """The Config of one choice: 256x128 tiles (big) or 64x64, 16-byte C stores (N % 8 == 0) or 2-byte ones."""
     tm, tn = DEFAULT_TILE if big else SMALL_TILE
-    return Config(tile_m=tm, tile_n=tn, stages=stages_for(tm, tn, arch), vec_store=vec_store)
+    return Config(tile_m=tm, tile_n=tn, stages=stages_for(tm, tn, arch), vec_store=vec_store, elem_bytes=elem_bytes)
 
 
-def choose_config(m: int, n: int, arch: str, cus: int | None = None) -> Config:
+def choose_config(m: int, n: int, arch: str, cus: int | None = None, elem_bytes: int = 2) -> Config:
     """256x128 tiles when they make at least one full wave of workgroups over the CUs; otherwise (skinny M,
     small problems: memory-bound) 64x64 tiles, so that more CUs stream their share of the operands."""
-    return config_for(big_tiles(m, n, cus or COMPUTE_UNITS), n % CHUNK == 0, arch)
+    return config_for(big_tiles(m, n, cus or COMPUTE_UNITS), n % CHUNK == 0, arch, elem_bytes)
 
 
 # ---------------------------------------------------------------- index math (plain ints or fx.Int32)
@@ -226,9 +286,9 @@ def lds_swizzle(row):
     return (row & 7) ^ (((row >> 3) & 1) * 4)
 
 
-def lds_offset(row, chunk):
-    """Element offset of 16-byte chunk `chunk` (0..7) of row `row` in a [rows, 64] LDS tile."""
-    return row * TILE_K + (chunk ^ lds_swizzle(row)) * CHUNK
+def lds_offset(row, chunk, elem_bytes: int = 2):
+    """Element offset of 16-byte chunk `chunk` (0..7) of row `row` in a [rows, 128 bytes] LDS tile."""
+    return row * (ROW_BYTES // elem_bytes) + (chunk ^ lds_swizzle(row)) * (ACCESS // elem_bytes)
 
 
 def b_tile_row(p, t, i):
@@ -264,7 +324,7 @@ def raster(pid, tiles_m, tiles_n, group_m):
     return first_m + r % rows, r // rows
 
 
-# ---------------------------------------------------------------- kernel
+# ---------------------------------------------------------------- kernel: MFMAs
 
 
 def _mfma(x, y, acc, wide: bool, dtype):
@@ -287,19 +347,58 @@ def _mfma(x, y, acc, wide: bool, dtype):
     return acc
 
 
-@flyc.kernel
-def matmul_kernel(
-    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor, m: fx.Int32, n: fx.Int32, k: fx.Int32,
-    tile_m: fx.Constexpr[int], tile_n: fx.Constexpr[int], stages: fx.Constexpr[int],
-    vec_store: fx.Constexpr[bool], group_m: fx.Constexpr[int],
-):
+def _mfma_fp8(xs, ys, acc, wide: bool):
+    """acc += x . y over this lane's fp8 K-values: xs / ys are its 16-byte LDS chunks (16 e4m3 each) of its MFMA
+    row (x, a B row) / column (y, an A row), the same K positions in both.
+
+    gfx942: v_mfma_f32_16x16x32_fp8_fp8 takes 8 K-values (one i64) per lane, so each chunk is two instructions
+    (FNUZ e4m3). gfx950: v_mfma_scale_f32_16x16x128_f8f6f4 (format 0 = OCP e4m3 for both operands, both E8M0
+    scales 2^0) takes 32 K-values (8 dwords) per lane: the lane's two chunks of the tile in one instruction."""
+    f32x4 = fx.Vector.make_type(4, fx.Float32)
+    if wide:
+        x = xs[0].shuffle(xs[1], list(range(2 * ACCESS))).bitcast(fx.Int32)
+        y = ys[0].shuffle(ys[1], list(range(2 * ACCESS))).bitcast(fx.Int32)
+        one = fx.Int32(E8M0_ONE)
+        return fx.Vector(rocdl.mfma_scale_f32_16x16x128_f8f6f4(f32x4, [x, y, acc, 0, 0, 0, one, 0, one]))
+    for x, y in zip(xs, ys):
+        x64, y64 = x.bitcast(fx.Int64), y.bitcast(fx.Int64)
+        for h in range(2):
+            acc = fx.Vector(rocdl.mfma_f32_16x16x32_fp8_fp8(f32x4, [x64[h], y64[h], acc, 0, 0, 0]))
+    return acc
+
+
+# ---------------------------------------------------------------- kernel: the tile loop (every variant)
+
+
+def _shared_storage(dtype, a_elems: int, b_elems: int):
+    """The LDS struct of the A and B stages, 16-byte aligned (annotations built here: this module's
+    `from __future__ import annotations` would leave them strings in a helper)."""
+    return fx.struct(type("SharedStorage", (), {"__annotations__": {"a": fx.Array[dtype, a_elems, 16],
+                                                                      "b": fx.Array[dtype, b_elems, 16]}}))
+
+
+def _tile_loop(A, B, m, n, k, tile_m, tile_n, stages, group_m, epilogue_tensors):
+    """One workgroup's C tile: the tile choice, the buffer resources, the LDS, and the K loop as three calls
+    that every kernel body makes (FlyDSL rewrites `for kt in range(...)` into a dynamic scf.for only in a
+    kernel's own body, so the loop statement itself lives there):
+
+        tl = _tile_loop(...); acc, step = tl.start(), tl.step
+        for kt in range(0, tl.k_tiles - 1):
+            acc = step(acc, kt)   # not tl.step(...): the rewriter carries a name whose method is called
+        acc = tl.finish(acc)
+
+    Besides: what an epilogue needs (the tile origin, this lane's place in the MFMA result, the buffer resources
+    of `epilogue_tensors`, made where the built-in kernel has always made C's)."""
     dtype = A.element_type
-    wide = get_rocm_arch().startswith("gfx950")  # 16x16x32 MFMA (CDNA4) vs 16x16x16 (CDNA3)
+    eb = dtype.width // 8  # 2: bf16 / fp16; 1: fp8
+    tile_k, chunk = ROW_BYTES // eb, ACCESS // eb  # K per tile, elements per 16-byte access
+    wide = get_rocm_arch().startswith("gfx950")  # CDNA4's MFMA shapes (16x16x32 16-bit, 16x16x128 fp8)
+    per_mfma = 2 if eb == 1 and wide else 1  # LDS chunks per MFMA operand (gfx950 fp8: 32 bytes per lane)
     wave_m, wave_n = tile_m // 2, tile_n // 2  # each wave: a (wave_m x wave_n) block of C
     mt, npairs = wave_m // 16, wave_n // 32  # MFMA tiles along M; pairs of 16-column MFMA tiles along N
-    rows_per_load = THREADS // (TILE_K // CHUNK)  # 32 tile rows per dwordx4 load instruction
+    rows_per_load = THREADS // (ROW_BYTES // ACCESS)  # 32 tile rows per dwordx4 load instruction
     loads_a, loads_b = tile_m // rows_per_load, tile_n // rows_per_load
-    a_elems, b_elems = tile_m * TILE_K, tile_n * TILE_K
+    a_elems, b_elems = tile_m * tile_k, tile_n * tile_k
 
     tid = fx.thread_idx.x
     lane, wave = tid & (WAVE - 1), tid >> 6
@@ -317,25 +416,21 @@ def matmul_kernel(
     # ---- buffer resources: num_records = tensor bytes (hardware bound for the OOB offset below)
     rsrc_a = rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(A, max_size=False)))
     rsrc_b = rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(B, max_size=False)))
-    rsrc_c = rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(C, max_size=False)))
+    rsrc_e = [rocdl.get_buffer_rsrc(fx.get_iter(rocdl.make_buffer_tensor(t, max_size=False)))
+              for t in epilogue_tensors]
     zero = fx.as_ir_value(fx.Int32(0))
 
-    @fx.struct
-    class SharedStorage:
-        a: fx.Array[dtype, stages * a_elems, 16]
-        b: fx.Array[dtype, stages * b_elems, 16]
-
-    smem = fx.SharedAllocator().allocate(SharedStorage)
+    smem = fx.SharedAllocator().allocate(_shared_storage(dtype, stages * a_elems, stages * b_elems))
     s_a = smem.a.peek().ptr
     s_b = smem.b.peek().ptr
-    v8 = fx.Vector.make_type(CHUNK, dtype)
+    v_chunk = fx.Vector.make_type(chunk, dtype)
     i32x4 = fx.Vector.make_type(4, fx.Int32)
 
     # ---- global -> VGPR plan: thread tid loads chunk c_t of tile rows q * 32 + r_t (q = 0, 1, ...)
     r_t, c_t = tid >> 3, tid & 7
     a_rows = [q * rows_per_load + r_t for q in range(loads_a)]
     b_rows = [q * rows_per_load + r_t for q in range(loads_b)]
-    row_bytes = k * 2
+    row_bytes = k * eb
     a_base = [(m0 + r) * row_bytes + c_t * 16 for r in a_rows]
     b_base = [(n0 + r) * row_bytes + c_t * 16 for r in b_rows]
     a_ok = [m0 + r < m for r in a_rows]
@@ -344,8 +439,8 @@ def matmul_kernel(
     def load_tile(kt):
         """K tile kt of A and B -> VGPRs (dwordx4 each). A chunk outside the matrix (row >= M / N, or
         K column >= K) gets byte offset 0x80000000, past num_records: the hardware returns zeros."""
-        k_ok = kt * TILE_K + c_t * CHUNK < k  # K % 8 == 0: a 16-byte chunk is all in or all out
-        k_bytes = kt * (TILE_K * 2)
+        k_ok = kt * tile_k + c_t * chunk < k  # K * bytes % 16 == 0: a 16-byte chunk is all in or all out
+        k_bytes = kt * ROW_BYTES
         regs = []
         for base, ok in zip(a_base, a_ok):
             off = (ok & k_ok).select(base + k_bytes, OOB)
@@ -358,32 +453,40 @@ def matmul_kernel(
     def store_tile(regs, stage):
         """VGPRs -> LDS buffer `stage` (ds_write_b128), XOR-swizzled chunks."""
         for q, r in enumerate(a_rows):
-            fx.ptr_store(fx.Vector(regs[q]).bitcast(dtype), s_a + stage * a_elems + lds_offset(r, c_t))
+            fx.ptr_store(fx.Vector(regs[q]).bitcast(dtype), s_a + stage * a_elems + lds_offset(r, c_t, eb))
         for q, r in enumerate(b_rows):
-            fx.ptr_store(fx.Vector(regs[loads_a + q]).bitcast(dtype), s_b + stage * b_elems + lds_offset(r, c_t))
+            fx.ptr_store(fx.Vector(regs[loads_a + q]).bitcast(dtype),
+                         s_b + stage * b_elems + lds_offset(r, c_t, eb))
 
     a_row = [wm * wave_m + 16 * t + i for t in range(mt)]  # A rows this lane feeds to the MFMAs
     b_row = [wn * wave_n + b_tile_row(p, t, i) for p in range(npairs) for t in range(2)]
 
+    def mma(x, y, acc):
+        return _mfma_fp8(x, y, acc, wide) if eb == 1 else _mfma(x[0], y[0], acc, wide, dtype)
+
     def compute_tile(acc, stage):
-        """All MFMAs of one 64-deep K tile from LDS buffer `stage`: 2 steps of 32 K-values; lane group g
-        reads K-values 8g .. 8g + 7 of the step (one ds_read_b128 per MFMA row / column)."""
-        for kk in fx.range_constexpr(TILE_K // 32):
-            chunk = 4 * kk + g
-            av = [fx.ptr_load(s_a + stage * a_elems + lds_offset(r, chunk), result_type=v8) for r in a_row]
-            bv = [fx.ptr_load(s_b + stage * b_elems + lds_offset(r, chunk), result_type=v8) for r in b_row]
+        """All MFMAs of one K tile (128 bytes of K) from LDS buffer `stage`: 2 steps of 64 bytes; lane group g
+        reads 16-byte chunk 4 * step + g of each MFMA row / column (one ds_read_b128 each). gfx950 fp8 takes
+        both steps' chunks in one MFMA, so it reads both, then multiplies."""
+        for kk in fx.range_constexpr(2 // per_mfma):
+            chunks = [4 * (per_mfma * kk + s) + g for s in range(per_mfma)]
+            av = [[fx.ptr_load(s_a + stage * a_elems + lds_offset(r, c, eb), result_type=v_chunk) for c in chunks]
+                  for r in a_row]
+            bv = [[fx.ptr_load(s_b + stage * b_elems + lds_offset(r, c, eb), result_type=v_chunk) for c in chunks]
+                  for r in b_row]
             # MFMA operand x = B rows (N), y = A rows (M): the result tile is C^T, so each lane ends up
             # holding 4 consecutive N columns of one C row (see b_tile_row for the 8-column pairing).
-            acc = [_mfma(bv[j], av[t], acc[t * len(b_row) + j], wide, dtype)
-                   for t in range(mt) for j in range(len(b_row))]
+            acc = [mma(bv[j], av[t], acc[t * len(b_row) + j]) for t in range(mt) for j in range(len(b_row))]
         return acc
 
-    # ---- main loop over K tiles: prefetch tile kt + 1 into VGPRs while the MFMAs work on tile kt
-    k_tiles = (k + TILE_K - 1) // TILE_K
-    store_tile(load_tile(0), 0)
-    fx.gpu.barrier()
-    acc = [fx.Vector.from_elements([fx.Float32(0.0)] * 4, fx.Float32) for _ in range(mt * 2 * npairs)]
-    for kt in range(0, k_tiles - 1):
+    # ---- the K loop's three parts; the kernel body runs them (see _tile_loop's docstring)
+    def start():
+        store_tile(load_tile(0), 0)
+        fx.gpu.barrier()
+        return [fx.Vector.from_elements([fx.Float32(0.0)] * 4, fx.Float32) for _ in range(mt * 2 * npairs)]
+
+    def step(acc, kt):
+        """K tile kt's MFMAs while tile kt + 1 goes HBM -> VGPRs -> LDS."""
         nxt = load_tile(kt + 1)
         if fx.const_expr(stages == 1):
             acc = compute_tile(acc, 0)
@@ -394,24 +497,137 @@ def matmul_kernel(
             acc = compute_tile(acc, kt & 1)
             store_tile(nxt, (kt + 1) & 1)  # the other buffer: last read before the previous barrier
             fx.gpu.barrier()
-    acc = compute_tile(acc, 0 if stages == 1 else (k_tiles - 1) & 1)
+        return acc
 
-    # ---- epilogue: lane (g, i) holds C[row, col .. col + 7] of every (M tile t, column pair p)
-    for t in fx.range_constexpr(mt):
-        row = m0 + wm * wave_m + 16 * t + i
+    k_tiles = (k + tile_k - 1) // tile_k
+    return SimpleNamespace(start=start, step=step, k_tiles=k_tiles,
+                           finish=lambda acc: compute_tile(acc, 0 if stages == 1 else (k_tiles - 1) & 1),
+                           m0=m0, n0=n0, wm=wm, wn=wn, wave_m=wave_m, wave_n=wave_n, g=g, i=i, mt=mt,
+                           npairs=npairs, rsrc=rsrc_e, zero=zero)
+
+
+# ---------------------------------------------------------------- kernel: epilogues
+
+
+def _for_lane_chunks(acc, lane, m, body):
+    """body(t, p, row, row_ok, col, values) for lane (g, i)'s C[row, col .. col + 7] of every (M tile t, column
+    pair p): the 8 fp32 values of MFMA tiles 2p and 2p + 1 joined (b_tile_row). row / col may lie past M / N."""
+    for t in range_constexpr(lane.mt):
+        row = lane.m0 + lane.wm * lane.wave_m + 16 * t + lane.i
         row_ok = row < m
-        for p in fx.range_constexpr(npairs):
-            col = n0 + wn * wave_n + 32 * p + 8 * g
-            lo, hi = acc[t * 2 * npairs + 2 * p], acc[t * 2 * npairs + 2 * p + 1]
-            out = lo.shuffle(hi, list(range(8))).to(dtype)
-            if fx.const_expr(vec_store):
-                off = (row_ok & (col < n)).select((row * n + col) * 2, OOB)
-                rocdl.raw_ptr_buffer_store(fx.as_ir_value(out.bitcast(fx.Int32)), rsrc_c, fx.as_ir_value(off), zero)
+        for p in range_constexpr(lane.npairs):
+            col = lane.n0 + lane.wn * lane.wave_n + 32 * p + 8 * lane.g
+            lo, hi = acc[t * 2 * lane.npairs + 2 * p], acc[t * 2 * lane.npairs + 2 * p + 1]
+            body(t, p, row, row_ok, col, lo.shuffle(hi, list(range(CHUNK))))
+
+
+def _store_c(rsrc, values, dtype, row, col, row_ok, n, vec_store: bool, zero):
+    """Round C[row, col .. col + 7] (8 fp32) to dtype and store it: 16-byte stores (N % 8 == 0: the chunk is all
+    in or all out) or one store per element, each kept iff row < M and its column < N (others: offset OOB)."""
+    out = values.to(dtype)
+    eb = dtype.width // 8
+    if const_expr(vec_store):
+        if const_expr(eb == 2):
+            off = (row_ok & (col < n)).select((row * n + col) * 2, OOB)
+            rocdl.raw_ptr_buffer_store(fx.as_ir_value(out.bitcast(fx.Int32)), rsrc, fx.as_ir_value(off), zero)
+        else:  # fp32 C: the 32 bytes as two dwordx4
+            ok = row_ok & (col < n)
+            words = out.bitcast(fx.Int32)
+            for h in range_constexpr(2):
+                off = ok.select((row * n + col) * 4 + ACCESS * h, OOB)
+                rocdl.raw_ptr_buffer_store(fx.as_ir_value(words.shuffle(words, list(range(4 * h, 4 * h + 4)))),
+                                           rsrc, fx.as_ir_value(off), zero)
+    else:
+        bits = out.bitcast(fx.Int16 if eb == 2 else fx.Int32)
+        for e in range_constexpr(CHUNK):
+            off = (row_ok & (col + e < n)).select((row * n + col + e) * eb, OOB)
+            rocdl.raw_ptr_buffer_store(fx.as_ir_value(bits[e]), rsrc, fx.as_ir_value(off), zero)
+
+
+def _load_cols(rsrc, dtype, first, ok, vec: bool, oks, zero):
+    """Elements first .. first + 7 of a 1-D view of a tensor, as 8 fp32: 16-byte loads when vec (the 8 are all in
+    or all out: `ok`), else one load per element (`oks[e]`); what is out of range is never read (offset OOB)."""
+    eb = dtype.width // 8
+    if const_expr(vec):
+        i32x4 = fx.Vector.make_type(4, fx.Int32)
+        parts = [fx.Vector(rocdl.raw_ptr_buffer_load(i32x4, rsrc, ok.select(first * eb + ACCESS * h, OOB), zero))
+                 for h in range(CHUNK * eb // ACCESS)]
+        words = parts[0] if len(parts) == 1 else parts[0].shuffle(parts[1], list(range(8)))
+        return words.bitcast(dtype).to(fx.Float32)
+    elems = [rocdl.raw_ptr_buffer_load(dtype.ir_type, rsrc, oks[e].select((first + e) * eb, OOB), zero)
+             for e in range(CHUNK)]
+    return fx.Vector.from_elements([dtype(v) for v in elems], dtype).to(fx.Float32)
+
+
+def _load_scalar(rsrc, dtype, index, ok, zero):
+    """Element `index` of a 1-D tensor as an fp32 scalar; when `ok` is false it is not read (0)."""
+    off = index * (dtype.width // 8)
+    if const_expr(ok is not None):
+        off = ok.select(off, OOB)
+    return dtype(rocdl.raw_ptr_buffer_load(dtype.ir_type, rsrc, off, zero)).to(fx.Float32)
+
+
+def _epilogue(acc, lane, tensors, kinds, scaled: bool, lowered: bool, m, n, vec_store: bool):
+    """C = compute(scale_a * scale_b * acc, *extras) per lane chunk, then the stores of _store_c.
+
+    tensors: the epilogue inputs (KINDS[2:] order), then scale_a and scale_b when scaled, then C; lane.rsrc holds
+    their buffer resources. Per kind, for C[row, col .. col + 7]: "row" residual[row, col ..] (16-byte loads, or
+    one per element when N % 8 != 0), "vector" v[col ..] (loaded once per column pair), "per_row" v[row]
+    (loaded once per M tile, broadcast)."""
+    rs, zero = lane.rsrc, lane.zero
+    dtypes = [t.element_type for t in tensors]
+    nf = fx.Float32(n)
+    scale = None
+    if const_expr(scaled):
+        scale = (_load_scalar(rs[len(kinds)], fx.Float32, fx.Int32(0), None, zero)
+                 * _load_scalar(rs[len(kinds) + 1], fx.Float32, fx.Int32(0), None, zero))
+    cols = {}  # (extra, pair) -> the 8 values of a "vector" extra, loaded once per column pair
+    for x, kind in enumerate(kinds):
+        if const_expr(kind == "vector"):
+            for p in range_constexpr(lane.npairs):
+                col = lane.n0 + lane.wn * lane.wave_n + 32 * p + 8 * lane.g
+                cols[x, p] = _load_cols(rs[x], dtypes[x], col, col < n, vec_store,
+                                        [col + e < n for e in range(CHUNK)], zero)
+    rows = {}  # (extra, M tile) -> the fp32 scalar of a "per_row" extra, loaded once per M tile
+
+    def chunk(t, p, row, row_ok, col, values):
+        extras = []
+        for x, kind in enumerate(kinds):
+            if const_expr(kind == "row"):
+                oks = [row_ok & (col + e < n) for e in range(CHUNK)]
+                extras.append(_load_cols(rs[x], dtypes[x], row * n + col, row_ok & (col < n), vec_store, oks, zero))
+            elif const_expr(kind == "vector"):
+                extras.append(cols[x, p])
             else:
-                bits = out.bitcast(fx.Int16)
-                for e in fx.range_constexpr(CHUNK):
-                    off = (row_ok & (col + e < n)).select((row * n + col + e) * 2, OOB)
-                    rocdl.raw_ptr_buffer_store(fx.as_ir_value(bits[e]), rsrc_c, fx.as_ir_value(off), zero)
+                if const_expr((x, t) not in rows):
+                    rows[x, t] = _load_scalar(rs[x], dtypes[x], row, row_ok, zero)
+                extras.append(fx.Vector.filled(values.shape, rows[x, t], fx.Float32))
+        if const_expr(scaled):
+            values = values * scale
+        if const_expr(lowered):
+            (values,) = lw.compute([values, *extras], nf, None)
+        _store_c(rs[-1], values, dtypes[-1], row, col, row_ok, n, vec_store, zero)
+
+    _for_lane_chunks(acc, lane, m, chunk)
+
+
+# ---------------------------------------------------------------- kernels and launchers
+
+
+@flyc.kernel
+def matmul_kernel(
+    A: fx.Tensor, B: fx.Tensor, C: fx.Tensor, m: fx.Int32, n: fx.Int32, k: fx.Int32,
+    tile_m: fx.Constexpr[int], tile_n: fx.Constexpr[int], stages: fx.Constexpr[int],
+    vec_store: fx.Constexpr[bool], group_m: fx.Constexpr[int],
+):
+    """The built-in op: C = A . B^T, bf16 / fp16 in and out."""
+    lane = _tile_loop(A, B, m, n, k, tile_m, tile_n, stages, group_m, [C])
+    acc, step = lane.start(), lane.step  # a plain name: a method call in the loop would make `lane` loop state
+    for kt in range(0, lane.k_tiles - 1):
+        acc = step(acc, kt)
+    acc = lane.finish(acc)
+    _for_lane_chunks(acc, lane, m, lambda t, p, row, row_ok, col, values: _store_c(
+        lane.rsrc[0], values, A.element_type, row, col, row_ok, n, vec_store, lane.zero))
 
 
 @flyc.jit
@@ -428,11 +644,55 @@ def matmul_launch(
     )
 
 
+def _epilogue_kinds(key: str) -> tuple:
+    """The epilogue inputs' kinds: lowered.KINDS[2:] for a lowered op (key = its hash), none for fp8's matmul."""
+    return lw.facts().kinds[2:] if key else ()
+
+
+@flyc.kernel
+def epilogue_kernel(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, m: fx.Int32, n: fx.Int32, k: fx.Int32,
+    tile_m: fx.Constexpr[int], tile_n: fx.Constexpr[int], stages: fx.Constexpr[int],
+    vec_store: fx.Constexpr[bool], group_m: fx.Constexpr[int], scaled: fx.Constexpr[bool], key: fx.Constexpr[str],
+):
+    """fp8 and/or a lowered epilogue: slots A, B, the epilogue inputs, [scale_a, scale_b,] C (then unused)."""
+    kinds = _epilogue_kinds(key)
+    tensors = [T0, T1, T2, T3, T4, T5, T6, T7][2:2 + len(kinds) + (2 if scaled else 0) + 1]
+    lane = _tile_loop(T0, T1, m, n, k, tile_m, tile_n, stages, group_m, tensors)
+    acc, step = lane.start(), lane.step  # a plain name: a method call in the loop would make `lane` loop state
+    for kt in range(0, lane.k_tiles - 1):
+        acc = step(acc, kt)
+    acc = lane.finish(acc)
+    _epilogue(acc, lane, tensors, kinds, scaled, bool(key), m, n, vec_store)
+
+
+@flyc.jit
+def epilogue_launch(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, m: fx.Int32, n: fx.Int32, k: fx.Int32,
+    tile_m: fx.Constexpr[int], tile_n: fx.Constexpr[int], stages: fx.Constexpr[int],
+    vec_store: fx.Constexpr[bool], group_m: fx.Constexpr[int], scaled: fx.Constexpr[bool], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """Host side of epilogue_kernel: the same grid as matmul_launch."""
+    tiles = ((m + tile_m - 1) // tile_m) * ((n + tile_n - 1) // tile_n)
+    epilogue_kernel(T0, T1, T2, T3, T4, T5, T6, T7, m, n, k, tile_m, tile_n, stages, vec_store, group_m, scaled,
+                    key).launch(grid=(tiles, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+
+# ---------------------------------------------------------------- host side
+
+
 def _constexprs(cfg: Config) -> tuple:
     return cfg.tile_m, cfg.tile_n, cfg.stages, cfg.vec_store, cfg.group_m
 
 
-_compiled: dict = {}  # (Config, dtype) -> compiled launcher; M, N, K are runtime values
+def _epilogue_constexprs(cfg: Config, scaled: bool, key: str) -> tuple:
+    return (*_constexprs(cfg), scaled, key)
+
+
+_compiled: dict = {}  # (Config, dtypes[, scaled, key]) -> compiled launcher; M, N, K are runtime values
 _launches: dict = {}  # run()'s signature (dtypes, devices, the config choice) -> rt.Launch
 
 
@@ -441,6 +701,13 @@ def _compile_args(dtype: str, cfg: Config) -> tuple:
     then the constexprs of the config."""
     x = rt.placeholder(dtype, 64 * 64)
     return (x, x.clone(), x.clone(), 64, 64, 64, *_constexprs(cfg))
+
+
+def _epilogue_compile_args(dtypes, cfg: Config, scaled: bool, key: str) -> tuple:
+    """The same for epilogue_launch: placeholders of `dtypes` (torch names: A, B, the epilogue inputs, [scale_a,
+    scale_b,] C) in the tensor slots."""
+    return (*lw.slots([rt.placeholder(d, 64 * 64) for d in dtypes]), 64, 64, 64,
+            *_epilogue_constexprs(cfg, scaled, key))
 
 
 def _prepare(a, b, out, choice):
@@ -459,12 +726,17 @@ def _prepare(a, b, out, choice):
     return rt.Launch("matmul", fn, _constexprs(cfg), a.get_device(), MAX_BYTES // a.element_size())
 
 
-def run(a, b, out=None, cfg: Config | None = None):
-    """out[M,N] = a[M,K] @ b[N,K].T on the current stream (bf16/fp16 in and out, fp32 accumulation).
+def run(*inputs, out=None, cfg: Config | None = None):
+    """out[M,N] = a[M,K] @ b[N,K].T on the current stream (bf16/fp16 in and out, fp32 accumulation); fp8 and a
+    lowered op take their own inputs (see _run_epilogue).
 
     The hot path is the config choice (integer arithmetic on M, N and the device's CU count), a dict lookup,
     the checks FlyDSL's call does not make (shapes, K % 8, contiguity, alignment, the 2 GiB limit), 1-D views
     and the launch; see flydsl_runtime.py."""
+    if EPILOGUE:
+        return _run_epilogue(inputs, out, cfg)
+    host.check_count("matmul", inputs, 2)
+    a, b = inputs
     if a.dim() != 2 or b.dim() != 2:
         _prepare(a, b, out, cfg)  # raises, in host.py's words
     (m, k), n = a.shape, b.shape[0]
@@ -487,6 +759,115 @@ def run(a, b, out=None, cfg: Config | None = None):
     return out
 
 
+# ---- fp8 and the lowered epilogue
+
+
+EPILOGUE = OP == "lowered" or DTYPE == "fp8"  # run() goes through epilogue_kernel
+SCALED = DTYPE == "fp8"
+
+
+def _epilogue_spec():
+    """(lowered module or None, the epilogue inputs' kinds, the hash key) of this workspace's epilogue."""
+    if OP != "lowered":
+        return None, (), ""
+    f = lw.facts()
+    return f.module, f.kinds[2:], f.key
+
+
+def _prepare_epilogue(inputs, out, choice):
+    """A signature's first call of the fp8 / lowered path, or a refused one: host.py's GEMM checks (the CuTe DSL
+    cell's too), the 2 GiB limit, one GPU, the config and the launch.
+
+    Its facts: (element limit per tensor, C's torch dtype)."""
+    lowered, kinds, key = _epilogue_spec()
+    name = lowered.SOURCE if lowered else "matmul"
+    arch = rt.device_target(name)
+    out, m, n = _check_epilogue_operands(name, lowered, kinds, inputs, out)
+    tensors = (*inputs, out)
+    if len(tensors) > lw.SLOTS:
+        raise ValueError(f"{name}: {len(tensors)} tensors (inputs, scales, C) exceed the launcher's {lw.SLOTS} "
+                         "tensor slots (flydsl_lowered.SLOTS)")
+    lw.check_buffer_range(tensors)
+    if len({t.get_device() for t in tensors}) != 1:
+        raise ValueError(f"{name}: every tensor must be on one GPU")
+    elem = inputs[0].element_size()
+    cfg = choice if isinstance(choice, Config) else config_for(*choice, arch, elem)
+    dtypes = tuple(str(t.dtype).removeprefix("torch.") for t in tensors)
+    fn = rt.compiled(_compiled, (cfg, dtypes, SCALED, key), epilogue_launch,
+                     lambda: _epilogue_compile_args(dtypes, cfg, SCALED, key))
+    return rt.Launch(name, fn, _epilogue_constexprs(cfg, SCALED, key), inputs[0].get_device(),
+                     (MAX_BYTES // max(t.element_size() for t in tensors), out.dtype))
+
+
+def _check_epilogue_operands(name, lowered, kinds, inputs, out):
+    """(C, M, N) once host.py's GEMM checks (the CuTe DSL cell's too) pass: the count, a and b (fp8: of this GPU's
+    e4m3), C of OUT_DTYPES[0] ("input": a's dtype, bf16 for fp8; "fp32"), the epilogue inputs by KINDS, the
+    scales."""
+    import torch
+
+    n_in = len(kinds) + 2
+    host.check_count(name, inputs, n_in + 2 * SCALED)
+    a, b = inputs[:2]
+    if SCALED:
+        host.fp8_format(name, (a, b), _torch_dtype(FP8_FORMAT[rt.device_target(name)]))
+    else:  # an fp8 a in a bf16 / fp16 workspace has no scales to go with it
+        host.dtype_of(a, name, ("bf16", "fp16"))
+    like = torch.bfloat16 if SCALED else a.dtype
+    c_dtype = torch.float32 if lowered and lowered.OUT_DTYPES[0] == "fp32" else like
+    _, m, n, _, out = host.matmul_dims(a, b, out, "dwordx4 buffer loads", out_dtype=c_dtype)
+    host.epilogue_operands(name, lowered.INPUTS[2:] if lowered else (), kinds, inputs[2:n_in], m, n, like, a.device)
+    if SCALED:
+        host.scale_operands(name, inputs[n_in:], a.device)
+    return out, m, n
+
+
+def _run_epilogue(inputs, out, cfg):
+    """run(a, b, *epilogue inputs[, scale_a, scale_b], out=None): the inputs in lowered.INPUTS order (fp8's
+    matmul: a, b, scale_a, scale_b; fp8 with a lowered op: INPUTS, then the two scales) -> C [M, N]."""
+    lowered, kinds, _ = _epilogue_spec()
+    if len(inputs) < 2 or inputs[0].dim() != 2 or inputs[1].dim() != 2:
+        _prepare_epilogue(inputs, out, cfg)  # raises, in host.py's words
+    a, b = inputs[0], inputs[1]
+    (m, k), n = a.shape, b.shape[0]
+    device = a.get_device()
+    choice = cfg or (big_tiles(m, n, rt.device_compute_units(device)), not n % CHUNK)
+    signature = (tuple((t.dtype, t.get_device()) for t in inputs), out is None or (out.dtype, out.get_device()),
+                 choice)
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare_epilogue(inputs, out, choice)
+    limit, c_dtype = launch.facts
+    if out is None:
+        out = a.new_empty((m, n), dtype=c_dtype)
+    shapes = [host.sized(d, m, n) for d in host.epilogue_dims(lowered.INPUTS[2:] if lowered else ())]
+    if not (len(inputs) == 2 + len(kinds) + 2 * SCALED and b.shape[1] == k and out.shape == (m, n)
+            and 0 < m * k < limit and 0 < n * k < limit and 0 < m * n < limit and not (k * a.element_size()) % 16
+            and all(t.shape == shape for t, shape in zip(inputs[2:], shapes))
+            and all(t.is_contiguous() and not t.data_ptr() & 15 for t in (*inputs[:2 + len(kinds)], out))
+            and all(t.numel() == 1 for t in inputs[2 + len(kinds):])):
+        launch = _prepare_epilogue(inputs, out, choice)  # raises, in host.py's words ...
+        if not m * n:
+            return out  # ... unless C is empty
+    launch(*lw.slots([t.view(-1) for t in (*inputs, out)]), m, n, k)
+    return out
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+def _epilogue_dtypes(arch: str) -> list[str]:
+    """The torch dtypes compile_only compiles the epilogue kernel for: A and B (op.json's dtype; fp8: the target's
+    e4m3), each epilogue input in the epilogue dtype (A's, bf16 for fp8), the scales fp32, C per OUT_DTYPES."""
+    lowered, kinds, _ = _epilogue_spec()
+    ab = FP8_FORMAT[arch] if SCALED else {"bf16": "bfloat16", "fp16": "float16"}[DTYPE]
+    like = "bfloat16" if SCALED else ab
+    c = "float32" if lowered and lowered.OUT_DTYPES[0] == "fp32" else like
+    return [ab, ab, *[like] * len(kinds), *["float32"] * (2 * SCALED), c]
+
+
 def _case_dims(case: dict | None) -> tuple[int, int, int]:
     v = (case or {}).get("vars") or {}
     return int(v.get("M", 8192)), int(v.get("N", 8192)), int(v.get("K", 8192))
@@ -495,44 +876,69 @@ def _case_dims(case: dict | None) -> tuple[int, int, int]:
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
                  dtype: str | None = None, arch: str | None = None) -> str:
     """Compile the config run() would pick for `case` on `arch` (default op.json's target), with no GPU;
-    write kernel_matmul_<dtype>_<tile tag>.<arch>.s under out_dir and return the ISA text."""
+    write kernel_<op>_<dtype>_<tile tag>.<arch>.s under out_dir (op: matmul | lowered) and return the ISA text."""
     dtype = dtype or OP_SPEC["dtype"]
     arch = target(arch)
     m, n, _ = _case_dims(case)
+    if op == "lowered" or dtype == "fp8":
+        cfg = choose_config(m, n, arch, elem_bytes=1 if dtype == "fp8" else 2)
+        _, _, key = _epilogue_spec()
+        return rt.compile_isa(__file__, f"{op}_{dtype}_{cfg.tag}",
+                              ["epilogue", ",".join(_epilogue_dtypes(arch)), SCALED, key, *_constexprs(cfg),
+                               cfg.elem_bytes], arch, out_dir)
     cfg = choose_config(m, n, arch)
     return rt.compile_isa(__file__, f"{op}_{dtype}_{cfg.tag}", [dtype, *_constexprs(cfg)], arch, out_dir)
 
 
-def _emit_isa(dtype: str, tile_m: str, tile_n: str, stages: str, vec_store: str, group_m: str) -> None:
+def _config(tile_m: str, tile_n: str, stages: str, vec_store: str, group_m: str, elem_bytes: str = "2") -> Config:
+    return Config(tile_m=int(tile_m), tile_n=int(tile_n), stages=int(stages), vec_store=vec_store == "True",
+                  group_m=int(group_m), elem_bytes=int(elem_bytes))
+
+
+def _emit_isa(dtype: str, *args: str) -> None:
     """Child side of compile_only: compile what run() compiles for this config (COMPILE_ONLY: nothing launched)."""
-    cfg = Config(tile_m=int(tile_m), tile_n=int(tile_n), stages=int(stages), vec_store=vec_store == "True",
-                 group_m=int(group_m))
-    flyc.compile(matmul_launch, *_compile_args(dtype, cfg))
+    if dtype == "epilogue":
+        dtypes, scaled, key, *cfg = args
+        flyc.compile(epilogue_launch, *_epilogue_compile_args(dtypes.split(","), _config(*cfg), scaled == "True", key))
+        return
+    flyc.compile(matmul_launch, *_compile_args(dtype, _config(*args)))
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
     m, n, k = _case_dims(case)
     arch = target()
-    cfg = choose_config(m, n, arch)
+    cfg = choose_config(m, n, arch, elem_bytes=1 if SCALED else 2)
     tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+    lowered, kinds, _ = _epilogue_spec()
+    if SCALED:
+        mfma = "v_mfma_scale_f32_16x16x128_f8f6f4" if arch == "gfx950" else "v_mfma_f32_16x16x32_fp8_fp8"
+    else:
+        mfma = "v_mfma_f32_16x16x32" if arch == "gfx950" else "v_mfma_f32_16x16x16"
+    store = ("buffer_store_dwordx4" if cfg.vec_store else "buffer_store_short") + " to HBM"
+    steps = (["scale_a * scale_b (fp32)"] if SCALED else []) + (
+        [f"lowered compute({', '.join(f'{name} ({kind})' for name, kind in zip(lowered.INPUTS[2:], kinds))})"]
+        if lowered else [])
     return {
-        "tile_mnk": [cfg.tile_m, cfg.tile_n, TILE_K],
+        "tile_mnk": [cfg.tile_m, cfg.tile_n, cfg.tile_k],
         "wave_tile_mn": [cfg.tile_m // 2, cfg.tile_n // 2],
         "stages": cfg.stages,
         "lds_bytes": cfg.lds_bytes,
         "tiles": tiles,
         "waves": round(tiles / COMPUTE_UNITS, 2),
-        "k_tiles": -(-k // TILE_K),
+        "k_tiles": -(-k // cfg.tile_k),
         "threads_per_cta": THREADS,
         "waves_per_workgroup": THREADS // WAVE,
         "grid": [tiles, 1, 1],
         "grid_blocks": tiles,
-        "mfma": "v_mfma_f32_16x16x32" if arch == "gfx950" else "v_mfma_f32_16x16x16",
+        "mfma": mfma,
         "c_store": "dwordx4" if cfg.vec_store else "2-byte (N % 8 != 0)",
         "data_movement": "HBM -> VGPRs (buffer_load_dwordx4, next K tile prefetched during the MFMAs) -> LDS "
         "(ds_write_b128, XOR swizzle) -> MFMA operands (ds_read_b128) -> fp32 accumulators -> "
-        + ("buffer_store_dwordx4" if cfg.vec_store else "buffer_store_short") + " to HBM",
+        + "".join(f"{s} -> " for s in steps)
+        + (f"epilogue inputs read by (row, col) ({'16-byte loads' if cfg.vec_store else 'one load per element'}) "
+           "-> " if kinds else "") + store,
+        **({"epilogue": steps} if steps else {}),
     }
 
 
