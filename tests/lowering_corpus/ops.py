@@ -5,11 +5,9 @@ one-line refusal must contain). tests/test_lowering.py holds every function to i
 the function in float64, and compiles every lowered one for sm_90a, gfx942 and gfx950; benchmarks/bench_lowered.py
 runs the named ones on the H200 through the template's V0 flow.
 
-`GEMM_EXPECT` does the same for the GEMM class (a matmul head and a pointwise epilogue: ("gemm", 1)). It is kept apart
-from `EXPECT` because the GEMM cells compile their epilogues in their own tests (tests/test_gemm_epilogue.py bakes
-from this corpus; tests/test_flydsl_gemm.py), one compile per distinct code path, rather than once per function as
-tests/test_lowering_compiles.py does for the other classes. Its first four are
-tests/lowered_examples/lowered_gemm_<name>.py, byte for byte.
+`GEMM_EXPECT` does the same for the GEMM class (("gemm", 1)), kept apart from `EXPECT`: the GEMM cells compile their
+epilogues in their own tests (test_gemm_epilogue.py, test_flydsl_gemm.py), once per code path, not once per function.
+Its first four are tests/lowered_examples/lowered_gemm_<name>.py, byte for byte (line numbers included).
 """
 
 import math
