@@ -129,8 +129,9 @@ def main(argv=None) -> int:
                    help="measure these shapes instead of the grid (repeatable)")
     args = p.parse_args(argv)
     out = args.out
+    todo = [shape_point(t) for t in args.shape] or points()
     if args.list:
-        print("\n".join(f"B{r['B']} S{r['S']} G{r['G']} D{r['D']}: {r['skip'] or 'measure'}" for r in [shape_point(t) for t in args.shape] or points()))
+        print("\n".join(f"B{r['B']} S{r['S']} G{r['G']} D{r['D']}: {r['skip'] or 'measure'}" for r in todo))
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.render:
@@ -149,7 +150,7 @@ def main(argv=None) -> int:
             import reference  # the workspace's, importable now that load_kernel put the workspace on sys.path
 
             set_knobs(kernel, knobs)
-            for pt in [shape_point(t) for t in args.shape] or points():
+            for pt in todo:
                 row = dict(pt)
                 if not pt["skip"]:
                     try:

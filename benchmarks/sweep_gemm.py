@@ -11,7 +11,7 @@ bench_gemm.load_kernel. For every (M, N, K) of the grid (M in 1, 16, 64, 128, 51
 - checks the kernel once (bench_gemm.check: fresh inputs, NaN-poisoned out, rel_err vs an fp32 reference);
 - times the kernel's run() and cuBLAS (`a @ b.T`) alike: GPU time from torch.profiler (sweep_common.gpu_us),
   i.e. the CUDA kernel (and memset) time of all the kernels one call launches, summed, averaged over the calls
-  (split-K's zeroed counters and cuBLAS's own split-K reduction count); the calls rotate over enough distinct
+  (cuBLAS's own split-K reduction counts; ours resets its split-K counters in the kernel); the calls rotate over enough distinct
   input sets that together exceed 3x the L2 (at most 16), so every call reads its operands from HBM as a cold call
   would, and no flush kernel enters the profile;
 - records describe()'s path (large tiles / skinny / split-K with S / GEMV) beside the ratio cuBLAS / kernel.
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-from dataclasses import replace
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

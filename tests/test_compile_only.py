@@ -42,6 +42,14 @@ def test_elementwise_markers(workspace_of, op):
     assert ptx.count("st.global.v4") == unroll
 
 
+def test_elementwise_small_tensors_take_one_vector_per_thread(workspace_of, tmp_path):
+    """Below SMALL_N elements add compiles its one-vector-per-thread variant: one 128-bit load per input, one store."""
+    kernel = load_module(workspace_of("H200", "add") / "kernel.py", "kernel_add_small")
+    ptx = kernel.compile_only({"vars": {"numel": 4096}, "dims": [4096]}, tmp_path, op="add")
+    assert kernel.unroll_for("add", 4096) == 1 and kernel.unroll_for("add", kernel.SMALL_N) == kernel.UNROLL["add"]
+    assert ptx.count("ld.global.v4") == 2 and ptx.count("st.global.v4") == 1
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "fp32"])
 def test_elementwise_other_dtypes_vectorize(workspace_of, tmp_path, dtype):
     ws = workspace_of("H200", "silu_mul")

@@ -18,7 +18,8 @@ OP: dict = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} ou
 DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",  # torch dtype name -> op.json dtype
                "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8"}  # e4m3: OCP (sm_90a, gfx950), fnuz (gfx942)
 DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8}
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # an output's op.json dtype -> torch's
+# an output's op.json dtype -> torch's (fp8 has two torch dtypes and is never an output)
+TORCH_DTYPES = {name: torch_name for torch_name, name in DTYPE_NAMES.items() if name != "fp8"}
 
 
 def is_fp8(tensor) -> bool:
@@ -192,7 +193,6 @@ def epilogue_operands(op: str, names, kinds, tensors, m: int, n: int, dtype, dev
     (epilogue_dims), contiguous, 16-byte aligned, on `device`, of `dtype` (C's) or, for vector/per_row, fp32."""
     import torch
 
-    names = names[:len(kinds)]  # the names after them (fp8's scale_a, scale_b) are scale_operands'
     for name, kind, t, dims in zip(names, kinds, tensors, epilogue_dims(names)):
         shape = sized(dims, m, n)
         dtypes = (dtype,) if kind == "row" else (dtype, torch.float32)

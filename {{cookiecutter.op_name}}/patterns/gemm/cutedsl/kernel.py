@@ -266,8 +266,9 @@ def _tile_cost(m: int, n: int, cfg: Config) -> float:
     Memory-bound shapes (M <= 128) come out filling the SMs, as the bandwidth argument wants; compute-heavy ones
     (M = 512, N = 4096: 64 tiles of 128x256 for 132 SMs) come out on 128x128 tiles, a full wave of them."""
     tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
-    rate = (cfg.tile_m * cfg.tile_n / (cfg.tile_m + cfg.tile_n)) / (128 * 256 / (128 + 256))
-    return -(-tiles // SM_COUNT) * (cfg.tile_m * cfg.tile_n) / (128 * 256) / rate
+    big = DEFAULT.tile_m * DEFAULT.tile_n
+    rate = (cfg.tile_m * cfg.tile_n / (cfg.tile_m + cfg.tile_n)) / (big / (DEFAULT.tile_m + DEFAULT.tile_n))
+    return -(-tiles // SM_COUNT) * (cfg.tile_m * cfg.tile_n) / big / rate
 
 
 @dataclass(frozen=True)
@@ -302,8 +303,8 @@ def choose_config(m: int, n: int, k: int) -> Config | Gemv:
     """M <= GEMV_MAX_M: the GEMV kernel. M <= 64 whose 64x128 tiles leave at least half the SMs idle: split-K.
     Otherwise 128x256 tiles when they make >= 1 wave; below that, the tile of least modelled time (_tile_cost:
     128x256 still when it nearly fills the SMs, 128x128 for compute-heavy shapes, the 64-row tile that fills
-    the SMs for memory-bound ones). 2x1 multicast
-    when there are >= 2 M tiles; TMA store when C rows are 16-byte aligned."""
+    the SMs for memory-bound ones). 2x1 multicast when there are >= 2 M tiles; TMA store when C rows are 16-byte
+    aligned."""
     if m <= GEMV_MAX_M:
         rows = next(r for r in GEMV_ROWS if r >= m)
         return Gemv(rows=rows, unroll=8 if rows <= 2 else 4)  # 4 rows: half the B loads in flight, A's registers
@@ -395,8 +396,7 @@ def _unit_coords(t: Int32, clusters_m: Int32, clusters_n: Int32, k_tiles: Int32,
 class SplitK:
     """What the split-K variant adds to the kernel body: the fp32 workspace (S, M, N_pad) of partial tiles, the
     arrival counters (one per tile and consumer thread, zero at the launch and reset by the kernel), the split
-    count S and the K-tiles
-    per split. A trace-time bundle of kernel arguments, not an argument itself: `None` means no split."""
+    count S and the K-tiles per split. A trace-time bundle of kernel arguments, not an argument itself: `None` means no split."""
 
     def __init__(self, ws: cute.Tensor, count: cute.Tensor, splits: Int32, k_per: Int32):
         self.ws, self.count, self.splits, self.k_per = ws, count, splits, k_per
@@ -1078,7 +1078,7 @@ def _co_resident_clusters(cluster_size: int) -> int:
 def _check_epilogue_inputs(a, b, rest, out_dtype, m: int, n: int) -> tuple:
     """host.py's checks of run()'s inputs after a and b: the lowered op's extras (lowered.INPUTS[2:]) and, for fp8,
     scale_a and scale_b; returns the extras' op.json dtype names (part of the compile key)."""
-    names = (*(lowered.INPUTS[2:] if LOWERED else ()), *(("scale_a", "scale_b") if host.is_fp8(a) else ()))
+    names = lowered.INPUTS[2:] if LOWERED else ()
     op = lowered.SOURCE if LOWERED else "matmul"
     kinds = tuple(lowered.KINDS[2:]) if LOWERED else ()
     extras = rest[:len(kinds)]
