@@ -140,9 +140,10 @@ Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_example
     - Vector loads: a WGMMA fragment holds adjacent column pairs (2i, 2i+1) of one row, so with N even (the
       TMA path) one predicate covers a pair and its two loads merge: ld.global.b32 for a bf16 residual or bias,
       64-bit for fp32.
-    - Latency: the extras of EPI_PREFETCH subtiles (split over the extras: 8 registers per subtile and bf16
-      extra) are loaded while the tile's last WGMMAs run, and each subtile refills the buffer it has just
-      read, EPI_PREFETCH subtiles ahead, so a residual's HBM latency hides under the epilogue's own work.
+    - Latency: the extras of as many subtiles as EPI_PREFETCH_REGS registers hold (8 per subtile and bf16 extra:
+      a whole tile of one bf16 residual or bias) are loaded right after the tile's first WGMMAs are issued, so
+      their HBM latency and bytes hide under the main loop; with more extras, each subtile refills the buffer it
+      has just read, that many subtiles ahead, under the epilogue's own work.
     - fp8: scale_a * scale_b (one fp32 element each, read once per thread) multiplies the accumulators first,
       then the lowered compute if there is one. The e4m3 tensors cross TVM-FFI as they are: DLPack has
       float8_e4m3fn, torch exports it, and CuTe DSL's TVM-FFI builder maps Float8E4M3FN to that same name, so
@@ -403,13 +404,16 @@ class SplitK:
 
 
 EPI_CHUNK = 16  # accumulators per lowered-epilogue step on the st.global paths (one 128x32 subtile's share on TMA)
-EPI_PREFETCH = 4  # TMA path: subtiles of extra inputs in flight ahead of their use, shared by the extras
+EPI_PREFETCH_REGS = 64  # TMA path: 32-bit registers per consumer thread that hold extras loaded ahead of their use
 
 
-def _epi_depth(epi: Epilogue, n_sub: int) -> int:
-    """Subtiles whose extras are loaded ahead: EPI_PREFETCH split over the extras (registers: 8 per subtile and
-    bf16 extra), at least one, at most the tile's subtiles."""
-    return max(1, min(n_sub, EPI_PREFETCH // max(1, len(epi.kinds))))
+def _epi_depth(ext, epi: Epilogue, per_sub: int, n_sub: int) -> int:
+    """Subtiles whose extras are loaded ahead: as many as EPI_PREFETCH_REGS registers hold (a subtile takes per_sub
+    elements of every extra: 8 registers per bf16 extra), at least one, at most the tile's subtiles. With 128
+    accumulators per thread, 128 + 64 stay under the 232 of setmaxnreg with room for the addresses: one bf16
+    residual or bias (8 subtiles x 8 registers) is prefetched whole, two extras half a tile ahead."""
+    regs = sum(per_sub * t.element_type.width // 32 for t in ext[:len(epi.kinds)])
+    return max(1, min(n_sub, EPI_PREFETCH_REGS // max(1, regs)))
 
 
 def _epi_views(ext, epi: Epilogue, m, n):
@@ -681,9 +685,10 @@ def _gemm_body(
             per_sub = cute.size(rD)
             n_sub = cfg.tile_n // cfg.epi_n
             if cutlass.const_expr(epi is not None):
-                # The extras of a subtile are loaded `depth` subtiles ahead, the first ones while the tile's last
-                # WGMMAs run: their latency hides under work, not in front of it.
-                depth = _epi_depth(epi, n_sub)
+                # The extras of a subtile are loaded `depth` subtiles ahead, the first ones right after the tile's
+                # first WGMMAs are issued: their HBM latency and bandwidth hide under the main loop, not in front of
+                # the epilogue (where every CTA of the wave would read its residual at once).
+                depth = _epi_depth(ext, epi, per_sub, n_sub)
                 tRS_cC = r2s.retile(thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n))))
                 epi_bufs = [_epi_buffers(epi, ext, per_sub) for _ in range(depth)]
         scale = None
@@ -711,6 +716,12 @@ def _gemm_body(
                 cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)], tCrB[(None, None, kb, read.index)], acc)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             warpgroup.commit_group()
+            if cutlass.const_expr(epi is not None and cfg.tma_store and split is None):
+                m_left = mC_direct.shape[0] - tm * cfg.tile_m
+                n_left = mC_direct.shape[1] - tn * cfg.tile_n
+                tRS_e = [r2s.retile(f) for f in _epi_frags(ext, epi, thr_mma, tm, tn, cfg)]
+                for e in cutlass.range_constexpr(depth):
+                    _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
             read.advance()
             ready = ring.consumer_try_wait(read)
             for _kt in cutlass.range(1, k_n, 1, unroll=1):
@@ -727,12 +738,6 @@ def _gemm_body(
                 ready = cutlass.Boolean(True)
                 if _kt + 1 < k_n:
                     ready = ring.consumer_try_wait(read)
-            if cutlass.const_expr(epi is not None and cfg.tma_store and split is None):
-                m_left = mC_direct.shape[0] - tm * cfg.tile_m
-                n_left = mC_direct.shape[1] - tn * cfg.tile_n
-                tRS_e = [r2s.retile(f) for f in _epi_frags(ext, epi, thr_mma, tm, tn, cfg)]
-                for e in cutlass.range_constexpr(depth):
-                    _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
             warpgroup.wait_group(0)
             ring.consumer_release(release)
             release.advance()
