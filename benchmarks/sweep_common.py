@@ -19,6 +19,7 @@ measurement against torch eager and torch.compile.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import importlib
 import json
@@ -208,6 +209,11 @@ def add_modes(parser):
     return parser
 
 
+def knobs(args) -> dict:
+    """--set NAME=VALUE pairs as {NAME: value}; each value a Python literal (ast.literal_eval: never eval)."""
+    return {k: ast.literal_eval(v) for k, v in (s.split("=", 1) for s in getattr(args, "set", []))}
+
+
 def write_rows(path: Path, meta: dict, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
@@ -277,23 +283,30 @@ class MemorySweep:
         p.add_argument("--no-compile", action="store_true", help="no torch.compile column")
         p.add_argument("--compile-budget-s", type=float, default=compile_budget_s)
         p.add_argument("--deadline-s", type=float, default=deadline_s, help="points left after this are not run")
+        p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="A/B: override a kernel module global (a Python literal; a dict updates a dict), "
+                            "e.g. --set 'UNROLL={\"add\": 4}'")
         return p
 
     def case(self, pt: dict) -> dict:
         (case,) = registry.pattern(self.pattern).cases(self.shape(pt), "representative", "bf16")
         return case
 
-    def workspaces(self, tmp: Path, pts: list[dict], kernel: bool = True):
-        """(op, kernel, reference, that op's points) per op, each op's workspace baked and loaded in turn."""
+    def workspaces(self, tmp: Path, pts: list[dict], kernel: bool = True, knobs: dict | None = None):
+        """(op, kernel, reference, that op's points) per op, each op's workspace baked and loaded in turn, with the
+        kernel module's `knobs` overridden before its first compile."""
         for op in dict.fromkeys(pt["op"] for pt in pts):
             k, reference = load_workspace(bake(tmp, self.pattern, op), kernel)
+            for name, value in (knobs or {}).items():
+                old = getattr(k, name)  # a knob the kernel does not have is a typo: AttributeError
+                setattr(k, name, {**old, **value} if isinstance(old, dict) else value)
             yield op, k, reference, [pt for pt in pts if pt["op"] == op]
 
-    def listing(self, pts: list[dict]) -> str:
+    def listing(self, pts: list[dict], knobs: dict | None = None) -> str:
         """Every point with the cell's plan of it (or why it is skipped): the workspaces bake and load, no GPU."""
         lines = []
         with tempfile.TemporaryDirectory(prefix=f"kb-sweep-{self.pattern}-list-") as tmp:
-            for _, kernel, _, mine in self.workspaces(Path(tmp), pts):
+            for _, kernel, _, mine in self.workspaces(Path(tmp), pts, knobs=knobs):
                 for pt in mine:
                     plan = pt["skip"] or " ".join(f"{k}={v}" for k, v in self.plan(kernel, self.case(pt)).items())
                     lines.append(f"{self.name(pt)}: {plan}")
@@ -308,13 +321,14 @@ class MemorySweep:
         compiled = None if args.no_compile else CompiledBaseline(args.compile_budget_s)
         meta = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "pattern": self.pattern,
                 "dtype": "bf16", "date": datetime.date.today().isoformat(),
+                "knobs": knobs(args),
                 "timer": f"torch.profiler CUDA kernel time per call, {self.calls} calls, rotating copies >= "
                          f"{self.rotate_bytes >> 20} MB per round (at most {self.max_copies})",
                 "compile": None if compiled is None else f"inductor, fullgraph, one graph per {self.compile_graphs}, "
                                                          f"{args.compile_budget_s:.0f} s time box"}
         rows = []
         with tempfile.TemporaryDirectory(prefix=f"kb-sweep-{self.pattern}-") as tmp:
-            for op, kernel, reference, mine in self.workspaces(Path(tmp), pts):
+            for op, kernel, reference, mine in self.workspaces(Path(tmp), pts, knobs=knobs(args)):
                 for pt in mine:
                     row = dict(pt)
                     if not row["skip"] and time.time() - t0 > args.deadline_s:
@@ -348,7 +362,7 @@ class MemorySweep:
 
         out_json = args.out.with_name(args.out.name + ".json")
         if args.list:
-            print(self.listing(pts))
+            print(self.listing(pts, knobs(args)))
             return 0
         rows = read_rows(out_json)[1] if args.render else self.run(args, pts, out_json)
         print(self.table(rows))

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from heatmap import heatmap  # noqa: E402
 from sweep_common import add_modes, bake, copies, gpu_us, read_rows, write_rows  # noqa: E402
+from sweep_common import knobs as sweep_knobs  # noqa: E402
 
 BATCHES = (1, 4, 32, 128)
 LENGTHS = (1024, 8192, 32768)
@@ -137,12 +138,10 @@ def main(argv=None) -> int:
     if args.render:
         rows = read_rows(out.with_suffix(".json"))[1]
     else:
-        import ast
-
         from bench_decode_attention import load_kernel, set_knobs
         from tools import registry
 
-        knobs = {k: ast.literal_eval(v) for k, v in (s.split("=", 1) for s in args.set)}
+        knobs = sweep_knobs(args)
         t0 = time.time()
         rows = []
         with tempfile.TemporaryDirectory(prefix="kb-decode-sweep-") as tmp:
