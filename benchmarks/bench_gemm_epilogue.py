@@ -11,6 +11,9 @@
      8192^3 and 4096x14336x4096 (bf16): our plain GEMM; each fused GEMM (ours); the same function in eager torch;
        torch.compile of it (inductor, default mode, warmed up first). Ratios: fused / plain (target >= 0.97x the
        time, i.e. plain_us / fused_us >= 0.97) and torch.compile / fused (target >= 1.0).
+       plain and fused are timed in ROUNDS alternating pairs (plain, fused, plain, fused, ...) and the ratio is the
+       median of the pairs' ratios: a 1.5 ms GEMM heats the GPU, and its clock drifts by a percent or two over the
+       minutes a benchmark runs, so a plain time taken once, minutes before, would bias the comparison.
      fp8 8192^3 and 4096^3: ours vs torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=bf16) with
        use_fast_accum=True (like-for-like: our kernel keeps each tile's whole K loop in the WGMMA accumulators,
        which on Hopper add fp8 products at the tensor cores' reduced internal precision; that is what cuBLASLt's
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +46,7 @@ FUNCTIONS = ("linear_bias_gelu", "linear_bias_sqrelu", "linear_residual", "linea
 FP8_PEAK_TFLOPS = 1978.9  # dense fp8, H200 SXM (reference/gpu_specs.json, NVIDIA datasheet)
 WORKSPACE_MODULES = ("host", "cutedsl_runtime", "reference", "kernel", "user_logic", "lowered", "pointwise")
 CHECK_ROWS = 128
+ROUNDS = 3  # alternating (plain, fused) timing pairs per function and shape
 
 
 def cookiecutter(out: Path, name: str, *pairs: str) -> Path:
@@ -131,12 +136,15 @@ def main(argv=None) -> int:
             inputs = [a, b, *(extras[name] for name in kernel.lowered.INPUTS[2:])]
             compiled = torch.compile(user)
             compiled(*inputs)  # warm-up: the compile itself is not timed
-            ours = bench(lambda: kernel.run(*inputs, out=out))["median_us"]
-            entry = {"ours_us": ours, "rel_err": check_rows(lambda: kernel.run(*inputs), user, inputs, m),
+            pairs = [(bench(lambda: plain.run(a, b, out=out))["median_us"],
+                      bench(lambda: kernel.run(*inputs, out=out))["median_us"]) for _ in range(ROUNDS)]
+            ours = statistics.median(f for _, f in pairs)
+            entry = {"ours_us": ours, "pairs_plain_fused_us": pairs,
+                     "rel_err": check_rows(lambda: kernel.run(*inputs), user, inputs, m),
                      "eager_us": bench(lambda: user(*inputs))["median_us"],
                      "compile_us": bench(lambda: compiled(*inputs))["median_us"]}
-            entry.update(plain_over_fused=row["plain_us"] / ours, compile_over_fused=entry["compile_us"] / ours,
-                         tflops=2 * m * n * k / ours / 1e6)
+            entry.update(plain_over_fused=statistics.median(p / f for p, f in pairs),
+                         compile_over_fused=entry["compile_us"] / ours, tflops=2 * m * n * k / ours / 1e6)
             row["fused"][fn] = entry
             save()
         row["plain_tflops"] = 2 * m * n * k / row["plain_us"] / 1e6
