@@ -11,9 +11,9 @@
      8192^3 and 4096x14336x4096 (bf16): our plain GEMM; each fused GEMM (ours); the same function in eager torch;
        torch.compile of it (inductor, default mode, warmed up first). Ratios: fused / plain (target >= 0.97x the
        time, i.e. plain_us / fused_us >= 0.97) and torch.compile / fused (target >= 1.0).
-       plain and fused are timed in ROUNDS alternating pairs (plain, fused, plain, fused, ...) and the ratio is the
-       median of the pairs' ratios: a 1.5 ms GEMM heats the GPU, and its clock drifts by a percent or two over the
-       minutes a benchmark runs, so a plain time taken once, minutes before, would bias the comparison.
+       plain and fused are timed by harness.paired: PAIRS launches of each in alternation, the ratio the median of
+       the pairs' ratios. A 1.5 ms GEMM heats the GPU and its clock drifts (medians of one kernel taken a minute
+       apart differed by up to 5% on the H200), more than the 3% being measured; within a pair both see one clock.
      fp8 8192^3 and 4096^3: ours vs torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=bf16) with
        use_fast_accum=True (like-for-like: our kernel keeps each tile's whole K loop in the WGMMA accumulators,
        which on Hopper add fp8 products at the tensor cores' reduced internal precision; that is what cuBLASLt's
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "benchmarks" / "models" / "gemm_epilogues.py"
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "benchmarks" / "models"), str(ROOT)]
-from harness import bench  # noqa: E402
+from harness import bench, paired  # noqa: E402
 
 SHAPES = [(8192, 8192, 8192), (4096, 14336, 4096)]
 FP8_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
@@ -46,7 +45,7 @@ FUNCTIONS = ("linear_bias_gelu", "linear_bias_sqrelu", "linear_residual", "linea
 FP8_PEAK_TFLOPS = 1978.9  # dense fp8, H200 SXM (reference/gpu_specs.json, NVIDIA datasheet)
 WORKSPACE_MODULES = ("host", "cutedsl_runtime", "reference", "kernel", "user_logic", "lowered", "pointwise")
 CHECK_ROWS = 128
-ROUNDS = 3  # alternating (plain, fused) timing pairs per function and shape
+PAIRS = 60  # alternating (plain, fused) launches per function and shape (harness.paired)
 
 
 def cookiecutter(out: Path, name: str, *pairs: str) -> Path:
@@ -136,14 +135,13 @@ def main(argv=None) -> int:
             inputs = [a, b, *(extras[name] for name in kernel.lowered.INPUTS[2:])]
             compiled = torch.compile(user)
             compiled(*inputs)  # warm-up: the compile itself is not timed
-            pairs = [(bench(lambda: plain.run(a, b, out=out))["median_us"],
-                      bench(lambda: kernel.run(*inputs, out=out))["median_us"]) for _ in range(ROUNDS)]
-            ours = statistics.median(f for _, f in pairs)
-            entry = {"ours_us": ours, "pairs_plain_fused_us": pairs,
+            pair = paired(lambda: plain.run(a, b, out=out), lambda: kernel.run(*inputs, out=out), pairs=PAIRS)
+            ours = pair["b_us"]
+            entry = {"ours_us": ours, "paired_plain_us": pair["a_us"],
                      "rel_err": check_rows(lambda: kernel.run(*inputs), user, inputs, m),
                      "eager_us": bench(lambda: user(*inputs))["median_us"],
                      "compile_us": bench(lambda: compiled(*inputs))["median_us"]}
-            entry.update(plain_over_fused=statistics.median(p / f for p, f in pairs),
+            entry.update(plain_over_fused=pair["ratio"],
                          compile_over_fused=entry["compile_us"] / ours, tflops=2 * m * n * k / ours / 1e6)
             row["fused"][fn] = entry
             save()
