@@ -58,8 +58,9 @@ DEFAULT_SHAPES = {
     "boundary": ["4x32x8x1024x128@1", "2x32x8x4096x128@4093", "8x32x8x4096x128@mixed", "4x16x1x2048x128@mixed",
                  "3x8x8x777x64@mixed", "2x16x2x1000x256@mixed",
                  # the tensor-core path's regimes: MQA G = 16 at an odd S_max, D = 64 (32-key tiles) with mixed
-                 # lengths, one long ragged sequence over ~40 splits (the fused merge of many partials)
-                 "5x16x1x3001x128@mixed", "6x32x8x4096x64@mixed", "1x32x8x8192x128@8191"],
+                 # lengths, one long ragged sequence over ~40 splits (the fused merge of many partials), MQA G = 32
+                 # (4 CTAs of 8 heads per item)
+                 "5x16x1x3001x128@mixed", "6x32x8x4096x64@mixed", "1x32x8x8192x128@8191", "3x32x1x2048x128@mixed"],
 }
 
 

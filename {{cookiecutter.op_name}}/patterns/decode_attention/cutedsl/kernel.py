@@ -21,8 +21,8 @@ Why this shape (flash-decoding; worked with the H200's cited peaks: 989 TFLOP/s,
     a batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
 
     split CTA grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for `heads`
-              query heads at once (the whole GQA group up to 8 heads on CUDA cores, up to 32 on the tensor
-              cores), keeps an online softmax (running max m, running sum l, fp32 accumulator) and writes
+              query heads at once (the whole GQA group up to 8 heads on CUDA cores, up to MMA_MAX_HEADS = 8
+              on the tensor cores), keeps an online softmax (running max m, running sum l, fp32 accumulator) and writes
               a normalised partial o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at
               or past len_b (short sequences in a mixed batch) returns at once and writes nothing.
     merge     in the same kernel (_fused_merge): the n = ceil(len_b / split_size) non-empty split CTAs of
@@ -40,7 +40,7 @@ How many splits (plan() and _splits(); NUM_SMS = op.json's compute_units, the ex
     two); _splits() picks the split count with the least modelled time: streaming time / wave efficiency
     + a fixed cost per wave + the fused merge's cost (one CTA reads splits x heads x D x 4 bytes). Its
     docstring works the regimes: B1 Hkv8 G4 S8192 -> 43 splits of 192 keys (344 CTAs, <= 1 wave of 396
-    slots), B32 Hkv8 G4 S4096 -> 3 x 1408 (768 CTAs, 1.94 waves), MQA B32 Hkv1 G16 -> 11 x 384 (352 CTAs),
+    slots), B32 Hkv8 G4 S4096 -> 3 x 1408 (768 CTAs, 1.94 waves), MQA B32 Hkv1 G16 -> 2 head chunks x 6 x 704 (384 CTAs),
     B32 Hq8 Hkv8 (MHA, CUDA cores) -> 1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit.
 
@@ -84,9 +84,9 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     tensor-core work per K/V byte is the same for every G <= 16, so G >= 4 (MMA_MIN_GROUP) takes this path.
     mma.sync does that work on the tensor cores: per 16 keys and 16 heads q.K^T + P.V at D = 128 are 32
     m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
-    Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32),
+    Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 8),
     N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The M rows are padded to a whole m16 tile
-    (mrows = 16 for G = 4 to 16, 32 for MQA's 32 heads): q rows >= heads are zero in shared memory, their
+    (mrows = 16; 32 for 17-32 heads, were MMA_MAX_HEADS raised): q rows >= heads are zero in shared memory, their
     scores are 0, they go through the softmax harmlessly and are never written. Why pad instead of putting
     keys on M (S^T = K.q^T has no padding at G = 8)? With heads as M the m16n8 accumulator of S is, register
     for register, the A operand of P.V (two n8 score tiles = one k16 tile of P, converted to bf16/fp16 in
@@ -114,11 +114,18 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     the loop the 4 warps merge (m, l, acc) through shared memory (reusing the K/V slots, rows padded by 4
     floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the fused merge is shared.
     Registers (ptxas, bf16): G4 D128 168 (3 CTAs per SM), G16 D128 167, G4 D64 124, MQA 32 heads 254 (2).
+    Heads per CTA (MMA_MAX_HEADS = 8): a group of G > 8 heads (MQA G = 16 or 32) is split into G / 8 chunks
+    of 8, one CTA each. Per key, a CTA of 8 heads does the same padded mma as one of 16 (m16 either way) but
+    half the softmax and acc_O rescale work, and an item's chunk CTAs sit side by side on grid x, so they read
+    the same K/V at the same time: the second read comes mostly from the L2. Twice the CTAs per HBM byte
+    means twice the warps streaming, and fewer heads per item halve each split's partial (the fused merge's
+    tail): for the latency-bound MQA shapes that wins over reading K/V once (benchmarks/, the regimes page);
+    4 heads per CTA (G / 4 reads of each byte) loses again.
 
 Limits
     G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
-    tile). The fused merge runs on one CTA per item: with few items and many heads per CTA (MQA G32, 16 KB
-    of partial per split) it is a visible tail, which the plan's merge term trades against wave efficiency.
+    tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 43 splits of 4 heads,
+    88 KB of partials) it is a visible tail, which the plan's merge term trades against wave efficiency.
     The KV cache must have < 2^31 elements (int32 indexing). Scratch is per signature: two calls of one
     shape must not run concurrently on two streams.
 
@@ -173,7 +180,7 @@ UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
 CC_CTAS_PER_SM = 2       # resident CUDA-core split CTAs per SM (204 registers x 128 threads; see the docstring)
 MMA_MIN_GROUP = 4        # G >= this (and D <= 128) takes the tensor-core path
 MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
-MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor of G that is <= this)
+MMA_MAX_HEADS = 8        # query heads per tensor-core CTA (the largest divisor of G that is <= this)
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
 MMA_KEYS = {64: 32, 128: 16}    # keys per warp tile by D: 4 KiB of K + V per tile and stage either way
 MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
@@ -253,9 +260,8 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
       middle (B32 Hkv8 G4, 256 items): 1 or 2 splits fill 65% of one or two waves, 3 splits 1.94 waves (97%):
         3 x 1408 keys, 768 CTAs; large (B128 Hkv8, 1024 items): 1 split is 2.6 waves (86%), 3 splits 7.8 (97%);
         on CUDA cores (2 CTAs per SM, 264 slots) 256 items fill 97% of one wave with 1 split: no merge at all;
-      MQA (B32 Hkv1 G16, 32 items): 11 x 384 keys, 352 CTAs, 0.89 of a wave (the old fixed target of 8 CTAs
-        per SM made 16 x 256 = 512 CTAs, 1.3 waves with the second a third full);
-      many heads per item (MQA G32: 16 KB of partial per split) trade fewer splits against the merge.
+      MQA (B32 Hkv1 G16: 2 chunks of 8 heads, 64 items): 6 x 704 keys, 384 CTAs, 0.97 of a wave; G32: 4 chunks,
+        128 items, 3 x 1408 keys; more heads per item would trade fewer splits against a larger merge.
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit."""
     max_splits = max(1, min(MAX_SPLITS, -(-S // min_keys)))
     cands = {}

@@ -141,8 +141,10 @@ Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_example
       TMA path) one predicate covers a pair and its two loads merge: ld.global.b32 for a bf16 residual or bias,
       64-bit for fp32.
     - Latency: the extras of as many subtiles as EPI_PREFETCH_REGS registers hold (8 per subtile and bf16 extra:
-      a whole tile of one bf16 residual or bias) are loaded right after the tile's first WGMMAs are issued, so
-      their HBM latency and bytes hide under the main loop; with more extras, each subtile refills the buffer it
+      a whole tile of one bf16 residual or bias) are loaded during the main loop, subtile e after K-step
+      1 + e * (K-steps - 1) / depth, so their HBM latency and bytes hide under the WGMMAs and are spread over the
+      tile (the persistent CTAs start their tiles nearly together: a whole tile of residual each at once would be
+      a burst of 132 x 64 KiB in front of the first K-steps); with more extras, each subtile refills the buffer it
       has just read, that many subtiles ahead, under the epilogue's own work.
     - fp8: scale_a * scale_b (one fp32 element each, read once per thread) multiplies the accumulators first,
       then the lowered compute if there is one. The e4m3 tensors cross TVM-FFI as they are: DLPack has
@@ -685,9 +687,9 @@ def _gemm_body(
             per_sub = cute.size(rD)
             n_sub = cfg.tile_n // cfg.epi_n
             if cutlass.const_expr(epi is not None):
-                # The extras of a subtile are loaded `depth` subtiles ahead, the first ones right after the tile's
-                # first WGMMAs are issued: their HBM latency and bandwidth hide under the main loop, not in front of
-                # the epilogue (where every CTA of the wave would read its residual at once).
+                # The extras of the first `depth` subtiles are loaded during the main loop (spread over its K-steps),
+                # the others `depth` subtiles ahead in the epilogue: their HBM latency and bytes hide under the
+                # WGMMAs, not in front of the epilogue (where every CTA of the wave would read its residual at once).
                 depth = _epi_depth(ext, epi, per_sub, n_sub)
                 tRS_cC = r2s.retile(thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n))))
                 epi_bufs = [_epi_buffers(epi, ext, per_sub) for _ in range(depth)]
@@ -720,8 +722,13 @@ def _gemm_body(
                 m_left = mC_direct.shape[0] - tm * cfg.tile_m
                 n_left = mC_direct.shape[1] - tn * cfg.tile_n
                 tRS_e = [r2s.retile(f) for f in _epi_frags(ext, epi, thr_mma, tm, tn, cfg)]
-                for e in cutlass.range_constexpr(depth):
-                    _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
+                # Subtile e's extras are loaded after K-step 1 + e * stride: spread over the main loop, so that
+                # the 132 CTAs, which start their tiles nearly together, do not read a whole tile of residual each
+                # in one burst in front of their first K-steps. One K-step (K <= tile_k): all of them here.
+                stride = cutlass.max(Int32(1), (k_n - 1) // depth)
+                if k_n == 1:
+                    for e in cutlass.range_constexpr(depth):
+                        _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
             read.advance()
             ready = ring.consumer_try_wait(read)
             for _kt in cutlass.range(1, k_n, 1, unroll=1):
@@ -731,6 +738,10 @@ def _gemm_body(
                     s = read.index
                     cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, s)], tCrB[(None, None, kb, s)], acc)
                 warpgroup.commit_group()
+                if cutlass.const_expr(epi is not None and cfg.tma_store and split is None):
+                    for e in cutlass.range_constexpr(depth):
+                        if _kt == cutlass.min(1 + e * stride, k_n - 1):
+                            _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
                 warpgroup.wait_group(1)  # the previous K-step's wgmmas are done reading their stage
                 ring.consumer_release(release)
                 release.advance()
