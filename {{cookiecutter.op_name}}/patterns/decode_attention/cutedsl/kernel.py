@@ -21,8 +21,8 @@ Why this shape (flash-decoding; worked with the H200's cited peaks: 989 TFLOP/s,
     a batch offers only B*Hkv (sequence, KV head) pairs (256 for B32 Hkv8). So the sequence is split:
 
     split CTA grid (G/heads, splits, B*Hkv): a CTA reads `split_size` keys of one (b, kv head) for `heads`
-              query heads at once (the whole GQA group up to 8 heads on CUDA cores, up to MMA_MAX_HEADS = 8
-              on the tensor cores), keeps an online softmax (running max m, running sum l, fp32 accumulator) and writes
+              query heads at once (the whole GQA group up to 8 heads on CUDA cores, up to 32 on the tensor
+              cores, 8 when the batch has fewer (sequence, KV head) pairs than SMs), keeps an online softmax (running max m, running sum l, fp32 accumulator) and writes
               a normalised partial o[b, h, split, :] in fp32 plus lse = m + log2(l). A split that starts at
               or past len_b (short sequences in a mixed batch) returns at once and writes nothing.
     merge     in the same kernel (_fused_merge): the n = ceil(len_b / split_size) non-empty split CTAs of
@@ -84,9 +84,10 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     tensor-core work per K/V byte is the same for every G <= 16, so G >= 4 (MMA_MIN_GROUP) takes this path.
     mma.sync does that work on the tensor cores: per 16 keys and 16 heads q.K^T + P.V at D = 128 are 32
     m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
-    Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 8),
-    N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The M rows are padded to a whole m16 tile
-    (mrows = 16; 32 for 17-32 heads, were MMA_MAX_HEADS raised): q rows >= heads are zero in shared memory, their
+    Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32, or <=
+    MMA_FEW_PAIRS_HEADS = 8, see "Heads per CTA"), N = keys, K = D; O += P.V has M = heads, N = D, K = keys. The
+    M rows are padded to a whole m16 tile (mrows = 16 for G = 4 to 16, 32 for MQA's 32 heads when they share a
+    CTA): q rows >= heads are zero in shared memory, their
     scores are 0, they go through the softmax harmlessly and are never written. Why pad instead of putting
     keys on M (S^T = K.q^T has no padding at G = 8)? With heads as M the m16n8 accumulator of S is, register
     for register, the A operand of P.V (two n8 score tiles = one k16 tile of P, converted to bf16/fp16 in
@@ -114,13 +115,15 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     the loop the 4 warps merge (m, l, acc) through shared memory (reusing the K/V slots, rows padded by 4
     floats) and write the same fp32 partial + lse as the CUDA-core kernel, so the fused merge is shared.
     Registers (ptxas, bf16): G4 D128 168 (3 CTAs per SM), G16 D128 167, G4 D64 124, MQA 32 heads 254 (2).
-    Heads per CTA (MMA_MAX_HEADS = 8): a group of G > 8 heads (MQA G = 16 or 32) is split into G / 8 chunks
-    of 8, one CTA each. Per key, a CTA of 8 heads does the same padded mma as one of 16 (m16 either way) but
-    half the softmax and acc_O rescale work, and an item's chunk CTAs sit side by side on grid x, so they read
-    the same K/V at the same time: the second read comes mostly from the L2. Twice the CTAs per HBM byte
-    means twice the warps streaming, and fewer heads per item halve each split's partial (the fused merge's
-    tail): for the latency-bound MQA shapes that wins over reading K/V once (benchmarks/, the regimes page);
-    4 heads per CTA (G / 4 reads of each byte) loses again.
+    Heads per CTA. With B * Hkv >= NUM_SMS (sequence, KV head) pairs the grid streams HBM at full width and
+    each K/V byte must be read once: the whole group (up to MMA_MAX_HEADS = 32) shares one CTA. With fewer
+    pairs than SMs (MQA B32 Hkv1, B1-B4 with Hkv8) the split CTAs are short and latency-bound, and a group of
+    G > 8 is split into G / 8 chunks of 8 heads, one CTA each: per key, a CTA of 8 heads does the same padded
+    mma as one of 16 (m16 either way) but half the softmax and acc_O rescale work; an item's chunk CTAs sit side
+    by side on grid x and read the same K/V at the same time, so the second read comes from the L2 (a few
+    streams' windows); twice the CTAs per HBM byte means twice the warps streaming, and each split's partial
+    (the fused merge's tail) halves. Measured on both sides of the rule in benchmarks/ (the regimes page): with
+    many pairs, chunks lose (the second read goes to HBM); 4 heads per CTA loses with few pairs too.
 
 Limits
     G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
@@ -180,7 +183,8 @@ UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
 CC_CTAS_PER_SM = 2       # resident CUDA-core split CTAs per SM (204 registers x 128 threads; see the docstring)
 MMA_MIN_GROUP = 4        # G >= this (and D <= 128) takes the tensor-core path
 MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
-MMA_MAX_HEADS = 8        # query heads per tensor-core CTA (the largest divisor of G that is <= this)
+MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor of G that is <= this) ...
+MMA_FEW_PAIRS_HEADS = 8  # ... and when B * Hkv < NUM_SMS: a large group is split into side-by-side chunks
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
 MMA_KEYS = {64: 32, 128: 16}    # keys per warp tile by D: 4 KiB of K + V per tile and stage either way
 MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
@@ -226,7 +230,8 @@ def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
 def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     """Tensor-core path: heads per CTA (padded to 16 rows), warp tiles of MMA_KEYS[D] keys, split plan."""
     group = Hq // Hkv
-    heads = max(h for h in range(1, min(group, MMA_MAX_HEADS) + 1) if group % h == 0)
+    cap = MMA_FEW_PAIRS_HEADS if B * Hkv < NUM_SMS else MMA_MAX_HEADS  # see "Heads per CTA" in the docstring
+    heads = max(h for h in range(1, min(group, cap) + 1) if group % h == 0)
     chunks = group // heads
     tiles = -(-heads // MMA_M)          # m16 tiles of q rows
     kt = MMA_KEYS[D]
@@ -260,8 +265,8 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
       middle (B32 Hkv8 G4, 256 items): 1 or 2 splits fill 65% of one or two waves, 3 splits 1.94 waves (97%):
         3 x 1408 keys, 768 CTAs; large (B128 Hkv8, 1024 items): 1 split is 2.6 waves (86%), 3 splits 7.8 (97%);
         on CUDA cores (2 CTAs per SM, 264 slots) 256 items fill 97% of one wave with 1 split: no merge at all;
-      MQA (B32 Hkv1 G16: 2 chunks of 8 heads, 64 items): 6 x 704 keys, 384 CTAs, 0.97 of a wave; G32: 4 chunks,
-        128 items, 3 x 1408 keys; more heads per item would trade fewer splits against a larger merge.
+      MQA (B32 Hkv1 G16: 32 pairs < 132 SMs, so 2 chunks of 8 heads, 64 items): 6 x 704 keys, 384 CTAs, 0.97 of a
+        wave; G32: 4 chunks, 128 items, 3 x 1408 keys; B32 Hkv8 G16 (256 pairs): one CTA of 16 heads per item.
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit."""
     max_splits = max(1, min(MAX_SPLITS, -(-S // min_keys)))
     cands = {}

@@ -141,11 +141,13 @@ Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_example
       TMA path) one predicate covers a pair and its two loads merge: ld.global.b32 for a bf16 residual or bias,
       64-bit for fp32.
     - Latency: the extras of as many subtiles as EPI_PREFETCH_REGS registers hold (8 per subtile and bf16 extra:
-      a whole tile of one bf16 residual or bias) are loaded during the main loop, subtile e after K-step
-      1 + e * (K-steps - 1) / depth, so their HBM latency and bytes hide under the WGMMAs and are spread over the
-      tile (the persistent CTAs start their tiles nearly together: a whole tile of residual each at once would be
-      a burst of 132 x 64 KiB in front of the first K-steps); with more extras, each subtile refills the buffer it
-      has just read, that many subtiles ahead, under the epilogue's own work.
+      a whole tile of one bf16 residual or bias) are loaded during the main loop, so their HBM latency and bytes
+      hide under the WGMMAs. Vectors and per_row scales (a few KiB, L2-resident) are loaded after the first K-step;
+      a row extra one subtile at a time, after K-steps stride, 2 stride, ... (stride = (K-steps - 1) / depth):
+      the persistent CTAs start their tiles nearly together, and a whole tile of residual each at once would be a
+      burst of 132 x 64 KiB in front of the first K-steps. The K loop is cut into depth + 1 consecutive loops for
+      that, so no K-step tests whether it loads. With more extras, each subtile refills the buffer it has just
+      read, that many subtiles ahead, under the epilogue's own work.
     - fp8: scale_a * scale_b (one fp32 element each, read once per thread) multiplies the accumulators first,
       then the lowered compute if there is one. The e4m3 tensors cross TVM-FFI as they are: DLPack has
       float8_e4m3fn, torch exports it, and CuTe DSL's TVM-FFI builder maps Float8E4M3FN to that same name, so
@@ -687,12 +689,15 @@ def _gemm_body(
             per_sub = cute.size(rD)
             n_sub = cfg.tile_n // cfg.epi_n
             if cutlass.const_expr(epi is not None):
-                # The extras of the first `depth` subtiles are loaded during the main loop (spread over its K-steps),
-                # the others `depth` subtiles ahead in the epilogue: their HBM latency and bytes hide under the
-                # WGMMAs, not in front of the epilogue (where every CTA of the wave would read its residual at once).
+                # The extras of the first `depth` subtiles are loaded during the main loop (a row extra spread over
+                # its K-steps), the others `depth` subtiles ahead in the epilogue: their HBM latency and bytes hide
+                # under the WGMMAs, not in front of the epilogue (where every CTA of the wave would read at once).
                 depth = _epi_depth(ext, epi, per_sub, n_sub)
+                rows = [j for j, kind in enumerate(epi.kinds) if kind == "row"]
+                small = [j for j, kind in enumerate(epi.kinds) if kind != "row"]
                 tRS_cC = r2s.retile(thr_mma.partition_C(cute.make_identity_tensor((cfg.tile_m, cfg.tile_n))))
                 epi_bufs = [_epi_buffers(epi, ext, per_sub) for _ in range(depth)]
+        prefetch = epi is not None and cfg.tma_store and split is None  # the extras are loaded in the main loop
         scale = None
         if cutlass.const_expr(epi is not None):
             scale = _epi_scale(ext, epi)
@@ -718,37 +723,46 @@ def _gemm_body(
                 cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, read.index)], tCrB[(None, None, kb, read.index)], acc)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             warpgroup.commit_group()
-            if cutlass.const_expr(epi is not None and cfg.tma_store and split is None):
+            chunks = 1  # the K loop below runs as `chunks` consecutive loops, with row extras loaded between them
+            if cutlass.const_expr(prefetch):
                 m_left = mC_direct.shape[0] - tm * cfg.tile_m
                 n_left = mC_direct.shape[1] - tn * cfg.tile_n
                 tRS_e = [r2s.retile(f) for f in _epi_frags(ext, epi, thr_mma, tm, tn, cfg)]
-                # Subtile e's extras are loaded after K-step 1 + e * stride: spread over the main loop, so that
-                # the 132 CTAs, which start their tiles nearly together, do not read a whole tile of residual each
-                # in one burst in front of their first K-steps. One K-step (K <= tile_k): all of them here.
-                stride = cutlass.max(Int32(1), (k_n - 1) // depth)
-                if k_n == 1:
-                    for e in cutlass.range_constexpr(depth):
-                        _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
+                for e in cutlass.range_constexpr(depth):  # vectors, per_row: a few KiB, L2-resident: now
+                    _epi_load([epi_bufs[e][j] for j in small], [tRS_e[j] for j in small], tRS_cC, e * per_sub,
+                              m_left, n_left, True)
+                if cutlass.const_expr(rows):
+                    # A row extra (a residual: a whole tile from HBM) is loaded one subtile at a time, after K-steps
+                    # stride, 2 stride, ...: the persistent CTAs start their tiles nearly together, and a whole
+                    # tile each in one burst would stall their first K-steps. The K loop is cut into depth + 1
+                    # loops instead of testing the K-step in its body: nothing is added to a K-step's path.
+                    chunks = depth + 1
+                    stride = cutlass.max(Int32(1), (k_n - 1) // depth)
             read.advance()
             ready = ring.consumer_try_wait(read)
-            for _kt in cutlass.range(1, k_n, 1, unroll=1):
-                ring.consumer_wait(read, ready)
-                warpgroup.fence()
-                for kb in cutlass.range_constexpr(k_blocks):
-                    s = read.index
-                    cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, s)], tCrB[(None, None, kb, s)], acc)
-                warpgroup.commit_group()
-                if cutlass.const_expr(epi is not None and cfg.tma_store and split is None):
-                    for e in cutlass.range_constexpr(depth):
-                        if _kt == cutlass.min(1 + e * stride, k_n - 1):
-                            _epi_load(epi_bufs[e], tRS_e, tRS_cC, e * per_sub, m_left, n_left, True)
-                warpgroup.wait_group(1)  # the previous K-step's wgmmas are done reading their stage
-                ring.consumer_release(release)
-                release.advance()
-                read.advance()
-                ready = cutlass.Boolean(True)
-                if _kt + 1 < k_n:
-                    ready = ring.consumer_try_wait(read)
+            for c in cutlass.range_constexpr(chunks):
+                lo, hi = Int32(1), k_n
+                if cutlass.const_expr(chunks > 1):
+                    lo = cutlass.min(k_n, 1 + c * stride)
+                    if cutlass.const_expr(c < depth):
+                        hi = cutlass.min(k_n, 1 + (c + 1) * stride)
+                for _kt in cutlass.range(lo, hi, 1, unroll=1):
+                    ring.consumer_wait(read, ready)
+                    warpgroup.fence()
+                    for kb in cutlass.range_constexpr(k_blocks):
+                        s = read.index
+                        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, s)], tCrB[(None, None, kb, s)], acc)
+                    warpgroup.commit_group()
+                    warpgroup.wait_group(1)  # the previous K-step's wgmmas are done reading their stage
+                    ring.consumer_release(release)
+                    release.advance()
+                    read.advance()
+                    ready = cutlass.Boolean(True)
+                    if _kt + 1 < k_n:
+                        ready = ring.consumer_try_wait(read)
+                if cutlass.const_expr(c < chunks - 1):
+                    _epi_load([epi_bufs[c][j] for j in rows], [tRS_e[j] for j in rows], tRS_cC, c * per_sub,
+                              m_left, n_left, True)
             warpgroup.wait_group(0)
             ring.consumer_release(release)
             release.advance()
