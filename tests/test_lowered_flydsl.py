@@ -3,8 +3,9 @@ the CPU with the cell's data movement intact (128-bit buffer accesses, no scratc
 
 A workspace is baked for the cell's built-in op, then turned into a lowered-op workspace as the template does
 (op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
-pointwise.py). Compiles run in a child (FlyDSL must not share this process with CuTe DSL; see
-test_flydsl_compile.py), each distinct variant once. Compiled only: no AMD GPU runs these kernels here.
+pointwise.py). Compiles run in children (FlyDSL must not share this process with CuTe DSL; see
+test_flydsl_compile.py), one per target, each importing torch once and every workspace's modules afresh; each
+distinct variant is compiled once. Compiled only: no AMD GPU runs these kernels here.
 """
 
 from __future__ import annotations
@@ -58,32 +59,47 @@ def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: 
     return ws
 
 
-def compile_lowered(dest: Path, pattern: str, example: str, dtype: str, dims: list, arch: str) -> str:
-    ws = lowered_workspace(dest, pattern, example, dtype, arch)
-    case = {"dims": dims, "vars": {"numel": dims[0] * dims[1]}}
-    code = f"import json, kernel; print(json.dumps(kernel.compile_only({case!r}, 'build')))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True, timeout=900)
+# The batch child: argv[1] = JSON [[workspace, case], ...]; prints {workspace: compile_only's ISA} as JSON.
+_BATCH = """
+import importlib, json, os, sys
+isa = {}
+for ws, case in json.loads(sys.argv[1]):
+    for name in ("kernel", "host", "flydsl_runtime", "flydsl_lowered", "lowered", "pointwise"):
+        sys.modules.pop(name, None)
+    os.chdir(ws)
+    sys.path.insert(0, ws)
+    isa[ws] = importlib.import_module("kernel").compile_only(case, "build")
+    sys.path.remove(ws)
+print(json.dumps(isa))
+"""
+
+
+def compile_batch(jobs: list[tuple[Path, dict]]) -> dict:
+    """{workspace: ISA} of kernel.compile_only(case) in each (workspace, case), all in one child."""
+    done = subprocess.run([sys.executable, "-c", _BATCH, json.dumps([[str(ws), case] for ws, case in jobs])],
+                          capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
-    files = list((ws / "build").glob(f"kernel_lowered_{dtype}*.{arch}.s"))
-    isa = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(files) == 1 and files[0].read_text() == isa, files
-    return isa
+    return {Path(ws): text for ws, text in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
 @pytest.fixture(scope="module")
 def isa(tmp_path_factory):
-    """Every (variant, arch)'s ISA, compiled once, both cores at once (each compile is a child process)."""
+    """Every (variant, arch)'s ISA, compiled once: one child per target, both cores at once."""
     if not HAVE_FLYDSL:
         return {}
-    # the folders are made here, not in the threads: tmp_path_factory.mktemp is not thread-safe
-    todo = [(v, arch, tmp_path_factory.mktemp("lowered")) for v in VARIANTS for arch in ARCHS]
-
-    def one(item):
-        (pattern, example, dtype, dims, _), arch, dest = item
-        return compile_lowered(dest, pattern, example, dtype, dims, arch)
-
+    spaces = {(i, arch): lowered_workspace(tmp_path_factory.mktemp("lowered"), v[0], v[1], v[2], arch)
+              for i, v in enumerate(VARIANTS) for arch in ARCHS}
+    jobs = {arch: [(ws, {"dims": VARIANTS[i][3], "vars": {"numel": VARIANTS[i][3][0] * VARIANTS[i][3][1]}})
+                   for (i, a), ws in spaces.items() if a == arch] for arch in ARCHS}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return {(v[1], v[4], arch): text for (v, arch, _), text in zip(todo, pool.map(one, todo))}
+        compiled = dict(zip(ARCHS, pool.map(compile_batch, jobs.values())))
+    out = {}
+    for (i, arch), ws in spaces.items():
+        _, example, dtype, _, path = VARIANTS[i]
+        files = list((ws / "build").glob(f"kernel_lowered_{dtype}*.{arch}.s"))
+        assert len(files) == 1 and files[0].read_text() == compiled[arch][ws], files
+        out[(example, path, arch)] = compiled[arch][ws]
+    return out
 
 
 @needs_flydsl
