@@ -14,14 +14,12 @@ import ast
 import json
 import os
 import shutil
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
+from test_flydsl_compile import HAVE_FLYDSL, compile_batch, metadata, needs_flydsl
 from tools import scaffold
 
 EXAMPLES = Path(__file__).resolve().parent / "lowered_examples"
@@ -57,29 +55,6 @@ def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: 
     shutil.copy(EXAMPLES / example, ws / "lowered.py")
     shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "flydsl" / "pointwise.py", ws)  # a lowered bake keeps it
     return ws
-
-
-# The batch child: argv[1] = JSON [[workspace, case], ...]; prints {workspace: compile_only's ISA} as JSON.
-_BATCH = """
-import importlib, json, os, sys
-isa = {}
-for ws, case in json.loads(sys.argv[1]):
-    for name in ("kernel", "host", "flydsl_runtime", "flydsl_lowered", "lowered", "pointwise"):
-        sys.modules.pop(name, None)
-    os.chdir(ws)
-    sys.path.insert(0, ws)
-    isa[ws] = importlib.import_module("kernel").compile_only(case, "build")
-    sys.path.remove(ws)
-print(json.dumps(isa))
-"""
-
-
-def compile_batch(jobs: list[tuple[Path, dict]]) -> dict:
-    """{workspace: ISA} of kernel.compile_only(case) in each (workspace, case), all in one child."""
-    done = subprocess.run([sys.executable, "-c", _BATCH, json.dumps([[str(ws), case] for ws, case in jobs])],
-                          capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {Path(ws): text for ws, text in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
 @pytest.fixture(scope="module")
