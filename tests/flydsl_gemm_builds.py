@@ -8,9 +8,8 @@ baked for the built-in matmul, then turned into the variant as the template does
 "inputs" with the example as lowered.py beside pointwise.py (tests/test_lowered_flydsl.py does the same), and for fp8
 op.json "dtype": "fp8" with "inputs" ["a", "b", "scale_a", "scale_b"] (a stand-in for the template's fp8 plumbing,
 which bakes that op.json itself). The compiles run on a background thread beside the rest of the suite, like
-tests/lowered_corpus_builds.py, in ONE child (FlyDSL cannot share a process with CuTe DSL) that imports torch and
-FlyDSL once and calls each workspace's compile_only and describe in turn (each compile_only starts its own
-compile child, as in a workspace): ~2 s of imports saved per variant.
+tests/lowered_corpus_builds.py, in ONE child (tests/flydsl_batch.py) that calls each workspace's compile_only and
+describe in turn.
 """
 
 from __future__ import annotations
@@ -19,12 +18,11 @@ import ast
 import importlib.util
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import flydsl_batch
 from tools import scaffold
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,36 +84,12 @@ def workspace(dest: Path, lowered: str | None, dtype: str, shape: str, arch: str
     return ws
 
 
-# The batch child: argv = workspaces; prints {workspace: {"isa", "describe", "files"} or {"error"}} as JSON.
-_BATCH = """
-import importlib, json, os, sys, traceback
-from pathlib import Path
-results = {}
-for ws in sys.argv[1:]:
-    for name in ("kernel", "host", "flydsl_runtime", "flydsl_lowered", "lowered", "pointwise"):
-        sys.modules.pop(name, None)
-    os.chdir(ws)
-    sys.path.insert(0, ws)
-    try:
-        kernel = importlib.import_module("kernel")
-        case = kernel.OP_SPEC["cases"][0]
-        results[ws] = {"isa": kernel.compile_only(case, "build"), "describe": kernel.describe(case),
-                       "files": sorted(f.name for f in Path("build").glob("kernel_*.s"))}
-    except Exception:
-        results[ws] = {"error": traceback.format_exc()}
-    sys.path.remove(ws)
-print(json.dumps(results))
-"""
-
-
 def compile_batch(spaces: dict) -> dict:
-    """{key: compile_only and describe of the workspace's first case} for {key: workspace}, in one child."""
-    done = subprocess.run([sys.executable, "-c", _BATCH, *map(str, spaces.values())], capture_output=True, text=True,
-                          timeout=1800)
-    if done.returncode:
-        return {key: {"error": done.stdout + done.stderr} for key in spaces}
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    return {key: results[str(ws)] for key, ws in spaces.items()}
+    """{key: compile_only and describe of the workspace's first case, and its kernel_*.s files} for {key: workspace},
+    in one child (flydsl_batch)."""
+    results = flydsl_batch.run([(ws, None) for ws in spaces.values()], describe=True)
+    return {key: {**results[ws], "files": sorted(f.name for f in (ws / "build").glob("kernel_*.s"))}
+            for key, ws in spaces.items()}
 
 
 def start() -> dict:

@@ -18,6 +18,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import flydsl_batch
 import isa_metrics
 import pytest
 import rocm_env
@@ -51,31 +52,6 @@ def compile_in_child(ws: Path, env: dict | None = None) -> subprocess.CompletedP
     return subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True, timeout=900, env=env)
 
 
-# The batch child: argv[1] = JSON [[workspace, case], ...]; prints {workspace: compile_only's ISA} as JSON. One child
-# compiles many workspaces: torch and the harness are imported once (~2.3 s a child), each workspace's modules afresh,
-# and each compile_only still starts its own FlyDSL compile child, as in a workspace.
-_BATCH = """
-import importlib, json, os, sys
-isa = {}
-for ws, case in json.loads(sys.argv[1]):
-    for name in ("kernel", "host", "flydsl_runtime", "flydsl_lowered", "lowered", "pointwise"):
-        sys.modules.pop(name, None)
-    os.chdir(ws)
-    sys.path.insert(0, ws)
-    isa[ws] = importlib.import_module("kernel").compile_only(case, "build")
-    sys.path.remove(ws)
-print(json.dumps(isa))
-"""
-
-
-def compile_batch(jobs: list[tuple[Path, dict]]) -> dict:
-    """{workspace: ISA} of kernel.compile_only(case) in each (workspace, case), all in one child."""
-    done = subprocess.run([sys.executable, "-c", _BATCH, json.dumps([[str(ws), case] for ws, case in jobs])],
-                          capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {Path(ws): text for ws, text in json.loads(done.stdout.strip().splitlines()[-1]).items()}
-
-
 def metadata(isa: str, key: str) -> list[int]:
     """A numeric field of each kernel's code-object metadata, e.g. '.vgpr_count:     52' -> [52]."""
     return isa_metrics.amd_metadata(isa, f".{key}")
@@ -83,12 +59,13 @@ def metadata(isa: str, key: str) -> list[int]:
 
 def compile_variants(dest_of, variants: list) -> dict:
     """{variant: ISA} of each (pattern, op, dtype, arch, shape)'s default case, compiled in one child per arch, both
-    cores at once; dest_of() gives each workspace a fresh folder (called here, not in the threads)."""
+    cores at once (flydsl_batch); dest_of() gives each workspace a fresh folder (called here, not in the threads)."""
     spaces = {v: make_workspace(dest_of(), v[0], v[1], v[2], v[3], v[4]) for v in variants}
     jobs = [[(ws, json.loads((ws / "op.json").read_text())["cases"][0]) for v, ws in spaces.items() if v[3] == arch]
             for arch in ("gfx942", "gfx950")]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        compiled = {ws: text for batch in pool.map(compile_batch, [j for j in jobs if j]) for ws, text in batch.items()}
+        compiled = {ws: text for batch in pool.map(flydsl_batch.isa_of, [j for j in jobs if j]) for ws, text in
+                    batch.items()}
     for (_, op, dtype, arch, _), ws in spaces.items():
         files = list((ws / "build").glob(f"kernel_{op}_{dtype}*.{arch}.s"))
         assert len(files) == 1 and files[0].read_text() == compiled[ws], files

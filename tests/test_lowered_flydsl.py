@@ -3,9 +3,8 @@ the CPU with the cell's data movement intact (128-bit buffer accesses, no scratc
 
 A workspace is baked for the cell's built-in op, then turned into a lowered-op workspace as the template does
 (op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
-pointwise.py). Compiles run in children (FlyDSL must not share this process with CuTe DSL; see
-test_flydsl_compile.py), one per target, each importing torch once and every workspace's modules afresh; each
-distinct variant is compiled once. Compiled only: no AMD GPU runs these kernels here.
+pointwise.py). Compiles run in children (FlyDSL must not share this process with CuTe DSL), one per target
+(tests/flydsl_batch.py); each distinct variant is compiled once. Compiled only: no AMD GPU runs these kernels here.
 """
 
 from __future__ import annotations
@@ -17,9 +16,10 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import flydsl_batch
 import pytest
 from conftest import ROOT
-from test_flydsl_compile import HAVE_FLYDSL, compile_batch, metadata, needs_flydsl
+from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
 from tools import scaffold
 
 EXAMPLES = Path(__file__).resolve().parent / "lowered_examples"
@@ -67,7 +67,7 @@ def isa(tmp_path_factory):
     jobs = {arch: [(ws, {"dims": VARIANTS[i][3], "vars": {"numel": VARIANTS[i][3][0] * VARIANTS[i][3][1]}})
                    for (i, a), ws in spaces.items() if a == arch] for arch in ARCHS}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        compiled = dict(zip(ARCHS, pool.map(compile_batch, jobs.values())))
+        compiled = dict(zip(ARCHS, pool.map(flydsl_batch.isa_of, jobs.values())))
     out = {}
     for (i, arch), ws in spaces.items():
         _, example, dtype, _, path = VARIANTS[i]

@@ -188,12 +188,19 @@ def run_cases(cases, kernel_run, reference, make_inputs, *, device, torch_dtype,
 # Timing
 # --------------------------------------------------------------------------------------------
 
+def l2_flush_buffer():
+    """A device buffer whose zero_() evicts the L2 before a timed launch: twice the L2, at least 256 MiB."""
+    import torch
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
+
+
 def bench(fn, *, warmup_ms: float = 50.0, rep_ms: float = 300.0, max_iters: int = 500) -> dict:
     """Median device time of fn() in microseconds: CUDA events per launch, L2 flushed before each."""
     import torch
 
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
+    flush = l2_flush_buffer()
     fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
