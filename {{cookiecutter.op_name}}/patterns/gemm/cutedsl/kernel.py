@@ -140,6 +140,9 @@ Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_example
     - Vector loads: a WGMMA fragment holds adjacent column pairs (2i, 2i+1) of one row, so with N even (the
       TMA path) one predicate covers a pair and its two loads merge: ld.global.b32 for a bf16 residual or bias,
       64-bit for fp32.
+    - Broadcast extras are read once per address (_load_plan): the fragment holds each column at two rows (r and
+      r + 8), so a bias or column scale takes half the loads, registers and bf16 -> fp32 conversions of a
+      residual, and a per-row scale 2 loads per subtile. Known while tracing, from the broadcast strides.
     - Latency: the extras of as many subtiles as EPI_PREFETCH_REGS registers hold (8 per subtile and bf16 extra:
       a whole tile of one bf16 residual or bias) are loaded during the main loop, so their HBM latency and bytes
       hide under the WGMMAs. Vectors and per_row scales (a few KiB, L2-resident) are loaded after the first K-step;
@@ -415,7 +418,8 @@ def _epi_depth(ext, epi: Epilogue, per_sub: int, n_sub: int) -> int:
     """Subtiles whose extras are loaded ahead: as many as EPI_PREFETCH_REGS registers hold (a subtile takes per_sub
     elements of every extra: 8 registers per bf16 extra), at least one, at most the tile's subtiles. With 128
     accumulators per thread, 128 + 64 stay under the 232 of setmaxnreg with room for the addresses: one bf16
-    residual or bias (8 subtiles x 8 registers) is prefetched whole, two extras half a tile ahead."""
+    residual or bias (8 subtiles x 8 registers) is prefetched whole, two extras half a tile ahead. The count is an
+    upper bound: a broadcast extra holds half of it or less (_load_plan)."""
     regs = sum(per_sub * t.element_type.width // 32 for t in ext[:len(epi.kinds)])
     return max(1, min(n_sub, EPI_PREFETCH_REGS // max(1, regs)))
 
@@ -440,24 +444,51 @@ def _epi_frags(ext, epi: Epilogue, thr_mma, tm, tn, cfg: Config):
     return [thr_mma.partition_C(cute.local_tile(v, (cfg.tile_m, cfg.tile_n), (tm, tn))) for v in ext[:len(epi.kinds)]]
 
 
+def _load_plan(frag: cute.Tensor, base: int, count: int, step: int) -> list:
+    """For each group of `step` elements (v, ..., v + step - 1) of frag[base:base + count]: None (load them) or the
+    elements whose values they copy. A vector's (0, 1) and a per-row scale's (1, 0) broadcast strides are static, so
+    elements that read the same address are known while tracing; a residual's row stride is N, a run-time value,
+    and every group of it loads."""
+    first, plan = {}, []
+    for v in range(0, count, step):
+        offs = [cute.crd2idx(base + v + i, frag.layout) for i in range(step)]
+        static = all(isinstance(o, int) for o in offs)
+        if static and all(o in first for o in offs):
+            plan.append([first[o] for o in offs])
+        else:
+            plan.append(None)
+            if static:
+                for i, o in enumerate(offs):
+                    first.setdefault(o, v + i)
+    return plan
+
+
 @cute.jit
 def _epi_load(dst, frags, coord: cute.Tensor, base: cutlass.Constexpr[int], m_left, n_left,
               pairs: cutlass.Constexpr[bool]):
     """dst[j][v] = frags[j][base + v] for the elements inside the matrix (coord: their (row, col) in the tile);
     the others stay 0 and are never stored. `pairs`: elements (2i, 2i+1) are adjacent columns of one row (the
     WGMMA fragment) with N even, so one predicate covers both and the two loads of a pair merge into one 32-bit
-    (bf16) or 64-bit (fp32) load."""
+    (bf16) or 64-bit (fp32) load.
+
+    A broadcast extra is read once per address (_load_plan): the WGMMA fragment holds each column at two rows
+    (r and r + 8), so a bias's second element is a copy of the first (half the loads, registers and conversions),
+    and a per-row scale's 16 elements of a subtile are 2 loads. The copy is safe under the mask: the element
+    loaded comes first in the fragment, at the smaller row, so when its row is masked out so is the copy's, and
+    columns mask alike."""
+    step = 2 if cutlass.const_expr(pairs) else 1
     for j in cutlass.range_constexpr(len(dst)):
         dst[j].fill(0.0)
-        if cutlass.const_expr(pairs):
-            for v in cutlass.range_constexpr(0, cute.size(dst[j]), 2):
-                if cute.elem_less(coord[base + v + 1], (m_left, n_left)):
-                    dst[j][v] = frags[j][base + v]
-                    dst[j][v + 1] = frags[j][base + v + 1]
-        else:
-            for v in cutlass.range_constexpr(cute.size(dst[j])):
-                if cute.elem_less(coord[base + v], (m_left, n_left)):
-                    dst[j][v] = frags[j][base + v]
+        plan = _load_plan(frags[j], base, cute.size(dst[j]), step)
+        for g in cutlass.range_constexpr(len(plan)):
+            v = g * step
+            if cutlass.const_expr(plan[g] is not None):
+                for i in cutlass.range_constexpr(step):
+                    dst[j][v + i] = dst[j][plan[g][i]]
+            else:
+                if cute.elem_less(coord[base + v + step - 1], (m_left, n_left)):
+                    for i in cutlass.range_constexpr(step):
+                        dst[j][v + i] = frags[j][base + v + i]
 
 
 def _epi_compute(vals: cute.Tensor, loaded, n, scale, epi: Epilogue):
