@@ -22,7 +22,9 @@ Method, per point (sweep_common.MemorySweep and measure):
   sum): launch-bound points, where both sides see the same.
 - GPU time: torch.profiler CUDA kernel time of 20 calls, summed over every kernel a call launches (ours one, torch
   one or more), divided by 20, after one warm-up call per copy. ratio = torch eager / ours (> 1: ours is faster).
-  The GPU time of small points is launch latency; that is what counts.
+  The GPU time of small points is launch latency; that is what counts. Ours is timed as run(x, ...), allocating
+  its output from torch's caching allocator as eager does (where the output lives moves a memory-bound kernel's
+  time: sweep_common.measure); run(..., out=) into each copy's buffer is recorded beside it as ours_out_us.
 - torch.compile column: inductor, fullgraph, one graph per (op, N) with M dynamic (N picks the code and M is free,
   as in the cell) and a static one for M = 1. Each graph is compiled and autotuned at the largest M of its N (the
   points run from the largest M down). At most 100 s of compile warm-up (--compile-budget-s): later new graphs are

@@ -130,8 +130,12 @@ def test_measure_a_reduction_point_on_cpu(tmp_path, cpu_timer):
     _, other = sweep_common.load_workspace(sweep_common.bake(tmp_path, "elementwise", "silu_mul"), kernel=False)
     assert other.host.OP["op"] == "silu_mul" and reference.host.OP["op"] == "rmsnorm"  # fresh modules each
 
-    def run(*inputs, out):
-        return out.copy_(reference.baseline(*inputs))
+    calls = []
+
+    def run(*inputs, out=None):  # the cell's interface: allocates its output unless given one
+        calls.append(out is None)
+        result = reference.baseline(*inputs)
+        return result if out is None else out.copy_(result)
 
     good = SimpleNamespace(run=run)
     sweep = sweep_reduction.SWEEP
@@ -146,6 +150,7 @@ def test_measure_a_reduction_point_on_cpu(tmp_path, cpu_timer):
     assert r["agree"] and r["rel_err"] < 1e-2 and r["copies"] == 3 and r["bytes"] == 2 * 64 * 256 * 2 + 256 * 2
     assert r["ratio"] == 1.0 and r["compile_ratio"] == 1.0 and "compile_s" in r and "compile_s" not in rows[16]
     assert len(graphs) == 2  # one graph for M = 64 and 16 (M dynamic), one for M = 1
+    assert "ours_out_us" in r and True in calls and False in calls  # timed allocating (as eager) and into out=
 
     bad = SimpleNamespace(run=lambda *inputs, out: out)  # writes nothing: the NaN poison stays
     row = sweep_common.measure(bad, reference, sweep.case({"M": 4, "N": 256}), torch.bfloat16, 1, 1, 5, device="cpu")

@@ -35,13 +35,18 @@ Why this shape (flash-decoding; worked with the H200's cited peaks: 989 TFLOP/s,
               count it, its wait for the split grid; its per-thread dependent loads were slow at 32+ splits.
 
 How many splits (plan() and _splits(); NUM_SMS = op.json's compute_units, the examples use 132)
-    items = B * Hkv * (G / heads) independent work items; each path has a number of resident CTAs per SM
-    (CUDA cores 2 at 204 registers; tensor cores 3 with one m16 tile of heads, <= 168 registers, 2 with
-    two); _splits() picks the split count with the least modelled time: streaming time / wave efficiency
-    + a fixed cost per wave + the fused merge's cost (one CTA reads splits x heads x D x 4 bytes). Its
-    docstring works the regimes: B1 Hkv8 G4 S8192 -> 43 splits of 192 keys (344 CTAs, <= 1 wave of 396
-    slots), B32 Hkv8 G4 S4096 -> 3 x 1408 (768 CTAs, 1.94 waves), MQA B32 Hkv1 G16 -> 2 head chunks x 6 x 704 (384 CTAs),
-    B32 Hq8 Hkv8 (MHA, CUDA cores) -> 1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
+    items = B * Hkv * (G / heads) independent work items; each path fills a number of CTA slots per SM
+    (CUDA cores 2, at 204 registers; tensor cores 2, MMA_CTAS_PER_SM); _splits() picks the split count with
+    the least modelled time: streaming time / wave efficiency + a fixed cost per wave + the fused merge's
+    cost (one CTA reads splits x heads x D x 4 bytes). Its docstring works the regimes: B1 Hkv8 G4 S8192 ->
+    32 splits of 256 keys (256 CTAs, 0.97 of a wave of 264 slots), B32 Hkv8 G4 S4096 -> 1 split, no merge
+    (256 CTAs), MQA B32 Hkv1 G16 -> 2 head chunks x 4 x 1024 (256 CTAs), B32 Hq8 Hkv8 (MHA, CUDA cores) ->
+    1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
+    Why 2 tensor-core slots per SM when 3 CTAs of one m16 tile fit (<= 168 registers): two CTAs of 4 warps
+    already keep 64 KiB of K/V in flight per SM (a tile of 8 KiB per warp), above the ~36 KiB that Little's
+    law asks for (4.8 TB/s x ~1 us over 132 SMs), so a third adds little bandwidth; counted as a slot, it made the plan cut every sequence into ~1.5x more, shorter splits (and a
+    merge) to fill it: B32 Hkv8 G4 S4096 ran as 3 splits of 1408 keys, 768 CTAs, at 0.97x SDPA, and runs as one
+    split, 256 CTAs, at 1.02x; B1 S8192 went from 43 to 32 splits, 0.80x to 0.99x (2026-12-02-h200-round4.md).
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit.
 
 Thread / value layout of a split CTA (128 threads = 4 warps)
@@ -104,8 +109,8 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     clamped to key s1 - 1 (never a stale slot) and their scores set to -inf. A warp synchronises only with
     itself: cp.async.wait_group then bar.warp.sync (the tile is read by all 32 lanes through ldmatrix), and
     the refill of the slot consumed one step earlier is issued before this step's math, so one tile per
-    warp is always in flight (8 KiB; at G = 8 a CTA takes 73 KB smem and 165 registers/thread, so 3 CTAs =
-    12 warps = 96 KiB in flight per SM; MQA: 80 KB, 254 registers, 2 CTAs). Per step and warp (D = 128, 16 heads):
+    warp is always in flight (8 KiB; at G = 8 a CTA takes 73 KB smem and 165 registers/thread, so 3 CTAs would
+    fit (12 warps, 96 KiB in flight per SM; the plan fills 2); MQA: 80 KB, 254 registers, 2 CTAs). Per step and warp (D = 128, 16 heads):
     8 ldmatrix.x4 for K (k-major rows = the "col" B operand directly), 8 ldmatrix.x4.trans for V, 16 mma
     for S, the online softmax on the fp32 accumulator (each lane holds 2 head rows x 4 keys; row max and sum
     over the 4 lanes of a quad with 2 shuffles; scale*log2(e) applied in fp32, exp2.approx), acc_O (16 x D
@@ -127,8 +132,8 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
 
 Limits
     G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
-    tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 43 splits of 4 heads,
-    88 KB of partials) it is a visible tail, which the plan's merge term trades against wave efficiency.
+    tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 32 splits of 4 heads,
+    64 KB of partials) it is a visible tail, which the plan's merge term trades against wave efficiency.
     The KV cache must have < 2^31 elements (int32 indexing). Scratch is per signature: two calls of one
     shape must not run concurrently on two streams.
 
@@ -188,7 +193,7 @@ MMA_FEW_PAIRS_HEADS = 8  # ... and when B * Hkv < NUM_SMS: a large group is spli
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
 MMA_KEYS = {64: 32, 128: 16}    # keys per warp tile by D: 4 KiB of K + V per tile and stage either way
 MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
-MMA_CTAS_PER_SM = {1: 3, 2: 2}  # resident tensor-core CTAs per SM by m16 tiles (<= 168 / <= 255 registers)
+MMA_CTAS_PER_SM = {1: 2, 2: 2}  # tensor-core CTAs per SM the plan fills, by m16 tiles (see "How many splits")
 MMA_MIN_SPLIT_KEYS = 128 # a tensor-core split reads at least this many keys
 HBM_BYTES_PER_US = 4.0e6 # plan()'s model: K/V streamed at ~4 TB/s (83% of the H200's cited 4.8 TB/s) ...
 MERGE_BYTES_PER_US = 6.4e4  # ... one merging CTA reads partials at ~64 GB/s (32 KiB of loads in flight) ...
@@ -248,8 +253,8 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
     """Split count and size: the count with the least modelled time, for every regime at once.
 
     Model (three terms, in microseconds):
-      stream  kv_bytes / (HBM_BYTES_PER_US x wave efficiency). `slots` = NUM_SMS x resident CTAs per SM of the
-              path (op.json's compute_units: 132 on the H200); a launch of items x splits equal CTAs runs in
+      stream  kv_bytes / (HBM_BYTES_PER_US x wave efficiency). `slots` = NUM_SMS x the CTAs per SM the path
+              fills (2 for both: the module docstring's "How many splits" says why not 3 on the tensor cores) (op.json's compute_units: 132 on the H200); a launch of items x splits equal CTAs runs in
               waves of `slots`, and waves / ceil(waves) of the GPU streams on average (a last wave 30% full
               leaves 70% of the SMs' slots idle for one CTA's duration; fewer CTAs than slots, the same).
       waves   ceil(waves) x WAVE_US: a CTA's pipeline fill and its epilogue (the cross-warp merge, the partial
@@ -260,13 +265,13 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
     Candidates: every split count from 1 to min(MAX_SPLITS, S / min_keys), each rounded to a split size that is a
     whole number of CTA steps (`block` keys), which may lower the count (its efficiency is taken after the
     rounding); ties go to fewer splits (longer CTAs, fewer partials). What that gives on 132 SMs:
-      small B*Hkv (B1 Hkv8 G4, 8 items, 396 tensor-core slots): ~50 splits fill one wave; at S8192 43 splits of
-        192 keys, 344 CTAs, 2-3 on every SM, and a 88 KB merge per item;
-      middle (B32 Hkv8 G4, 256 items): 1 or 2 splits fill 65% of one or two waves, 3 splits 1.94 waves (97%):
-        3 x 1408 keys, 768 CTAs; large (B128 Hkv8, 1024 items): 1 split is 2.6 waves (86%), 3 splits 7.8 (97%);
-        on CUDA cores (2 CTAs per SM, 264 slots) 256 items fill 97% of one wave with 1 split: no merge at all;
-      MQA (B32 Hkv1 G16: 32 pairs < 132 SMs, so 2 chunks of 8 heads, 64 items): 6 x 704 keys, 384 CTAs, 0.97 of a
-        wave; G32: 4 chunks, 128 items, 3 x 1408 keys; B32 Hkv8 G16 (256 pairs): one CTA of 16 heads per item.
+      small B*Hkv (B1 Hkv8 G4, 8 items, 264 slots): ~33 splits fill one wave; at S8192 32 splits of 256 keys,
+        256 CTAs, 2 on nearly every SM, and a 64 KB merge per item;
+      middle (B32 Hkv8 G4, 256 items): 1 split fills 97% of one wave: 256 CTAs of 4096 keys, no merge at all;
+        large (B128 Hkv8, 1024 items): 1 split, 3.88 waves (97%); on CUDA cores too (264 slots) 256 items fill
+        97% of one wave with 1 split;
+      MQA (B32 Hkv1 G16: 32 pairs < 132 SMs, so 2 chunks of 8 heads, 64 items): 4 x 1024 keys, 256 CTAs, 0.97 of a
+        wave; G32: 4 chunks, 128 items, 2 x 2048 keys; B32 Hkv8 G16 (256 pairs): one CTA of 16 heads per item.
     The grid is sized from S_max (seq_lens stay on the GPU: no host sync); CTAs of splits past len_b exit."""
     max_splits = max(1, min(MAX_SPLITS, -(-S // min_keys)))
     cands = {}
