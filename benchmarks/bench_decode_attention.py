@@ -28,6 +28,7 @@ import traceback
 from pathlib import Path
 
 from harness import bench, copy_ceiling
+from sweep_common import apply_knobs
 
 TOL = 1e-2
 # (name, B, Hq, Hkv, S, D, lengths, timed, fills): lengths "full", "one", or a list / ("random", seed)
@@ -66,10 +67,9 @@ def copy_gbps(nbytes: int = 1 << 30) -> float:
 
 
 def set_knobs(kernel, knobs: dict) -> None:
-    """Set kernel.py's tuning constants and drop its compiled kernels and prepared launches (the plan is part of
-    them), so the next run re-plans and recompiles."""
-    for name, value in knobs.items():
-        setattr(kernel, name, value)
+    """Set kernel.py's tuning constants (sweep_common.apply_knobs) and drop its compiled kernels and prepared
+    launches (the plan is part of them), so the next run re-plans and recompiles."""
+    apply_knobs(kernel, knobs)
     kernel._compiled.clear()
     kernel._launches.clear()
 

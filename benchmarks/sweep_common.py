@@ -232,6 +232,14 @@ def knobs(args) -> dict:
     return {k: ast.literal_eval(v) for k, v in (s.split("=", 1) for s in getattr(args, "set", []))}
 
 
+def apply_knobs(module, knobs: dict) -> None:
+    """Override a kernel module's tuning globals for an A/B: a dict knob updates the module's dict, any other value
+    replaces it. A knob the module does not have is a typo: AttributeError."""
+    for name, value in knobs.items():
+        old = getattr(module, name)
+        setattr(module, name, {**old, **value} if isinstance(old, dict) else value)
+
+
 def write_rows(path: Path, meta: dict, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
@@ -315,9 +323,7 @@ class MemorySweep:
         kernel module's `knobs` overridden before its first compile."""
         for op in dict.fromkeys(pt["op"] for pt in pts):
             k, reference = load_workspace(bake(tmp, self.pattern, op), kernel)
-            for name, value in (knobs or {}).items():
-                old = getattr(k, name)  # a knob the kernel does not have is a typo: AttributeError
-                setattr(k, name, {**old, **value} if isinstance(old, dict) else value)
+            apply_knobs(k, knobs or {})
             yield op, k, reference, [pt for pt in pts if pt["op"] == op]
 
     def listing(self, pts: list[dict], knobs: dict | None = None) -> str:

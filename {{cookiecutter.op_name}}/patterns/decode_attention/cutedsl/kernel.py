@@ -253,8 +253,9 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
     """Split count and size: the count with the least modelled time, for every regime at once.
 
     Model (three terms, in microseconds):
-      stream  kv_bytes / (HBM_BYTES_PER_US x wave efficiency). `slots` = NUM_SMS x the CTAs per SM the path
-              fills (2 for both: the module docstring's "How many splits" says why not 3 on the tensor cores) (op.json's compute_units: 132 on the H200); a launch of items x splits equal CTAs runs in
+      stream  kv_bytes / (HBM_BYTES_PER_US x wave efficiency). `slots` = NUM_SMS (op.json's compute_units: 132
+              on the H200) x the CTAs per SM the path fills (2 for both; the module docstring's "How many
+              splits" says why not 3 on the tensor cores); a launch of items x splits equal CTAs runs in
               waves of `slots`, and waves / ceil(waves) of the GPU streams on average (a last wave 30% full
               leaves 70% of the SMs' slots idle for one CTA's duration; fewer CTAs than slots, the same).
       waves   ceil(waves) x WAVE_US: a CTA's pipeline fill and its epilogue (the cross-warp merge, the partial

@@ -474,8 +474,9 @@ def _epi_load(dst, frags, coord: cute.Tensor, base: cutlass.Constexpr[int], m_le
     A broadcast extra is read once per address (_load_plan): the WGMMA fragment holds each column at two rows
     (r and r + 8), so a bias's second element is a copy of the first (half the loads, registers and conversions),
     and a per-row scale's 16 elements of a subtile are 2 loads. The copy is safe under the mask: the element
-    loaded comes first in the fragment, at the smaller row, so when its row is masked out so is the copy's, and
-    columns mask alike."""
+    loaded shares the copy's address and comes first in the fragment, so it has the same column and a smaller
+    row (a vector) or the same row and a smaller column (a per-row scale); the mask is monotone in both, so when
+    the loaded element is masked out, so is its copy."""
     step = 2 if cutlass.const_expr(pairs) else 1
     for j in cutlass.range_constexpr(len(dst)):
         dst[j].fill(0.0)
