@@ -121,6 +121,8 @@ def test_decode_attention_paths(workspace_of, tmp_path, shape, path, kt, ctas):
     p = kernel.plan(*(case["vars"][k] for k in ("B", "Hq", "Hkv", "S", "D")))
     assert p["mma"] == (path == "mma") and (not p["mma"] or p["unroll"] == kt)
     assert p["slots"] == ctas * kernel.NUM_SMS
+    # the CTAs per SM the plan counts on fit the SM's 228 KiB of shared memory (1 KiB per CTA reserved)
+    assert ctas * (kernel.describe(case)["smem_bytes_per_cta"] + 1024) <= 228 * 1024
     mma = re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx)
     assert bool(mma) == (path == "mma") and ("ldmatrix" in ptx) == (path == "mma")
     assert "atom.global.acq_rel.add" in ptx and ptx.count("fence.acq_rel.gpu") >= 2
@@ -145,6 +147,8 @@ def test_decode_attention_plan_regimes(workspace_of):
     assert (mqa["heads"], mqa["chunks"], mqa["grid"][0]) == (8, 2, 2) and mqa["items"] == 32 * 2
     wide = kernel.plan(32, 128, 8, 4096, 128)  # 256 pairs: the group of 16 heads stays in one CTA
     assert (wide["heads"], wide["chunks"]) == (16, 1)
+    # chunk CTAs read the same K/V twice over: one more slot per warp in flight; unchunked items keep two
+    assert mqa["stages"] == kernel.MMA_STAGES_CHUNKED > wide["stages"] == middle["stages"] == kernel.MMA_STAGES
     for B, Hq, Hkv, S, D in [(1, 32, 8, 8192, 128), (32, 16, 1, 4096, 128), (4, 32, 8, 32768, 64), (3, 8, 8, 777, 64)]:
         p = kernel.plan(B, Hq, Hkv, S, D)
         assert p["split_size"] % p["block"] == 0 and p["splits"] * p["split_size"] >= S

@@ -110,7 +110,8 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     itself: cp.async.wait_group then bar.warp.sync (the tile is read by all 32 lanes through ldmatrix), and
     the refill of the slot consumed one step earlier is issued before this step's math, so one tile per
     warp is always in flight (8 KiB; at G = 8 a CTA takes 73 KB smem and 165 registers/thread, so 3 CTAs would
-    fit (12 warps, 96 KiB in flight per SM; the plan fills 2); MQA: 80 KB, 254 registers, 2 CTAs). Per step and warp (D = 128, 16 heads):
+    fit (12 warps, 96 KiB in flight per SM; the plan fills 2); MQA: 80 KB, 254 registers, 2 CTAs; a chunked
+    item's CTAs take 3 stages, see "Pipeline depth"). Per step and warp (D = 128, 16 heads):
     8 ldmatrix.x4 for K (k-major rows = the "col" B operand directly), 8 ldmatrix.x4.trans for V, 16 mma
     for S, the online softmax on the fp32 accumulator (each lane holds 2 head rows x 4 keys; row max and sum
     over the 4 lanes of a quad with 2 shuffles; scale*log2(e) applied in fp32, exp2.approx), acc_O (16 x D
@@ -129,6 +130,13 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     streams' windows); twice the CTAs per HBM byte means twice the warps streaming, and each split's partial
     (the fused merge's tail) halves. Measured on both sides of the rule in benchmarks/ (the regimes page): with
     many pairs, chunks lose (the second read goes to HBM); 4 heads per CTA loses with few pairs too.
+    Pipeline depth. A CTA of an unchunked item keeps MMA_STAGES = 2 slots per warp (one tile in flight while it
+    computes on the other). The chunk CTAs of an item ask the memory system for twice the bytes per HBM byte (the
+    second read is an L2 hit, but it is a request in flight all the same), so they take MMA_STAGES_CHUNKED = 3
+    slots: two tiles, 16 KiB per warp, in flight. At 8 heads that is ~101 KB of shared memory, still 2 CTAs per
+    SM, the 2 slots the plan fills. Measured (the round-5 page): chunked points gain up to 10% (B4 S32768 G16
+    D64 0.88x -> 0.96x SDPA, MQA B32 Hq16 Hkv1 0.88x -> 0.91-0.94x); on unchunked items 3 stages cost 1-2% on
+    long single-split streams (B32 S32768), so they keep 2.
 
 Limits
     G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
@@ -192,7 +200,8 @@ MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor 
 MMA_FEW_PAIRS_HEADS = 8  # ... and when B * Hkv < NUM_SMS: a large group is split into side-by-side chunks
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
 MMA_KEYS = {64: 32, 128: 16}    # keys per warp tile by D: 4 KiB of K + V per tile and stage either way
-MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each)
+MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each) ...
+MMA_STAGES_CHUNKED = 3   # ... and when an item's group is split into chunk CTAs that read the same K/V
 MMA_CTAS_PER_SM = {1: 2, 2: 2}  # tensor-core CTAs per SM the plan fills, by m16 tiles (see "How many splits")
 MMA_MIN_SPLIT_KEYS = 128 # a tensor-core split reads at least this many keys
 HBM_BYTES_PER_US = 4.0e6 # plan()'s model: K/V streamed at ~4 TB/s (83% of the H200's cited 4.8 TB/s) ...
@@ -242,10 +251,11 @@ def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     kt = MMA_KEYS[D]
     block = kt * MMA_WARPS              # keys per CTA step (each warp one tile)
     items = B * Hkv * chunks
+    stages = MMA_STAGES_CHUNKED if chunks > 1 else MMA_STAGES  # see "Pipeline depth" in the docstring
     split = _splits(items, S, block, NUM_SMS * MMA_CTAS_PER_SM[tiles], MMA_MIN_SPLIT_KEYS, 4 * B * Hkv * S * D,
                     4 * heads * D)
     return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC, "rows": MMA_M * tiles,
-            "unroll": kt, "block": block, "stages": MMA_STAGES, "mma": True, "items": items, **split,
+            "unroll": kt, "block": block, "stages": stages, "mma": True, "items": items, **split,
             "grid": [chunks, split["splits"], B * Hkv]}
 
 
