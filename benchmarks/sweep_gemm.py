@@ -4,6 +4,7 @@
     python benchmarks/sweep_gemm.py --out benchmarks/results/DATE-h200-gemm-sweep.json --m 1 16 --nk 4096
     python benchmarks/sweep_gemm.py --out ... --list | --render       # the points / table + PNGs again, no GPU
     python benchmarks/sweep_gemm.py --out ... --m 16 64 --tile-k 128  # A/B: the memory-bound configs' K-tile
+    python benchmarks/sweep_gemm.py --out ... --m 16 64 --set SWAP_MAX_M=4  # A/B a kernel.py constant (here: no swap)
 
 It builds a bf16 gemm workspace with tools.scaffold (no bake step, no baseline run) and loads its kernel.py with
 bench_gemm.load_kernel. For every (M, N, K) of the grid (M in 1, 16, 64, 128, 512, 4096; N, K in 4096, 8192,
@@ -32,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gemm import check, load_kernel  # noqa: E402
 from heatmap import heatmap  # noqa: E402
-from sweep_common import ROOT, add_modes, bake, copies, gpu_us, read_rows, write_rows  # noqa: E402
+from sweep_common import ROOT, add_modes, apply_knobs, bake, copies, gpu_us, knobs, read_rows, write_rows  # noqa: E402
 
 M_GRID = [1, 16, 64, 128, 512, 4096]
 NK_GRID = [4096, 8192, 14336]
@@ -116,6 +117,8 @@ def main(argv=None) -> int:
     p.add_argument("--m", type=int, nargs="+", default=M_GRID)
     p.add_argument("--nk", type=int, nargs="+", default=NK_GRID, help="the values N and K each take")
     p.add_argument("--tile-k", type=int, help="A/B knob: the K-tile of the 64-row and split-K configs")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a kernel.py constant (a Python literal) before the sweep")
     args = p.parse_args(argv)
     import matplotlib  # noqa: F401 - the PNGs come last: a missing module must show before the sweep
 
@@ -133,6 +136,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kb-sweep-gemm-") as tmp:
         kernel = load_kernel(bake(Path(tmp), "gemm"), "bf16")
+        apply_knobs(kernel, knobs(args))
         if args.tile_k:  # the memory-bound configs: split-K and the 64-row tiles (choose_config reads them per call)
             kernel.SPLIT = replace(kernel.SPLIT, tile_k=args.tile_k)
             kernel.SMALLER = tuple(replace(c, tile_k=args.tile_k) if c.tile_m == 64 else c for c in kernel.SMALLER)
@@ -149,7 +153,7 @@ def main(argv=None) -> int:
                   f"({time.perf_counter() - t0:.1f}s)", flush=True)
             torch.cuda.empty_cache()
     write_rows(args.out, {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "dtype": "bf16",
-                          "tile_k": args.tile_k,
+                          "tile_k": args.tile_k, "knobs": knobs(args),
                           "timer": "torch.profiler CUDA kernel time per call, rotating operand sets > 3x L2"}, rows)
     pngs = heatmaps(rows, args.out)
     print(table(rows))

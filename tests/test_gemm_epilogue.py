@@ -3,7 +3,8 @@
 A lowered GEMM workspace is baked by tools/scaffold.py from a corpus function (tests/lowering_corpus/ops.py), traced
 as a user's pytorch_logic is (tools/lower; in this process, the corpus being ours). The four epilogues of issue 15 (bias + gelu_tanh, bias + squared relu, a residual add, a per-column scale and a bf16
 cast) compile on the large-tile path with no spills and with their extras read as 32-bit pairs; the residual, the
-"row" kind, also compiles on every other path (st.global for odd N, skinny tiles, the split-K fix-up, the GEMV).
+"row" kind, also compiles on every other path (st.global for odd N, skinny tiles, swapped skinny tiles with and
+without the split-K fix-up, the GEMV).
 fp8: wgmma with e4m3 operands on the tensor-core paths, 16 e4m3 per 128-bit load on the GEMV, and fp8 composed
 with a lowered compute of the third kind ("per_row", here as [M, 1]). Each distinct code path is compiled once.
 
@@ -112,11 +113,12 @@ def test_issue_epilogues_on_large_tiles(gemm_ws, tmp_path, name):
 @pytest.mark.parametrize("shape,path,marker", [
     ("4095x4097x4096", "large tiles", "st.global.b16"),       # N*2 % 16 != 0: predicated st.global
     ("128x8192x8192", "skinny 64-row tiles", "stmatrix"),
-    ("16x8192x8192", "split-K with S = 2", "atom.global.acq_rel.add.u32"),
+    ("16x8192x8192", "swapped skinny tiles", "st.global.b16"),        # C^T = B . A^T: the residual read transposed
+    ("16x4096x4096", "swapped skinny tiles", "atom.global.acq_rel.add.u32"),  # ... split over K: the fix-up
     ("3x4097x4104", "GEMV", "shfl.sync.bfly"),
 ])
 def test_residual_epilogue_on_every_other_path(gemm_ws, tmp_path, shape, path, marker):
-    """The "row" kind on the other four paths: compiled, no spills, the residual read (masked) on each."""
+    """The "row" kind on the other paths: compiled, no spills, the residual read (masked) on each."""
     kernel = gemm_ws("bf16", "residual_add")
     ptx = _compiled(kernel, shape, tmp_path, "bf16")
     assert marker in ptx
@@ -124,10 +126,10 @@ def test_residual_epilogue_on_every_other_path(gemm_ws, tmp_path, shape, path, m
     assert kernel.describe(_case(shape))["path"].startswith(path)
 
 
-@pytest.mark.parametrize("shape,mma", [("8192x8192x8192", "m64n256k32"), ("16x8192x8192", "m64n128k32"),
+@pytest.mark.parametrize("shape,mma", [("8192x8192x8192", "m64n256k32"), ("16x8192x8192", "m64n16k32"),
                                        ("1x4096x4096", None)])
 def test_fp8_paths(gemm_ws, tmp_path, shape, mma):
-    """fp8 e4m3: the large tiles and split-K issue wgmma k32 with e4m3 operands (BK = 128: 4 per K-step); the GEMV
+    """fp8 e4m3: the large and the swapped skinny tiles issue wgmma k32 with e4m3 operands (BK = 128: 4 per K-step); the GEMV
     converts 16 e4m3 per 128-bit load (cvt.rn.f16x2.e4m3x2) on the CUDA cores. The scales are 2 fp32 loads."""
     kernel = gemm_ws("fp8", None)
     ptx = _compiled(kernel, shape, tmp_path, "fp8")

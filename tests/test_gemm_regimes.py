@@ -1,9 +1,10 @@
 """The CuTe DSL GEMM cell's small-M regimes, compiled for sm_90a on the CPU: each path's PTX shows what makes it.
 
-choose_config sends a shape to one of four paths (large tiles, skinny 64-row tiles, split-K, GEMV); these tests
-pin which shapes take which path, and compile the two small-M paths to check the instructions they are built
-on: WGMMA + TMA + the acq_rel counter of the split-K fix-up, and 128-bit loads + warp shuffles (no tensor cores)
-for the GEMV, none of them with local-memory spills. The large-tile and skinny paths keep their PTX (see
+choose_config sends a shape to one of five paths (large tiles, 128x128 tiles, skinny 64-row tiles, swapped skinny
+tiles with or without split-K, GEMV); these tests pin which shapes take which path, and compile the small-M paths
+to check the instructions they are built on: wgmma m64n16k16 with A's rows on the MMA's N (C^T = B . A^T), the
+2x1 multicast of A, C stored transposed by st.global, the acq_rel counter of the split-K fix-up, and 128-bit loads
++ warp shuffles (no tensor cores) for the GEMV, none of them with local-memory spills. The large-tile and skinny paths keep their PTX (see
 test_compile_only.py and benchmarks/kernel_hashes.py).
 """
 
@@ -38,33 +39,54 @@ def _no_spills(ptx_path) -> None:
     assert re.search(r"0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", done.stderr), done.stderr
 
 
-@pytest.mark.parametrize("shape,path", [
-    ("8192x8192x8192", "large tiles"), ("4096x14336x4096", "large tiles"),
-    ("128x8192x8192", "skinny 64-row tiles"), ("16x14336x8192", "skinny 64-row tiles"),
-    ("512x4096x4096", "128x128 tiles"), ("512x8192x8192", "large tiles"), ("512x14336x4096", "large tiles"),
-    ("16x8192x8192", "split-K with S = 2"), ("64x8192x8192", "split-K with S = 2"),
-    ("64x4096x4096", "split-K with S = 4"), ("16x256x8192", "split-K with S = 16"),
-    ("1x4096x4096", "GEMV"), ("4x8192x8192", "GEMV"),
+@pytest.mark.parametrize("shape,path,splits,width", [
+    ("8192x8192x8192", "large tiles", 1, 256), ("4096x14336x4096", "large tiles", 1, 256),
+    ("128x8192x8192", "skinny 64-row tiles", 1, 128), ("65x8192x8192", "skinny 64-row tiles", 1, 128),
+    ("512x4096x4096", "128x128 tiles", 1, 128), ("512x8192x8192", "large tiles", 1, 256),
+    ("512x14336x4096", "large tiles", 1, 256),
+    # M <= 64: C^T = B . A^T, A's rows padded to 16 / 32 / 64 columns; 128 tiles of 64 rows of B for N = 8192
+    ("16x8192x8192", "swapped skinny tiles", 1, 16), ("5x14336x8192", "swapped skinny tiles", 1, 16),
+    ("32x8192x8192", "swapped skinny tiles", 1, 32), ("64x8192x8192", "swapped skinny tiles", 1, 64),
+    # ... and split over K when the 64-row tiles leave half the SMs idle (64 tiles: S = 2; 4 tiles: S = 16)
+    ("64x4096x4096", "swapped skinny tiles", 2, 64), ("16x256x8192", "swapped skinny tiles", 16, 16),
+    ("1x4096x4096", "GEMV", 1, None), ("4x8192x8192", "GEMV", 1, None),
 ])
-def test_describe_names_the_path(gemm, shape, path):
-    assert gemm.describe(_case(shape))["path"].startswith(path)
+def test_describe_names_the_path(gemm, shape, path, splits, width):
+    d = gemm.describe(_case(shape))
+    assert d["path"].startswith(path) and d.get("splits", 1) == splits
+    assert width is None or d["tile_mnk"][1] == width
+    assert ("K is split" in d["path"] or d["path"].startswith("split")) == (splits > 1)
 
 
 @pytest.mark.parametrize("k", [64, 520, 4136, 8192, 14336])
 @pytest.mark.parametrize("n", [256, 4097, 8192])
 def test_split_count_covers_k_without_empty_splits(gemm, n, k):
-    """Every split owns >= 1 K-tile, the splits together own exactly the K loop, one wave of work units."""
-    splits, k_per = gemm.split_count(16, n, k)
+    """Every split owns >= 1 K-tile, the splits together own exactly the K loop, one wave of work units (in the
+    swapped frame: N rows of B by M = 16 columns)."""
+    cfg = gemm.Config(tile_m=64, tile_n=16, cluster_m=1, tma_store=False, split_k=True, swap_ab=True)
+    splits, k_per = gemm.split_count(n, 16, k, cfg)
     k_tiles = -(-k // 64)
     assert 1 <= splits and (splits - 1) * k_per < k_tiles <= splits * k_per
-    tiles = -(-n // gemm.SPLIT.tile_n)
+    tiles = -(-n // cfg.tile_m)
     assert splits == 1 or tiles * splits <= gemm.SM_COUNT
 
 
-def test_split_k_ptx(gemm, tmp_path):
+def test_swapped_ptx(gemm, tmp_path):
+    """16x8192x8192: 128 tiles of 64 rows of B by A's 16 rows, no split: wgmma m64n16k16, A multicast to the 2x1
+    cluster, C stored transposed by st.global (no TMA store, no atomics)."""
     ptx = gemm.compile_only(_case("16x8192x8192"), tmp_path)
+    (path,) = tmp_path.glob("*64x16_c2x1_swap_stg*.ptx")
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n16k16\.f32\.bf16\.bf16", ptx)
+    assert "multicast::cluster" in ptx and "cp.async.bulk.tensor" in ptx
+    assert "atom." not in ptx and "st.global.b16" in ptx and "cp.async.bulk.global.shared" not in ptx
+    assert ".local" not in ptx
+    _no_spills(path)
+
+
+def test_split_k_ptx(gemm, tmp_path):
+    ptx = gemm.compile_only(_case("16x4096x4096"), tmp_path)
     (path,) = tmp_path.glob("*splitk*.ptx")
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 acc"
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n16k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 acc"
     assert "cp.async.bulk.tensor" in ptx and "mbarrier" in ptx, "TMA loads into the mbarrier ring"
     # the fix-up: one gpu-scope (the default scope) acq_rel increment per thread, no other atomics, no spin loop
     assert re.findall(r"atom\.[a-z0-9_.]*", ptx) == ["atom.global.acq_rel.add.u32"]

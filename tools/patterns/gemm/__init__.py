@@ -66,15 +66,16 @@ DEFAULT_SHAPES = {
     # square, LLM projections (N or K = 14336), and skinny decode-like M (memory-bound)
     "representative": ["8192x8192x8192", "4096x4096x4096", "4096x14336x4096", "4096x4096x14336",
                        "16x8192x8192", "64x8192x8192", "128x8192x8192"],
-    # the last five exercise the CuTe DSL cell's small-M regimes at their edges: GEMV row buckets 2 and 4 with
-    # odd N and a K tail; split-K with a partial M tile and odd N, with an uneven last split over a partial
-    # K tile, and with 16 splits
+    # the last seven exercise the CuTe DSL cell's small-M regimes at their edges: GEMV row buckets 2 and 4 with
+    # odd N and a K tail; the swapped tiles (C^T = B . A^T) at each width (16, 32, 64) with M short of it:
+    # split-K with a partial tile of B's rows and odd N (33, 24), with an uneven last split over a partial K tile
+    # (5), with 16 splits (16x256); unsplit with a K tail (64)
     "boundary": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x8", "2x1001x4104", "3x4097x4104",
-                 "33x4097x4096", "64x8192x4136", "16x256x8192"],
+                 "33x4097x4096", "64x8192x4136", "16x256x8192", "5x4096x4136", "24x1001x8192"],
     # fp8's K is a multiple of 16 (16-byte rows of 1-byte elements): the same edges with K rounded up to 16, and
     # K-tails of fp8's 128-element K-tiles (4160) and of the GEMV's 16-element chunks (4112)
     "boundary_fp8": ["1000x1000x64", "1x4096x4096", "4095x4097x4096", "129x8x16", "2x1001x4112", "3x4097x4112",
-                     "33x4097x4096", "64x8192x4160", "16x256x8192"],
+                     "33x4097x4096", "64x8192x4160", "16x256x8192", "5x4096x4160", "24x1001x8192"],
 }
 
 

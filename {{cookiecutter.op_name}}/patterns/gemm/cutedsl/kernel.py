@@ -5,8 +5,9 @@ multicast the shared B tile; one producer warpgroup streams A and B by TMA into 
 in shared memory, two consumer warpgroups issue wgmma m64n256k16 from it into fp32 register
 accumulators, and the epilogue goes registers -> stmatrix -> SMEM -> TMA store. Each cluster walks its
 tiles in L2-friendly groups along M, so the producer prefetches the next tile during the epilogue.
-Skinny, memory-bound problems switch regime (choose_config): 64-row tiles that spread B over every SM,
-split-K when even those leave SMs idle (M <= 64), and a CUDA-core GEMV for M <= 4.
+Skinny, memory-bound problems switch regime (choose_config): 64-row tiles that spread B over every SM
+(M <= 128); for M <= 64 the kernel computes C^T = B . A^T on 64-row tiles of B, so A's few rows pad an MMA of
+16-64 columns instead of 64 rows (split over K when those tiles leave SMs idle); a CUDA-core GEMV for M <= 4.
 
 What it computes
     Both operands are K-major (row-major A [M,K], row-major B [N,K]), bf16, fp16 or fp8 e4m3; the products
@@ -92,27 +93,36 @@ The four regimes (choose_config; describe() names the one a shape takes, and why
        warpgroups where M makes the problem compute-heavy (M = 512, N = 4096: one full wave of 128 tiles, where
        64-row tiles would take two waves at half the MMA rate). Stages come from the same SMEM budget:
        24 KiB/stage -> 8 stages next to the epilogue buffers, 16 KiB/stage -> 13, 32 KiB/stage (128x128) -> 6.
-    3. Split-K (M <= 64 whose 64x128 tiles would leave at least half the SMs idle): one M tile, N / 128
-       column tiles (64 for N = 8192), so the K loop of each tile is split over S CTAs, S = SM_COUNT //
-       tiles, with at least MIN_SPLIT_K_TILES K-tiles per split (split_count: N = K = 8192 -> 64 tiles,
-       S = 2, 128 CTAs each streaming a 128 x 4096 slice of B; N = K = 4096 -> 32 tiles, S = 4). The
-       tile is 64x128 rather than 64x64: half the TMA boxes, mbarrier round trips and WGMMA batches per
-       byte of B, and no epilogue buffers, so 9 stages of 24 KiB stay in flight. The work units (tile,
-       split) replace tiles in the persistent loop; the producer loads only its split's K-tiles. S is a
-       run-time argument: one compile serves every S.
+    3. Swapped skinny tiles (GEMV_MAX_M < M <= SWAP_MAX_M = 64; _swapped). A 64-row tile of A would hold 16 real rows
+       at M = 16: the wgmma m64n128k16 would do 4x the work and read 4x the SMEM operand bytes it needs, and
+       N = 8192 would give only 64 tiles of 64x128, half the SMs, so K had to be split and the partials met in a
+       fix-up (0.86x cuBLAS at 16x8192x8192). So the kernel computes C^T = B . A^T instead: B [N, K] is the MMA's
+       A operand, A [M, K] its B operand (both K-major, so nothing is transposed in memory), and C and the
+       epilogue's (M, N) views are read through transposed layouts (_launch), so the kernel's (row, column) is C's
+       (column, row). The tile is 64 rows of B x W columns, W = 16, 32 or 64 (SWAP_WIDTHS; A's M rows padded
+       only to W, by TMA's zero fill): wgmma m64nWk16, one consumer warpgroup, 8-32 accumulator registers per
+       thread, and 10 KiB stages (W = 16): 22 of them, ~200 KiB of B in flight per SM. N = 8192 makes 128 tiles,
+       one per SM, each streaming 64 rows of B over all of K (1 MiB) with no split and no fix-up, and the 2x1
+       cluster multicasts A's tile, the operand both CTAs share. This is also what cuBLAS runs there (ncu:
+       nvjet_sm90_tst_64x16_64x16_2x1, 128 CTAs). C is stored by predicated st.global (C^T's rows are C's
+       columns: a TMA box of C would have to be transposed), a few hundred KiB at most.
+       Split-K, in the swapped frame, when the 64-row tiles leave at least half the SMs idle (N = 4096: 64 tiles,
+       S = 2; N = 256: 4 tiles, S = 16): the K loop of each tile is split over S CTAs, S = SM_COUNT // tiles, with
+       at least MIN_SPLIT_K_TILES K-tiles per split (split_count). The work units (tile, split) replace tiles in
+       the persistent loop; the producer loads only its split's K-tiles. S is a run-time argument: one compile
+       serves every S.
        The fix-up is deterministic and has no spin-wait: every consumer thread stores its fp32 partial
-       fragment into workspace[s] (S x M x N_pad, rows >= M skipped) and then increments its own counter
-       (tile, thread) with ``atom.add.acq_rel.gpu``; the thread that sees S-1 arrived is the last, and
-       its acquire makes every other split's release (their stores, then their increment) visible. It
-       re-reads the S partials in split order 0..S-1 (its own too) and stores C: the sum never depends
-       on which split finished last, and no split waits for another (no co-residency assumption). The
+       fragment into workspace[s] (S x rows x columns_pad of the frame, rows past the matrix skipped) and then
+       increments its own counter (tile, thread) with ``atom.add.acq_rel.gpu``; the thread that sees S-1 arrived
+       is the last, and its acquire makes every other split's release (their stores, then their increment)
+       visible. It re-reads the S partials in split order 0..S-1 (its own too) and stores C: the sum never
+       depends on which split finished last, and no split waits for another (no co-residency assumption). The
        same thread index of each split holds the same (row, column) fragment, so no CTA barrier is
        needed. The last thread stores 0 back into its counter, so the workspace and the counters belong to
        the shape: allocated (and zeroed) once by its first call, reset by every launch for the next one or a
        CUDA-graph replay, and run() allocates nothing. The price: two calls of one shape must not run at the
-       same time on two streams. The cost next to the stream of B: S partials of 64 x 128 fp32 (rows < M
-       only) per tile, in L2.
-    4. GEMV (M <= GEMV_MAX_M = 4): a 64-row tile would be >= 94% padding, so a separate kernel uses the
+       same time on two streams. The cost next to the stream of B: S partials of 64 x W fp32 per tile, in L2.
+    4. GEMV (M <= GEMV_MAX_M = 4): a 64-row tile would be >= 94% padding (a swapped 16-column one 75%), so a separate kernel uses the
        CUDA cores. Warp w of a CTA owns COLS = 2 output columns (rows of B); its 32 lanes stride along K
        in 16-byte chunks (ld.global.v4), UNROLL x COLS chunks of B issued before any arithmetic so each
        lane keeps up to 256 bytes in flight; the rows of A (a tiny, L1/L2-resident operand) are loaded
@@ -136,7 +146,8 @@ Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_example
     - Coordinates: every extra becomes an (M, N) tensor whose strides broadcast it (row (N, 1), vector (0, 1),
       per_row (1, 0)) and is partitioned exactly as the accumulators (partition_C, then the stmatrix copy's
       retile on the TMA path), beside an identity tensor partitioned the same way: element i of each fragment
-      is the extra's value at accumulator i's (row, column), masked where that is outside the matrix.
+      is the extra's value at accumulator i's (row, column), masked where that is outside the matrix. On the
+      swapped path the views are transposed with C (_launch), so the same code reads C's (column, row).
     - Vector loads: a WGMMA fragment holds adjacent column pairs (2i, 2i+1) of one row, so with N even (the
       TMA path) one predicate covers a pair and its two loads merge: ld.global.b32 for a bf16 residual or bias,
       64-bit for fp32.
@@ -160,8 +171,8 @@ Epilogue inputs (op.json "op": "lowered"; fp8's scales) -- tests/lowered_example
 
 Levers not used here
     A ping-pong schedule (two consumer warpgroups on different tiles, hiding the epilogue under MMAs),
-    stream-K for shapes of a few waves plus a fraction (and for split-K shapes whose tiles x S leave
-    SMs idle, such as N = 14336), split-K over several waves.
+    stream-K for shapes of a few waves plus a fraction (4096x14336x4096; M = 64 with N = 14336: 224 swapped
+    64-row tiles on 132 SMs, 1.7 waves), split-K over several waves.
 
 Measured TFLOP/s against cuBLAS, per shape and dtype, and the cluster / tile / raster sweep:
 benchmarks/2026-11-30-h200-gemm.md.
@@ -232,6 +243,11 @@ class Config:
     tma_store: bool = True  # False: predicated st.global epilogue (N*2 bytes not a multiple of 16)
     split_k: bool = False  # True: each tile's K loop is split over S CTAs (S is a run-time argument)
     elem_bytes: int = 2  # bytes per A/B element: 2 (bf16/fp16), 1 (fp8 e4m3, with tile_k = 128: 128-byte rows)
+    swap_ab: bool = False  # True: the kernel computes C^T = B . A^T (B's rows on the MMA's M, A's few rows on its N)
+
+    def frame(self, m: int, n: int) -> tuple[int, int]:
+        """(rows, columns) of the problem as the kernel tiles it: (N, M) when it computes C^T."""
+        return (n, m) if self.swap_ab else (m, n)
 
     @property
     def mma_wgs(self) -> int:  # consumer warpgroups: each owns 64 rows of the tile
@@ -293,13 +309,15 @@ class Gemv:
 GEMV_MAX_M = 4  # M up to this: CUDA-core GEMV (a 64-row WGMMA tile would be >= 94% padding)
 GEMV_ROWS = (1, 2, 4)  # row buckets: M = 3 runs the 4-row kernel
 GEMV_LOAD_BITS = 128  # one ld.global.v4 per chunk: 8 bf16/fp16 or 16 fp8 elements
-SPLIT = Config(tile_m=64, tile_n=128, cluster_m=1, tma_store=False, split_k=True)
 MIN_SPLIT_K_TILES = 8  # each split streams >= 8 x 64 of K: its fp32 partial stays small next to its share of B
+SWAP_MAX_M = 64  # GEMV_MAX_M < M <= this: C^T = B . A^T on 64-row tiles of B, A's rows padded to a SWAP_WIDTHS width
+SWAP_WIDTHS = (16, 32, 64)  # the MMA's N (wgmma m64nWk16) for A's M rows: three compiles cover M = 5 .. 64
 
 
-def split_count(m: int, n: int, k: int, cfg: Config = SPLIT) -> tuple[int, int]:
-    """(S, K-tiles per split): as many splits as keep the tiles x S work units within one wave of SM_COUNT, each
-    split >= MIN_SPLIT_K_TILES K-tiles; S is then recounted so that no split is empty."""
+def split_count(m: int, n: int, k: int, cfg: Config) -> tuple[int, int]:
+    """(S, K-tiles per split) of an m x n x k problem (the kernel's frame: N x M when it swaps A and B) on cfg's
+    tiles: as many splits as keep the tiles x S work units within one wave of SM_COUNT, each split >=
+    MIN_SPLIT_K_TILES K-tiles; S is then recounted so that no split is empty."""
     tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
     k_tiles = -(-k // cfg.tile_k)
     s = max(1, min(SM_COUNT // tiles, k_tiles // MIN_SPLIT_K_TILES))
@@ -308,7 +326,7 @@ def split_count(m: int, n: int, k: int, cfg: Config = SPLIT) -> tuple[int, int]:
 
 
 def choose_config(m: int, n: int, k: int) -> Config | Gemv:
-    """M <= GEMV_MAX_M: the GEMV kernel. M <= 64 whose 64x128 tiles leave at least half the SMs idle: split-K.
+    """M <= GEMV_MAX_M: the GEMV kernel. M <= SWAP_MAX_M: C^T = B . A^T on swapped skinny tiles (_swapped).
     Otherwise 128x256 tiles when they make >= 1 wave; below that, the tile of least modelled time (_tile_cost:
     128x256 still when it nearly fills the SMs, 128x128 for compute-heavy shapes, the 64-row tile that fills
     the SMs for memory-bound ones). 2x1 multicast when there are >= 2 M tiles; TMA store when C rows are 16-byte
@@ -316,12 +334,25 @@ def choose_config(m: int, n: int, k: int) -> Config | Gemv:
     if m <= GEMV_MAX_M:
         rows = next(r for r in GEMV_ROWS if r >= m)
         return Gemv(rows=rows, unroll=8 if rows <= 2 else 4)  # 4 rows: half the B loads in flight, A's registers
-    if m <= SPLIT.tile_m and split_count(m, n, k)[0] > 1:
-        return SPLIT
+    if m <= SWAP_MAX_M:
+        return _swapped(m, n, k)
     base = DEFAULT
     if -(-m // DEFAULT.tile_m) * -(-n // DEFAULT.tile_n) < SM_COUNT:
         base = min((DEFAULT, *SMALLER), key=lambda c: _tile_cost(m, n, c))  # ties: the larger tile (fewer re-reads)
     return replace(base, cluster_m=2 if m > base.tile_m else 1, tma_store=(n * 2) % 16 == 0)
+
+
+def _swapped(m: int, n: int, k: int) -> Config:
+    """The skinny regime as C^T = B . A^T: tiles of 64 rows of B by W = the SWAP_WIDTHS bucket of M columns, so a
+    wgmma m64nWk16 pads A's M rows only to W (16 for M = 16) where a 64-row tile of A would pad them to 64 and spend
+    four times the MMA work and operand bytes of SMEM. N / 64 tiles (128 for N = 8192) fill the SMs with no split:
+    each CTA streams its 64 rows of B over all of K, and the 2x1 cluster multicasts A's tile, the operand both CTAs
+    share. With fewer tiles than half the SMs (N = 4096: 64), K is split over S CTAs (split_count, in this frame)."""
+    width = next(w for w in SWAP_WIDTHS if w >= m)
+    cfg = Config(tile_m=64, tile_n=width, tma_store=False, swap_ab=True)
+    if split_count(n, m, k, replace(cfg, split_k=True))[0] > 1:
+        return replace(cfg, cluster_m=1, split_k=True)
+    return replace(cfg, cluster_m=2 if n > cfg.tile_m else 1)
 
 
 @dataclass(frozen=True)
@@ -525,16 +556,18 @@ def _store_direct(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, 
                 tCgC[i] = acc[i].to(dtype)
     else:
         frags = _epi_frags(ext, epi, thr_mma, tm, tn, cfg)
-        vals = cute.make_rmem_tensor((EPI_CHUNK,), cutlass.Float32)
-        loaded = _epi_buffers(epi, ext, EPI_CHUNK)
-        for c in cutlass.range_constexpr(cute.size(acc) // EPI_CHUNK):
-            _epi_load(loaded, frags, cC, c * EPI_CHUNK, m_left, n_left, False)
-            for v in cutlass.range_constexpr(EPI_CHUNK):
-                vals[v] = acc[c * EPI_CHUNK + v]
-            _epi_compute(vals, loaded, mC_direct.shape[1], scale, epi)
-            for v in cutlass.range_constexpr(EPI_CHUNK):
-                if cute.elem_less(cC[c * EPI_CHUNK + v], (m_left, n_left)):
-                    tCgC[c * EPI_CHUNK + v] = vals[v].to(dtype)
+        chunk = min(EPI_CHUNK, cute.size(acc))  # a swapped 64x16 tile holds 8 accumulators per thread
+        assert cute.size(acc) % chunk == 0
+        vals = cute.make_rmem_tensor((chunk,), cutlass.Float32)
+        loaded = _epi_buffers(epi, ext, chunk)
+        for c in cutlass.range_constexpr(cute.size(acc) // chunk):
+            _epi_load(loaded, frags, cC, c * chunk, m_left, n_left, False)
+            for v in cutlass.range_constexpr(chunk):
+                vals[v] = acc[c * chunk + v]
+            _epi_compute(vals, loaded, mC_direct.shape[0 if cfg.swap_ab else 1], scale, epi)
+            for v in cutlass.range_constexpr(chunk):
+                if cute.elem_less(cC[c * chunk + v], (m_left, n_left)):
+                    tCgC[c * chunk + v] = vals[v].to(dtype)
 
 
 @cute.jit
@@ -853,9 +886,17 @@ def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas
     mA = cute.make_tensor(mA_in.iterator, cute.make_layout((m, k), stride=(k, 1)))
     mB = cute.make_tensor(mB_in.iterator, cute.make_layout((n, k), stride=(k, 1)))
     mC = cute.make_tensor(mC_in.iterator, cute.make_layout((m, n_c), stride=(n_c, 1)))
+    views = () if epi is None else _epi_views(ext_in, epi, m, n_c)
+    if cutlass.const_expr(cfg.swap_ab):
+        # C^T = B . A^T: B [N, K] is the MMA's A operand, A [M, K] its B operand (both K-major, as before), and C and
+        # the epilogue's (M, N) views are read transposed: the kernel's (row, column) is C's (column, row).
+        mA, mB, m, n = mB, mA, n, m
+        mC = cute.make_tensor(mC.iterator, cute.make_layout((m, n), stride=(1, m)))
+        views = tuple(cute.make_tensor(v.iterator, cute.make_layout((m, n), stride=(v.stride[1], v.stride[0])))
+                      for v in views[:len(epi.kinds)]) + views[len(epi.kinds):] if epi is not None else ()
 
     sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg, mC_in.element_type)
-    with_epi = () if epi is None else (epi, _epi_views(ext_in, epi, m, n_c))  # kernel names spell their arguments
+    with_epi = () if epi is None else (epi, views)  # kernel names spell their arguments
     a_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_n > 1 else cpasync.CopyBulkTensorTileG2SOp()
     b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cfg.cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
     tma_a, tA = cpasync.make_tiled_tma_atom(
@@ -1171,12 +1212,13 @@ def _prepare(a, b, rest, out, cfg) -> _Launch:
     if isinstance(cfg, Gemv):
         return _Launch(launcher, (), (m, n), out_dtype=out_dtype)
     if cfg.split_k:
-        splits, k_per = split_count(m, n, k, cfg)
-        tiles_m, tiles_n = -(-m // cfg.tile_m), -(-n // cfg.tile_n)
+        rows, cols = cfg.frame(m, n)  # as the kernel tiles the problem (C^T's when it swaps A and B)
+        splits, k_per = split_count(rows, cols, k, cfg)
+        tiles_m, tiles_n = -(-rows // cfg.tile_m), -(-cols // cfg.tile_n)
         if torch.cuda.is_current_stream_capturing():
             raise RuntimeError("matmul: the first call of a split-K shape allocates its scratch; make it before "
                                "CUDA-graph capture")
-        scratch = (a.new_empty(splits * m * tiles_n * cfg.tile_n, dtype=torch.float32),
+        scratch = (a.new_empty(splits * rows * tiles_n * cfg.tile_n, dtype=torch.float32),
                    a.new_zeros(tiles_m * tiles_n * cfg.mma_wgs * WG, dtype=torch.int32))
         return _Launch(launcher, (splits, k_per, _co_resident_clusters(1)), (m, n), scratch, out_dtype)
     return _Launch(launcher, (_co_resident_clusters(cfg.cluster_size),), (m, n), out_dtype=out_dtype)
@@ -1221,7 +1263,8 @@ def _tag(cfg) -> str:
     if isinstance(cfg, Gemv):
         return f"gemv_r{cfg.rows}"
     split = "_splitk" if cfg.split_k else ""
-    return f"{cfg.tile_m}x{cfg.tile_n}_c{cfg.cluster_m}x{cfg.cluster_n}{split}{'' if cfg.tma_store else '_stg'}"
+    swap = "_swap" if cfg.swap_ab else ""
+    return f"{cfg.tile_m}x{cfg.tile_n}_c{cfg.cluster_m}x{cfg.cluster_n}{swap}{split}{'' if cfg.tma_store else '_stg'}"
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
@@ -1253,8 +1296,9 @@ def _describe_epilogue(dtype: str, cfg) -> dict:
     where = ("per 128x32 subtile before stmatrix, its extras loaded one subtile ahead (the first under the last "
              "WGMMAs)" if not isinstance(cfg, Gemv) and cfg.tma_store else
              "on the warp-reduced sums in lane 0" if isinstance(cfg, Gemv) else
-             f"{EPI_CHUNK} accumulators at a time before the st.global" + (" (after the fixed-order split-K sum)"
-                                                                            if cfg.split_k else ""))
+             f"{min(EPI_CHUNK, cfg.tile_m * cfg.tile_n // (cfg.mma_wgs * WG))} accumulators at a time before the "
+             "st.global" + (" of C transposed" if cfg.swap_ab else "")
+             + (" (after the fixed-order split-K sum)" if cfg.split_k else ""))
     return {"epilogue": "; then ".join(steps) + f"; {where}; C in {c_dtype_of(dtype)}",
             **({"fp8": "e4m3 A and B (K-major), wgmma m64nNk32 e4m3 x e4m3 -> fp32, 128-element (128-byte) K-tiles"
                 if not isinstance(cfg, Gemv) else "e4m3 A and B, 16 per 16-byte load, fp32 FMA on the CUDA cores"}
@@ -1276,12 +1320,20 @@ def describe(case: dict) -> dict:
             "data_movement": f"ld.global.v4 of B ({cfg.unroll} x {cfg.cols} 16-byte loads in flight per lane) and A; "
                              "fp32 FMA; warp shuffle reduction; st.global of C",
         }
-    tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
-    cluster_tiles = -(-m // (cfg.tile_m * cfg.cluster_m)) * -(-n // (cfg.tile_n * cfg.cluster_n))
-    splits, k_per = split_count(m, n, k, cfg) if cfg.split_k else (1, -(-k // cfg.tile_k))
+    rows, cols = cfg.frame(m, n)  # the problem as the kernel tiles it (N x M when it computes C^T)
+    tiles = -(-rows // cfg.tile_m) * -(-cols // cfg.tile_n)
+    cluster_tiles = -(-rows // (cfg.tile_m * cfg.cluster_m)) * -(-cols // (cfg.tile_n * cfg.cluster_n))
+    splits, k_per = split_count(rows, cols, k, cfg) if cfg.split_k else (1, -(-k // cfg.tile_k))
     units = cluster_tiles * splits
     clusters = min(units, SM_COUNT // cfg.cluster_size)
-    if cfg.split_k:
+    if cfg.swap_ab:
+        path = (f"swapped skinny tiles: M = {m} <= {SWAP_MAX_M}, so the kernel computes C^T = B . A^T on tiles of "
+                f"64 rows of B x {cfg.tile_n} columns (A's {m} rows padded to {cfg.tile_n}, not to 64: wgmma "
+                f"m64n{cfg.tile_n}k16), {tiles} tiles over {SM_COUNT} SMs"
+                + (f"; too few to fill them, so K is split: S = {splits} splits of {k_per} K-tiles meet in a "
+                   "deterministic fp32 fix-up" if cfg.split_k else
+                   ", each streaming its rows of B over all of K (no split, no fix-up)"))
+    elif cfg.split_k:
         path = (f"split-K with S = {splits} splits of {k_per} K-tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} "
                 f"would occupy {tiles} of {SM_COUNT} SMs, so each tile's K loop is spread over {splits} CTAs that "
                 f"meet in a deterministic fp32 fix-up")
@@ -1303,10 +1355,12 @@ def describe(case: dict) -> dict:
         "waves": round(units * cfg.cluster_size / (clusters * cfg.cluster_size), 2),
         "threads_per_cta": cfg.threads,
         "warpgroups": f"1 TMA producer + {cfg.mma_wgs} WGMMA consumer(s) (64 x {cfg.tile_n} each)",
+        "swap_ab": cfg.swap_ab,
         "grid": [clusters * cfg.cluster_m, cfg.cluster_n, 1],
         "grid_blocks": clusters * cfg.cluster_size,
         "data_movement": "global -> SMEM by TMA"
-        + (" (B multicast across the 2-CTA cluster)" if cfg.cluster_m > 1 else "")
+        + ((" (A multicast across the 2-CTA cluster)" if cfg.swap_ab else " (B multicast across the 2-CTA cluster)")
+           if cfg.cluster_m > 1 else "")
         + f" into a {cfg.stages}-stage mbarrier ring; WGMMA reads SMEM, accumulates fp32 in registers; "
         + ("fp32 partials -> workspace, last split sums them in order -> st.global"
            if cfg.split_k else "stmatrix -> SMEM -> TMA store" if cfg.tma_store else "predicated st.global"),
