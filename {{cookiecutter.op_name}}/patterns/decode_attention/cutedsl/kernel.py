@@ -134,7 +134,7 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     computes on the other). The chunk CTAs of an item ask the memory system for twice the bytes per HBM byte (the
     second read is an L2 hit, but it is a request in flight all the same), so they take MMA_STAGES_CHUNKED = 3
     slots: two tiles, 16 KiB per warp, in flight. At 8 heads that is ~101 KB of shared memory, still 2 CTAs per
-    SM, the 2 slots the plan fills. Measured (the round-5 page): chunked points gain up to 10% (B4 S32768 G16
+    SM, the 2 slots the plan fills. Measured (benchmarks/2026-12-02-h200-round5.md): chunked points gain up to 10% (B4 S32768 G16
     D64 0.88x -> 0.96x SDPA, MQA B32 Hq16 Hkv1 0.88x -> 0.91-0.94x); on unchunked items 3 stages cost 1-2% on
     long single-split streams (B32 S32768), so they keep 2.
 
