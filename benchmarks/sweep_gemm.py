@@ -3,7 +3,6 @@
     python benchmarks/sweep_gemm.py                                   # on the H200, after benchmarks/device_setup.sh
     python benchmarks/sweep_gemm.py --out benchmarks/results/DATE-h200-gemm-sweep.json --m 1 16 --nk 4096
     python benchmarks/sweep_gemm.py --out ... --list | --render       # the points / table + PNGs again, no GPU
-    python benchmarks/sweep_gemm.py --out ... --m 16 64 --tile-k 128  # A/B: the memory-bound configs' K-tile
     python benchmarks/sweep_gemm.py --out ... --m 16 64 --set SWAP_MAX_M=4  # A/B a kernel.py constant (here: no swap)
 
 It builds a bf16 gemm workspace with tools.scaffold (no bake step, no baseline run) and loads its kernel.py with
@@ -15,7 +14,7 @@ bench_gemm.load_kernel. For every (M, N, K) of the grid (M in 1, 16, 64, 128, 51
   (cuBLAS's own split-K reduction counts; ours resets its split-K counters in the kernel); the calls rotate over enough distinct
   input sets that together exceed 3x the L2 (at most 16), so every call reads its operands from HBM as a cold call
   would, and no flush kernel enters the profile;
-- records describe()'s path (large tiles / skinny / split-K with S / GEMV) beside the ratio cuBLAS / kernel.
+- records describe()'s path (large tiles / 128x128 / skinny / swapped, split over K or not / GEMV) beside the ratio.
 Writes the JSON rows, one heatmap PNG per K beside it (M down, N across, one cell per (N, K) point, the ratio
 annotated, red below 0.9), and prints a table. Each distinct Config compiles once (the first call of a shape).
 """
@@ -27,7 +26,6 @@ import datetime
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -116,7 +114,6 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{day}-h200-gemm-sweep.json")
     p.add_argument("--m", type=int, nargs="+", default=M_GRID)
     p.add_argument("--nk", type=int, nargs="+", default=NK_GRID, help="the values N and K each take")
-    p.add_argument("--tile-k", type=int, help="A/B knob: the K-tile of the 64-row and split-K configs")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a kernel.py constant (a Python literal) before the sweep")
     args = p.parse_args(argv)
@@ -137,9 +134,6 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="kb-sweep-gemm-") as tmp:
         kernel = load_kernel(bake(Path(tmp), "gemm"), "bf16")
         apply_knobs(kernel, knobs(args))
-        if args.tile_k:  # the memory-bound configs: split-K and the 64-row tiles (choose_config reads them per call)
-            kernel.SPLIT = replace(kernel.SPLIT, tile_k=args.tile_k)
-            kernel.SMALLER = tuple(replace(c, tile_k=args.tile_k) if c.tile_m == 64 else c for c in kernel.SMALLER)
         rows = []
         for m, n, k in points(args.m, args.nk):
             t0 = time.perf_counter()
@@ -153,7 +147,7 @@ def main(argv=None) -> int:
                   f"({time.perf_counter() - t0:.1f}s)", flush=True)
             torch.cuda.empty_cache()
     write_rows(args.out, {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "dtype": "bf16",
-                          "tile_k": args.tile_k, "knobs": knobs(args),
+                          "knobs": knobs(args),
                           "timer": "torch.profiler CUDA kernel time per call, rotating operand sets > 3x L2"}, rows)
     pngs = heatmaps(rows, args.out)
     print(table(rows))

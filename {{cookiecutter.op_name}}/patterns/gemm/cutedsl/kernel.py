@@ -350,7 +350,7 @@ def _swapped(m: int, n: int, k: int) -> Config:
     share. With fewer tiles than half the SMs (N = 4096: 64), K is split over S CTAs (split_count, in this frame)."""
     width = next(w for w in SWAP_WIDTHS if w >= m)
     cfg = Config(tile_m=64, tile_n=width, tma_store=False, swap_ab=True)
-    if split_count(n, m, k, replace(cfg, split_k=True))[0] > 1:
+    if split_count(n, m, k, cfg)[0] > 1:
         return replace(cfg, cluster_m=1, split_k=True)
     return replace(cfg, cluster_m=2 if n > cfg.tile_m else 1)
 
@@ -442,6 +442,12 @@ class SplitK:
 
 
 EPI_CHUNK = 16  # accumulators per lowered-epilogue step on the st.global paths (one 128x32 subtile's share on TMA)
+
+
+def _epi_chunk(cfg: Config) -> int:
+    """Accumulators per lowered-epilogue step on the st.global paths: EPI_CHUNK, or the whole fragment when a thread
+    holds fewer (a swapped 64x16 tile: 64 x 16 fp32 over 128 consumer threads = 8)."""
+    return min(EPI_CHUNK, cfg.tile_m * cfg.tile_n // (cfg.mma_wgs * WG))
 EPI_PREFETCH_REGS = 64  # TMA path: 32-bit registers per consumer thread that hold extras loaded ahead of their use
 
 
@@ -556,8 +562,8 @@ def _store_direct(acc: cute.Tensor, thr_mma, mC_direct: cute.Tensor, tm: Int32, 
                 tCgC[i] = acc[i].to(dtype)
     else:
         frags = _epi_frags(ext, epi, thr_mma, tm, tn, cfg)
-        chunk = min(EPI_CHUNK, cute.size(acc))  # a swapped 64x16 tile holds 8 accumulators per thread
-        assert cute.size(acc) % chunk == 0
+        chunk = _epi_chunk(cfg)
+        assert cute.size(acc) % chunk == 0 and cute.size(acc) >= chunk
         vals = cute.make_rmem_tensor((chunk,), cutlass.Float32)
         loaded = _epi_buffers(epi, ext, chunk)
         for c in cutlass.range_constexpr(cute.size(acc) // chunk):
@@ -891,9 +897,9 @@ def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas
         # C^T = B . A^T: B [N, K] is the MMA's A operand, A [M, K] its B operand (both K-major, as before), and C and
         # the epilogue's (M, N) views are read transposed: the kernel's (row, column) is C's (column, row).
         mA, mB, m, n = mB, mA, n, m
-        mC = cute.make_tensor(mC.iterator, cute.make_layout((m, n), stride=(1, m)))
-        views = tuple(cute.make_tensor(v.iterator, cute.make_layout((m, n), stride=(v.stride[1], v.stride[0])))
-                      for v in views[:len(epi.kinds)]) + views[len(epi.kinds):] if epi is not None else ()
+        mC = _transposed(mC)
+        if cutlass.const_expr(epi is not None):
+            views = (*(_transposed(v) for v in views[:len(epi.kinds)]), *views[len(epi.kinds):])
 
     sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg, mC_in.element_type)
     with_epi = () if epi is None else (epi, views)  # kernel names spell their arguments
@@ -927,6 +933,11 @@ def _launch(mA_in: cute.Tensor, mB_in: cute.Tensor, mC_in: cute.Tensor, max_ctas
         ctas = cutlass.min(cluster_tiles * splits, max_ctas)
         gemm_splitk_kernel(tma_a, tA, tma_b, tB, tma_c, tC, mma, mC, tiles_m, tiles_n, k_tiles, mWS, count, splits,
                            k_per, cfg, dtype, *with_epi).launch(grid=[ctas, 1, 1], **launch)
+
+
+def _transposed(t: cute.Tensor) -> cute.Tensor:
+    """The (rows, cols) tensor t seen as (cols, rows): its modes swapped, the same memory."""
+    return cute.make_tensor(t.iterator, cute.make_layout((t.shape[1], t.shape[0]), stride=(t.stride[1], t.stride[0])))
 
 
 @cute.jit
@@ -1296,7 +1307,7 @@ def _describe_epilogue(dtype: str, cfg) -> dict:
     where = ("per 128x32 subtile before stmatrix, its extras loaded one subtile ahead (the first under the last "
              "WGMMAs)" if not isinstance(cfg, Gemv) and cfg.tma_store else
              "on the warp-reduced sums in lane 0" if isinstance(cfg, Gemv) else
-             f"{min(EPI_CHUNK, cfg.tile_m * cfg.tile_n // (cfg.mma_wgs * WG))} accumulators at a time before the "
+             f"{_epi_chunk(cfg)} accumulators at a time before the "
              "st.global" + (" of C transposed" if cfg.swap_ab else "")
              + (" (after the fixed-order split-K sum)" if cfg.split_k else ""))
     return {"epilogue": "; then ".join(steps) + f"; {where}; C in {c_dtype_of(dtype)}",
@@ -1333,10 +1344,6 @@ def describe(case: dict) -> dict:
                 + (f"; too few to fill them, so K is split: S = {splits} splits of {k_per} K-tiles meet in a "
                    "deterministic fp32 fix-up" if cfg.split_k else
                    ", each streaming its rows of B over all of K (no split, no fix-up)"))
-    elif cfg.split_k:
-        path = (f"split-K with S = {splits} splits of {k_per} K-tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} "
-                f"would occupy {tiles} of {SM_COUNT} SMs, so each tile's K loop is spread over {splits} CTAs that "
-                f"meet in a deterministic fp32 fix-up")
     elif (cfg.tile_m, cfg.tile_n) == (DEFAULT.tile_m, DEFAULT.tile_n):
         path = f"large tiles: {tiles} tiles of {cfg.tile_m}x{cfg.tile_n} make at least one wave over {SM_COUNT} SMs"
     else:
