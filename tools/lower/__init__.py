@@ -44,14 +44,15 @@ def lower(path: str, function: str, timeout: float = TIMEOUT_S) -> dict:
     return _CACHE[key]
 
 
-def lower_here(path: str, function: str) -> dict:
+def lower_here(path: str, function: str, hints: dict | None = None) -> dict:
     """lower(), traced in this process: for code this process trusts already (the tests' corpus), where a child per
-    function would cost a torch import each. A bake never calls it."""
+    function would cost a torch import each. A bake never calls it. `hints` ({parameter: annotation}) stand in for
+    annotations the source lacks (real model code, copied as it is)."""
     from tools.lower import capture
 
-    key = _key(path, function)
+    key = (*_key(path, function), tuple(sorted((hints or {}).items())))
     if key not in _CACHE:
-        _CACHE[key] = capture.lower(path, function)
+        _CACHE[key] = capture.lower(path, function, hints)
     return _CACHE[key]
 
 

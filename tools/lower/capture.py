@@ -40,6 +40,7 @@ from pathlib import Path
 from tools.lower.ir import GEMM_DIMS, PER_ROW_NAMES, VECTOR_NAMES
 
 ROW_ANNOTATIONS = ("[M,N]", "[...,N]", "row")
+SCALAR_ANNOTATIONS = ("[]", "[1]", "scalar")
 VECTOR_ANNOTATIONS = ("[N]", "N", "vector")
 PER_ROW_ANNOTATIONS = {"[M]": ["M"], "M": ["M"], "per_row": ["M"], "[M,1]": ["M", 1]}
 TRACE_SHAPE, CHECK_SHAPE = (6, 16), (5, 40)
@@ -66,30 +67,45 @@ def tolerance(dtype) -> float:
     return max(VERIFY_TOLERANCE, torch.finfo(dtype).eps if dtype.is_floating_point else 0.0)
 
 
-def _signature(fn) -> tuple[list[tuple[str, str]], dict]:
-    """([(name, annotation)] of the tensor parameters, {name: default} of the constants), or ValueError for
-    *args/**kwargs: what both parameter rules start from. An annotation is its text without spaces or quotes."""
+def _annotation(p) -> str:
+    """A parameter's annotation as its text without spaces or quotes ("" when it has none)."""
+    return str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty else ""
+
+
+def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, object]], dict]:
+    """([(name, annotation, tensor default or None)] of the tensor parameters in signature order, {name: default} of
+    the constants), or ValueError for *args/**kwargs: what both parameter rules start from. `hints` ({name:
+    annotation}) stand in for annotations the source lacks (the tests' corpus of real model code)."""
+    import torch
+
     tensors, constants = [], {}
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
                              "each tensor parameter")
-        if p.default is not p.empty:
+        note = (hints or {}).get(p.name, _annotation(p)).replace(" ", "")
+        if p.default is not p.empty and not isinstance(p.default, torch.Tensor):
             constants[p.name] = p.default
         else:
-            tensors.append((p.name, str(p.annotation).replace(" ", "").strip("'\"") if p.annotation is not p.empty
-                            else ""))
+            tensors.append((p.name, note, p.default if p.default is not p.empty else None))
     return tensors, constants
+
+
+def _mask_name(name: str) -> bool:
+    return name == "mask" or name.endswith("_mask") or name.startswith("mask_")
 
 
 def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tuple[str, str]:
     """(kind, why) of a tensor parameter (not a GEMM operand): its annotation first, then its name, else `default`;
     `per_row` (a GEMM's epilogue input) may be one value per row."""
-    if note in VECTOR_ANNOTATIONS:
+    shape = note.replace("bool", "").replace("float", "")
+    if shape in VECTOR_ANNOTATIONS:
         return "vector", f"annotated {note!r}"
-    if per_row and note in PER_ROW_ANNOTATIONS:
+    if shape in SCALAR_ANNOTATIONS and not per_row:
+        return "scalar", f"annotated {note!r}"
+    if per_row and shape in PER_ROW_ANNOTATIONS:
         return "per_row", f"annotated {note!r}"
-    if note in ROW_ANNOTATIONS:
+    if shape in ROW_ANNOTATIONS:
         return "row", f"annotated {note!r}"
     if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
         return "vector", "by its name"
@@ -98,18 +114,30 @@ def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tupl
     return default
 
 
-def parameters(fn) -> tuple[list[dict], dict]:
-    """(tensor inputs [{name, kind, why}], constants {name: default}) by the rule above; ValueError to refuse."""
-    tensors, constants = _signature(fn)
+def parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
+    """(tensor inputs [{name, kind, why, dtype}] in signature order, constants {name: default}) by the rule above;
+    ValueError to refuse."""
+    import torch
+
+    tensors, constants = _signature(fn, hints)
     inputs = []
-    for name, note in tensors:
-        kind, why = _kind(name, note, ("row", "x's shape (the default)"), per_row=False)
-        inputs.append({"name": name, "kind": kind, "why": why})
-    rows = [i for i in inputs if i["kind"] == "row"]
-    if not rows:
-        raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector by its name or "
-                         "annotation); annotate the main input `x: \"[M, N]\"`")
-    return [*rows, *(i for i in inputs if i["kind"] == "vector")], constants
+    for name, note, default in tensors:
+        if default is not None:  # a tensor default (a learned scalar, `alpha=torch.tensor(1.0)`): a runtime input
+            kind, why = ("scalar", "a one-element tensor default") if default.numel() == 1 else (
+                "vector", "a [N] tensor default") if default.dim() == 1 else ("row", "a tensor default")
+        else:
+            kind, why = _kind(name, note, ("row", "x's shape (the default)"), per_row=False)
+        mask = "bool" in note or (_mask_name(name) and "float" not in note) or (
+            default is not None and default.dtype == torch.bool)
+        spec = {"name": name, "kind": kind, "why": why + (", a boolean mask" + (
+            " by its name" if "bool" not in note else "") if mask else ""), "dtype": "bool" if mask else "float"}
+        if kind == "scalar":  # a 0-d tensor, or one of shape [1]: the shape the function takes it in
+            spec["dims"] = [1] if "[1]" in note or default is not None and default.dim() == 1 else []
+        inputs.append(spec)
+    if not any(i["kind"] == "row" for i in inputs):
+        raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector or a scalar by its "
+                         "name, default or annotation); annotate the main input `x: \"[M, N]\"`")
+    return inputs, constants
 
 
 def gemm_parameters(fn) -> tuple[list[dict], dict]:
@@ -120,7 +148,7 @@ def gemm_parameters(fn) -> tuple[list[dict], dict]:
                          f"{fn.__name__} has {len(tensors)}")
     inputs = [{"name": tensors[0][0], "kind": "a", "why": "the first tensor parameter", "dims": list(GEMM_DIMS["a"])},
               {"name": tensors[1][0], "kind": "b", "why": "the second tensor parameter", "dims": list(GEMM_DIMS["b"])}]
-    for name, note in tensors[2:]:
+    for name, note, _ in tensors[2:]:
         kind, why = _kind(name, note, ("row", "C's shape (the default)"), per_row=True)
         dims = PER_ROW_ANNOTATIONS.get(note, GEMM_DIMS[kind]) if kind == "per_row" else GEMM_DIMS[kind]
         inputs.append({"name": name, "kind": kind, "why": why, "dims": list(dims)})
@@ -138,10 +166,12 @@ def example(inputs: list[dict], sizes: dict, dtype, seed: int):
     import torch
 
     g = torch.Generator().manual_seed(seed)
-    return {i["name"]: torch.randn([sizes[d] if isinstance(d, str) else d
-                                    for d in i.get("dims") or (["M", "N"] if i["kind"] == "row" else ["N"])],
-                                   generator=g).to(dtype)
-            for i in inputs}
+    made = {}
+    for i in inputs:
+        dims = i["dims"] if "dims" in i else ["M", "N"] if i["kind"] == "row" else ["N"]
+        t = torch.randn([sizes[d] if isinstance(d, str) else d for d in dims], generator=g)
+        made[i["name"]] = t > 0 if i.get("dtype") == "bool" else t.to(dtype)
+    return made
 
 
 def matmul_check(func, args, kwargs, operands, state) -> None:
@@ -225,7 +255,12 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False):
             if loc:
                 fx_traceback.current_meta["stack_trace"] = loc
             name = getattr(func, "__name__", "")
-            if name in HEADS or name in OTHER_PRODUCTS:
+            if name == "prelu" and not gemm:  # F.prelu's own decomposition fails on symbolic sizes (numel())
+                x, weight = (list(args) + list((kwargs or {}).values()))[:2]
+                if weight.dim() == 1 and x.dim() > 2:  # one weight per channel, dim 1: not the row's last dim
+                    raise Refused("F.prelu with a weight per channel of a rank > 2 tensor (dim 1, not the row) does "
+                                  "not lower; pass x as [M, C] rows", loc)
+                return torch.where(x > 0, x, weight * x)
                 if not gemm:
                     raise MatmulFound(name)
                 try:
@@ -248,8 +283,11 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False):
 
     sizes = GEMM_TRACE if gemm else dict(zip("MN", TRACE_SHAPE))
     args = list(example(inputs, sizes, torch.bfloat16, 0).values())
+    # functionalize: an in-place op on a value the function owns (q.clamp_(...), s.mul_(...)) becomes its
+    # out-of-place form; one on an input is left as a copy_ into it, which the converter refuses by name
     with fx_traceback.preserve_node_meta():
-        gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
+        gm = make_fx(torch.func.functionalize(call), decomposition_table=get_decompositions(DECOMPOSE),
+                     tracing_mode="symbolic")(*args)
     lines = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return gm, lines
 
@@ -259,7 +297,7 @@ def source_text(folder: str, loc: str) -> str:
     return linecache.getline(str(Path(folder) / name), int(line)).strip()
 
 
-def lower(path: str, function: str) -> dict:
+def lower(path: str, function: str, hints: dict | None = None) -> dict:
     import torch
 
     from tools.lower import ir
@@ -280,7 +318,7 @@ def lower(path: str, function: str) -> dict:
         return {"ok": False, "stage": "import", "error": f"importing {Path(path).name} failed at {where}: "
                                                          f"{type(err).__name__}: {err}".strip()}
     try:
-        inputs, constants = parameters(fn)
+        inputs, constants = parameters(fn, hints)
         rule_error = None
     except ValueError as err:  # no row input: still a GEMM if it calls a matmul (the probe below treats all as rows)
         rule_error = str(err)

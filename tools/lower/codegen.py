@@ -20,12 +20,6 @@ import math
 from tools.lower import ir
 
 RESERVED = {"n", "reduce", "pw", "math", "compute"}
-BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-                  "eq": "==", "ne": "!="}
-PW_CALLS = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt",
-            "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf", "abs": "abs",
-            "reciprocal": "reciprocal", "not": "logical_not", "to_float": "to_float", "maximum": "maximum",
-            "minimum": "minimum", "and": "logical_and", "or": "logical_or", "where": "where"}
 SMALL_POWERS = {1.0: "{a}", 2.0: "{a} * {a}", 3.0: "{a} * {a} * {a}", 4.0: "{a} * {a} * {a} * {a}",
                 0.5: "pw.sqrt({a})", -0.5: "pw.rsqrt({a})", -1.0: "pw.reciprocal({a})",
                 -2.0: "pw.reciprocal({a} * {a})"}
@@ -77,28 +71,19 @@ class _Writer:
         return _float(a)
 
     def expression(self, node: dict) -> str:
+        """One IR node as Python: its vocabulary entry's code (ir.VOCABULARY), except where the kernels want a
+        cheaper form (a division, a small power) or a static argument (a cast's dtype)."""
         op, args = node["op"], [self.operand(a) for a in node["args"]]
         if op == "div":
             return self.division(node, args)
-        if op in BINARY_SYMBOLS:
-            return f"{args[0]} {BINARY_SYMBOLS[op]} {args[1]}"
-        if op == "neg":
-            return f"-{args[0]}"
         if op == "pow":
             exponent = node["args"][1]
             if not isinstance(exponent, str) and float(exponent) in SMALL_POWERS:
                 return SMALL_POWERS[float(exponent)].format(a=args[0])
-            return f"pw.pow({args[0]}, {args[1]})"
-        if op == "expm1":
-            return f"pw.exp({args[0]}) - 1.0"
-        if op == "isnan":
-            return f"{args[0]} != {args[0]}"
         if op == "cast":
             target = self.dtype if node["attr"] == "input" else node["attr"]
             return args[0] if target == "fp32" else f'pw.cast({args[0]}, "{target}")'
-        if op in ir.REDUCE:
-            return f'reduce("{op}", {args[0]})'
-        return f"pw.{PW_CALLS[op]}({', '.join(args)})"
+        return ir.VOCABULARY[op].code.format(*args)
 
     def division(self, node: dict, args: list[str]) -> str:
         """a / b as the kernels want it: an IEEE fp32 division is a multi-instruction sequence per element (enough
@@ -121,7 +106,11 @@ class _Writer:
             a, b = (i["name"] for i in self.p["inputs"][:2])
             steps.insert(0, (f"    # {ir.ACC} = {a} @ {b}.T, in fp32 by the cell",
                              self.p.get("head_line") or ""))
-        for code, loc in steps:
+        masks = [(f"    {self.names[i['name']]} = {self.names[i['name']]} != 0.0", "")
+                 for i in ir.epilogue_inputs(self.p) if i.get("dtype") == "bool"]
+        if masks:  # a mask arrives as 0.0 / 1.0 like every value; the function's own logic wants it boolean
+            lines.append("    # the boolean masks, which the cell loads as 0.0 / 1.0")
+        for code, loc in [*masks, *steps]:
             comment = f"  # {loc}"
             if loc and loc not in seen:
                 seen.add(loc)
@@ -148,9 +137,11 @@ class _Writer:
         """An input's shape in the docstring: "[M, N] (a row input)", "[N] (a vector)", a GEMM's by its dims."""
         if "dims" in spec:
             words = {"a": "the matmul's a", "b": "the matmul's b", "row": "a row input", "vector": "a vector",
-                     "per_row": "one value per row"}[spec["kind"]]
-            return f"[{', '.join(map(str, spec['dims']))}] ({words})"
-        return "[M, N] (a row input)" if spec["kind"] == "row" else "[N] (a vector)"
+                     "per_row": "one value per row", "scalar": "a runtime scalar, loaded once"}[spec["kind"]]
+            shape = f"[{', '.join(map(str, spec['dims']))}] ({words})"
+        else:
+            shape = "[M, N] (a row input)" if spec["kind"] == "row" else "[N] (a vector)"
+        return shape + (", boolean" if spec.get("dtype") == "bool" else "")
 
     def text(self) -> str:
         p = self.p
@@ -212,6 +203,7 @@ class _Writer:
             *([f'HEAD = "{p["head"]}"'] if self.gemm else []),
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
             f"KINDS = {_strings(i['kind'] for i in p['inputs'])}",
+            f"DTYPES = {_strings(i.get('dtype', 'float') for i in p['inputs'])}",
             f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",

@@ -31,7 +31,7 @@ import operator
 
 import torch
 
-from tools.lower.ir import ACC
+from tools.lower.ir import ACC, ATEN, VOCABULARY
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -52,24 +52,15 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
-UNARY = {aten.neg.default: "neg", aten.exp.default: "exp", aten.exp2.default: "exp2", aten.log.default: "log",
-         aten.log2.default: "log2", aten.log1p.default: "log1p", aten.expm1.default: "expm1",
-         aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.tanh.default: "tanh",
-         aten.sigmoid.default: "sigmoid", aten.erf.default: "erf", aten.abs.default: "abs",
-         aten.reciprocal.default: "reciprocal", aten.logical_not.default: "not", aten.bitwise_not.default: "not",
-         aten.isnan.default: "isnan", prims.sqrt.default: "sqrt", prims.rsqrt.default: "rsqrt",
-         prims.exp.default: "exp", prims.log.default: "log", prims.neg.default: "neg", prims.abs.default: "abs",
-         prims.tanh.default: "tanh", prims.erf.default: "erf"}
-BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum", "minimum": "minimum",
-          "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne", "logical_and": "and",
-          "bitwise_and": "and", "logical_or": "or", "bitwise_or": "or", "pow": "pow", "fmax": "maximum",
-          "fmin": "minimum", "true_divide": "div", "multiply": "mul", "subtract": "sub"}
+# The ops a value's node may name beyond the vocabulary (tools/lower/ir.py VOCABULARY, whose `aten` names the converter
+# matches): views, constants, casts and reductions, handled below, and the selections, refused by name.
+SELECTIONS = ("topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode", "multinomial", "unique",
+              "unique_consecutive", "nonzero", "masked_select", "index_select", "gather", "scatter", "scatter_add",
+              "take", "take_along_dim", "index", "searchsorted", "bucketize", "argmax", "argmin", "cummax", "cummin",
+              "cumsum", "cumprod", "logcumsumexp", "histc", "bincount", "randperm", "bernoulli", "rand", "randn",
+              "rand_like", "randn_like", "randint", "exponential", "uniform", "normal")
 SHAPE_ONLY = {"expand", "broadcast_in_dim", "unsqueeze", "squeeze", "view", "reshape", "_unsafe_view", "alias",
               "clone", "contiguous", "detach", "expand_as", "lift_fresh_copy", "_assert_tensor_metadata", "copy"}
-FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-        "maximum": max, "minimum": min, "pow": operator.pow, "neg": operator.neg, "sqrt": math.sqrt,
-        "exp": math.exp, "log": math.log, "abs": abs, "reciprocal": lambda a: 1.0 / a,
-        "rsqrt": lambda a: 1.0 / math.sqrt(a)}
 SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", operator.sub: "sub",
            operator.neg: "neg", operator.floordiv: None, operator.mod: None}
 
@@ -88,7 +79,7 @@ class Converter:
         self.gm, self.inputs, self.in_dtype, self.lines = gm, inputs, in_dtype, lines
         self.nodes: list[dict] = []
         self.env: dict = {}
-        self.m = self.n = None
+        self.m = self.n = self.xshape = None
         self.line = None
 
     # -------------------------------------------------------------------- helpers
@@ -100,12 +91,12 @@ class Converter:
             return "scalar"
         if isinstance(val, (tuple, list)):  # max(dim) and min(dim): (values, indices), classified when unpacked
             return "per_row" if all(self.shape_class(v) == "per_row" for v in val) else "other"
-        shape = tuple(val.shape)
-        if shape == (self.m, self.n):
+        shape, lead = tuple(val.shape), self.xshape[:-1]
+        if shape == self.xshape:
             return "row"
-        if shape in ((self.n,), (1, self.n)):
+        if shape and shape[-1] == self.n and all(s == 1 for s in shape[:-1]):
             return "vector"
-        if shape in ((self.m,), (self.m, 1)):
+        if shape in (lead, (*lead, 1)):
             return "per_row"
         if all(s == 1 for s in shape):
             return "scalar"
@@ -113,9 +104,10 @@ class Converter:
 
     def emit(self, op: str, args: list, kind: str, shape: str, boolean: bool = False, attr=None) -> Value:
         """A new IR node (or a folded constant when every argument is one)."""
-        if kind == CONST and op in FOLD and all(isinstance(a, float) for a in args):
+        fold = VOCABULARY[op].fold if op in VOCABULARY else None
+        if kind == CONST and fold is not None and all(isinstance(a, float) for a in args):
             try:
-                folded = FOLD[op](*args)
+                folded = fold(*args)
                 if isinstance(folded, (int, float)):
                     return Value(float(folded), CONST, "scalar")
             except (ValueError, TypeError, ZeroDivisionError, OverflowError):  # complex, inf: keep the node
@@ -156,10 +148,16 @@ class Converter:
 
     # -------------------------------------------------------------------- the graph
     def start(self, placeholders) -> None:
-        """The sizes (M, N) the shapes are classified against, and each input's value."""
-        self.m, self.n = tuple(placeholders[0].meta["val"].shape)
+        """x's shape (the first row input's: rows over its last dim N), which the shapes are classified against, and
+        each input's value: a row or vector per element, a scalar input one value for all (kind ROW: the kernels
+        hand it to compute() as a scalar), a mask boolean."""
+        x = next(node for node, spec in zip(placeholders, self.inputs) if spec["kind"] == "row")
+        self.xshape = tuple(x.meta["val"].shape)
+        self.n = self.xshape[-1]
         for node, spec in zip(placeholders, self.inputs):
-            self.env[node] = Value(spec["name"], ELEMENT, "row" if spec["kind"] == "row" else "vector")
+            kind, shape = {"row": (ELEMENT, "row"), "vector": (ELEMENT, "vector"),
+                           "scalar": (ROW, "scalar")}[spec["kind"]]
+            self.env[node] = Value(spec["name"], kind, shape, boolean=spec.get("dtype") == "bool")
 
     def run(self) -> tuple[list[dict], list[dict]]:
         self.start([n for n in self.gm.graph.nodes if n.op == "placeholder"])
@@ -190,11 +188,11 @@ class Converter:
             v, val = self.env[out], out.meta["val"]
             if v.boolean or not val.dtype.is_floating_point:
                 raise Refused(f"returns a {val.dtype} tensor; outputs must be floating point", self.line)
-            shape = {"row": "row", "per_row": "reduced_keepdim" if len(val.shape) == 2 else "reduced"}.get(
-                self.shape_class(val))
+            keepdim = len(val.shape) == len(self.xshape)
+            shape = {"row": "row", "per_row": "reduced_keepdim" if keepdim else "reduced"}.get(self.shape_class(val))
             if shape is None or (shape != "row" and v.kind == ELEMENT):
-                raise Refused(f"returns a tensor of shape {list(val.shape)}; an output must have x's shape [M, N] or "
-                              "one value per row ([M] or [M, 1])", self.line)
+                raise Refused(f"returns a tensor of shape {self.words(val.shape)}; an output must have x's shape "
+                              f"{self.words(self.xshape)} or one value per row", self.line)
             if v.kind == CONST:
                 raise Refused("returns a constant, which needs no kernel", self.line)
             dtype = "input" if val.dtype == self.in_dtype else "fp32"
@@ -207,7 +205,9 @@ class Converter:
         if target in SYM_OPS:  # arithmetic on sizes: only N (as a float) has a kernel form
             op = SYM_OPS[target]
             if op is None:
-                self.refuse(f"does integer arithmetic on sizes ({target.__name__})")
+                self.refuse("computes a size by integer division (x.chunk, x.split, x[..., :n // 2] or a view by a "
+                            "size): slices, chunks and splits of the last dim do not lower yet; pass the parts as "
+                            "separate inputs")
             return self.emit(op, [self.arg(a).ref for a in args], CONST, "scalar")
         if target is operator.getitem:
             src = self.env.get(args[0])
@@ -223,38 +223,33 @@ class Converter:
         base = packet.removesuffix("_")  # an in-place op (add_) lowers as its functional form ...
         if packet.endswith("_"):  # ... unless it writes an input
             if args and isinstance(args[0], torch.fx.Node) and args[0].op == "placeholder":
-                self.refuse(f"modifies its input {self.env[args[0]].ref} in place (torch.{base}_); write it out of "
-                            "place")
+                self.refuse(f"modifies its input `{self.env[args[0]].ref}` in place"
+                            + ("" if base == "copy" else f" (torch.{base}_)")
+                            + "; the kernel cannot write its inputs: write it out of place")
+        if base in SELECTIONS:
+            self.refuse(f"torch.{base} selects, orders or draws elements (not a pointwise map or a row reduction), "
+                        "which these kernels do not lower: keep it in PyTorch and lower the rest as its own function")
         shape = self.shape_class(val)
         if shape == "other":
-            self.refuse(f"torch.{base} makes a tensor of shape {list(val.shape)}, which is neither x's [M, N], a "
-                        "row vector [N], nor one value per row")
+            self.refuse(f"torch.{base} makes a tensor of shape {self.words(val.shape)}, which is neither x's "
+                        f"{self.words(self.xshape)}, a vector [N] over the last dim, nor one value per row")
         if base == "sym_size":
             if args[1] in (1, -1):
                 return Value("n", CONST, "scalar")
             return Value(None, CONST, "scalar", why="computes with the number of rows M (x.shape[0]); only the row "
                                                     "length N lowers")  # fine as a size (broadcasts, views)
-        if target in UNARY:
-            a = self.arg(args[0])
-            return self.emit(UNARY[target], [a.ref], a.kind, shape, UNARY[target] in ("not", "isnan"))
-        if base in BINARY:
-            a, b = self.arg(args[0]), self.arg(args[1])
-            alpha = kw.get("alpha", 1)
-            if alpha != 1:
-                b = self.binary("mul", b, self.arg(alpha), shape)
-            if "rounding_mode" in kw and kw["rounding_mode"] is not None:
-                self.refuse(f"divides with rounding_mode={kw['rounding_mode']!r}")
-            op = BINARY[base]
-            return self.binary(op, a, b, shape, op in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or"))
+        if base in ATEN:
+            return self.vocabulary(ATEN[base], node, shape)
         if base == "rsub":
             a, b = self.arg(args[0]), self.arg(args[1])
             return self.binary("sub", b, a, shape)
-        if base == "where":
-            c, a, b = (self.arg(a) for a in args)
-            return self.emit("where", [c.ref, a.ref, b.ref], self.kind_of(c, a, b), shape)
         if base == "masked_fill":
             a, mask, fill = (self.arg(a) for a in args)
             return self.emit("where", [mask.ref, fill.ref, a.ref], self.kind_of(a, mask, fill), shape)
+        if base in ("prelu", "_prelu_kernel"):  # x where x > 0, else weight * x
+            a, w = self.arg(args[0]), self.arg(args[1])
+            pos = self.binary("gt", a, Value(0.0, CONST, "scalar"), shape, True)
+            return self.emit("where", [pos.ref, a.ref, self.binary("mul", w, a, shape).ref], self.kind_of(a, w), shape)
         if base == "relu":
             a = self.arg(args[0])
             return self.binary("maximum", a, Value(0.0, CONST, "scalar"), shape)
@@ -285,6 +280,31 @@ class Converter:
             return self.reduction(base, node, shape)
         self.refuse(f"torch.{base} ({target}) has no kernel form here; see the README's 'Your own op' for the "
                     "ops that lower")
+
+    def vocabulary(self, op: str, node, shape: str) -> Value:
+        """A node of the vocabulary (ir.VOCABULARY): its operands, then one IR node; torch's keyword variants
+        (add's alpha, div's rounding_mode, round's decimals) become their own steps or a refusal."""
+        spec, args, kw = VOCABULARY[op], node.args, node.kwargs
+        if op == "round" and (kw.get("decimals") or len(args) > 1 and args[1]):
+            self.refuse("torch.round(..., decimals=d) does not lower; write torch.round(x * 10**d) / 10**d")
+        vals = [self.arg(a) for a in args[:spec.arity]]
+        if op in ("add", "sub") and kw.get("alpha", 1) != 1:
+            vals[1] = self.binary("mul", vals[1], self.arg(kw["alpha"]), shape)
+        out = self.emit(op, [v.ref for v in vals], self.kind_of(*vals), shape, spec.boolean)
+        mode = kw.get("rounding_mode") if op == "div" else None
+        if mode is not None:  # "trunc" or "floor": the quotient, then its rounding
+            out = self.emit(mode, [out.ref], out.kind, shape)
+        return out
+
+    def words(self, shape) -> str:
+        """A traced shape in the user's words: x's dims by name (N the last; M, or x.shape[i], the leading ones),
+        other sizes as numbers, or "a size computed from the inputs": never a tracer's symbol (s75)."""
+        names = {str(self.n): "N"}
+        lead = self.xshape[:-1]
+        for i, d in enumerate(lead):
+            names.setdefault(str(d), "M" if len(lead) == 1 else f"x.shape[{i}]")
+        return "[" + ", ".join(str(int(d)) if str(d).isdigit() else names.get(str(d), "a size computed from the "
+                                                                             "inputs") for d in shape) + "]"
 
     @staticmethod
     def full_slice(node) -> bool:
@@ -357,6 +377,7 @@ class GemmConverter(Converter):
     def start(self, placeholders) -> None:
         a, b = placeholders[0].meta["val"], placeholders[1].meta["val"]
         self.m, self.k, self.n = a.shape[0], a.shape[1], b.shape[0]
+        self.xshape = (self.m, self.n)  # C's shape: what the epilogue's shapes are classified against
         self.head, self.base = None, ""
         for node, spec in zip(placeholders, self.inputs):  # the operands first, then row, vector, per_row inputs
             operand = spec["kind"] in ("a", "b")

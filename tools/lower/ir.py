@@ -32,13 +32,92 @@ the thread holds bias[n] or row_scale[m] beside each accumulator element (m, n).
 from __future__ import annotations
 
 import math
+import operator
+from typing import Callable, NamedTuple
 
-UNARY = ("neg", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs",
-         "reciprocal", "not", "isnan", "to_float")
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
-COMPARE = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isnan")  # boolean results
+class Op(NamedTuple):
+    """One op of the lowering's vocabulary: everything the converter, the interpreter and the code generator know
+    of it. ``aten`` holds the aten/prims packet names that lower to it (an in-place form, ``add_``, is matched by
+    its functional name); ``torch`` is the interpreter's function (``torch.<name>``); ``code`` is what codegen
+    writes, ``{0}``, ``{1}`` ... standing for the operands (``pw.<name>(...)`` calls name dsl/<dsl>/pointwise.py's
+    functions, which every DSL implements: tests/test_lowering.py checks it); ``fold`` folds constants."""
+
+    arity: int
+    aten: tuple[str, ...]
+    torch: str
+    code: str
+    boolean: bool = False  # a boolean result (a comparison, a logical op, isnan)
+    fold: Callable | None = None
+
+
+def _pw(name: str, arity: int = 1) -> str:
+    return f"pw.{name}({', '.join('{%d}' % i for i in range(arity))})"
+
+
+def _unary(name: str, *aten: str, fold=None, torch_name: str | None = None, boolean: bool = False) -> Op:
+    return Op(1, (name, *aten), torch_name or name, _pw(name), boolean, fold)
+
+
+# The vocabulary: adding an op to the lowering is one entry here, then its `pw.` function in each
+# dsl/<dsl>/pointwise.py (README, "Adding an op to the lowering").
+VOCABULARY: dict[str, Op] = {
+    # unary
+    "neg": Op(1, ("neg",), "neg", "-{0}", fold=operator.neg),
+    "exp": _unary("exp", fold=math.exp),
+    "exp2": _unary("exp2"),
+    "log": _unary("log", fold=math.log),
+    "log2": _unary("log2"),
+    "log1p": _unary("log1p"),
+    "expm1": _unary("expm1"),
+    "sqrt": _unary("sqrt", fold=math.sqrt),
+    "rsqrt": _unary("rsqrt", fold=lambda a: 1.0 / math.sqrt(a)),
+    "tanh": _unary("tanh"),
+    "sigmoid": _unary("sigmoid"),
+    "erf": _unary("erf"),
+    "abs": _unary("abs", fold=abs),
+    "reciprocal": _unary("reciprocal", fold=lambda a: 1.0 / a),
+    "round": _unary("round", torch_name="round"),  # half to even, as torch.round
+    "floor": _unary("floor", fold=math.floor),
+    "ceil": _unary("ceil", fold=math.ceil),
+    "trunc": _unary("trunc", "fix", fold=math.trunc),
+    "sin": _unary("sin", fold=math.sin),
+    "cos": _unary("cos", fold=math.cos),
+    "not": Op(1, ("logical_not", "bitwise_not"), "logical_not", "pw.logical_not({0})", True),
+    "isnan": Op(1, ("isnan",), "isnan", "{0} != {0}", True),
+    "to_float": Op(1, (), "to_float", "pw.to_float({0})"),  # a boolean as 1.0 / 0.0 (a cast made it)
+    # binary
+    "add": Op(2, ("add",), "add", "{0} + {1}", fold=operator.add),
+    "sub": Op(2, ("sub", "subtract"), "sub", "{0} - {1}", fold=operator.sub),
+    "mul": Op(2, ("mul", "multiply"), "mul", "{0} * {1}", fold=operator.mul),
+    "div": Op(2, ("div", "true_divide"), "div", "{0} / {1}", fold=operator.truediv),
+    "pow": Op(2, ("pow",), "pow", "pw.pow({0}, {1})", fold=operator.pow),
+    "maximum": Op(2, ("maximum", "fmax"), "maximum", "pw.maximum({0}, {1})", fold=max),
+    "minimum": Op(2, ("minimum", "fmin"), "minimum", "pw.minimum({0}, {1})", fold=min),
+    "lt": Op(2, ("lt",), "lt", "{0} < {1}", True),
+    "le": Op(2, ("le",), "le", "{0} <= {1}", True),
+    "gt": Op(2, ("gt",), "gt", "{0} > {1}", True),
+    "ge": Op(2, ("ge",), "ge", "{0} >= {1}", True),
+    "eq": Op(2, ("eq",), "eq", "{0} == {1}", True),
+    "ne": Op(2, ("ne",), "ne", "{0} != {1}", True),
+    "and": Op(2, ("logical_and", "bitwise_and"), "logical_and", "pw.logical_and({0}, {1})", True),
+    "or": Op(2, ("logical_or", "bitwise_or"), "logical_or", "pw.logical_or({0}, {1})", True),
+    # ternary, casts and reductions (codegen and the interpreter give these their own forms)
+    "where": Op(3, ("where",), "where", "pw.where({0}, {1}, {2})"),
+    "cast": Op(1, (), "cast", 'pw.cast({0}, "{attr}")'),
+    "sum": Op(1, (), "sum", 'reduce("sum", {0})'),
+    "max": Op(1, (), "amax", 'reduce("max", {0})'),
+    "min": Op(1, (), "amin", 'reduce("min", {0})'),
+}
 REDUCE = ("sum", "max", "min")
-OPS = (*UNARY, *BINARY, "where", "cast", *REDUCE)
+OPS = tuple(VOCABULARY)
+UNARY = tuple(k for k, op in VOCABULARY.items() if op.arity == 1 and k not in (*REDUCE, "cast"))
+BINARY = tuple(k for k, op in VOCABULARY.items() if op.arity == 2)
+COMPARE = tuple(k for k, op in VOCABULARY.items() if op.boolean)  # boolean results
+# aten/prims packet name -> IR op, for the converter (derived: one declaration per op above)
+ATEN = {name: op for op, spec in VOCABULARY.items() for name in spec.aten}
+# The `pw.` functions a generated lowered.py may call: every DSL's pointwise.py defines each one, plus full_like.
+PW_FUNCTIONS = tuple(sorted({code.split("(")[0][3:] for code in (spec.code for spec in VOCABULARY.values())
+                             if code.startswith("pw.")} | {"full_like", "expm1"}))
 CAST_TARGETS = ("input", "bf16", "fp16")  # "input": the workspace's dtype (x's); a cast to fp32 or wider is a no-op
 OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
 # The parameter rule's names: a tensor parameter so named (or ending in _weight / _bias) is a [N] vector; op.json
@@ -60,6 +139,12 @@ def references(node: dict) -> list[str]:
 def reductions(program: dict) -> list[str]:
     """The reduction kinds, in the order compute() calls them."""
     return [node["op"] for node in program["nodes"] if node["op"] in REDUCE]
+
+
+def x_input(program: dict) -> dict:
+    """The input whose shape the program's rows take (x): a GEMM's a, else the first "row" input in signature
+    order (the inputs keep the user's parameter order; x need not be the first)."""
+    return program["inputs"][0] if is_gemm(program) else next(i for i in program["inputs"] if i["kind"] == "row")
 
 
 def is_gemm(program: dict) -> bool:
@@ -90,42 +175,37 @@ def interpret(program: dict, inputs: dict, dtype=None):
     function, as the harness's reference is evaluated)."""
     import torch
 
-    x = inputs[program["inputs"][0]["name"]]
+    x = inputs[x_input(program)["name"]]
     env = {**inputs, "n": float(x.shape[-1])}
+    for i in program["inputs"]:  # a scalar input as a 0-d tensor, a mask as booleans, whatever way it came in
+        if i["kind"] == "scalar":
+            env[i["name"]] = inputs[i["name"]].reshape(())
+        if i.get("dtype") == "bool":
+            env[i["name"]] = inputs[i["name"]] != 0
     if is_gemm(program):  # the head; per-row inputs as [M, 1], so that they broadcast over C's columns as in torch
         a, b = x, inputs[program["inputs"][1]["name"]]
         x = env[ACC] = a @ b.T
         env["n"] = float(b.shape[0])
         env.update({i["name"]: inputs[i["name"]].reshape(-1, 1) for i in program["inputs"] if i["kind"] == "per_row"})
-    fns = {
-        "neg": torch.neg, "exp": torch.exp, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
-        "log1p": torch.log1p, "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "tanh": torch.tanh,
-        "sigmoid": torch.sigmoid, "erf": torch.erf, "abs": torch.abs, "reciprocal": torch.reciprocal,
-        "not": torch.logical_not, "isnan": torch.isnan, "add": torch.add, "sub": torch.sub, "mul": torch.mul,
-        "div": torch.div, "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum, "lt": torch.lt,
-        "le": torch.le, "gt": torch.gt, "ge": torch.ge, "eq": torch.eq, "ne": torch.ne, "and": torch.logical_and,
-        "or": torch.logical_or,
-    }
     like = x.double() if x.dtype != torch.float64 else x
 
     def value(arg):
         got = env[arg] if isinstance(arg, str) else arg
-        return got if isinstance(got, torch.Tensor) else torch.tensor(float(got), dtype=like.dtype)
+        if isinstance(got, torch.Tensor):
+            return got if got.dtype == torch.bool or got.is_floating_point() else got.to(like.dtype)
+        return torch.tensor(float(got), dtype=like.dtype)
 
     for node in program["nodes"]:
         op, args = node["op"], [value(a) for a in node["args"]]
         if op in REDUCE:
-            fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[op]
-            out = fn(args[0], dim=-1, keepdim=True)
-        elif op == "where":
-            out = torch.where(args[0], args[1], args[2])
+            out = getattr(torch, VOCABULARY[op].torch)(args[0], dim=-1, keepdim=True)
         elif op == "cast":
             target = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(node["attr"], dtype)
             out = args[0].to(target).to(args[0].dtype) if target is not None else args[0]
         elif op == "to_float":
             out = args[0].to(like.dtype)
-        elif op in fns:
-            out = fns[op](*args)
+        elif op in VOCABULARY:
+            out = getattr(torch, VOCABULARY[op].torch)(*args)
         else:
             raise ValueError(f"unknown IR op {op!r}")
         env[node["id"]] = out

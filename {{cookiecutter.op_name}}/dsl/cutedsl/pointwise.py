@@ -91,6 +91,11 @@ def log1p(x):
     return cute.math.log1p(_common(x)[0])
 
 
+def expm1(x):
+    """e^x - 1, accurate near 0 (MLIR's expansion), where exp(x) - 1 cancels to nothing."""
+    return cute.math.expm1(_common(x)[0])
+
+
 def sqrt(x):
     return cute.math.sqrt(_common(x)[0])
 
@@ -117,6 +122,31 @@ def reciprocal(x):
 
 def sigmoid(x):
     return reciprocal(1.0 + exp(-_common(x)[0]))
+
+
+def sin(x):
+    return cute.math.sin(_common(x)[0])
+
+
+def cos(x):
+    return cute.math.cos(_common(x)[0])
+
+
+def round(x):  # noqa: A001 -- the contract's name
+    """To the nearest integer, halves to even (torch.round; PTX cvt.rni)."""
+    return cute.math.roundeven(_common(x)[0])
+
+
+def floor(x):
+    return cute.math.floor(_common(x)[0])
+
+
+def ceil(x):
+    return cute.math.ceil(_common(x)[0])
+
+
+def trunc(x):
+    return cute.math.trunc(_common(x)[0])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -106,6 +106,11 @@ def log1p(a):
     return fx.log1p(_scalar(a))
 
 
+def expm1(a):
+    """e^a - 1, accurate near 0 (where exp(a) - 1 cancels to nothing)."""
+    return fx.expm1(_scalar(a))
+
+
 def sqrt(a):
     return fx.sqrt(_scalar(a))
 
@@ -148,6 +153,31 @@ def abs(a):  # noqa: A001 - the contract's name
 def reciprocal(a):
     with fx.fastmath("afn"):
         return 1.0 / _scalar(a)
+
+
+def sin(a):
+    return fx.sin(_scalar(a))
+
+
+def cos(a):
+    return fx.cos(_scalar(a))
+
+
+def round(a):  # noqa: A001 - the contract's name
+    """To the nearest integer, halves to even (torch.round)."""
+    return fx.roundeven(_scalar(a))
+
+
+def floor(a):
+    return fx.floor(_scalar(a))
+
+
+def ceil(a):
+    return fx.ceil(_scalar(a))
+
+
+def trunc(a):
+    return fx.trunc(_scalar(a))
 
 
 # ---- binary / ternary -----------------------------------------------------------------------------
