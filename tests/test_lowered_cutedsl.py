@@ -28,6 +28,7 @@ import pointwise as pw
 SOURCE = "test:pw_all"
 INPUTS = ("x", "w")
 KINDS = ("row", "vector")
+DTYPES = ("float", "float")
 OUTPUTS = ("row", "row")
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ()
@@ -37,8 +38,8 @@ USES_N = True
 def compute(x, w, n, reduce):
     s = n * 0.001
     v = x
-    for f in (pw.exp, pw.exp2, pw.log, pw.log2, pw.log1p, pw.sqrt, pw.rsqrt, pw.tanh, pw.sigmoid, pw.erf, pw.abs,
-              pw.reciprocal):
+    for f in (pw.exp, pw.exp2, pw.log, pw.log2, pw.log1p, pw.expm1, pw.sqrt, pw.rsqrt, pw.tanh, pw.sigmoid, pw.erf,
+              pw.abs, pw.reciprocal, pw.round, pw.floor, pw.ceil, pw.trunc):
         v = v + f(pw.abs(x) + 0.5) + f(s) + f(0.25)
     for f in (pw.pow, pw.maximum, pw.minimum):
         v = v + f(pw.abs(x), w) + f(x, 1.5) + f(1.5, w) + f(s, x) + f(x, s) + f(s, 0.5) + f(s, s)
@@ -59,6 +60,7 @@ import pointwise as pw
 SOURCE = "test:row_range"
 INPUTS = ("x",)
 KINDS = ("row",)
+DTYPES = ("float",)
 OUTPUTS = ("reduced_keepdim", "reduced")
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("min", "max")
@@ -70,7 +72,30 @@ def compute(x, n, reduce):
     hi = reduce("max", pw.exp(x - lo))
     return (lo, pw.log(hi) + lo)
 '''
-SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE}  # the test's own lowered.py files, beside the examples
+# The input model's other kinds, in the user's parameter order: a scalar first (so x is not input 0), a bool mask
+# loaded as its bytes, and a vector; a softmax over the masked row.
+MASK_SCALAR = '''
+import pointwise as pw
+
+SOURCE = "test:mask_scalar"
+INPUTS = ("alpha", "x", "mask", "w")
+KINDS = ("scalar", "row", "row", "vector")
+DTYPES = ("float", "float", "bool", "float")
+OUTPUTS = ("row", "reduced")
+OUT_DTYPES = ("input", "fp32")
+REDUCTIONS = ("max", "sum")
+USES_N = False
+
+
+def compute(alpha, x, mask, w, n, reduce):
+    mask = mask != 0.0
+    s = pw.where(mask, x * alpha + w, -1e30)
+    m = reduce("max", s)
+    e = pw.exp(s - m)
+    z = reduce("sum", e)
+    return (pw.round(e * pw.reciprocal(z) * 127.0), m + pw.log(z))
+'''
+SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR}  # the test's own lowered.py files, beside the examples
 
 REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
 
@@ -216,3 +241,23 @@ def test_run_refuses_cpu_tensors_in_host_words(lowered_ws, pattern, example):
     inputs = [x if kind == "row" else x[0].clone() for kind in lowered["KINDS"]]
     with pytest.raises(ValueError, match="GPU"):
         kernel.run(*inputs)
+
+
+@pytest.mark.parametrize("pattern,dims", [("reduction", (64, 4096)), ("reduction", (4, 131072)),
+                                          ("elementwise", (1024, 4096))])
+def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
+    """MASK_SCALAR: x is the second input (the user's order), the bool mask is loaded as its bytes (VEC bytes per
+    access: 64-bit for bf16) beside x's 128-bit loads, and the scalar is one load per thread, never a row."""
+    ws, _ = lowered_ws(pattern if pattern == "reduction" else "elementwise", "mask_scalar")
+    if pattern == "elementwise":  # the elementwise cell takes the same lowered.py without its reductions
+        source = MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()").replace(
+            'OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)').replace('OUT_DTYPES = ("input", "fp32")',
+                                                                        'OUT_DTYPES = ("input",)')
+        source = source.replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace(
+            '    z = reduce("sum", e)\n', "    z = 2.0\n").replace(", m + pw.log(z))", ",)")
+        (ws / "lowered.py").write_text(source)
+    ptx, plan = _compiled(ws, dims, "bf16")
+    assert "ld.global.v2.b32" in ptx or "ld.global.v2.u32" in ptx or "ld.global.u64" in ptx or "ld.global.b64" in ptx \
+        or "ld.global.v2" in ptx, "the mask's 8 bytes per access"
+    assert "cvt.rni.f32.f32" in ptx  # pw.round: to nearest, halves to even
+    assert "ld.global.v4" in ptx

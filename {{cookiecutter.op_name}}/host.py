@@ -118,30 +118,55 @@ def lowered_outputs(out):
     return out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
 
 
+def lowered_x(lowered) -> int:
+    """The index of x among a lowered op's inputs: the first "row" input in the user's parameter order."""
+    return lowered.KINDS.index("row")
+
+
+def lowered_views(lowered, inputs):
+    """The inputs as a compiled launcher takes them: a bool mask as its bytes (uint8, a view: no copy), a 0-d scalar
+    as shape (1,). Free views; the inputs themselves are untouched."""
+    if not _VIEWED.setdefault(id(lowered), any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS):
+        return inputs
+    import torch
+
+    return [t.view(torch.uint8) if kept == "bool" and t.dtype == torch.bool else t.view(1) if kind == "scalar"
+            and t.dim() == 0 else t for t, kind, kept in zip(inputs, lowered.KINDS, lowered.DTYPES)]
+
+
+_VIEWED: dict = {}  # id(lowered) -> whether any input needs lowered_views (the hot path skips it when none does)
+
+
 def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     """(dtype, outputs) of a lowered op (the workspace's lowered.py; tests/lowered_examples/CONTRACT.md).
 
-    inputs[i] is a "row" input of x's shape or a "vector" input [N] (N = x.shape[-1]), each of x's dtype on x's
-    device; rows are contiguous (rows_contiguous: the elementwise cell) or 2-D with a contiguous last dim (the
-    reduction cell, rows_of), vectors are contiguous. Output i has shape out_shapes[i] and lowered.OUT_DTYPES[i]
-    ("input": x's dtype, "fp32"); outputs are the checked `out` tensors (None, one tensor, or a tuple/list) or new
-    ones. Every tensor starts on a 16-byte boundary when rows_contiguous (128-bit accesses throughout), on its
-    element size otherwise (the reduction cell picks its vector width from the pointers)."""
+    Inputs come in the user's parameter order (lowered.INPUTS). x is the first "row" input; every other "row" input
+    has x's shape, a "vector" input is [N] (N = x.shape[-1]), a "scalar" input holds one element (0-d or [1]); each
+    is of x's dtype on x's device, except a mask (lowered.DTYPES "bool"), which is torch.bool (or its bytes, uint8).
+    Rows are contiguous (rows_contiguous: the elementwise cell) or 2-D with a contiguous last dim (the reduction
+    cell, rows_of), vectors are contiguous. Output i has shape out_shapes[i] and lowered.OUT_DTYPES[i] ("input":
+    x's dtype, "fp32"); outputs are the checked `out` tensors (None, one tensor, or a tuple/list) or new ones. Every
+    tensor starts on a 16-byte boundary when rows_contiguous (128-bit accesses throughout), on its element size
+    otherwise (the reduction cell picks its vector width from the pointers)."""
     import torch
 
     op = lowered.SOURCE
     check_count(op, inputs, len(lowered.INPUTS))
-    x = inputs[0]
+    x = inputs[lowered_x(lowered)]
     dtype = dtype_of(x, op)
     if x.dim() == 0 or not x.is_cuda:
         raise ValueError(f"{op}: x must be a GPU tensor of rank >= 1, got shape {tuple(x.shape)} on {x.device}")
-    for name, kind, t in zip(lowered.INPUTS, lowered.KINDS, inputs):
+    for name, kind, kept, t in zip(lowered.INPUTS, lowered.KINDS, lowered.DTYPES, inputs):
         if kind == "row" and not rows_contiguous:
             rows_of(op, t)
-        shape = tuple(x.shape) if kind == "row" else tuple(x.shape[-1:])
-        if tuple(t.shape) != shape or t.dtype != x.dtype or t.device != x.device or not (
+        shape = {"row": tuple(x.shape), "vector": tuple(x.shape[-1:]), "scalar": ()}[kind]
+        dtypes = (torch.bool, torch.uint8) if kept == "bool" else (x.dtype,)
+        if (tuple(t.shape) != shape and not (kind == "scalar" and t.numel() == 1 and t.dim() <= 1)) \
+                or t.dtype not in dtypes or t.device != x.device or not (
                 t.is_contiguous() or kind == "row" and not rows_contiguous):
-            raise ValueError(f"{op}: {name} ({kind}) must be a contiguous {shape} tensor of dtype {x.dtype} on {x.device}")
+            what = "a one-element" if kind == "scalar" else f"a contiguous {shape}"
+            raise ValueError(f"{op}: {name} ({kind}) must be {what} tensor of dtype {dtypes[0]} on {x.device}, got "
+                             f"{tuple(t.shape)} {t.dtype} on {t.device}")
     given = None if out is None else lowered_outputs(out)
     if given is not None and len(given) != len(lowered.OUTPUTS):
         raise ValueError(f"{op}: out must hold {len(lowered.OUTPUTS)} tensor(s), one per output {lowered.OUTPUTS}")
@@ -150,7 +175,8 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
                    x if kind == "input" else SimpleNamespace(dtype=torch.float32, device=x.device))
         for i, (shape, kind) in enumerate(zip(out_shapes, lowered.OUT_DTYPES)))
     align = 16 if rows_contiguous else x.element_size()
-    if any(t.data_ptr() % align for t in (*inputs, *outputs)):
+    loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]
+    if any(t.data_ptr() % (align if rows_contiguous else t.element_size()) for t in (*loaded, *outputs)):
         raise ValueError(f"{op}: every tensor must start on a {align}-byte boundary; pass a .clone()")
     return dtype, outputs
 

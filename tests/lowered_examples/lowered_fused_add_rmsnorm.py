@@ -10,6 +10,7 @@ import pointwise as pw
 SOURCE = "user_logic.py:fused_add_rmsnorm"
 INPUTS = ("x", "residual", "weight")
 KINDS = ("row", "row", "vector")
+DTYPES = ("float", "float", "float")
 OUTPUTS = ("row", "row")
 OUT_DTYPES = ("input", "input")
 REDUCTIONS = ("sum",)

@@ -7,6 +7,7 @@ import pointwise as pw
 SOURCE = "user_logic.py:gelu_mul_bias"
 INPUTS = ("x", "y", "bias")
 KINDS = ("row", "row", "vector")
+DTYPES = ("float", "float", "float")
 OUTPUTS = ("row",)
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()

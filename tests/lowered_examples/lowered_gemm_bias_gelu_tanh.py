@@ -23,6 +23,7 @@ SOURCE = "ops.py:bias_gelu_tanh"
 HEAD = "matmul"
 INPUTS = ("x", "w", "bias")
 KINDS = ("a", "b", "vector")
+DTYPES = ("float", "float", "float")
 OUTPUTS = ("row",)
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()

@@ -23,6 +23,7 @@ SOURCE = "ops.py:col_scale_bf16"
 HEAD = "matmul"
 INPUTS = ("x", "w", "col_scale")
 KINDS = ("a", "b", "vector")
+DTYPES = ("float", "float", "float")
 OUTPUTS = ("row",)
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()

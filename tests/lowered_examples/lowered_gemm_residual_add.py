@@ -21,6 +21,7 @@ SOURCE = "ops.py:residual_add"
 HEAD = "matmul"
 INPUTS = ("x", "w", "residual")
 KINDS = ("a", "b", "row")
+DTYPES = ("float", "float", "float")
 OUTPUTS = ("row",)
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()

@@ -7,6 +7,7 @@ import pointwise as pw
 SOURCE = "user_logic.py:layer_norm"
 INPUTS = ("x", "weight", "bias")
 KINDS = ("row", "vector", "vector")
+DTYPES = ("float", "float", "float")
 OUTPUTS = ("row",)
 OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum", "sum")

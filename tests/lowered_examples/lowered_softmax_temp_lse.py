@@ -7,6 +7,7 @@ import pointwise as pw
 SOURCE = "user_logic.py:softmax_lse"
 INPUTS = ("x",)
 KINDS = ("row",)
+DTYPES = ("float",)
 OUTPUTS = ("row", "reduced")
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")

@@ -80,8 +80,6 @@ VOCABULARY: dict[str, Op] = {
     "floor": _unary("floor", fold=math.floor),
     "ceil": _unary("ceil", fold=math.ceil),
     "trunc": _unary("trunc", "fix", fold=math.trunc),
-    "sin": _unary("sin", fold=math.sin),
-    "cos": _unary("cos", fold=math.cos),
     "not": Op(1, ("logical_not", "bitwise_not"), "logical_not", "pw.logical_not({0})", True),
     "isnan": Op(1, ("isnan",), "isnan", "{0} != {0}", True),
     "to_float": Op(1, (), "to_float", "pw.to_float({0})"),  # a boolean as 1.0 / 0.0 (a cast made it)

@@ -65,7 +65,7 @@ import host  # noqa: E402
 
 OP = host.OP  # op.json of the workspace
 CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32, "int32": cutlass.Int32,
-                  "fp8": cutlass.Float8E4M3FN}  # e4m3 (OCP): DLPack and TVM-FFI name it float8_e4m3fn, as torch does
+                  "fp8": cutlass.Float8E4M3FN, "uint8": cutlass.Uint8, "int8": cutlass.Int8}  # e4m3 (OCP): DLPack and TVM-FFI name it float8_e4m3fn, as torch does
 TVM_FFI = "--enable-tvm-ffi"
 STREAM = make_fake_stream(use_tvm_ffi_env_stream=True)  # torch's current stream, read by the wrapper per call
 

@@ -124,14 +124,6 @@ def sigmoid(x):
     return reciprocal(1.0 + exp(-_common(x)[0]))
 
 
-def sin(x):
-    return cute.math.sin(_common(x)[0])
-
-
-def cos(x):
-    return cute.math.cos(_common(x)[0])
-
-
 def round(x):  # noqa: A001 -- the contract's name
     """To the nearest integer, halves to even (torch.round; PTX cvt.rni)."""
     return cute.math.roundeven(_common(x)[0])

@@ -155,14 +155,6 @@ def reciprocal(a):
         return 1.0 / _scalar(a)
 
 
-def sin(a):
-    return fx.sin(_scalar(a))
-
-
-def cos(a):
-    return fx.cos(_scalar(a))
-
-
 def round(a):  # noqa: A001 - the contract's name
     """To the nearest integer, halves to even (torch.round)."""
     return fx.roundeven(_scalar(a))

@@ -252,23 +252,26 @@ def lowered_kernel(
     inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
     rows = [_thread_view(t, tile, tv, bidx, tidx) if kind == "row" else t for t, kind in zip(inputs, lowered.KINDS)]
     views = [_thread_view(t, tile, tv, bidx, tidx) for t in outputs]
-    layout = rows[0]  # x's thread view: every register fragment has its (VEC, UNROLL) shape
-    r_in = [cute.make_fragment_like(layout, t.element_type) for t in inputs]
+    layout = rows[_X]  # x's thread view: every register fragment has its (VEC, UNROLL) shape
+    r_in = [cute.make_fragment_like(layout, t.element_type) for t in inputs]  # (a scalar input's goes unused)
     r_out = [cute.make_fragment_like(layout, t.element_type) for t in outputs]
-    atom = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), inputs[0].element_type, num_bits_per_copy=ACCESS_BITS,
-                               **LOAD_HINTS)
 
     if (bidx + 1) * tile <= n:
-        # Fast path: every row access is one 128-bit vector; vector inputs are 128-bit chunks or scalar gathers.
+        # Fast path: every row access is one vector (128-bit for x, VEC bytes for a mask); vector inputs are such
+        # chunks or scalar gathers.
         coord = _thread_view(cute.make_identity_tensor(outputs[0].shape), tile, tv, bidx, tidx)
         for t, r, kind in zip(rows, r_in, lowered.KINDS):
+            atom = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), t.element_type,
+                                       num_bits_per_copy=vec * t.element_type.width, **LOAD_HINTS)
             if cutlass.const_expr(kind == "row"):
                 cute.copy(atom, t, r)
+            elif cutlass.const_expr(kind == "scalar"):
+                pass
             elif cutlass.const_expr(vector_chunks):
                 _vector_chunks(atom, t, r, bidx * tile + tidx * vec, row_n, vec, unroll)
             else:
                 _gather(t, r, coord, None, row_n, False)
-        _compute_into(r_in, r_out, row_n)
+        _compute_into(inputs, r_in, r_out, row_n)
         for r, t in zip(r_out, views):
             cute.copy(cute.make_copy_atom(cute.nvgpu.CopyR2GOp(), t.element_type, num_bits_per_copy=ACCESS_BITS,
                                           **STORE_HINTS), r, t)
@@ -276,23 +279,26 @@ def lowered_kernel(
         # Tail tile: scalar, predicated accesses, as elementwise_kernel's.
         coord, pred = _tail_predicates(outputs[0], tile, tv, bidx, tidx)
         for t, r, kind in zip(rows, r_in, lowered.KINDS):
-            r.fill(0.0)
+            r.fill(0)
             if cutlass.const_expr(kind == "row"):
                 for i in cutlass.range_constexpr(cute.size(pred)):
                     if pred[i]:
                         r[i] = t[i]
-            else:
+            elif cutlass.const_expr(kind == "vector"):
                 _gather(t, r, coord, pred, row_n, True)
-        _compute_into(r_in, r_out, row_n)
+        _compute_into(inputs, r_in, r_out, row_n)
         for r, t in zip(r_out, views):
             for i in cutlass.range_constexpr(cute.size(pred)):
                 if pred[i]:
                     t[i] = r[i]
 
 
-def _compute_into(r_in, r_out, row_n):
-    """lowered.compute on the fp32 values of the input fragments; each output rounded once into its fragment."""
-    values = lowered.compute(*(r.load().to(cutlass.Float32) for r in r_in), cutlass.Float32(row_n), None)
+def _compute_into(inputs, r_in, r_out, row_n):
+    """lowered.compute on the fp32 values of the input fragments (a mask's bytes as 0.0 / 1.0) and each scalar
+    input's one value; each output rounded once into its fragment."""
+    values = lowered.compute(*(cutlass.Float32(t[0].to(cutlass.Float32)) if kind == "scalar" else
+                               r.load().to(cutlass.Float32) for t, r, kind in zip(inputs, r_in, lowered.KINDS)),
+                             cutlass.Float32(row_n), None)
     for r, v in zip(r_out, values):
         r.store(v.to(r.element_type))
 
@@ -300,7 +306,7 @@ def _compute_into(r_in, r_out, row_n):
 @cute.jit
 def lowered_launch(stream, vector_chunks: cutlass.Constexpr[bool], *tensors):
     """Host side: rows and outputs as 1-D tensors of n elements (vectors stay [N]); one CTA per tile."""
-    x = tensors[0]
+    x = tensors[_X]
     vec = ACCESS_BITS // x.element_type.width
     unroll = lowered_unroll(lowered.KINDS)
     tile = THREADS * vec * unroll
@@ -379,14 +385,16 @@ def _lowered_compile_args(dtype: str, rank: int, vector_chunks: bool) -> tuple:
     With vector_chunks the N symbol promises N % VEC == 0 (the wrapper checks it on every call)."""
     vec = ACCESS_BITS // host.DTYPE_BITS[dtype]
     shape = [*(rt.dim() for _ in range(rank - 1)), rt.dim(vec if vector_chunks else 1)]
-    inputs = [rt.tensor(dtype, shape if kind == "row" else shape[-1:]) for kind in lowered.KINDS]
+    inputs = [rt.tensor("uint8" if kept == "bool" else dtype,  # a mask: its bytes (host.lowered_views)
+                        {"row": shape, "vector": shape[-1:], "scalar": (1,)}[kind], align=16 if kind != "scalar" else 1)
+              for kind, kept in zip(lowered.KINDS, lowered.DTYPES)]
     outputs = [rt.tensor(dtype if kind == "input" else "fp32", shape) for kind in lowered.OUT_DTYPES]
     return (rt.STREAM, vector_chunks, *inputs, *outputs)
 
 
 def _prepare_lowered(inputs, out):
     """A lowered signature's first call, or a refused one: host.py's checks, then the launcher (and the outputs)."""
-    x = inputs[0]
+    x = inputs[_X]
     dtype, outputs = host.lowered_operands(lowered, inputs, out, [x.shape] * len(lowered.OUTPUTS), True)
     if x.numel() > MAX_ELEMENTS:
         raise ValueError(f"{lowered.SOURCE}: {x.numel()} elements exceed the int32 index range of this kernel")
@@ -398,10 +406,14 @@ def _prepare_lowered(inputs, out):
 def run_lowered(*inputs, out=None):
     """lowered.compute over x's elements, on the current CUDA stream: one output tensor, or a tuple of them.
 
-    inputs in lowered.INPUTS order ("row": x's shape, "vector": [N]); `out` one tensor or a tuple/list in
+    inputs in lowered.INPUTS order, the function's own ("row": x's shape, "vector": [N], "scalar": one element;
+    a mask bool); `out` one tensor or a tuple/list in
     lowered.OUTPUTS order. The hot path is run()'s: a signature lookup (N % 8 picks the vector-input path),
     the contiguity checks the wrapper cannot make, and one TVM-FFI call."""
-    x = inputs[0]
+    if len(inputs) != len(lowered.INPUTS):
+        _prepare_lowered(inputs, out)  # raises, in host.py's words
+    inputs = host.lowered_views(lowered, inputs)
+    x = inputs[_X]
     signature = ("lowered", x.dtype, x.dim(), len(inputs), x.shape[-1] % 8 if x.dim() else -1)
     launcher = _launches.get(signature)
     if launcher is None:
@@ -420,6 +432,7 @@ def run_lowered(*inputs, out=None):
 
 
 _LOWERED_OUT_DTYPES = tuple(None if kind == "input" else torch.float32 for kind in lowered.OUT_DTYPES) if LOWERED else ()
+_X = host.lowered_x(lowered) if LOWERED else 0  # x: the first row input, in the user's parameter order
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,

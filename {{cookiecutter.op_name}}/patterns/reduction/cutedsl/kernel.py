@@ -415,12 +415,27 @@ def lowered_values(kinds) -> int:
     Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): x, weight and bias (F.layer_norm) at 32 values
     each took 110 registers, 2 CTAs per SM and 0.71x the built-in's bandwidth; at 10 values each (one shared
     budget) rows of 1024 threads with one vector in flight ran 0.44x."""
-    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // len(kinds)))
+    loaded = sum(kind in ("row", "vector") for kind in kinds)  # a scalar input is one register, not a row's values
+    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // loaded))
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
     """Vector idx of a row: rows are (VEC, NV, M) views, [N] vectors (VEC, NV) ones."""
     return t[None, idx] if kind == "vector" else t[None, idx, row]
+
+
+# Where each input's values live: the loaded ones (rows and vectors, a fragment each) and the scalars (one value,
+# read once per thread). x is the first row input in the user's parameter order, not necessarily the first input.
+_LOADED = [i for i, kind in enumerate(lowered.KINDS) if kind != "scalar"] if LOWERED else []
+_X = lowered.KINDS.index("row") if LOWERED else 0
+
+
+def _values(inputs, frags):
+    """compute()'s arguments in INPUTS order: each loaded input's fragment as fp32 (a mask's bytes as 0.0 / 1.0),
+    each scalar input's one value as an fp32 scalar."""
+    loaded = iter(frags)
+    return [Float32(t[0].to(Float32)) if kind == "scalar" else next(loaded).load().to(Float32)
+            for t, kind in zip(inputs, lowered.KINDS)]
 
 
 def _chunk_mask(vec: int, chunks: int, first, tpr: int, nv):
@@ -475,14 +490,17 @@ class _PassReducer:
 
 
 @cute.jit
-def _load_chunks(atom, inputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
+def _load_chunks(inputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
                  chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
-    """Every input's vectors first + k*TPR (k < CHUNKS) of the row into its (VEC, CHUNKS) fragment, 128-bit each
-    (VEC wide); vectors past the row end are skipped (none when `full`)."""
+    """Every loaded input's vectors first + k*TPR (k < CHUNKS) of the row into its (VEC, CHUNKS) fragment, one access
+    of VEC elements each (128-bit for x; a bool mask's VEC bytes: 64-bit for a 16-bit x); vectors past the row end
+    are skipped (none when `full`)."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
-            for src, dst, kind in zip(inputs, frags, lowered.KINDS):
-                cute.copy(atom, _chunk(src, kind, first + k * tpr, row), dst[None, k])
+            for i, dst in zip(_LOADED, frags):
+                src = inputs[i]
+                cute.copy(_vector_atom(src.element_type, dst.shape[0]), _chunk(src, lowered.KINDS[i], first + k * tpr,
+                                                                                row), dst[None, k])
 
 
 @cute.jit
@@ -539,14 +557,14 @@ def lowered_row_kernel(
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
-    frags = _fragments(inputs, vec, chunks)
+    frags = _fragments([inputs[i] for i in _LOADED], vec, chunks)
     for f in frags:
-        f.fill(0.0)
+        f.fill(0)
     if row < m:
-        _load_chunks(_vector_atom(inputs[0].element_type, vec), inputs, frags, t, row, nv, tpr, chunks, full)
-    values = [f.load().to(Float32) for f in frags]
+        _load_chunks(inputs, frags, t, row, nv, tpr, chunks, full)
+    values = _values(inputs, frags)
     valid = None if const_expr(full) else _chunk_mask(vec, chunks, t, tpr, nv)
-    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[0], tpr, buf))
+    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_X], tpr, buf))
     out_frags = _fragments(row_outputs, vec, chunks)
     _round_into(out_frags, results)
     if row < m:
@@ -566,10 +584,9 @@ def lowered_looped_kernel(
     inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
     row_outputs = _rows_of(outputs)
     buf = _allocate_partials(1, tpr, max(1, len(lowered.REDUCTIONS)))
-    atom = _vector_atom(inputs[0].element_type, vec)
-    frags = _fragments(inputs, vec, chunks)
+    frags = _fragments([inputs[i] for i in _LOADED], vec, chunks)
     for f in frags:
-        f.fill(0.0)  # once: values a slice does not load are masked (reduce) or never stored
+        f.fill(0)  # once: values a slice does not load are masked (reduce) or never stored
     out_frags = _fragments(row_outputs, vec, chunks)
     acc = cute.make_rmem_tensor((1,), Float32)
     n_f = Float32(nv * vec)
@@ -579,23 +596,25 @@ def lowered_looped_kernel(
     for p in cutlass.range_constexpr(len(lowered.REDUCTIONS)):
         acc[0] = Float32(IDENTITY[lowered.REDUCTIONS[p]])
         for it in cutlass.range(iters):
-            _load_chunks(atom, inputs, frags, it * step + t, row, nv, tpr, chunks, False)
-            values = [f.load().to(Float32) for f in frags]
+            _load_chunks(inputs, frags, it * step + t, row, nv, tpr, chunks, False)
+            values = _values(inputs, frags)
             lowered.compute(*values, n_f, _PassReducer(p, known, acc, _chunk_mask(vec, chunks, it * step + t, tpr, nv),
-                                                       values[0]))
+                                                       values[_X]))
         known.append(_row_reduce(acc[0], lowered.REDUCTIONS[p], tpr, buf, p))
 
     # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
     if const_expr(len(row_outputs) > 0):
         for it in cutlass.range(iters):
-            _load_chunks(atom, inputs, frags, it * step + t, row, nv, tpr, chunks, False)
-            values = [f.load().to(Float32) for f in frags]
-            results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[0]))
+            _load_chunks(inputs, frags, it * step + t, row, nv, tpr, chunks, False)
+            values = _values(inputs, frags)
+            results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_X]))
             _round_into(out_frags, results)
             _store_chunks(row_outputs, out_frags, it * step + t, row, nv, tpr, chunks, False)
     # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
     filler = cute.full((vec, chunks), 0.0, Float32)
-    results = lowered.compute(*(filler for _ in inputs), n_f, _PassReducer(None, known, acc, None, filler))
+    results = lowered.compute(*(Float32(t[0].to(Float32)) if kind == "scalar" else filler
+                                for t, kind in zip(inputs, lowered.KINDS)), n_f,
+                              _PassReducer(None, known, acc, None, filler))
     if t == 0:
         _store_reduced(outputs, results, row)
 
@@ -607,8 +626,8 @@ def lowered_reduction_launch(
     smem_bytes: cutlass.Constexpr[int], *tensors,
 ):
     """Host side: every row tensor as (VEC, NV, M) : (1, VEC, its row stride), each vector as (VEC, NV) : (1, VEC),
-    each "reduced" output (and [M, 1]) as [M]; then reduction_launch's grid."""
-    m, n = tensors[0].shape
+    each scalar input as (1,), each "reduced" output (and [M, 1]) as [M]; then reduction_launch's grid."""
+    m, n = tensors[_X].shape
     nv = n // vec
     views = []
     for t, kind in zip(tensors, (*lowered.KINDS, *lowered.OUTPUTS)):
@@ -616,6 +635,8 @@ def lowered_reduction_launch(
             layout = cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(t.stride[0], divby=vec)))
         elif const_expr(kind == "vector"):
             layout = cute.make_layout((vec, nv), stride=(1, vec))
+        elif const_expr(kind == "scalar"):
+            layout = cute.make_layout(1)
         else:
             layout = cute.make_layout(m)
         views.append(cute.make_tensor(t.iterator, layout))
@@ -696,9 +717,13 @@ def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
     contiguous; all VEC-element aligned (an fp32 row output of a 16-bit op: min(16, 4 * VEC) bytes). Reduced
     outputs [M] and [M, 1] get scalar stores: element alignment."""
     m, n = rt.dim(), rt.dim(vec)
-    eb = _BYTES[dtype]
-    inputs = [rt.tensor(dtype, (m, n), (rt.dim(vec), 1), align=vec * eb) if kind == "row"
-              else rt.tensor(dtype, (n,), (1,), align=vec * eb) for kind in lowered.KINDS]
+    inputs = []
+    for kind, kept in zip(lowered.KINDS, lowered.DTYPES):
+        name = "uint8" if kept == "bool" else dtype  # a mask: its bytes (host.lowered_operands views it as uint8)
+        eb = 1 if kept == "bool" else _BYTES[dtype]
+        inputs.append(rt.tensor(name, (m, n), (rt.dim(vec), 1), align=vec * eb) if kind == "row"
+                      else rt.tensor(name, (n,), (1,), align=vec * eb) if kind == "vector"
+                      else rt.tensor(name, (1,), (1,), align=eb))
     outputs = []
     for kind, out_dtype in zip(lowered.OUTPUTS, lowered.OUT_DTYPES):
         name = dtype if out_dtype == "input" else "fp32"
@@ -717,9 +742,11 @@ def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     """_pick_vec over every input and row output (each row stride, each pointer). An fp32 row output of a 16-bit op
     stores VEC fp32 values per vector, so its pointer must be min(16, 4 * VEC)-byte aligned."""
     rows = [o for o, kind in zip(outputs, lowered.OUTPUTS) if kind == "row"]
-    vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*inputs, *rows)
+    loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]
+    vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*loaded, *rows)
                                                     if t.element_size() == elem_bytes])
-    while vec > 1 and any(o.data_ptr() % min(16, vec * 4) for o in rows if o.element_size() != elem_bytes):
+    while vec > 1 and (any(o.data_ptr() % min(16, vec * 4) for o in rows if o.element_size() != elem_bytes)
+                       or any(t.data_ptr() % vec for t in loaded if t.element_size() == 1)):  # a mask's VEC bytes
         vec //= 2
     return vec
 
@@ -731,12 +758,12 @@ def _lowered_shapes(m: int, n: int) -> list:
 def _prepare_lowered(inputs, out):
     """A lowered signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
-    m, n, _ = host.rows_of(lowered.SOURCE, inputs[0])
+    m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
     dtype, outputs = host.lowered_operands(lowered, inputs, out, _lowered_shapes(m, n), False)
     lds = [host.rows_of(lowered.SOURCE, t)[2] for t, kind in zip(inputs, lowered.KINDS) if kind == "row"]
     if not all(_in_index_range(m, n, ld) for ld in lds):
         raise ValueError(f"{lowered.SOURCE}: {m}x{n} with row strides {lds} exceeds the int32 index range of this kernel")
-    vec = _lowered_vec(inputs[0].element_size(), n, lds, inputs, outputs)
+    vec = _lowered_vec(inputs[_X].element_size(), n, lds, inputs, outputs)
     cfg = plan(n, vec, lowered_values(lowered.KINDS))
     key = ("lowered", dtype, *_lowered_plan_args(vec, cfg))
     launcher = rt.compiled(_compiled, key, lowered_reduction_launch, lambda: _lowered_compile_args(dtype, vec, cfg))
@@ -750,12 +777,14 @@ _OUT_DTYPES = [None if kind == "input" else torch.float32 for kind in lowered.OU
 def run_lowered(*inputs, out=None):
     """lowered.compute over the rows of x [M, N], on the current CUDA stream: one output tensor or a tuple of them.
 
-    inputs in lowered.INPUTS order (rows [M, N] with a contiguous last dim and any row stride, vectors [N]); `out`
+    inputs in lowered.INPUTS order, the function's own (rows [M, N] with a contiguous last dim and any row stride,
+    vectors [N], scalars of one element, masks bool); `out`
     one tensor or a tuple/list in OUTPUTS order. As run(): the signature (N, every row stride, every pointer's
     16-byte phase) picks the compiled plan, M is free, host.py runs on a signature's first call and on a refusal."""
-    x = inputs[0]
-    if x.dim() != 2 or len(inputs) != len(lowered.INPUTS):
+    if len(inputs) != len(lowered.INPUTS) or inputs[_X].dim() != 2:
         _prepare_lowered(inputs, out)  # raises, in host.py's words
+    inputs = host.lowered_views(lowered, inputs)
+    x = inputs[_X]
     m, n = x.shape
     outputs = host.lowered_outputs(out) if out is not None else tuple(
         x.new_empty(shape, dtype=d) for shape, d in zip(_lowered_shapes(m, n), _OUT_DTYPES))
