@@ -1,5 +1,6 @@
 """FlyDSL cells on the lowered op: each lowered_examples/ file compiles, in its cell, to gfx942 and gfx950 ISA on
-the CPU with the cell's data movement intact (128-bit buffer accesses, no scratch, the reductions' barriers).
+the CPU with the cell's data movement intact (128-bit buffer accesses, no scratch, the reductions' barriers), and so
+does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask).
 
 A workspace is baked for the cell's built-in op, then turned into a lowered-op workspace as the template does
 (op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
@@ -25,22 +26,64 @@ from tools import scaffold
 EXAMPLES = Path(__file__).resolve().parent / "lowered_examples"
 BUILTIN = {"elementwise": "silu_mul", "reduction": "softmax"}  # the op a workspace is baked for, then replaced
 LOWERED_UNROLL = 2  # the elementwise cell's dwordx4 accesses per lane per tensor on the lowered path
+
+# The input model's other kinds, in the user's parameter order: a runtime scalar first (so x is not input 0), a
+# bool mask (launched as its bytes), a vector; a softmax over the masked row, rounded (pw.round: v_rndne_f32).
+MASK_SCALAR = '''
+import pointwise as pw
+
+SOURCE = "test:mask_scalar"
+INPUTS = ("alpha", "x", "mask", "w")
+KINDS = ("scalar", "row", "row", "vector")
+DTYPES = ("float", "float", "bool", "float")
+OUTPUTS = ("row", "reduced")
+OUT_DTYPES = ("input", "fp32")
+REDUCTIONS = ("max", "sum")
+USES_N = False
+
+
+def compute(alpha, x, mask, w, n, reduce):
+    mask = mask != 0.0
+    s = pw.where(mask, x * alpha + w, -1e30)
+    m = reduce("max", s)
+    e = pw.exp(s - m)
+    z = reduce("sum", e)
+    return (pw.round(e * pw.reciprocal(z) * 127.0), m + pw.log(z))
+'''
+# The elementwise cell's analogue: no reduce() calls, one row output.
+MASK_SCALAR_ELEMENTWISE = (
+    MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()")
+    .replace('OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)')
+    .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
+    .replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace('    z = reduce("sum", e)\n', "    z = 2.0\n")
+    .replace(", m + pw.log(z))", ",)"))
+SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE}  # beside EXAMPLES' files
+
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
 # vector input then gathers one element at a time), the reduction examples on a register-path row and a
-# looped one.
+# looped one; MASK_SCALAR in each cell and on each path.
 VARIANTS = [
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [8192, 8192], "vector loads"),
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [1000, 1001], "vector gathers"),
     *[("reduction", example, "bf16", dims, path)
       for example in ("lowered_softmax_temp_lse.py", "lowered_layer_norm.py", "lowered_fused_add_rmsnorm.py")
       for dims, path in (([4096, 8192], "rows"), ([8, 131072], "looped"))],
+    ("elementwise", "mask_scalar_elementwise", "bf16", [8192, 8192], "vector loads"),
+    ("reduction", "mask_scalar", "bf16", [4096, 8192], "rows"),
+    ("reduction", "mask_scalar", "bf16", [8, 131072], "looped"),
 ]
+MASK_VARIANTS = [v for v in VARIANTS if v[1] in SOURCES]
 ARCHS = ("gfx942", "gfx950")
+
+
+def source(example: str) -> str:
+    """The lowered.py text of an example: a file of lowered_examples/ or one of this test's SOURCES."""
+    return SOURCES[example] if example in SOURCES else (EXAMPLES / example).read_text()
 
 
 def declared(example: str) -> dict:
     """The example's module-level constants (INPUTS, KINDS, OUTPUTS, REDUCTIONS, ...), read without importing it."""
-    tree = ast.parse((EXAMPLES / example).read_text())
+    tree = ast.parse(source(example))
     return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, (ast.Tuple, ast.Constant))}
@@ -52,7 +95,7 @@ def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: 
     spec = json.loads((ws / "op.json").read_text())
     spec.update(op="lowered", inputs=list(declared(example)["INPUTS"]))
     (ws / "op.json").write_text(json.dumps(spec, indent=2))
-    shutil.copy(EXAMPLES / example, ws / "lowered.py")
+    (ws / "lowered.py").write_text(source(example))
     shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "flydsl" / "pointwise.py", ws)  # a lowered bake keeps it
     return ws
 
@@ -93,8 +136,9 @@ def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
     assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
     assert metadata(text, "vgpr_count")[0] <= 128, "over 128 VGPRs: a 1024-lane workgroup could not launch"
     if pattern == "elementwise":
-        rows = facts["KINDS"].count("row")
-        vectors = facts["KINDS"].count("vector")
+        kinds = list(zip(facts["KINDS"], facts["DTYPES"]))
+        rows = kinds.count(("row", "float"))  # a mask's accesses are its vec bytes: dwordx2 beside a bf16 x
+        vectors = kinds.count(("vector", "float"))
         # full tile: every input's chunks as dwordx4; the tail: the vector inputs' chunks stay dwordx4 (always in
         # range) when N is a multiple of the vector, else every vector element is a 16-bit gather
         fast = path == "vector loads"
@@ -109,3 +153,29 @@ def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
         assert metadata(text, "group_segment_fixed_size")[0] >= 4 * reductions * 2
         if path == "looped":
             assert "s_cbranch_scc" in text or "s_cbranch_vccnz" in text, "no loop over the row"
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), MASK_VARIANTS)
+def test_masks_and_scalars_keep_their_kinds(isa, arch, pattern, example, dtype, dims, path):
+    """MASK_SCALAR: x (the second input) keeps its dwordx4 loads; the bool mask is loaded as its bytes, 8 per access
+    beside bf16 x (dwordx2, as many as x's loads); the scalar is one 16-bit load per lane (outside the looped
+    path's passes), never a row; pw.round is the hardware's round-half-to-even (v_rndne_f32); no scratch."""
+    text = isa[(example, path, arch)]
+    assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
+    assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
+    assert "v_rndne_f32" in text, "pw.round is not a rounding instruction"
+    x4, x2, x1 = (text.count(f"buffer_load_{w}") for w in ("dwordx4", "dwordx2", "ushort"))
+    if pattern == "elementwise":
+        # full tile: x's and w's chunks as dwordx4 and the mask's as dwordx2; the tail: w's chunks stay dwordx4 (N
+        # a multiple of the vector), x and the mask one element per load; alpha one ushort
+        assert (x4, x2) == (LOWERED_UNROLL * 3, LOWERED_UNROLL)
+        assert text.count("buffer_load_ubyte") == LOWERED_UNROLL * 8, "the tail's mask bytes"
+        assert x1 in (LOWERED_UNROLL * 8 + 1, LOWERED_UNROLL * 8 + 2), "x's tail elements and alpha"
+    else:
+        # every pass loads x, the mask and w once per chunk (rows: 2 chunks; looped: 3 passes of 1 chunk)
+        chunks = 2 if path == "rows" else 3
+        assert (x4, x2) == (2 * chunks, chunks), (x4, x2)
+        assert x1 == 1, "alpha: one load per lane"
+        assert text.count("s_barrier") == 2

@@ -202,14 +202,35 @@ def test_the_child_turns_what_the_users_code_does_into_one_line(tmp_path, source
 
 
 def test_parameters_follow_the_documented_rule():
-    def f(x, residual, weight, gamma, up_bias, w2: "[N]", scale_row: "[M, N]", eps=1e-6, flag: bool = True):  # noqa: F821
+    """Kinds by annotation, tensor default, then name; the inputs keep the signature's order (x need not be first)."""
+    def f(weight, x, residual, gamma, up_bias, w2: "[N]", scale_row: "[M, N]", alpha: "[]", mask,  # noqa: F821
+          keep: "[M, N] float", beta=torch.tensor([0.5]), eps=1e-6, flag: bool = True):  # noqa: F821
         return x
 
     inputs, constants = capture.parameters(f)
-    assert [(i["name"], i["kind"]) for i in inputs] == [
-        ("x", "row"), ("residual", "row"), ("scale_row", "row"), ("weight", "vector"), ("gamma", "vector"),
-        ("up_bias", "vector"), ("w2", "vector")]
+    assert [(i["name"], i["kind"], i["dtype"]) for i in inputs] == [
+        ("weight", "vector", "float"), ("x", "row", "float"), ("residual", "row", "float"),
+        ("gamma", "vector", "float"), ("up_bias", "vector", "float"), ("w2", "vector", "float"),
+        ("scale_row", "row", "float"), ("alpha", "scalar", "float"), ("mask", "row", "bool"),
+        ("keep", "row", "float"), ("beta", "scalar", "float")]
+    assert ir.x_input({"inputs": inputs})["name"] == "x"
     assert constants == {"eps": 1e-6, "flag": True}
+
+
+def test_inputs_in_signature_order_reach_the_kernel_in_that_order(tmp_path):
+    """The function's own parameter order is lowered.py's INPUTS and op.json's inputs, whatever the kinds: a caller
+    who passes the inputs as to their own function cannot swap two of them."""
+    src = tmp_path / "act.py"
+    src.write_text("import torch\n\n\ndef act(alpha_p: '[1]', x, bias, beta: '[]', y):\n"
+                   "    return alpha_p * torch.tanh(x) + beta * y + bias\n")
+    result = capture.lower(str(src), "act")
+    assert result["ok"], result
+    names = [i["name"] for i in result["ir"]["inputs"]]
+    assert names == ["alpha_p", "x", "bias", "beta", "y"]
+    text = codegen.generate(result["ir"], "bf16")
+    assert 'INPUTS = ("alpha_p", "x", "bias", "beta", "y")' in text
+    assert 'KINDS = ("scalar", "row", "vector", "scalar", "row")' in text
+    assert "def compute(alpha_p, x, bias, beta, y, n, reduce):" in text
 
 
 def test_gemm_parameters_follow_the_documented_rule():

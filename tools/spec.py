@@ -73,6 +73,7 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
     program = logic["lowering"]["ir"]
     phase1 = lower.phase1(program, pattern.PHASE1)
     return {"lowered": program, "kinds": {i["name"]: i["kind"] for i in program["inputs"]},
+            "input_dtypes": {i["name"]: i.get("dtype", "float") for i in program["inputs"]},
             "output_dtypes": [o["dtype"] for o in program["outputs"]], "phase1": phase1,
             "lowering": {"status": "lowered", "function": program["function"], "file": program["file"],
                          "class": program["class"], "steps": len(program["nodes"]),

@@ -328,6 +328,26 @@ def torch_op(kernel_run, reference, name: str | None = None):
 _TORCH_OPS: dict = {}  # qualified name -> the op torch_op registered
 
 
+def lowered_input(draw, name: str, row, n: int):
+    """A fresh input `name` of a lowered op (op.json `kinds`, `input_dtypes`): `row()` makes a row input, a vector is
+    [n], a scalar is one element in the shape the function takes it (0-d or [1]). A mask (bool) is True with
+    probability 3/4 and True at each row's first element, so that a masked softmax always has something to
+    normalise (torch gives NaN for a fully masked row, and NaN fails any case)."""
+    kind = (OP.get("kinds") or {}).get(name, "row")
+    if kind == "scalar":
+        dims = next(i.get("dims", []) for i in OP["lowered"]["inputs"] if i["name"] == name)
+        t = draw(*dims)
+    else:
+        t = row() if kind == "row" else draw(n)
+    if (OP.get("input_dtypes") or {}).get(name) != "bool":
+        return t
+    import torch
+
+    mask = torch.rand(t.shape, device=t.device) > 0.25
+    mask[..., 0] = True
+    return mask
+
+
 def randn(generator, dtype, device):
     """A standard-normal tensor factory on one generator: fresh, never-zero inputs (zeros hide unwritten outputs)."""
     import torch

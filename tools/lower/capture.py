@@ -32,6 +32,7 @@ import importlib.util
 import inspect
 import json
 import linecache
+import re
 import sys
 import traceback
 import warnings
@@ -261,6 +262,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False):
                     raise Refused("F.prelu with a weight per channel of a rank > 2 tensor (dim 1, not the row) does "
                                   "not lower; pass x as [M, C] rows", loc)
                 return torch.where(x > 0, x, weight * x)
+            if name in HEADS or name in OTHER_PRODUCTS:
                 if not gemm:
                     raise MatmulFound(name)
                 try:
@@ -283,11 +285,8 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False):
 
     sizes = GEMM_TRACE if gemm else dict(zip("MN", TRACE_SHAPE))
     args = list(example(inputs, sizes, torch.bfloat16, 0).values())
-    # functionalize: an in-place op on a value the function owns (q.clamp_(...), s.mul_(...)) becomes its
-    # out-of-place form; one on an input is left as a copy_ into it, which the converter refuses by name
     with fx_traceback.preserve_node_meta():
-        gm = make_fx(torch.func.functionalize(call), decomposition_table=get_decompositions(DECOMPOSE),
-                     tracing_mode="symbolic")(*args)
+        gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
     lines = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return gm, lines
 
@@ -385,9 +384,15 @@ def called(function: str, inputs: list[dict], folder: str, err: Exception) -> di
     where = next((f" at {Path(f.filename).name}:{f.lineno} (`{f.line}`)" for f in reversed(tb)
                   if f.filename.startswith(folder)), "")
     message = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    message = re.sub(r"\bs\d+\b", "<size>", message)[:300]  # the tracer's size symbols (s75) mean nothing to a user
+    ranks = "unpack" in message or "dimension" in message.lower() or "index" in message.lower() or \
+        "invalid for input" in message
+    hint = ("the parameters are traced as [M, N] rows, [N] vectors (by name or `w: \"[N]\"`) and one-element scalars "
+            "(`alpha: \"[]\"`); tensors of rank 3 or more and views that split the last dim do not lower yet"
+            if ranks else "if a parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`; a "
+            "one-element scalar, `alpha: \"[]\"`")
     return {"ok": False, "stage": "call",
-            "error": f"calling {function}({described}) failed{where}: {type(err).__name__}: {message}; if a "
-                     "parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`"}
+            "error": f"calling {function}({described}) failed{where}: {type(err).__name__}: {message}; {hint}"}
 
 
 def verify(fn, program, inputs, constants) -> str | None:
@@ -417,9 +422,12 @@ def main() -> None:
     request = json.loads(sys.argv[1])
     try:
         result = lower(request["path"], request["function"])
-    except Exception as err:  # noqa: BLE001 -- a lowering bug must still come back as one line
-        result = {"ok": False, "stage": "lower", "error": f"internal error while lowering: {type(err).__name__}: "
-                                                          f"{err}".splitlines()[0]}
+    except Exception as err:  # noqa: BLE001 -- a lowering bug must still come back as one line, with the user's line
+        folder = str(Path(request["path"]).resolve().parent) + "/"
+        where = next((f" at {Path(f.filename).name}:{f.lineno} (`{f.line}`)" for f in
+                      reversed(traceback.extract_tb(err.__traceback__)) if f.filename.startswith(folder)), "")
+        result = {"ok": False, "stage": "lower", "error": f"internal error while lowering{where} (please report it): "
+                                                          f"{type(err).__name__}: {err}".splitlines()[0]}
     sys.stdout.write("\n" + json.dumps(result) + "\n")
     sys.stdout.flush()
 

@@ -250,6 +250,14 @@ class Converter:
             a, w = self.arg(args[0]), self.arg(args[1])
             pos = self.binary("gt", a, Value(0.0, CONST, "scalar"), shape, True)
             return self.emit("where", [pos.ref, a.ref, self.binary("mul", w, a, shape).ref], self.kind_of(a, w), shape)
+        if base in ("clamp", "clamp_min", "clamp_max", "clip"):  # an in-place clamp_ (the functional one decomposes)
+            a = self.arg(args[0])
+            lo = kw.get("min", args[1] if len(args) > 1 and base != "clamp_max" else None)
+            hi = kw.get("max", args[2] if len(args) > 2 else args[1] if base == "clamp_max" else None)
+            for op, bound in (("maximum", lo), ("minimum", hi)):  # NaN-propagating, as torch.clamp
+                if bound is not None:
+                    a = self.binary(op, a, self.arg(bound), shape)
+            return a
         if base == "relu":
             a = self.arg(args[0])
             return self.binary("maximum", a, Value(0.0, CONST, "scalar"), shape)

@@ -5,27 +5,35 @@ Its one job is the glue between the user's compute (lowered.py at the workspace 
 from the user's PyTorch function, see its CONTRACT) and a cell's hand-written data movement. The cell keeps
 its own tiling, loads, reductions and stores; this module gives it:
 
-    facts()             lowered.py's INPUTS / KINDS / OUTPUTS / OUT_DTYPES / REDUCTIONS (a GEMM's KINDS: "a", "b",
-                        then its epilogue inputs, CONTRACT_GEMM.md), and a `key` (a hash of
-                        lowered.py) that every compiled variant carries as a Constexpr, so a re-baked lowered.py
-                        can never be served a kernel compiled from the old one
+    facts()             lowered.py's INPUTS / KINDS / DTYPES / OUTPUTS / OUT_DTYPES / REDUCTIONS (a GEMM's KINDS:
+                        "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x: the first
+                        "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices of the
+                        row and vector inputs: a "scalar" input is one value, never a row), and a `key` (a hash
+                        of lowered.py) that every compiled variant carries as a Constexpr, so a re-baked
+                        lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
                         launchers take SLOTS tensor slots: the inputs in INPUTS order, then the outputs in
                         OUTPUTS order, the unused slots filled with x (never read; FlyDSL still fills each slot's
                         ABI words on every call, a few hundred ns each)
     check_buffer_range()  the one check FlyDSL adds to host.lowered_operands (the argument checks every cell
                         shares, CuTe DSL's too): a buffer descriptor spans under 2 GiB
+    dtype_name()        a tensor's op.json dtype name, "uint8" for a mask's bytes (host.lowered_views)
     pick_vec()          the widest vector (<= 128 bits for the widest element of any row-wise tensor) that N, the
                         row strides and every address allow
     regs(), vectors()   the register tensor of a lane's chunks and the buffer view of a tensor cut into vectors:
                         the cells' one way to move vec elements (also used by the reduction cell's built-in ops)
+    scalar()            a "scalar" input's one element as an fp32 scalar, one buffer load per lane
     compute(values, n, reduce)  lowered.compute(*values, n, reduce) traced under fastmath "afn" (a `/` in the
                         user's code is v_rcp_f32 and a multiply, as the built-in softmax does), as a tuple
 
-The values a cell passes are fp32 register vectors of one shape, `.load().to(fx.Float32)` of its register
-tensors, in INPUTS order; a "vector" input's vector holds, element for element, the [N] vector's entries for the
-columns of the row values beside it. compute() returns one value per output: a vector for a "row" output, an
-fp32 scalar for a "reduced" one.
+The values a cell passes are in INPUTS order (the user's parameter order: x is not necessarily the first): for a
+row or vector input an fp32 register vector, `.load().to(fx.Float32)` of its register tensor, all of one shape; a
+"vector" input's vector holds, element for element, the [N] vector's entries for the columns of the row values
+beside it. A bool mask (DTYPES "bool") arrives at run() as torch.bool and is launched as its bytes (uint8, a view:
+host.lowered_views): the cell loads vec bytes per access where x loads vec elements (8 bytes beside a bf16 x's 16)
+and passes 0.0 / 1.0 like any other value (compute() compares it itself). A "scalar" input (one element, a runtime
+scalar) is loaded once per lane and passed as an fp32 scalar (scalar()), never a vector. compute() returns one
+value per output: a vector for a "row" output, an fp32 scalar for a "reduced" one.
 
 Compiled to gfx942/gfx950 ISA on a CPU; the lowered kernels have never run on AMD hardware here (no AMD GPU).
 """
@@ -38,10 +46,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import flydsl.expr as fx
+import host
 from flydsl_runtime import DTYPE_BYTES, MAX_BYTES
 
 SLOTS = 8  # tensor slots of a lowered launcher: inputs + outputs
 ACCESS_BYTES = 16  # 128-bit buffer accesses
+MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_views)
 
 
 @cache
@@ -49,17 +59,24 @@ def facts() -> SimpleNamespace:
     """lowered.py's declarations, checked once, and the hash of its text (`key`)."""
     import lowered
 
-    f = SimpleNamespace(module=lowered, inputs=tuple(lowered.INPUTS), kinds=tuple(lowered.KINDS),
+    kinds = tuple(lowered.KINDS)
+    f = SimpleNamespace(module=lowered, inputs=tuple(lowered.INPUTS), kinds=kinds,
+                        dtypes=tuple(lowered.DTYPES),
                         outputs=tuple(lowered.OUTPUTS), out_dtypes=tuple(lowered.OUT_DTYPES),
                         reductions=tuple(lowered.REDUCTIONS),
+                        x=0 if kinds[:2] == ("a", "b") or "row" not in kinds else kinds.index("row"),
+                        loaded=tuple(i for i, kind in enumerate(kinds) if kind in ("row", "vector")),
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
     if f.kinds[:2] == ("a", "b"):  # a GEMM's epilogue (CONTRACT_GEMM.md): a, b, then its inputs; one C
         if (len(f.inputs) != len(f.kinds) or set(f.kinds[2:]) - {"row", "vector", "per_row"}
                 or f.outputs != ("row",) or f.reductions):
             raise ValueError(f"lowered.py: a GEMM's KINDS {f.kinds} must be 'a', 'b', then 'row' | 'vector' | "
                              f"'per_row', with one 'row' output and no reductions (has {f.outputs}, {f.reductions})")
-    elif len(f.inputs) != len(f.kinds) or not f.kinds or f.kinds[0] != "row" or set(f.kinds) - {"row", "vector"}:
-        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row' or 'vector' per input, 'row' first")
+    elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar"}:
+        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'vector' or 'scalar' per input, one 'row' "
+                         "at least (x: the first)")
+    if len(f.dtypes) != len(f.kinds) or set(f.dtypes) - {"float", "bool"} or f.dtypes[f.x] != "float":
+        raise ValueError(f"lowered.py: DTYPES {f.dtypes} must give 'float' or 'bool' per input, x a 'float'")
     if len(f.outputs) != len(f.out_dtypes) or not f.outputs or set(f.out_dtypes) - {"input", "fp32"}:
         raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} do not match")
     if set(f.outputs) - {"row", "reduced", "reduced_keepdim"} or set(f.reductions) - {"sum", "max", "min"}:
@@ -78,6 +95,12 @@ def out_dtype_name(kind: str, x_dtype: str) -> str:
 def slots(tensors) -> tuple:
     """The launcher's SLOTS tensor arguments: `tensors`, then x (tensors[0]) in the unused slots."""
     return (*tensors, *(tensors[0],) * (SLOTS - len(tensors)))
+
+
+def dtype_name(t) -> str:
+    """A torch tensor's op.json dtype name; a mask's bytes (torch.uint8, host.lowered_views) are MASK."""
+    name = str(t.dtype).removeprefix("torch.")
+    return MASK if name == "uint8" else host.DTYPE_NAMES[name]
 
 
 def pick_vec(widest_bytes: int, n: int, strides, addresses) -> int:
@@ -103,9 +126,9 @@ def widest_bytes(tensors) -> int:
 
 
 def placeholder_dtypes(x_dtype: str) -> tuple[list[str], list[str]]:
-    """op.json dtype names of the inputs (all x's dtype) and outputs that compile_only compiles for."""
+    """op.json dtype names of the inputs (x's dtype; a mask's bytes MASK) and outputs that compile_only compiles for."""
     f = facts()
-    return [x_dtype] * len(f.inputs), [out_dtype_name(d, x_dtype) for d in f.out_dtypes]
+    return [MASK if d == "bool" else x_dtype for d in f.dtypes], [out_dtype_name(d, x_dtype) for d in f.out_dtypes]
 
 
 def compile_vec(x_dtype: str) -> int:
@@ -113,7 +136,7 @@ def compile_vec(x_dtype: str) -> int:
     128 bits of the widest element among the inputs and the "row" outputs (a reduced output is one scalar)."""
     ins, outs = placeholder_dtypes(x_dtype)
     rows = [d for d, kind in zip(outs, facts().outputs) if kind == "row"]
-    return ACCESS_BYTES // max(DTYPE_BYTES[d] for d in ins + rows)
+    return ACCESS_BYTES // max(DTYPE_BYTES.get(d, 1) for d in ins + rows)
 
 
 # ---- device side (traced into the kernels) ---------------------------------------------------------------
@@ -134,6 +157,13 @@ def vectors(t, vec: int):
     max_size=False: num_records is the tensor's size in bytes, so even a wrong index could not leave it.
     """
     return fx.logical_divide(fx.rocdl.make_buffer_tensor(t, max_size=False), fx.make_layout(vec, 1))
+
+
+def scalar(t):
+    """A "scalar" input's one element (a [1] tensor) as an fp32 scalar: one buffer load per lane, at offset 0."""
+    r = fx.make_rmem_tensor(1, t.element_type)
+    fx.copy(fx.make_copy_atom(fx.rocdl.BufferCopy(t.element_type.width), t.element_type), vectors(t, 1)[None, 0], r)
+    return r.load().to(fx.Float32)[0]
 
 
 def out_dtype(kind: str, x_type):

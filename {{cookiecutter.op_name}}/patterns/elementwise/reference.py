@@ -6,8 +6,9 @@
 - ``baseline(*inputs)``: what "torch" means in the timing: the same expression in eager torch, on the native
   dtype, timed in the same run with the same timer as the kernel.
 - ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case, in op.json's
-  input order; every tensor has the case's shape, except a lowered op's vector inputs (op.json ``kinds``), which are
-  [N], the case's last dim.
+  input order (a lowered op's: the function's parameter order); every tensor has the case's shape, except a lowered
+  op's vector inputs (op.json ``kinds``), which are [N], the case's last dim, and its scalars and boolean masks
+  (host.lowered_input).
 """
 
 from __future__ import annotations
@@ -32,5 +33,5 @@ baseline = reference
 
 def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: list[str] | None = None) -> list:
     randn = host.randn(torch.Generator(device=device).manual_seed(seed), dtype, device)
-    kinds = host.OP.get("kinds", {})
-    return [randn(*(case["dims"][-1:] if kinds.get(name) == "vector" else case["dims"])) for name in inputs or host.OP["inputs"]]
+    return [host.lowered_input(randn, name, lambda: randn(*case["dims"]), case["dims"][-1])
+            for name in inputs or host.OP["inputs"]]

@@ -7,7 +7,8 @@
   dtype, timed in the same run with the same timer as the kernel.
 - ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case: each row input
   (``x``, and a lowered op's other [M, N] inputs) with a padded row stride when the case has one (the kernel must
-  honour ``x.stride(0)``), and each vector (``weight`` [N]; a lowered op's ``kinds`` say which are).
+  honour ``x.stride(0)``), each vector (``weight`` [N]; a lowered op's ``kinds`` say which are), and a lowered op's
+  scalars and boolean masks (host.lowered_input), in the function's own parameter order.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ baseline = reference
 def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: list[str] | None = None) -> list:
     randn = host.randn(torch.Generator(device=device).manual_seed(seed), dtype, device)
     m, n = case["dims"]
-    kinds = host.OP.get("kinds") or BUILT_IN_KINDS
-    return [randn(m, case.get("row_stride") or n)[:, :n] if kinds.get(name, "row") == "row" else randn(n)
+    if not host.OP.get("kinds"):  # a built-in op: x [M, N], rmsnorm's weight [N]
+        return [randn(m, case.get("row_stride") or n)[:, :n] if BUILT_IN_KINDS.get(name, "row") == "row" else randn(n)
+                for name in inputs or host.OP["inputs"]]
+    return [host.lowered_input(randn, name, lambda: randn(m, case.get("row_stride") or n)[:, :n], n)
             for name in inputs or host.OP["inputs"]]

@@ -66,22 +66,31 @@ No LDS, no barriers, no software pipeline: each lane's loads are independent, an
 the UNROLL loads per lane and by the other resident waves.
 
 Your own op: the lowered path (op.json "op": "lowered")
-    The template traces the user's PyTorch function into lowered.py (workspace root): INPUTS with a KIND each
-    ("row": x's shape; "vector": [N], N = x.shape[-1], broadcast over the rows), OUTPUTS (all "row" here) with
-    OUT_DTYPES, and compute(*values, n, reduce) of straight-line fp32 math (Python operators and pointwise.py's
-    `pw.` functions). This cell keeps its data movement and lets compute() replace _apply:
+    The template traces the user's PyTorch function into lowered.py (workspace root): INPUTS in the user's
+    parameter order with a KIND each ("row": x's shape; "vector": [N], N = x.shape[-1], broadcast over the rows;
+    "scalar": one element, a runtime scalar) and a DTYPE ("float": x's dtype; "bool": a mask), OUTPUTS (all
+    "row" here) with OUT_DTYPES, and compute(*values, n, reduce) of straight-line fp32 math (Python operators and
+    pointwise.py's `pw.` functions). x, whose shape the rows and outputs take, is the first "row" input
+    (host.lowered_x), not necessarily the first input. This cell keeps its data movement and lets compute()
+    replace _apply:
 
         per input:   the same tile and chunks as above; a row input is one vec-wide buffer load per chunk
-                     (full tile) or one element per load (tail); a vector input's chunk u of a lane starts at
+                     (full tile) or one element per load (tail); a bool mask is launched as its bytes (uint8,
+                     host.lowered_views) and loaded the same way, vec bytes per access (buffer_load_dwordx2
+                     beside a bf16 x's dwordx4), then converted to 0.0 / 1.0 like any value (compute() compares
+                     it itself); a scalar input is one element loaded once per lane and passed to compute() as
+                     an fp32 scalar, not a vector; a vector input's chunk u of a lane starts at
                      flat element g0 = (j0 + u*THREADS) * vec and holds vec[g % N] for g = g0 .. g0+vec-1:
                      when N % vec == 0 (and the vector is 16-byte aligned) g0 % N is a multiple of vec and the
                      chunk never wraps, so it is one vec-wide load of vector (g0 % N) / vec, in range on the tail
                      too; otherwise one element per load at (g0 + e) % N
-        compute:     lowered.compute(*fp32 vectors, n = N, None), traced under fastmath "afn" (flydsl_lowered)
+        compute:     lowered.compute(*fp32 vectors (scalars for scalar inputs), n = N, None), traced under
+                     fastmath "afn" (flydsl_lowered)
         per output:  rounded to its dtype, stored like a row input (vec-wide, or per element on the tail)
 
     vec is 128 bits of the widest element among the row-wise tensors (bf16 in, fp32 out: vec 4). The launcher
-    has flydsl_lowered.SLOTS tensor slots (inputs, then outputs); UNROLL is 2, as for the built-in math ops.
+    has flydsl_lowered.SLOTS tensor slots (inputs, then outputs), the tile count from x's slot; UNROLL is 2, as for
+    the built-in math ops.
     run(*inputs, out=None) returns a tensor for one output, a tuple for several (`out` likewise).
 
 Host side: argument checks come from host.py, op.json, the targets and compile-only from flydsl_runtime.py.
@@ -257,10 +266,12 @@ def _store_lowered(t, value, j0, vec: int, unroll: int, full: bool):
 
 
 def _lowered_tile(tensors, cols, vec: int, unroll: int, vec_fast: bool, bid, tid, full: bool):
-    """Load every input's chunks, run the user's compute in fp32, store every output (slots: inputs, outputs)."""
+    """Load every input's chunks (a scalar input's one value), run the user's compute in fp32, store every output
+    (slots: inputs, outputs)."""
     f = lw.facts()
     j0 = bid * (THREADS * unroll) + tid  # this lane's first vector; chunk u is vector j0 + u*THREADS
-    values = [_load_lowered(t, kind, j0, cols, vec, unroll, vec_fast, full) for t, kind in zip(tensors, f.kinds)]
+    values = [lw.scalar(t) if kind == "scalar" else _load_lowered(t, kind, j0, cols, vec, unroll, vec_fast, full)
+              for t, kind in zip(tensors, f.kinds)]
     outs = lw.compute(values, fx.Float32(cols), None)
     for t, value in zip(tensors[len(f.kinds):], outs):
         _store_lowered(t, value, j0, vec, unroll, full)
@@ -276,8 +287,8 @@ def lowered_kernel(
     tid = fx.thread_idx.x
     bid = fx.block_idx.x
     tile = THREADS * vec * unroll
-    n = fx.get_scalar(fx.size(T0.shape))
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
+    n = fx.get_scalar(fx.size(tensors[lw.facts().x].shape))  # x's elements
     if (bid + 1) * tile <= n:
         _lowered_tile(tensors, cols, vec, unroll, vec_fast, bid, tid, True)
     else:
@@ -291,9 +302,10 @@ def lowered_launch(
     vec: fx.Constexpr[int], unroll: fx.Constexpr[int], vec_fast: fx.Constexpr[bool], key: fx.Constexpr[str],
     stream: fx.Stream = fx.Stream(None),
 ):
-    """Host side of the lowered op: one workgroup per tile of THREADS * vec * unroll elements of x (slot T0)."""
+    """Host side of the lowered op: one workgroup per tile of THREADS * vec * unroll elements of x (the slot of
+    the first row input)."""
     tile = THREADS * vec * unroll
-    n = fx.get_scalar(fx.size(T0.shape))
+    n = fx.get_scalar(fx.size([T0, T1, T2, T3, T4, T5, T6, T7][lw.facts().x].shape))
     lowered_kernel(T0, T1, T2, T3, T4, T5, T6, T7, cols, vec, unroll, vec_fast, key).launch(
         grid=((n + tile - 1) // tile, 1, 1), block=(THREADS, 1, 1), stream=stream,
     )
@@ -345,13 +357,13 @@ def _prepare_lowered(inputs, out):
     f = lw.facts()
     if set(f.outputs) != {"row"}:
         raise ValueError(f"lowered: the elementwise cell writes 'row' outputs only, lowered.py has {f.outputs}")
-    x = inputs[0]
-    _, outs = host.lowered_operands(f.module, inputs, out, [x.shape] * len(f.outputs), rows_contiguous=True)
+    _, outs = host.lowered_operands(f.module, inputs, out, [inputs[f.x].shape] * len(f.outputs), rows_contiguous=True)
+    x = inputs[f.x]
     lw.check_buffer_range(inputs)
     cols = x.shape[-1]
-    vec = lw.ACCESS_BYTES // lw.widest_bytes((*inputs, *outs))
+    vec = lw.ACCESS_BYTES // lw.widest_bytes((*(inputs[i] for i in f.loaded), *outs))
     vec_fast = cols % vec == 0  # host.py had every tensor on a 16-byte boundary
-    dtypes = [host.DTYPE_NAMES[str(t.dtype).removeprefix("torch.")] for t in (*inputs, *outs)]
+    dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
     key = ("lowered", *dtypes, vec, vec_fast)
     fn = rt.compiled(_compiled, key, lowered_launch,
                      lambda: _lowered_compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, vec_fast))
@@ -361,9 +373,15 @@ def _prepare_lowered(inputs, out):
 
 
 def _run_lowered(inputs, out):
-    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order)."""
-    x = inputs[0]
-    vectors = tuple(t.data_ptr() & 15 for t, kind in zip(inputs, lw.facts().kinds) if kind == "vector")  # refused
+    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order).
+
+    inputs in lowered.INPUTS order, the function's own (x the first row input); a mask bool, a scalar one element."""
+    f = lw.facts()
+    if len(inputs) != len(f.kinds):
+        _prepare_lowered(inputs, out)  # raises, in host.py's words
+    inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
+    x = inputs[f.x]
+    vectors = tuple(t.data_ptr() & 15 for t, kind in zip(inputs, f.kinds) if kind == "vector")  # refused
     signature = (tuple((t.dtype, t.get_device()) for t in inputs), x.shape[-1] if x.dim() else None, vectors,
                  None if out is None else len(out) if isinstance(out, (tuple, list)) else 1)
     launch = _launches.get(signature)
@@ -374,10 +392,10 @@ def _run_lowered(inputs, out):
         outs = tuple(torch.empty(x.shape, dtype=d, device=x.device) for d in out_dtypes)
     else:
         outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
-    kinds = lw.facts().kinds
-    if not (0 < x.numel() < limit and len(inputs) == len(kinds) and len(outs) == len(out_dtypes)
-            and all(t.is_contiguous() and (t.shape == x.shape if kind == "row" else t.dim() == 1)
-                    and not (kind == "row" and t.data_ptr() & 15) for t, kind in zip(inputs, kinds))
+    if not (0 < x.numel() < limit and len(outs) == len(out_dtypes)
+            and all(t.is_contiguous() and (t.shape == x.shape if kind == "row" else t.dim() == 1
+                                           and (kind == "vector" or t.numel() == 1))
+                    and not (kind == "row" and t.data_ptr() & 15) for t, kind in zip(inputs, f.kinds))
             and all(o.shape == x.shape and o.dtype == d and o.is_contiguous() and not o.data_ptr() & 15
                     for o, d in zip(outs, out_dtypes))):
         launch = _prepare_lowered(inputs, outs)  # raises, in the words of flydsl_lowered / host.py ...

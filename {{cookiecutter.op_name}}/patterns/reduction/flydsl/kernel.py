@@ -500,7 +500,9 @@ class _Reduce:
     Register path (`acc` None): every call is the row's result: lane partial, DPP, one LDS step.
     Looped pass p (`acc` a 1-element register tensor): call p adds its lane partial of this slice to acc[0] and
     returns a dummy, calls before p return the row results of earlier passes (`known`), later calls a dummy
-    (call p's argument cannot depend on them: they come after it). A scalar v is broadcast to the values."""
+    (call p's argument cannot depend on them: they come after it). The dummy is acc[0], a runtime value whose
+    uses LLVM drops (a constant would fold at trace time, where 1 / 0 or log(0) of it raises). A scalar v is
+    broadcast to the values."""
 
     def __init__(self, masks, vec, like, reduce_row=None, acc=None, known=(), p=-1):
         self.masks, self.vec, self.like, self.reduce_row = masks, vec, like, reduce_row
@@ -517,16 +519,27 @@ class _Reduce:
             return self.known[c]
         if c == self.p:
             self.acc[0] = _lane_fold(kind, self.acc[0], _lane_partial(kind, v, self.masks, self.vec))
-        return fx.Float32(0.0)
+        return self.acc[0]
 
 
-def _lowered_inputs(tensors, ldvs, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, row_ok):
-    """Load this lane's chunks of every input (vector j0 + k*lanes + t of its row) as fp32 register vectors."""
+def _lowered_scalars(tensors) -> list:
+    """Every scalar input's one value as an fp32 scalar (INPUTS order), loaded once per lane (lw.scalar)."""
+    return [lw.scalar(T) for T, kind in zip(tensors, lw.facts().kinds) if kind == "scalar"]
+
+
+def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, row_ok):
+    """compute()'s values in INPUTS order: this lane's chunks of every row and vector input (vector j0 + k*lanes + t
+    of its row; a mask's vec bytes per access, as 0.0 / 1.0) as fp32 register vectors, and for each scalar input
+    its value from `scalars` (_lowered_scalars, loaded once per lane, outside any loop)."""
     values = []
+    scalars = iter(scalars)
     for T, ldv, kind in zip(tensors, ldvs, lw.facts().kinds):
+        if const_expr(kind == "scalar"):
+            values.append(next(scalars))
+            continue
         dtype = T.element_type
         r, v = _regs(vec, chunks, dtype)
-        r.fill(0.0)
+        r.fill(0.0 if dtype.is_float else 0)
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
         _move_if(row_ok if kind == "row" else True, atom, _vectors(T, vec), v,
                  row * ldv if kind == "row" else 0, j0, lanes, chunks, t, nv, full, True)
@@ -587,9 +600,9 @@ def lowered_rows_kernel(
     if const_expr(lds_floats > 0):
         lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
     row_ok = row < m
-    values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], row, 0, tpr, chunks, t, nv, vec, full,
-                             row_ok)
-    reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[0],
+    values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _lowered_scalars(tensors), row, 0, tpr,
+                             chunks, t, nv, vec, full, row_ok)
+    reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.x],
                      lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
                                                           lds, slot, tid))
     outs = lw.compute(values, fx.Float32(nv * vec), reduce)
@@ -598,21 +611,22 @@ def lowered_rows_kernel(
 
 
 @flyc.jit
-def _lowered_pass(tensors, ldvs, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc, known: list,
-                  p: int):
+def _lowered_pass(tensors, ldvs, scalars: list, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc,
+                  known: list, p: int):
     """One pass of the looped path over the row, `threads * chunks` vectors per iteration (see _Reduce)."""
     for it in range(iters):
-        _lowered_slice(tensors, ldvs, row, it * (threads * chunks), nv, vec, threads, chunks, tid, acc, known, p,
+        _lowered_slice(tensors, ldvs, scalars, row, it * (threads * chunks), nv, vec, threads, chunks, tid, acc,
+                       known, p,
                        it == 0)
 
 
-def _lowered_slice(tensors, ldvs, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc, known: list, p: int,
-                   first):
+def _lowered_slice(tensors, ldvs, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc, known: list,
+                   p: int, first):
     """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once)."""
     f = lw.facts()
-    values = _lowered_inputs(tensors, ldvs, row, j0, threads, chunks, tid, nv, vec, False, True)
+    values = _lowered_inputs(tensors, ldvs, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
     masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
-    outs = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[0], acc=acc, known=known, p=p))
+    outs = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.x], acc=acc, known=known, p=p))
     if const_expr(p == len(f.reductions)):
         for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
             _lowered_store(T, kind, value, row, j0, threads, chunks, tid, nv, vec, False, True if kind == "row"
@@ -642,21 +656,24 @@ def lowered_looped_kernel(
     if const_expr(lds_floats > 0):
         lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
     acc = fx.make_rmem_tensor(1, fx.Float32)
+    scalars = _lowered_scalars(tensors)  # once, before every pass
     known = []
     for p, kind in enumerate(f.reductions):
         acc[0] = fx.Float32(0.0 if kind == "sum" else -math.inf)
-        _lowered_pass(tensors, ldvs, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
+        _lowered_pass(tensors, ldvs, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
         val = _row_reduce(acc[0], "sum" if kind == "sum" else "max", threads, threads, lds, p, tid)
         known.append(-val if kind == "min" else val)
     if const_expr("row" in f.outputs):
-        _lowered_pass(tensors, ldvs, row, iters, nv, vec, threads, chunks, tid, acc, known, len(f.reductions))
+        _lowered_pass(tensors, ldvs, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known,
+                      len(f.reductions))
     else:
         zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
         zeros.fill(0.0)
-        values = [zeros.load()] * len(f.kinds)
+        loaded = iter(scalars)
+        values = [next(loaded) if kind == "scalar" else zeros.load() for kind in f.kinds]
         masks = _chunk_masks(0, threads, chunks, tid, nv, True)
         outs = lw.compute(values, fx.Float32(nv * vec),
-                          _Reduce(masks, vec, values[0], acc=acc, known=known, p=len(f.reductions)))
+                          _Reduce(masks, vec, values[f.x], acc=acc, known=known, p=len(f.reductions)))
         for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
             _lowered_store(T, kind, value, row, 0, threads, chunks, tid, nv, vec, True, True)
 
@@ -736,13 +753,14 @@ def _prepare(op: str, x, args, out):
 
 def _lowered_values_per_lane() -> int:
     """The register path's VALUES_PER_LANE for a lowered op: the built-in rmsnorm's budget for its two tensors
-    shared among all the loaded tensors, at most VALUES_PER_LANE (more lanes per row, no spills). The CuTe DSL
-    cell's rule, whose H200 measurement is in benchmarks/2026-12-01-h200-lowered.md."""
-    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // len(lw.facts().kinds)))
+    shared among all the loaded tensors (row and vector inputs; a scalar input is one register, not a row's
+    values), at most VALUES_PER_LANE (more lanes per row, no spills). The CuTe DSL cell's rule, whose H200
+    measurement is in benchmarks/2026-12-01-h200-lowered.md."""
+    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // len(lw.facts().loaded)))
 
 
 def _lowered_plan(n: int, vec: int) -> dict:
-    inputs = len(lw.facts().kinds)
+    inputs = len(lw.facts().loaded)  # the row and vector inputs: a scalar takes no share of the budget
     cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // inputs))
     cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
     return cfg
@@ -765,7 +783,7 @@ def _prepare_lowered(inputs, out):
 
     Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
     f = lw.facts()
-    x = inputs[0]
+    x = inputs[f.x]
     m, n, _ = host.rows_of("lowered", x)
     _, outs = host.lowered_operands(f.module, inputs, out, [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs],
                                     rows_contiguous=False)
@@ -775,10 +793,10 @@ def _prepare_lowered(inputs, out):
         if ((m - 1) * ld + n) * t.element_size() >= MAX_BYTES:
             raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
     lw.check_buffer_range((*inputs, *outs))
-    wide = [*inputs, *(o for o, k in zip(outs, f.outputs) if k == "row")]
+    wide = [*(inputs[i] for i in f.loaded), *(o for o, k in zip(outs, f.outputs) if k == "row")]  # a mask: vec bytes
     vec = lw.pick_vec(lw.widest_bytes(wide), n, lds, [(t.data_ptr(), t.element_size()) for t in wide])
     cfg = _lowered_plan(n, vec)
-    dtypes = [host.DTYPE_NAMES[str(t.dtype).removeprefix("torch.")] for t in (*inputs, *outs)]
+    dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
     fn = rt.compiled(_compiled, ("lowered", *dtypes, *_lowered_constexprs(vec, cfg)), lowered_launch,
                      lambda: _lowered_compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg))
     ldvs = [ld // vec for ld in lds]
@@ -789,13 +807,16 @@ def _prepare_lowered(inputs, out):
 
 
 def _run_lowered(inputs, out):
-    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order)."""
+    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order).
+
+    inputs in lowered.INPUTS order, the function's own (x the first row input); a mask bool, a scalar one element."""
     import torch
 
     f = lw.facts()
-    x = inputs[0]
-    if x.dim() != 2 or len(inputs) != len(f.kinds):
+    if len(inputs) != len(f.kinds) or inputs[f.x].dim() != 2:
         _prepare_lowered(inputs, out)  # raises, in host.py's words
+    inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
+    x = inputs[f.x]
     m, n = x.shape
     rows = [t for t, k in zip(inputs, f.kinds) if k == "row"]
     signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1

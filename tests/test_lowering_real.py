@@ -1,0 +1,148 @@
+"""Real model code through the lowering: tests/lowering_corpus/real_models.py, module bodies copied from transformers,
+diffusers, timm and torch (each names its upstream class), lowered or refused as OUTCOME says.
+
+Each function is traced as a user would give it: with no annotations, except the ones the README's parameter rule
+asks of a user where a name cannot tell (a one-element learned scalar `"[]"`, a mask `"bool"`, a [N] vector whose
+name is not one of the rule's). A function that lowers is held to itself: its IR, interpreted in float64 at shapes
+the trace never saw, gives the function's outputs. A refused one gets one line that names its line of the corpus and
+the cause, never an internal error or a tracer's size symbol (s75).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+import torch
+from conftest import ROOT
+
+from tools.lower import capture, ir
+
+CORPUS = ROOT / "tests" / "lowering_corpus" / "real_models.py"
+sys.path.insert(0, str(CORPUS.parent))
+import real_models  # noqa: E402
+
+CASES = {c["fn"]: c for c in real_models.CASES}
+
+# What each function does today: its class, or a refusal and the words that name its cause. A change to the
+# lowering that lowers more (or refuses for another reason) updates this table.
+SLICES = "slices, chunks and splits of the last dim"
+RANK = "rank 3 or more"
+OUTCOME = {
+    **{name: "elementwise" for name in (
+        "gelu_tanh_python", "pytorch_gelu_tanh", "new_gelu", "gelu_python", "gelu_activation", "fast_gelu",
+        "quick_gelu", "clipped_gelu", "accurate_gelu", "mish_python", "mish", "silu", "laplace", "relu_squared",
+        "sqrt_softplus", "xielu", "bloom_gelu", "hard_sigmoid", "hard_swish", "hard_mish", "prelu", "llama_mlp_act",
+        "t5_gated_act", "qwen3_next_attn_gate", "gemma2_final_logit_softcap", "granite_logits_scaling",
+        "granite_residual", "bloom_dropout_add", "deepseek_v3_sigmoid_scores", "temperature_warper",
+        "bitnet_post_quant_process")},
+    **{name: "reduction" for name in (
+        "llama_rmsnorm", "qwen2_rmsnorm", "mixtral_rmsnorm", "deepseek_v3_rmsnorm", "gemma_rmsnorm", "gemma3n_rmsnorm",
+        "llama4_l2norm", "olmo2_rmsnorm", "t5_layernorm", "diffusers_rmsnorm", "cohere_layernorm",
+        "cohere_qk_layernorm", "olmo_layernorm", "nemotron_layernorm1p", "chameleon_layernorm",
+        "qwen3_next_rmsnorm_gated", "bert_residual_layernorm", "llama_attn_scores_softmax",
+        "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "bitnet_act_quant")},
+    **{name: "gemm" for name in ("bert_intermediate", "gpt_bigcode_fc_act", "diffusers_approximate_gelu")},
+    # refused, each for its cause
+    **{name: SLICES for name in ("phi3_gate_up_act", "diffusers_swiglu", "diffusers_geglu",
+                                 "deepseek_v3_apply_rotary_pos_emb_interleave")},
+    "gpt_oss_apply_gate": "torch.slice",
+    **{name: RANK for name in ("qwen3_q_norm", "qwen3_q_norm_transposed", "mamba2_rmsnorm_gated", "timm_layernorm2d",
+                               "olmo_apply_rotary_pos_emb_bshd", "glm_apply_rotary_pos_emb",
+                               "gptj_apply_rotary_pos_emb", "llama4_apply_rotary_emb", "afmoe_router",
+                               "llama_eager_attention", "gemma2_eager_attention", "gpt_oss_eager_attention")},
+    **{name: "torch.unsqueeze makes a tensor of shape [M, 1, N]" for name in (
+        "llama_apply_rotary_pos_emb", "cohere_apply_rotary_pos_emb", "qwen2_vl_apply_rotary_pos_emb_vision")},
+    **{name: "torch.topk selects" for name in ("gpt_oss_router", "top_k_warper", "min_p_warper", "epsilon_warper")},
+    "top_p_warper": "torch.sort selects",
+    "switch_top1_router": "torch.argmax selects",
+    "quantize_fp8_per_row": "casts to torch.float8_e4m3fn",
+    "bitnet_activation_quant": "casts to torch.int8",
+    "bitnet_weight_quant": "reduces over a dim other than the last one",
+    "bert_self_output": "torch.var is a reduction; a GEMM's epilogue is pointwise",
+}
+
+
+def hints(case: dict) -> dict:
+    """The annotations a user adds where the parameter rule cannot tell from a name: scalars, masks, vectors."""
+    if case["cls"] == "gemm":
+        return {}
+    made = {}
+    for name, shape in case["shapes"].items():
+        note = {0: "[]"}.get(len(shape), "[1]" if tuple(shape) == (1,) else "[N]" if len(shape) == 1 else "")
+        if len(shape) == 2 and (name in ir.VECTOR_NAMES or name.endswith(("_weight", "_bias"))):
+            note = "[M,N]"  # a matrix named like a vector
+        note += "bool" if case.get("dtypes", {}).get(name) == "bool" else ""
+        if note:
+            made[name] = note
+    return made
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict:
+    return {name: capture.lower(str(CORPUS), name, hints(CASES[name])) for name in OUTCOME}
+
+
+def test_the_corpus_is_real_and_large():
+    assert len(CASES) >= 40
+    assert all(re.match(r"(transformers|diffusers|timm|torch)/", c["upstream"]) for c in CASES.values())
+    lowered_count = sum(v in ("elementwise", "reduction", "gemm") for v in OUTCOME.values())
+    assert lowered_count >= 50, lowered_count
+
+
+@pytest.mark.parametrize("name", sorted(OUTCOME))
+def test_each_lowers_or_is_refused_for_its_cause(lowered, name):
+    result, want = lowered[name], OUTCOME[name]
+    if want in ("elementwise", "reduction", "gemm"):
+        assert result["ok"], result
+        assert result["ir"]["class"] == want
+        return
+    assert not result["ok"], f"{name} lowered; OUTCOME says it is refused ({want})"
+    error = result["error"]
+    assert want in error, error
+    assert "\n" not in error and "internal error" not in error
+    assert not re.search(r"\bs\d+\b", error), f"a tracer's size symbol reached the user: {error}"
+    assert "real_models.py:" in error, error  # the user's own line
+
+
+def _inputs(case: dict, program: dict, rows: int, n: int) -> dict:
+    """Float64 inputs at an unseen size: rows [rows, n], vectors [n], scalars in their shape, masks boolean."""
+    g = torch.Generator().manual_seed(7)
+    made = {}
+    for spec in program["inputs"]:
+        shape = {"row": [rows, n], "vector": [n]}.get(spec["kind"], spec.get("dims", []))
+        t = torch.randn(shape, generator=g, dtype=torch.float64)
+        made[spec["name"]] = t > 0 if spec.get("dtype") == "bool" else t
+    return made
+
+
+@pytest.mark.parametrize("name", sorted(n for n, v in OUTCOME.items() if v in ("elementwise", "reduction")))
+@pytest.mark.parametrize("rows,n", [(3, 10), (1, 48)])
+def test_the_ir_is_the_function_at_unseen_shapes(lowered, name, rows, n):
+    program = lowered[name]["ir"]
+    case = CASES[name]
+    values = _inputs(case, program, rows, n)
+    want = getattr(real_models, name)(**values)
+    got = ir.interpret(program, values)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(want) == len(got)
+    for w, o in zip(want, got):
+        w, o = w.double(), o.double()
+        assert w.shape == o.shape
+        both = torch.isfinite(w) & torch.isfinite(o)
+        assert torch.equal(torch.isfinite(w), torch.isfinite(o))
+        tol = max(1e-5, capture.tolerance(w.dtype))
+        assert (w[both] - o[both]).norm() <= tol * max(1e-30, w[both].norm().item()) + 1e-12
+
+
+def test_every_dsl_implements_the_whole_vocabulary():
+    """One vocabulary (ir.VOCABULARY): every `pw.` function a generated lowered.py may call is defined in every DSL's
+    pointwise.py, so adding an op without its DSL functions fails here, not in a user's bake."""
+    import ast
+
+    for dsl in ("cutedsl", "flydsl"):
+        tree = ast.parse((ROOT / "{{cookiecutter.op_name}}" / "dsl" / dsl / "pointwise.py").read_text())
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert set(ir.PW_FUNCTIONS) <= defined, (dsl, sorted(set(ir.PW_FUNCTIONS) - defined))
