@@ -36,12 +36,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
+CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"  # --corpus: another file with an EXPECT table (annotated.py)
 sys.path.insert(0, str(CORPUS.parent))
 import ops  # noqa: E402
 
 EXPECT = {**ops.EXPECT, **ops.GEMM_EXPECT}  # every corpus function: its class (or "refused")
 LOWERED = [name for name, (kind, _) in EXPECT.items() if kind != "refused"]
+
+
+def use_corpus(path: Path) -> None:
+    """Bake from `path` (a file beside ops.py with its own EXPECT) instead of ops.py."""
+    global CORPUS, EXPECT, LOWERED
+    import importlib
+
+    CORPUS = path.resolve()
+    EXPECT = importlib.import_module(path.stem).EXPECT
+    LOWERED = [name for name, (kind, _) in EXPECT.items() if kind != "refused"]
 ELEMENTWISE_SHAPES = "16384x16384;4096x14336"  # 2^28 elements first: the headline, in 2-D so vectors are [N]
 BUILT_IN = {"elementwise": ("elementwise", "silu_mul", ELEMENTWISE_SHAPES), "reduction": ("reduction", "rmsnorm", "")}
 
@@ -184,10 +194,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--jobs", type=int, default=4)
+    p.add_argument("--corpus", type=Path, default=CORPUS, help="the functions' file (default tests/lowering_corpus/ops.py)")
     p.add_argument("step", choices=("bake", "check", "v0", "perf"))
     p.add_argument("names", nargs="*", help="corpus functions (default: every lowered one)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.corpus.resolve() != CORPUS:
+        use_corpus(args.corpus)
     names = args.names or LOWERED
     step = {"bake": bake, "check": check, "v0": v0, "perf": perf}[args.step]
     jobs = args.jobs if args.step != "perf" else 1  # perf's timing must have the GPU to itself

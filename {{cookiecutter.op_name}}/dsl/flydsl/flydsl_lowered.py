@@ -13,8 +13,8 @@ its own tiling, loads, reductions and stores; this module gives it:
                         lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
                         launchers take SLOTS tensor slots: the inputs in INPUTS order, then the outputs in
-                        OUTPUTS order, the unused slots filled with x (never read; FlyDSL still fills each slot's
-                        ABI words on every call, a few hundred ns each)
+                        OUTPUTS order, the unused slots filled with the first tensor (never read; FlyDSL still
+                        fills each slot's ABI words on every call, a few hundred ns each)
     check_buffer_range()  the one check FlyDSL adds to host.lowered_operands (the argument checks every cell
                         shares, CuTe DSL's too): a buffer descriptor spans under 2 GiB
     dtype_name()        a tensor's op.json dtype name, "uint8" for a mask's bytes (host.lowered_views)
@@ -93,7 +93,7 @@ def out_dtype_name(kind: str, x_dtype: str) -> str:
 
 
 def slots(tensors) -> tuple:
-    """The launcher's SLOTS tensor arguments: `tensors`, then x (tensors[0]) in the unused slots."""
+    """The launcher's SLOTS tensor arguments: `tensors`, then tensors[0] (never read) in the unused slots."""
     return (*tensors, *(tensors[0],) * (SLOTS - len(tensors)))
 
 

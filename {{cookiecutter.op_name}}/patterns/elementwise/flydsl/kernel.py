@@ -502,6 +502,8 @@ def _describe_lowered(case: dict, n: int) -> dict:
         "data_movement": f"row inputs and outputs: {vec}-element buffer loads/stores (128 bits of the widest "
         "dtype), the last workgroup one element per access bounded by num_records; vector inputs: "
         + ("one load per chunk at (g0 % N)" if fast else "one element per load at (g % N) (N % vec != 0)")
+        + (f"; bool masks as their bytes, {vec} per access" if "bool" in f.dtypes else "")
+        + ("; scalar inputs one load per lane" if "scalar" in f.kinds else "")
         + "; the user's compute in fp32 registers between; no LDS",
     }
 

@@ -120,15 +120,23 @@ Boundaries
       them (rows past M compute on identities and are never stored).
 
 Your own op: the lowered path (op.json "op": "lowered")
-    lowered.py (written by the template from the user's PyTorch function) declares INPUTS ("row" [M, N], each
-    with its own row stride, or "vector" [N]), OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1])
-    and compute(*values, n, reduce), straight-line fp32 math with reduce(kind, v) calls (REDUCTIONS: sum, max,
-    min). The cell's data movement stays; compute() runs between the loads and the stores:
+    lowered.py (written by the template from the user's PyTorch function) declares INPUTS in the user's
+    parameter order with KINDS ("row" [M, N], each with its own row stride; "vector" [N]; "scalar": one element,
+    a runtime scalar) and DTYPES ("float": x's dtype; "bool": a mask), OUTPUTS ("row" [M, N], "reduced" [M],
+    "reduced_keepdim" [M, 1]) and compute(*values, n, reduce), straight-line fp32 math with reduce(kind, v)
+    calls (REDUCTIONS: sum, max, min). x, whose [M, N] the plan takes, is the first "row" input
+    (host.lowered_x), not necessarily the first input. The cell's data movement stays; compute() runs between
+    the loads and the stores:
 
-        loads:      every input's chunks, as above (a vector input's chunk k of lane t is its vector j = k*TPR + t,
-                    the columns of the row's chunk beside it); the register budget VALUES_PER_LANE is divided
-                    among the inputs (3 inputs at bf16: 8 values, one chunk per lane: more lanes per row), so
-                    every input's row stays in VGPRs through every reduce() and HBM is read once
+        loads:      every row and vector input's chunks, as above (a vector input's chunk k of lane t is its
+                    vector j = k*TPR + t, the columns of the row's chunk beside it); a bool mask is launched as
+                    its bytes (uint8, host.lowered_views) and loaded the same way, vec bytes per access
+                    (buffer_load_dwordx2 beside a bf16 x's dwordx4), then passed as 0.0 / 1.0 (compute() compares
+                    it itself); a scalar input is one element loaded once per lane (before the looped path's
+                    passes) and passed as an fp32 scalar, never a row. The register budget VALUES_PER_LANE is
+                    divided among the row and vector inputs (3 at bf16: 21 values, two chunks per lane: more
+                    lanes per row; a scalar takes no share), so every input's row stays in VGPRs through every
+                    reduce() and HBM is read once
         reduce():   the cell's hierarchy per call: the lane's values with the not-loaded ones (vectors past the
                     row end) replaced by the identity -- a select on v, since the prologue is arbitrary (exp(0)
                     = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
@@ -141,8 +149,9 @@ Your own op: the lowered path (op.json "op": "lowered")
     later calls a dummy (call p cannot depend on them); after the pass the partial goes through DPP and LDS
     slot p. The last pass stores the outputs (a reduced one once, at the first slice); when no output is a
     row, compute() runs once on zeros instead (a reduced output is a function of the row results).
-    vec is 128 bits of the widest element among the inputs and row outputs, narrowed until it divides N, the
-    row strides and the addresses; run(*inputs, out=None) returns a tensor for one output, a tuple for several.
+    vec is 128 bits of the widest element among the row and vector inputs and the row outputs, narrowed until it
+    divides N, the row strides and the addresses (a mask's: vec bytes); run(*inputs, out=None) returns a tensor
+    for one output, a tuple for several.
 
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
 math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
@@ -965,7 +974,9 @@ def describe(case: dict) -> dict:
            else "; x is read once" if not lowered else
            f"; every input is read {len(lw.facts().reductions) + 1} times, one pass per reduce() and the stores "
            "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] else
-           "; every input is read once and kept in VGPRs through every reduce()"),
+           "; every input is read once and kept in VGPRs through every reduce()")
+        + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in lw.facts().dtypes else "")
+        + ("; scalar inputs one load per lane" if lowered and "scalar" in lw.facts().kinds else ""),
     }
 
 

@@ -1,0 +1,41 @@
+"""real_models.py's functions as a user hands them to the template: the same upstream bodies, called with the
+annotations the README's parameter rule asks for where a parameter's name cannot tell its kind (a one-element learned
+scalar `"[]"` / `"[1]"`, a boolean mask, a [N] vector not named like one). A bake copies real_models.py beside this
+file (a sibling import), and the traced lines are the upstream bodies' own. EXPECT is bench_lowered.py's: each
+function's class and number of outputs. These are the functions the H200 runs of the "Real models' ops" round bake.
+"""
+
+import real_models as upstream
+
+
+def gpt_neo_causal_softmax(attn_weights, causal_mask: "[M, N] bool"):  # noqa: F722
+    return upstream.gpt_neo_causal_softmax(attn_weights, causal_mask)
+
+
+def bitnet_act_quant(activation):
+    return upstream.bitnet_act_quant(activation)
+
+
+def xielu(x, alpha_p: "[1]", alpha_n: "[1]", beta: "[]", eps: "[]"):  # noqa: F722
+    return upstream.xielu(x, alpha_p, alpha_n, beta, eps)
+
+
+def prelu(input, weight):  # noqa: A002 -- upstream's name
+    return upstream.prelu(input, weight)
+
+
+def min_p_mask(scores):
+    return upstream.min_p_mask(scores)
+
+
+def deepseek_v3_sigmoid_scores(router_logits, e_score_correction_bias: "[N]"):  # noqa: F821
+    return upstream.deepseek_v3_sigmoid_scores(router_logits, e_score_correction_bias)
+
+
+def gemma2_final_logit_softcap(logits):
+    return upstream.gemma2_final_logit_softcap(logits)
+
+
+EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("reduction", 1), "xielu": ("elementwise", 1),
+          "prelu": ("elementwise", 1), "min_p_mask": ("reduction", 1), "deepseek_v3_sigmoid_scores": ("elementwise", 2),
+          "gemma2_final_logit_softcap": ("elementwise", 1)}
