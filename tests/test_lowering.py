@@ -204,7 +204,7 @@ def test_the_child_turns_what_the_users_code_does_into_one_line(tmp_path, source
 def test_parameters_follow_the_documented_rule():
     """Kinds by annotation, tensor default, then name; the inputs keep the signature's order (x need not be first)."""
     def f(weight, x, residual, gamma, up_bias, w2: "[N]", scale_row: "[M, N]", alpha: "[]", mask,  # noqa: F821
-          keep: "[M, N] float", beta=torch.tensor([0.5]), eps=1e-6, flag: bool = True):  # noqa: F821
+          keep: "[M, N] float", beta=torch.tensor([0.5]), eps=1e-6, flag: bool = True):  # noqa: F821, F722
         return x
 
     inputs, constants = capture.parameters(f)

@@ -104,17 +104,43 @@ def _gemm_spec(program: dict) -> dict:
             "params": {}}
 
 
+def signature(program: dict) -> str:
+    """The lowered function in the user's words: `name(x [M, N], mask [M, N] bool, alpha []) -> [M, N], [M]`."""
+    def shape(spec: dict) -> str:
+        dims = spec.get("dims") or {"row": ["M", "N"], "vector": ["N"], "scalar": []}.get(spec["kind"], [])
+        return f"[{', '.join(map(str, dims))}]" + (" bool" if spec.get("dtype") == "bool" else "")
+
+    outs = {"row": "[M, N]", "reduced": "[M]", "reduced_keepdim": "[M, 1]"}
+    return (f"{program['function']}({', '.join(i['name'] + ' ' + shape(i) for i in program['inputs'])}) -> "
+            + ", ".join(outs[o["shape"]] + (" fp32" if o["dtype"] == "fp32" else "") for o in program["outputs"]))
+
+
+def _words(program: dict) -> dict:
+    """The title and semantics of a lowered op in op.json: what the README, the plan and the report call it."""
+    reductions = ir.reductions(program)
+    return {"title": f"{program['function']} (lowered from {program['file']})",
+            "semantics": f"Your function, `{signature(program)}`, runs as this workspace's kernel: "
+                         + (f"rows over the last dim N, {len(reductions)} reduction(s) over each row "
+                            f"({', '.join(reductions)}), each output as the function returns it."
+                            if reductions else "every element computed where it lies, each output as the function "
+                            "returns it.") if not ir.is_gemm(program) else
+                         "C = a @ b^T on the tensor cores, then your epilogue on the fp32 accumulators before the "
+                         "store."}
+
+
 def op_spec(program: dict) -> dict:
     """The lowered op in the form of a built-in op's OPS entry (tools/patterns/<pattern>/__init__.py)."""
     if ir.is_gemm(program):
-        return _gemm_spec(program)
-    rows = [i["name"] for i in program["inputs"] if i["kind"] == "row"]
+        return {**_gemm_spec(program), **_words(program)}
+    rows = [i["name"] for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") != "bool"]
+    masks = [i["name"] for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") == "bool"]
     vectors = [i["name"] for i in program["inputs"] if i["kind"] == "vector"]
     row_outs = sum(o["shape"] == "row" for o in program["outputs"])
     reduced = len(program["outputs"]) - row_outs
     fp32_outs = [o for o in program["outputs"] if o["dtype"] == "fp32"]
     elem = " + ".join(filter(None, [
         f"{len(rows) + sum(o['shape'] == 'row' and o['dtype'] == 'input' for o in program['outputs'])}*numel*elem_bytes",
+        f"{len(masks)}*numel" if masks else "",  # a bool mask: one byte per element
         f"{len(vectors)}*N*elem_bytes" if vectors else "",
         f"{sum(o['shape'] == 'row' for o in fp32_outs)}*numel*4" if any(o["shape"] == "row" for o in fp32_outs) else "",
         f"{reduced}*(numel/N)*elem_bytes" if reduced else ""]))
@@ -126,9 +152,9 @@ def op_spec(program: dict) -> dict:
             "math": f"the user's `{program['function']}` ({program['file']}), lowered: "
                     f"{len(program['nodes'])} steps, reductions: {', '.join(ir.reductions(program)) or 'none'}",
             "flops_note": "one FLOP per per-element step of the lowered program (a transcendental counts as one)",
-            "bytes_note": "each input read once (a [N] vector once per launch), each output written once: the "
-                          "minimum traffic",
-            "params": {}}
+            "bytes_note": "each input read once (a [N] vector once per launch, a bool mask one byte per element, a "
+                          "scalar not counted), each output written once: the minimum traffic",
+            "params": {}, **_words(program)}
 
 
 def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
@@ -141,7 +167,8 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
         return {**found, "out0": (v["M"] * v["N"], 4 if program["outputs"][0]["dtype"] == "fp32" else v["elem_bytes"])}
     numel, n, eb = v["numel"], v.get("N", v["numel"]), v["elem_bytes"]
     row = numel // n * case.get("row_stride", n)  # a padded row stride (reduction cases) allocates the padding too
-    found = {i["name"]: (row if i["kind"] == "row" else n, eb) for i in program["inputs"]}
+    found = {i["name"]: ({"row": row, "vector": n}.get(i["kind"], 1), 1 if i.get("dtype") == "bool" else eb)
+             for i in program["inputs"]}
     for k, o in enumerate(program["outputs"]):
         size = 4 if o["dtype"] == "fp32" else eb
         found[f"out{k}"] = (numel if o["shape"] == "row" else numel // n, size)
@@ -153,8 +180,10 @@ def phase1(program: dict, base: dict) -> dict:
     entries (`base`) stand for what the cell decides (shapes it takes, boundaries it handles)."""
     if ir.is_gemm(program):
         return _gemm_phase1(program, base)
-    shapes_of = {"row": "x's shape [M, N]", "vector": "[N], broadcast over the rows"}
-    inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]} ({i['why']})" for i in program["inputs"])
+    shapes_of = {"row": "x's shape [M, N]", "vector": "[N], broadcast over the rows",
+                 "scalar": "one value (a runtime scalar, loaded once)"}
+    inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]}" + (", boolean" if i.get("dtype") == "bool" else "")
+                       + f" ({i['why']})" for i in program["inputs"])
     outs = "; ".join(f"output {k}: {o['shape'].replace('_', ' ')} in {'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'}"
                      for k, o in enumerate(program["outputs"]))
     casts = sum(node["op"] == "cast" for node in program["nodes"])

@@ -26,7 +26,6 @@ result) rounds there as well; casts to fp32 or wider are no-ops.
 
 from __future__ import annotations
 
-import math
 import operator
 
 import torch

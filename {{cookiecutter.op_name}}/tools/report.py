@@ -144,13 +144,13 @@ def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None
         rows.append([c["name"], c["role"], "x".join(map(str, c["dims"])), f"{flops:.3g}", f"{nbytes:.3g}",
                      f"{flops / nbytes:.3g}", f"{floor_us:.2f}", "yes" if c["timed"] else "no"])
     lines = [
-        f"# V0 plan: `{op['op']}` ({op['pattern']}) on {name}",
+        f"# V0 plan: `{op.get('title', op['op'])}` ({op['pattern']}) on {name}",
         "",
         "Generated from `op.json` by kbaseline; it is the Phase-1 record the kernel was built against.",
         "",
         "## Phase 1: semantics",
         "",
-        f"- **Pattern**: {op['pattern']}; **op**: `{op['op']}`: {op['math']}",
+        f"- **Pattern**: {op['pattern']}; **op**: `{op.get('title', op['op'])}`: {op['math']}",
         f"- **Inputs and output**: {p1['inputs']} **Output shape**: {op['output']}.",
         f"- **Shapes**: {p1['shapes']}",
         f"- **dtype**: {op['dtype']} (`torch.{op['torch_dtype']}`); **precision**: {p1['precision']} "
@@ -253,7 +253,7 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
     wiki_lines, _ = wiki_status(op, route)
     status = "NOT RUN" if not ran else ("PASS" if results.get("all_passed") else "FAIL")
     lines = [
-        f"# Baseline report: `{op['op']}` ({op['pattern']}, {op['dtype']}) for {name}",
+        f"# Baseline report: `{op.get('title', op['op'])}` ({op['pattern']}, {op['dtype']}) for {name}",
         "",
         f"**Status: {status}**" + (f": {not_run_reason or results.get('not_run_reason')}" if not ran else
                                     f" on {results['device']}, {results['date']}"),
@@ -267,7 +267,7 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         "",
         "## PyTorch reference logic",
         "",
-        f"`{op['op']}`: {op['math']}. {op['reference']['description']}",
+        f"`{op.get('title', op['op'])}`: {op['math']}. {op['reference']['description']}",
         "",
         "## gpu-wiki paths learned and searched",
         "",

@@ -357,6 +357,7 @@ def _prepare_lowered(inputs, out):
     f = lw.facts()
     if set(f.outputs) != {"row"}:
         raise ValueError(f"lowered: the elementwise cell writes 'row' outputs only, lowered.py has {f.outputs}")
+    host.check_count(f.module.SOURCE, inputs, len(f.inputs))
     _, outs = host.lowered_operands(f.module, inputs, out, [inputs[f.x].shape] * len(f.outputs), rows_contiguous=True)
     x = inputs[f.x]
     lw.check_buffer_range(inputs)

@@ -792,6 +792,7 @@ def _prepare_lowered(inputs, out):
 
     Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
     f = lw.facts()
+    host.check_count(f.module.SOURCE, inputs, len(f.inputs))
     x = inputs[f.x]
     m, n, _ = host.rows_of("lowered", x)
     _, outs = host.lowered_operands(f.module, inputs, out, [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs],
