@@ -49,6 +49,38 @@ def test_history_tells_work_from_a_scaffold(scaffold_only, tmp_path):
     assert overwrite.history(other) == ["not a kbaseline workspace, so its work cannot be told from a scaffold"]
 
 
+def test_what_git_keeps_is_history_and_a_replaced_scaffold_is_moved_aside_whole(scaffold_only, capsys):
+    """Stashes, other branches, a commit amended into the scaffold and ignored files are work; a scaffold that -f
+    replaces is moved aside whole (.git included) to <name>.old-<timestamp>, never deleted."""
+    from tools import overwrite
+
+    ws = scaffold_only
+    (ws / ".gitignore").write_text("build/\n*.tmp\n__pycache__/\n")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-q", "--amend", "--no-edit")
+    assert overwrite.history(ws) == ["1 commit(s) only in the reflog (amended or reset)"]
+    git(ws, "reflog", "expire", "--expire=all", "--all")
+    git(ws, "prune")
+    assert overwrite.history(ws) == []
+    (ws / "build").mkdir()
+    (ws / "build" / "prof.ncu-rep").write_text("profile\n")
+    (ws / "__pycache__").mkdir()
+    (ws / "__pycache__" / "x.pyc").write_text("")
+    assert overwrite.history(ws) == ["git-ignored files (build/prof.ncu-rep)"]
+    (ws / "build" / "prof.ncu-rep").unlink()
+    git(ws, "branch", "experiment")
+    assert overwrite.history(ws) == ["other refs (experiment)"]
+    git(ws, "branch", "-D", "experiment")
+    (ws / "kernel.py").write_text("# stashed edit\n")
+    git(ws, "stash", "-q")
+    assert overwrite.history(ws)[0] == "1 stash(es)"
+    git(ws, "stash", "drop", "-q")
+    old = overwrite.prepare(ws, overwrite=True, skip=False)
+    assert ws.is_dir() and not any(ws.iterdir())
+    assert old.name.startswith("ws.old-") and (old / ".git").is_dir() and (old / "kernel.py").is_file()
+    assert f"the old folder is kept whole at {old}" in capsys.readouterr().out
+
+
 def test_overwrite_refuses_a_workspace_with_history_and_replaces_a_scaffold(tmp_path):
     """-f onto an edited workspace is refused in one line and nothing changes; -s is refused; -f onto a workspace
     that is only its scaffold replaces it whole (no file of the old bake survives)."""
