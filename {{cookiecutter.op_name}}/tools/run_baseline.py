@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import compute_utilization
+import files
 import gpu_detect
 import isa_metrics
 import memory_manager
@@ -73,7 +74,7 @@ def git_commit(ws: Path, message: str, paths: list[str] | None = None, sign: boo
 
 
 def load_op(ws: Path = WS) -> dict:
-    return json.loads((ws / "op.json").read_text())
+    return files.load_json(ws / "op.json")
 
 
 def kernel_config(op: dict, case: dict) -> dict | None:
