@@ -146,3 +146,51 @@ def test_scaffold_commit_does_not_need_a_signing_key(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     sha, refused = run_baseline.git_commit(ws, "V0: baseline kernel")
     assert sha is None and "failed" in refused
+
+
+@pytest.fixture
+def baked(tmp_path):
+    """A Hopper workspace through the bake step itself (arranged by tools/scaffold.py, then its own --bake)."""
+    from tools import scaffold, spec
+
+    ws = scaffold.workspace(tmp_path / "ws", spec.context(op_name="ws", run_baseline="no"))
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws, capture_output=True, text=True,
+                          timeout=300, env=user_env())
+    assert done.returncode == 0 and "kbaseline: workspace ws ready" in done.stdout, done.stdout + done.stderr
+    return ws
+
+
+def test_regenerated_documents_keep_uncommitted_edits(baked):
+    """`python tools/run_baseline.py` (here with --not-run) regenerates the plan and the report: edits no commit holds
+    are kept beside them and said so; a document only a tool wrote is replaced without a copy."""
+    ws = baked
+    plan, report = ws / "plans" / "v0_plan.md", ws / "baseline_report.md"
+    plan.write_text(plan.read_text() + "\nmy plan notes\n")
+    report.write_text("my report draft\n")
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--not-run", "no GPU here"], cwd=ws,
+                          capture_output=True, text=True, timeout=300, env=user_env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    kept = {p.name.split(".")[0]: p for p in ws.rglob("*.orig")}
+    assert sorted(kept) == ["baseline_report", "v0_plan"], kept
+    assert kept["v0_plan"].read_text().endswith("my plan notes\n") and kept["baseline_report"].read_text() == "my report draft\n"
+    assert "my plan notes" not in plan.read_text() and "no GPU here" in report.read_text()
+    assert done.stdout.count("had edits of yours that no commit holds") == 2, done.stdout
+    again = subprocess.run([sys.executable, "tools/run_baseline.py", "--not-run", "still none"], cwd=ws,
+                           capture_output=True, text=True, timeout=300, env=user_env())
+    assert "had edits" not in again.stdout and len(list(ws.rglob("*.orig"))) == 2
+
+
+def test_bake_inside_a_baked_workspace_is_refused(baked):
+    """`run_baseline.py --bake` (in its --help) in a workspace that has its scaffold commit: one line, exit 2, and the
+    README edit, the kernel edit and the untracked file are as they were, with no second scaffold commit."""
+    ws = baked
+    (ws / "README.md").write_text("my readme\n")
+    (ws / "kernel.py").write_text((ws / "kernel.py").read_text() + "# my edit\n")
+    (ws / "notes.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts}
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws, capture_output=True, text=True,
+                          timeout=300, env=user_env())
+    lines = (done.stdout + done.stderr).splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("run_baseline: error: --bake"), lines
+    assert {p: p.read_bytes() for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts} == before
+    assert len(git(ws, "log", "--format=%s").splitlines()) == 1

@@ -1,4 +1,7 @@
-"""Bounded reads for the workspace tools: every file a tool reads is a regular file, read up to a size cap.
+"""How the workspace tools read files and regenerate documents: reads are bounded, and a regenerated document
+never silently replaces the user's uncommitted edits.
+
+Reads: every file a tool reads is a regular file, read up to a size cap.
 
 A path that names a directory, a device, a FIFO or a socket (or a symlink to one: `memory/v0.json -> /dev/zero`)
 is refused by what it is, before anything is read, and a regular file larger than the cap is refused by its size;
@@ -9,14 +12,23 @@ prints it as ``<tool>: error: ...`` (``refuse``) and exits 2.
     read_text(path)            the text of a regular file (at most MAX_BYTES)
     load_json(path)            its JSON; a truncated or hand-broken file is a FileProblem naming the line
     load_json_if_file(path)    None when nothing is there
+
+Regenerated documents (README.md, plans/v0_plan.md, baseline_report.md: ``write_doc``): the new text replaces the
+file (temp + rename) when the file is what a tool last wrote there (its hash, kept inside the git directory, so
+nothing is left to commit) or what the last commit holds. Otherwise the file holds edits of the user's that no
+commit has: they are copied beside it first, to ``<name>.<timestamp>.orig``, and one line says where.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 MAX_BYTES = 64 << 20  # the largest file a workspace tool reads: op.json, records and results are kilobytes
@@ -78,3 +90,58 @@ def refuse(tool: str, err: Exception, code: int = 2) -> int:
     """Print `<tool>: error: <one line>` on stderr and return the exit code."""
     print(f"{tool}: error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
     return code
+
+
+def git(ws: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True)
+
+
+def own_repo(ws: Path) -> bool:
+    top = git(ws, "rev-parse", "--show-toplevel")
+    return top.returncode == 0 and Path(top.stdout.strip()).resolve() == ws.resolve()
+
+
+def _written_log(ws: Path) -> Path | None:
+    """Where the hashes of the documents last written live: inside the workspace's git directory (never committed)."""
+    if not own_repo(ws):
+        return None
+    found = git(ws, "rev-parse", "--git-path", "kbaseline-written.json").stdout.strip()
+    return (ws / found) if found else None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _edited(ws: Path, rel: str, log: Path | None) -> bool:
+    """Whether the file at `rel` holds what neither a tool last wrote nor the last commit has."""
+    path = ws / rel
+    if not os.path.lexists(path):
+        return False
+    if not path.is_file() or path.is_symlink():
+        return True
+    data = path.read_bytes() if path.stat().st_size <= MAX_BYTES else b""
+    written = (load_json_if_file(log) or {}) if log and log.is_file() else {}
+    if written.get(rel) == _digest(data):
+        return False
+    committed = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=ws, capture_output=True) if log else None
+    return not (committed and committed.returncode == 0 and committed.stdout == data)
+
+
+def write_doc(ws: Path, rel: str, text: str) -> Path:
+    """Write a regenerated document, keeping the user's uncommitted edits in a copy beside it (and saying where)."""
+    path, log = ws / rel, _written_log(ws)
+    if _edited(ws, rel, log):
+        keep = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.orig")
+        shutil.move(path, keep)
+        print(f"note: {rel} had edits of yours that no commit holds; they are kept in {keep.relative_to(ws)} (the "
+              f"regenerated {rel} is in its place: compare the two, and commit what you want to keep)", flush=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode()
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    if log:
+        written = (load_json_if_file(log) or {}) if log.is_file() else {}
+        log.write_text(json.dumps({**written, rel: _digest(data)}, indent=1) + "\n")
+    return path

@@ -203,9 +203,7 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
 
 
 def write(ws: Path, op: dict) -> Path:
-    path = ws / "README.md"
-    path.write_text(render(ws, op))
-    return path
+    return files.write_doc(ws, "README.md", render(ws, op))
 
 
 def main() -> int:

@@ -201,10 +201,7 @@ def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None
                   *[f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()], ""]
     elif config:
         lines += ["## Kernel configuration (for the headline case)", "", f"{config[0].upper()}{config[1:]}.", ""]
-    path = ws / "plans" / "v0_plan.md"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text("\n".join(lines))
-    return path
+    return files.write_doc(ws, "plans/v0_plan.md", "\n".join(lines))
 
 
 def isa_section(isa: dict | None) -> list[str]:
@@ -343,9 +340,7 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         if any_u.get("citations"):  # with a gpu-wiki: its source beside each peak above
             lines += ["", "Peaks against the gpu-wiki:", "", *[f"- {line}" for line in any_u["citations"]]]
     lines += ["", *roofline_section(roofline), *isa_section(isa)]
-    path = ws / "baseline_report.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return files.write_doc(ws, "baseline_report.md", "\n".join(lines) + "\n")
 
 
 def load_json(path: Path) -> dict | None:
