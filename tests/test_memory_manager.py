@@ -156,7 +156,7 @@ def test_version_field_must_be_the_file_name(tmp_path, cli):
     assert (tmp_path / "memory" / "v0.json").read_bytes() == before
 
 
-@pytest.mark.parametrize("version", ["v2\n", "v2 ", "v", "v-1", "../v2", "V2"])
+@pytest.mark.parametrize("version", ["v2\n", "v2 ", "v", "v-1", "../v2", "V2", "v01", "v00"])
 def test_version_is_matched_whole(tmp_path, cli, version):
     done = cli("create", "--workspace", str(tmp_path), "--version", version)
     assert done.returncode == 2 and "is not v<N>" in done.stderr, done.stderr

@@ -82,6 +82,17 @@ def _kept_by_git(ws: Path) -> list[str]:
     return reasons
 
 
+def check_output_dir(out: Path) -> None:
+    """Raise InputError (one line) when the -o folder cannot take a workspace: a file, or not writable."""
+    found = next(p for p in (out, *out.parents) if p.exists() or p.is_symlink())
+    if not found.is_dir():
+        what = "a file" if found.is_file() else "not a folder"
+        raise InputError(f"-o: {found} is {what}; give a folder to bake into (-o <folder>, made if missing)")
+    if not os.access(found, os.W_OK | os.X_OK):
+        raise InputError(f"-o: {found} is not writable here; give a folder you can write (-o <folder>), or change "
+                         "its permissions")
+
+
 def check(ws: Path, overwrite: bool, skip: bool) -> None:
     """Raise InputError (one line) when a bake may not write into `ws`."""
     if not ws.exists() and not ws.is_symlink():

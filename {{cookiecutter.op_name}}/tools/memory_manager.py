@@ -30,7 +30,7 @@ version=v7 there is refused). And a write that claims PASS needs the workspace's
 record's below op.json's tolerance, which no --set changes (correctness.tolerance can only be op.json's).
 The seed's `update --set ... correctness.status=PASS` works verbatim where that evidence exists.
 
-Versions are v<N>, matched whole (fullmatch: 'v2\\n' is refused, not made into a file name). A record
+Versions are v<N> (no leading zeros: v01 would name v1 twice), matched whole (fullmatch: 'v2\\n' is refused, not made into a file name). A record
 that cannot be read back (truncated, hand-broken, failing the schema) is broken: `read --version` and
 `update` of it are refused with one line naming the file; `list` and `read` report it in one line on
 stderr, keep serving the good records, and exit 1 (as ls does for an entry it cannot read).
@@ -56,7 +56,7 @@ from files import FileProblem, load_json, load_json_if_file, refuse
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reference" / "v_iteration.schema.json"
 ARRAY_FIELDS = ("isa_metric_progress", "search_log", "pitfalls_and_fixes", "references")
 GATED = ("correctness", "quality_gate")  # a write that sets these and claims PASS needs the workspace's evidence
-VERSION = re.compile(r"v[0-9]+")  # always .fullmatch(): re's `$` also matches before a trailing newline
+VERSION = re.compile(r"v(0|[1-9][0-9]*)")  # always .fullmatch(): re's `$` also matches before a trailing newline
 
 
 class MemoryRecordError(ValueError):
@@ -77,7 +77,8 @@ def _now() -> str:
 
 def path_of(workspace: str | os.PathLike, version: str) -> Path:
     if not VERSION.fullmatch(version):
-        raise MemoryRecordError(f"version {version!r} is not v<N> (e.g. v0)")
+        raise MemoryRecordError(f"version {version!r} is not v<N> with N written without leading zeros (e.g. v0, "
+                                "v12)")
     return Path(workspace) / "memory" / f"{version}.json"
 
 
