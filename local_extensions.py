@@ -95,12 +95,15 @@ def _fault(kind, err, tb) -> None:
     if not issubclass(kind, OSError):
         return sys.__excepthook__(kind, err, tb)
     ws, made = _BAKE.get("ws"), _BAKE.get("made")
-    where = f" ({err.filename})" if err.filename else ""
+    reason, where = err.strerror or str(err), f" ({err.filename})" if err.filename else ""
+    if isinstance(err, shutil.Error) and err.args and isinstance(err.args[0], list) and err.args[0]:
+        _src, dst, why = err.args[0][0]  # copytree's list of (src, dst, "[Errno 28] No space left on device: 'dst'")
+        reason, where = re.sub(r"^\[Errno \d+\] ", "", str(why)).split(": '")[0], f" ({dst})"
     note = ""
     if ws is not None and made and ws.is_dir():
         shutil.rmtree(ws, ignore_errors=True)
         note = f"; the half-built {ws} was removed"
-    print(f"kbaseline: error: writing the workspace failed: {err.strerror or err}{where}{note}; fix that (free space, "
+    print(f"kbaseline: error: writing the workspace failed: {reason}{where}{note}; fix that (free space, "
           "a writable -o folder) and bake again", file=sys.stderr, flush=True)
 
 
