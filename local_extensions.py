@@ -18,7 +18,8 @@ from the checked inputs, by tools/spec.py (op.json).
   it when it can); ``kb_default_name``: op_name's (the function's name for a lowered op).
 - ``kb_op_json``: rendered into the pre-gen hook once the workspace folder exists: every input checked again over
   the whole context (also what ``--replay`` brings), an existing folder refused or moved aside, and op.json written
-  into the new folder from here. The hook's rendered text holds no value of the context.
+  into the new folder from here (as ``.op.json.pending``, which the hook, once it ignores Ctrl-C, renames to
+  op.json). The hook's rendered text holds no value of the context.
 - No path or value is ever pasted into a hook's code: the post-gen hook finds the template repo through the
   ``KBASELINE_ROOT`` environment variable set here (the hooks are this process's children).
 
@@ -86,6 +87,7 @@ def _refuse(err: InputError):
     raise SystemExit(1)
 
 
+PENDING = ".op.json.pending"  # op.json as kb_op_json writes it; the pre-gen hook renames it (a fixed name, not a value)
 _BAKE: dict = {}  # the folder this bake writes, and whether it made it (for _fault)
 
 
@@ -203,8 +205,8 @@ def kb_op_json(ctx) -> str:
             overwrite.remove_if_empty(ws)  # cookiecutter made it for this bake, and nothing is in it yet
         _refuse(err)
     _BAKE["made"] = _BAKE["made"] or moved is not None
-    (ws / "op.json").write_text(json.dumps(op, indent=2) + "\n")
-    return "written"
+    (ws / PENDING).write_text(json.dumps(op, indent=2) + "\n")
+    return PENDING
 
 
 JINJA_MARKS = ("{{", "{%", "{#")
