@@ -70,12 +70,12 @@ def _interactive() -> bool:
     return bool(cli) and not cli["no_input"] and not cli.get("replay") and not cli.get("replay_file")
 
 
-LONG = 80  # a quoted value longer than this is shown by its head and its length, not whole
+LONG = 200  # a quoted value longer than this is shown by its head and its length, not whole
 
 
 def _line(err) -> str:
     """The error line as printed: a long value the message quotes ('...') is cut to its head and its length."""
-    return re.sub(r"'([^'\n]{%d,})'" % (LONG + 1), lambda m: f"'{m.group(1)[:40]}...' ({len(m.group(1))} characters)",
+    return re.sub(r"(?<!\w)'(?!\s)([^'\n]{%d,}?)(?<!\s)'(?!\w)" % (LONG + 1), lambda m: f"'{m.group(1)[:80]}...' ({len(m.group(1))} characters)",
                   f"kbaseline: error: {err}")
 
 
