@@ -17,8 +17,16 @@ from the checked inputs, by tools/spec.py (op.json).
 - ``kb_default_op``: the op question's default (the pattern's default op; ``default`` with a function, which lowers
   it when it can); ``kb_default_name``: op_name's (the function's name for a lowered op).
 - ``kb_op_json``: rendered into the pre-gen hook once the workspace folder exists: every input checked again over
-  the whole context (also what ``--replay`` brings), an existing folder refused or replaced, and op.json's text.
-- ``kbaseline_root`` (a global): the template repo's absolute path, for the post-gen hook's imports.
+  the whole context (also what ``--replay`` brings), an existing folder refused or moved aside, and op.json written
+  into the new folder from here (as ``.op.json.pending``, which the hook, once it ignores Ctrl-C, renames to
+  op.json). The hook's rendered text holds no value of the context.
+- No path or value is ever pasted into a hook's code: the post-gen hook finds the template repo through the
+  ``KBASELINE_ROOT`` environment variable set here (the hooks are this process's children).
+
+On the command line, a fault that cookiecutter itself would show as a traceback while it copies the template
+(``-o`` onto a read-only folder, a full disk) is one line instead (``_fault``, installed as sys.excepthook), and a
+folder this bake made, half-built, is removed (nothing of the user's is in it; a workspace that -f replaced stays
+where it was moved aside).
 
 And a ``key=value`` from the command line that holds Jinja syntax is refused before cookiecutter renders it
 (``preprocess``): cookiecutter would evaluate it as a template.
@@ -26,6 +34,8 @@ And a ``key=value`` from the command line that holds Jinja syntax is refused bef
 
 import json
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -35,6 +45,7 @@ from jinja2.ext import Extension
 ROOT = os.path.dirname(os.path.abspath(__file__))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+os.environ["KBASELINE_ROOT"] = ROOT  # for the post-gen hook (a child of this process); never pasted into its code
 
 from tools import detect, interrupts, overwrite, registry, spec, validate  # noqa: E402
 from tools.catalog import InputError  # noqa: E402
@@ -59,12 +70,43 @@ def _interactive() -> bool:
     return bool(cli) and not cli["no_input"] and not cli.get("replay") and not cli.get("replay_file")
 
 
+LONG = 200  # a quoted value longer than this is shown by its head and its length, not whole
+
+
+def _line(err) -> str:
+    """The error line as printed: a long value the message quotes ('...') is cut to its head and its length."""
+    return re.sub(r"(?<!\w)'(?!\s)([^'\n]{%d,}?)(?<!\s)'(?!\w)" % (LONG + 1), lambda m: f"'{m.group(1)[:80]}...' ({len(m.group(1))} characters)",
+                  f"kbaseline: error: {err}")
+
+
 def _refuse(err: InputError):
     """One line and exit 1 on the command line; the exception itself for a library caller."""
     if not _cli():
         raise err
-    print(f"kbaseline: error: {err}", file=sys.stderr, flush=True)
+    print(_line(err), file=sys.stderr, flush=True)
     raise SystemExit(1)
+
+
+PENDING = ".op.json.pending"  # op.json as kb_op_json writes it; the pre-gen hook renames it (a fixed name, not a value)
+_BAKE: dict = {}  # the folder this bake writes, and whether it made it (for _fault)
+
+
+def _fault(kind, err, tb) -> None:
+    """sys.excepthook on the command line: an OSError while cookiecutter writes (a read-only -o, a full disk) is one
+    line; a half-built folder this bake made is removed (a workspace that -f replaced stays where it was moved)."""
+    if not issubclass(kind, OSError):
+        return sys.__excepthook__(kind, err, tb)
+    ws, made = _BAKE.get("ws"), _BAKE.get("made")
+    reason, where = err.strerror or str(err), f" ({err.filename})" if err.filename else ""
+    if isinstance(err, shutil.Error) and err.args and isinstance(err.args[0], list) and err.args[0]:
+        _src, dst, why = err.args[0][0]  # copytree's list of (src, dst, "[Errno 28] No space left on device: 'dst'")
+        reason, where = re.sub(r"^\[Errno \d+\] ", "", str(why)).split(": '")[0], f" ({dst})"
+    note = ""
+    if ws is not None and made and ws.is_dir():
+        shutil.rmtree(ws, ignore_errors=True)
+        note = f"; the half-built {ws} was removed"
+    print(f"kbaseline: error: writing the workspace failed: {reason}{where}{note}; fix that (free space, "
+          "a writable -o folder) and bake again", file=sys.stderr, flush=True)
 
 
 def _unknown_inputs() -> None:
@@ -80,15 +122,19 @@ def _unknown_inputs() -> None:
 def _destination(ctx) -> None:
     cli = _cli()
     if cli:
+        overwrite.check_output_dir(Path(cli["output_dir"]).absolute())
         overwrite.check(Path(cli["output_dir"]).absolute() / ctx["op_name"], cli["overwrite_if_exists"],
                         cli["skip_if_file_exists"])
 
 
 def _ask_again(env, ctx, key: str) -> str:
+    """The question again, with its [n/9] counter as cookiecutter showed it (cookiecutter's prompt.py prefix)."""
     from rich.prompt import Prompt
 
     default = env.from_string(str(COOKIECUTTER_JSON[key])).render(cookiecutter=ctx)
-    return Prompt.ask(COOKIECUTTER_JSON["__prompts__"][key], default=default)
+    asked = [k for k in COOKIECUTTER_JSON if not k.startswith("_")]
+    prefix = f"  [dim][{asked.index(key) + 1}/{len(asked)}][/] "
+    return Prompt.ask(prefix + COOKIECUTTER_JSON["__prompts__"][key], default=default)
 
 
 def _after(ctx, key: str, value, got: dict) -> None:
@@ -105,6 +151,7 @@ def _after(ctx, key: str, value, got: dict) -> None:
         print(f"kbaseline: {detect.note(ctx['gpu'])}", flush=True)
     if key == list(validate.CHECKS)[-1] and _cli():
         interrupts.defer()
+        sys.excepthook = _fault
 
 
 def kb_cwd(_value) -> str:
@@ -126,7 +173,7 @@ def kb_check(env, ctx, key: str) -> str:
         except InputError as err:
             if not _interactive():
                 _refuse(err)
-            print(f"kbaseline: error: {err}", file=sys.stderr, flush=True)
+            print(_line(err), file=sys.stderr, flush=True)
             ctx[key] = _ask_again(env, ctx, key)  # the live answers: cookiecutter keeps (and replays) this one
     _after(ctx, key, value, got)
     return f"{value['path']}:{value['function']}" if isinstance(value, dict) else str(value or "")
@@ -142,19 +189,24 @@ def kb_default_name(op: str, logic: str, dtype: str) -> str:
 
 
 def kb_op_json(ctx) -> str:
-    """The pre-gen step, in cookiecutter's process: check everything, deal with an existing folder, return op.json."""
+    """The pre-gen step, in cookiecutter's process: check everything, deal with an existing folder, write op.json
+    into the new folder. Returns a fixed word for the hook's text: no value of the context goes into code."""
     cli = _cli()
     if cli:
         interrupts.defer()
+        sys.excepthook = _fault
     ws = Path(ctx["_output_dir"]) / ctx["op_name"]
+    _BAKE.update(ws=ws, made=bool(cli) and not any(ws.iterdir()))  # empty: cookiecutter made it for this bake
     try:
         op = spec.build(ctx)
-        overwrite.prepare(ws, cli.get("overwrite_if_exists", True), cli.get("skip_if_file_exists", False))
+        moved = overwrite.prepare(ws, cli.get("overwrite_if_exists", True), cli.get("skip_if_file_exists", False))
     except InputError as err:
         if cli and not cli["overwrite_if_exists"]:
             overwrite.remove_if_empty(ws)  # cookiecutter made it for this bake, and nothing is in it yet
         _refuse(err)
-    return json.dumps(op, indent=2) + "\n"
+    _BAKE["made"] = _BAKE["made"] or moved is not None
+    (ws / PENDING).write_text(json.dumps(op, indent=2) + "\n")
+    return PENDING
 
 
 JINJA_MARKS = ("{{", "{%", "{#")
@@ -172,6 +224,5 @@ class KbaselineExtension(Extension):
 
     def __init__(self, environment):
         super().__init__(environment)
-        environment.globals["kbaseline_root"] = ROOT
         environment.filters.update(kb_cwd=kb_cwd, kb_check=kb_check, kb_default_op=kb_default_op,
                                    kb_default_name=kb_default_name, kb_op_json=kb_op_json)

@@ -32,8 +32,18 @@ def test_schema_is_a_real_draft_2020_12_schema():
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
+def evidence(ws: Path, tolerance: float = 0.01, ran: bool = True, cases=(("big", "PASS", 0.0031),)) -> None:
+    """What a GPU run leaves in a workspace: op.json's tolerance and results/results.json."""
+    (ws / "results").mkdir(parents=True, exist_ok=True)
+    (ws / "op.json").write_text(json.dumps({"tolerance": tolerance}))
+    (ws / "results" / "results.json").write_text(json.dumps(
+        {"ran": ran, "device": "NVIDIA H200" if ran else None, "not_run_reason": None if ran else "no NVIDIA GPU",
+         "cases": [{"name": n, "status": s, "rel_err": e} for n, s, e in cases]}))
+
+
 def test_seed_create_and_update_commands(tmp_path, cli):
     ws = str(tmp_path / "kernel_opt_demo")
+    evidence(tmp_path / "kernel_opt_demo")
     assert cli("create", "--workspace", ws, "--version", "v0").returncode == 0
     done = cli("update", "--workspace", ws, "--version", "v0",
                "--set", "performance.latency_us=384.2",
@@ -146,7 +156,7 @@ def test_version_field_must_be_the_file_name(tmp_path, cli):
     assert (tmp_path / "memory" / "v0.json").read_bytes() == before
 
 
-@pytest.mark.parametrize("version", ["v2\n", "v2 ", "v", "v-1", "../v2", "V2"])
+@pytest.mark.parametrize("version", ["v2\n", "v2 ", "v", "v-1", "../v2", "V2", "v01", "v00"])
 def test_version_is_matched_whole(tmp_path, cli, version):
     done = cli("create", "--workspace", str(tmp_path), "--version", version)
     assert done.returncode == 2 and "is not v<N>" in done.stderr, done.stderr
@@ -214,3 +224,84 @@ def test_records_are_fsynced_before_the_rename_and_the_folder_after(tmp_path, mo
     mm.create(tmp_path, "v0")
     size = (tmp_path / "memory" / "v0.json").stat().st_size
     assert events == [f"fsync file {size}", "replace v0.json", "fsync dir"]
+
+
+def test_concurrent_appends_all_land(tmp_path, cli, tools_ws):
+    """Twelve `update --append` at once: each read-modify-write holds the memory folder's lock, so none is lost."""
+    mm.create(tmp_path, "v0")
+    procs = [subprocess.Popen([sys.executable, str(tools_ws / "tools" / "memory_manager.py"), "update", "--workspace",
+                               str(tmp_path), "--version", "v0", "--append",
+                               f'references={{"path": "ref{i}.md", "source_type": "gpu-wiki"}}'],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(12)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    paths = sorted(r["path"] for r in mm.read(tmp_path, "v0")["references"])
+    assert paths == sorted(f"ref{i}.md" for i in range(12))
+    assert sorted(p.name for p in (tmp_path / "memory").iterdir()) == ["v0.json"]  # no lock file left to commit
+
+
+@pytest.mark.parametrize("setup, sets, says", [
+    # the issue's commands on a NOT RUN workspace (a CPU machine): no GPU results
+    (dict(ran=False), ["correctness.rel_err=0.0001", "correctness.status=PASS"], "results.json says not run"),
+    (None, ["correctness.rel_err=0.0001", "correctness.status=PASS"], "results/results.json from a GPU run, and there is none"),
+    # op.json's tolerance, which the record's own cannot change
+    ({}, ["correctness.rel_err=0.5", "correctness.status=PASS"], "rel_err 0.5 is not below op.json's tolerance 0.01"),
+    ({}, ["correctness.tolerance=1e9", "correctness.rel_err=5", "correctness.status=PASS"],
+     "correctness.tolerance: 1e+09 is not op.json's 0.01"),
+    (dict(cases=()), ["correctness.rel_err=0.001", "correctness.status=PASS"], "0 of 0 cases passed"),
+    ({}, ["correctness.rel_err=0.001", "correctness.status=PASS", "correctness.cases_total=0",
+          "correctness.cases_passed=0"], "cases_total is 0"),
+    (dict(cases=(("a", "PASS", 0.001), ("b", "FAIL", 0.3))), ["correctness.rel_err=0.001", "correctness.status=PASS"],
+     "1 of 2 cases passed"),
+    (dict(cases=(("a", "PASS", 0.02),)), ["correctness.rel_err=0.001", "correctness.status=PASS"],
+     "not below op.json's tolerance 0.01"),
+])
+def test_pass_needs_the_workspaces_own_gpu_evidence(tmp_path, cli, setup, sets, says):
+    """correctness.status=PASS / quality_gate.result=PASS stand on results/results.json from a GPU run, every case
+    passed, rel_err below op.json's tolerance; refused in one line, nothing written, where that is missing."""
+    if setup is not None:
+        evidence(tmp_path, **setup)
+    mm.create(tmp_path, "v0")
+    path = tmp_path / "memory" / "v0.json"
+    before = path.read_bytes()
+    done = cli("update", "--workspace", str(tmp_path), "--version", "v0", *[x for s in sets for x in ("--set", s)])
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p: p.symlink_to("/dev/zero"), "is a character device (a symlink to /dev/zero), not a regular file"),
+    (lambda p: p.mkdir(), "is a directory, not a regular file"),
+    (lambda p: p.write_text('{"version": "v1", "masked": fa'), "is not valid JSON (Expecting value at line 1"),
+])
+def test_every_read_is_bounded_and_a_bad_record_named(tmp_path, tools_ws, make, says):
+    """A record that is a symlink to /dev/zero is refused by what it is, before a byte is read (it used to be read
+    until the OOM killer stopped it); `list` keeps serving the good records and exits 1."""
+    mm.create(tmp_path, "v0")
+    make(tmp_path / "memory" / "v1.json")
+    done = subprocess.run([sys.executable, "-c", "import resource, runpy, sys; "
+                           "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+                           f"sys.argv = ['memory_manager.py', 'list', '--workspace', {str(tmp_path)!r}]; "
+                           f"sys.path.insert(0, {str(tools_ws / 'tools')!r}); "
+                           f"runpy.run_path({str(tools_ws / 'tools' / 'memory_manager.py')!r}, run_name='__main__')"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout.startswith("v0  active"), done.stdout + done.stderr
+    assert says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_list_of_a_missing_workspace_and_a_full_disk_are_one_line(tmp_path, cli, monkeypatch, capsys):
+    done = cli("list", "--workspace", str(tmp_path / "nonexistent"))
+    assert done.returncode == 2 and done.stderr.startswith("memory_manager: error: --workspace") \
+        and "no such folder" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    mm.create(tmp_path, "v0")
+    before = (tmp_path / "memory" / "v0.json").read_bytes()
+
+    def full(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(mm.os, "fsync", full)
+    assert mm.main(["update", "--workspace", str(tmp_path), "--version", "v0", "--set", "performance.latency_us=5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memory_manager: error: cannot write") and "(No space left on device)" in err \
+        and len(err.splitlines()) == 1, err
+    assert (tmp_path / "memory" / "v0.json").read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "memory").iterdir()) == ["v0.json"]

@@ -49,6 +49,38 @@ def test_history_tells_work_from_a_scaffold(scaffold_only, tmp_path):
     assert overwrite.history(other) == ["not a kbaseline workspace, so its work cannot be told from a scaffold"]
 
 
+def test_what_git_keeps_is_history_and_a_replaced_scaffold_is_moved_aside_whole(scaffold_only, capsys):
+    """Stashes, other branches, a commit amended into the scaffold and ignored files are work; a scaffold that -f
+    replaces is moved aside whole (.git included) to <name>.old-<timestamp>, never deleted."""
+    from tools import overwrite
+
+    ws = scaffold_only
+    (ws / ".gitignore").write_text("build/\n*.tmp\n__pycache__/\n")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-q", "--amend", "--no-edit")
+    assert overwrite.history(ws) == ["1 commit(s) only in the reflog (amended or reset)"]
+    git(ws, "reflog", "expire", "--expire=all", "--all")
+    git(ws, "prune")
+    assert overwrite.history(ws) == []
+    (ws / "build").mkdir()
+    (ws / "build" / "prof.ncu-rep").write_text("profile\n")
+    (ws / "__pycache__").mkdir()
+    (ws / "__pycache__" / "x.pyc").write_text("")
+    assert overwrite.history(ws) == ["git-ignored files (build/prof.ncu-rep)"]
+    (ws / "build" / "prof.ncu-rep").unlink()
+    git(ws, "branch", "experiment")
+    assert overwrite.history(ws) == ["other refs (experiment)"]
+    git(ws, "branch", "-D", "experiment")
+    (ws / "kernel.py").write_text("# stashed edit\n")
+    git(ws, "stash", "-q")
+    assert overwrite.history(ws)[0] == "1 stash(es)"
+    git(ws, "stash", "drop", "-q")
+    old = overwrite.prepare(ws, overwrite=True, skip=False)
+    assert ws.is_dir() and not any(ws.iterdir())
+    assert old.name.startswith("ws.old-") and (old / ".git").is_dir() and (old / "kernel.py").is_file()
+    assert f"the old folder is kept whole at {old}" in capsys.readouterr().out
+
+
 def test_overwrite_refuses_a_workspace_with_history_and_replaces_a_scaffold(tmp_path):
     """-f onto an edited workspace is refused in one line and nothing changes; -s is refused; -f onto a workspace
     that is only its scaffold replaces it whole (no file of the old bake survives)."""
@@ -114,3 +146,51 @@ def test_scaffold_commit_does_not_need_a_signing_key(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     sha, refused = run_baseline.git_commit(ws, "V0: baseline kernel")
     assert sha is None and "failed" in refused
+
+
+@pytest.fixture
+def baked(tmp_path):
+    """A Hopper workspace through the bake step itself (arranged by tools/scaffold.py, then its own --bake)."""
+    from tools import scaffold, spec
+
+    ws = scaffold.workspace(tmp_path / "ws", spec.context(op_name="ws", run_baseline="no"))
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws, capture_output=True, text=True,
+                          timeout=300, env=user_env())
+    assert done.returncode == 0 and "kbaseline: workspace ws ready" in done.stdout, done.stdout + done.stderr
+    return ws
+
+
+def test_regenerated_documents_keep_uncommitted_edits(baked):
+    """`python tools/run_baseline.py` (here with --not-run) regenerates the plan and the report: edits no commit holds
+    are kept beside them and said so; a document only a tool wrote is replaced without a copy."""
+    ws = baked
+    plan, report = ws / "plans" / "v0_plan.md", ws / "baseline_report.md"
+    plan.write_text(plan.read_text() + "\nmy plan notes\n")
+    report.write_text("my report draft\n")
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--not-run", "no GPU here"], cwd=ws,
+                          capture_output=True, text=True, timeout=300, env=user_env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    kept = {p.name.split(".")[0]: p for p in ws.rglob("*.orig")}
+    assert sorted(kept) == ["baseline_report", "v0_plan"], kept
+    assert kept["v0_plan"].read_text().endswith("my plan notes\n") and kept["baseline_report"].read_text() == "my report draft\n"
+    assert "my plan notes" not in plan.read_text() and "no GPU here" in report.read_text()
+    assert done.stdout.count("had edits of yours that no commit holds") == 2, done.stdout
+    again = subprocess.run([sys.executable, "tools/run_baseline.py", "--not-run", "still none"], cwd=ws,
+                           capture_output=True, text=True, timeout=300, env=user_env())
+    assert "had edits" not in again.stdout and len(list(ws.rglob("*.orig"))) == 2
+
+
+def test_bake_inside_a_baked_workspace_is_refused(baked):
+    """`run_baseline.py --bake` (in its --help) in a workspace that has its scaffold commit: one line, exit 2, and the
+    README edit, the kernel edit and the untracked file are as they were, with no second scaffold commit."""
+    ws = baked
+    (ws / "README.md").write_text("my readme\n")
+    (ws / "kernel.py").write_text((ws / "kernel.py").read_text() + "# my edit\n")
+    (ws / "notes.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts}
+    done = subprocess.run([sys.executable, "tools/run_baseline.py", "--bake"], cwd=ws, capture_output=True, text=True,
+                          timeout=300, env=user_env())
+    lines = (done.stdout + done.stderr).splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("run_baseline: error: --bake"), lines
+    assert {p: p.read_bytes() for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts} == before
+    assert len(git(ws, "log", "--format=%s").splitlines()) == 1

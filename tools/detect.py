@@ -8,9 +8,8 @@ machine does not wait for torch to learn there is no GPU.
 from __future__ import annotations
 
 import functools
-import importlib.util
 
-from tools.registry import WORKSPACE_TEMPLATE
+from tools.registry import workspace_tool
 
 FALLBACK = "H200"
 
@@ -18,11 +17,7 @@ FALLBACK = "H200"
 @functools.cache
 def detected() -> dict:
     """{'name', 'raw', 'vendor'} of this machine's GPU (all None when there is none)."""
-    path = WORKSPACE_TEMPLATE / "tools" / "gpu_detect.py"
-    spec = importlib.util.spec_from_file_location("kbaseline_gpu_detect", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.detect()
+    return workspace_tool("gpu_detect").detect()
 
 
 def resolve(value: str) -> str:

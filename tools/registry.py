@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -21,6 +22,16 @@ from tools.catalog import GPUS, InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKSPACE_TEMPLATE = ROOT / "{{cookiecutter.op_name}}"
+
+
+@functools.cache
+def workspace_tool(name: str):
+    """A workspace tool (`{{cookiecutter.op_name}}/tools/<name>.py`) the template side uses too, loaded by path once:
+    the one copy of it lives in the workspace template (gpu_detect for gpu=auto, files for what a path is)."""
+    spec = importlib.util.spec_from_file_location(f"kbaseline_{name}", WORKSPACE_TEMPLATE / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @functools.cache

@@ -60,10 +60,11 @@ def arrange(ws: Path, op: dict) -> None:
     if op["reference"]["source"] == "user":
         shutil.copy2(op["reference"]["original"], ws / op["reference"]["file"])
         folder = Path(op["reference"]["original"]).parent
-        for name in op["reference"].get("siblings", []):  # what the logic file imports from its own folder
+        for name in op["reference"].get("siblings", []):  # what the logic file imports or reads from its own folder
             if (folder / name).is_dir():
-                shutil.copytree(folder / name, ws / name, ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(folder / name, ws / name, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
             else:
+                (ws / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(folder / name, ws / name)
     (ws / ".gitignore").write_text(GITIGNORE)
     (ws / "results").mkdir(exist_ok=True)

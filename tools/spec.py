@@ -20,7 +20,7 @@ from tools.validate import LOWERED, check, default_op_name, validate
 def _reference(resolved: dict, pattern) -> dict:
     logic = resolved["pytorch_logic"]
     if logic:
-        beside = f" with the modules it imports from its folder ({', '.join(logic['siblings'])})" if logic["siblings"] else ""
+        beside = f" with the modules and files it uses from its folder ({', '.join(logic['siblings'])})" if logic["siblings"] else ""
         mapping = "by name" if resolved["op"] == LOWERED else logic["mapping"]
         kernel = (f" The kernel computes it too: traced and lowered into the {resolved['pattern_name']} cell "
                   "(lowered.py)." if resolved["op"] == LOWERED else

@@ -22,6 +22,7 @@ from pathlib import Path
 from tools import detect, lower, registry, shapes
 from tools.catalog import GPUS, InputError
 
+MAX_LOGIC_BYTES = 4 << 20  # the user's .py file and its siblings are read whole to parse them
 MAX_OP_NAME = 64  # it names a folder, a git repository and every record; 255 bytes is the filesystem's own limit
 RUN_BASELINE = ("auto", "yes", "no")
 AUTO = "auto"  # pattern=auto: the pattern of the traced function
@@ -113,7 +114,28 @@ def sibling_modules(path: str, tree: ast.AST) -> list[str]:
     if taken:
         raise InputError(f"pytorch_logic: '{path}' imports {', '.join(taken)} from its own folder, which would clash "
                          f"with the workspace's own {', '.join(taken)}; rename that module (or inline it)")
-    return [found[n].name for n in sorted(found)]
+    return [found[n].name for n in sorted(found)] + data_files(path, [tree, *(_parse(str(m)) for m in found.values()
+                                                                              if m.is_file())])
+
+
+def data_files(path: str, trees: list[ast.AST]) -> list[str]:
+    """Files of the logic file's own folder that its code names in a string (`open(HERE / "table.json")`,
+    `torch.load("w.pt")`): relative paths to regular files there, which the workspace must get beside user_logic.py
+    too, or `import reference` would fail there."""
+    folder, names = Path(path).parent.resolve(), set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if not text or "\0" in text or len(text) > 255 or os.path.isabs(text) or text.endswith(".py"):
+                continue
+            target = (folder / text).resolve()
+            if target.is_relative_to(folder) and target != folder and target.is_file():
+                names.add(target.relative_to(folder).as_posix())
+    taken = sorted(n for n in names if n.split("/")[0].split(".")[0] in registry.workspace_names() | {"op", "README"})
+    if taken:
+        raise InputError(f"pytorch_logic: '{path}' reads {', '.join(taken)} from its own folder, which would clash with "
+                         "the workspace's own files; rename it")
+    return sorted(names)
 
 
 def check_logic_file(spec: str) -> dict | None:
@@ -124,18 +146,35 @@ def check_logic_file(spec: str) -> dict | None:
     path, func = parse_logic_spec(spec.strip())
     if not path.endswith(".py"):
         raise InputError(f"pytorch_logic: '{path}' is not a .py file; give 'path/to/file.py' or 'path/to/file.py:function'")
-    if not os.path.isfile(path):
+    try:
+        found = what_is(path)
+    except InputError as err:
+        raise InputError(f"pytorch_logic: {err}; give an existing .py file") from None
+    if found is None:
         raise InputError(f"pytorch_logic: file '{path}' does not exist; give an existing .py path (relative to where "
                          "you run cookiecutter)")
+    if not found.startswith("a regular file"):
+        raise InputError(f"pytorch_logic: '{path}' is {found}, not a file; give the .py file itself"
+                         + (" (inside that folder)" if found.startswith("a directory") else ""))
+    if os.path.getsize(path) > MAX_LOGIC_BYTES:
+        raise InputError(f"pytorch_logic: '{path}' is {os.path.getsize(path)} bytes, above {MAX_LOGIC_BYTES}; give the "
+                         "file that defines your function")
     tree = _parse(path)
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    lambdas = sorted(t.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+                     for t in n.targets if isinstance(t, ast.Name))
     if func is None:
         public = _public(functions)
         if len(public) != 1:
-            raise InputError(f"pytorch_logic: '{path}' defines {len(public)} public functions ({', '.join(public) or 'none'}); "
-                             "name one as 'file.py:function'")
+            also = f"; {', '.join(lambdas)} {'is a lambda' if len(lambdas) == 1 else 'are lambdas'}: write it as `def`" \
+                if lambdas and not public else ""
+            raise InputError(f"pytorch_logic: '{path}' defines {len(public)} public functions ({', '.join(public) or 'none'})"
+                             f"{also}; name one as 'file.py:function'")
         func = public[0]
     if func not in functions:
+        if func in lambdas:
+            raise InputError(f"pytorch_logic: '{func}' in '{path}' is a lambda; write it as `def {func}(...):` with a "
+                             "return (a function with a name and lines is what is traced and cited)")
         raise InputError(f"pytorch_logic: '{path}' defines no top-level function '{func}'; check the name after ':'")
     args = functions[func].args
     params = [a.arg for a in args.posonlyargs + args.args]
@@ -289,11 +328,31 @@ def _shapes(ctx: dict, got: dict) -> str:
     return ctx["shapes"].strip()
 
 
+def what_is(path: str) -> str | None:
+    """What is at `path` in words ('a directory', 'a character device (a symlink to /dev/zero)', ...); None when
+    nothing is there. A path the system cannot even look up is refused (InputError's text, without the key)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise InputError(f"'{path}' cannot be looked up ({err.strerror})") from None
+    link = f" (a symlink to {os.path.realpath(path)})" if os.path.islink(path) else ""
+    return registry.workspace_tool("files").kind(info.st_mode) + link
+
+
 def _gpu_wiki(ctx: dict, got: dict) -> str:
+    fine = "a path that does not exist is fine: the plan then says the wiki is absent"
     if not ctx["gpu_wiki"].strip():
-        raise InputError("gpu_wiki: empty; give the gpu-wiki's path (default /tmp/gpu-wiki; a path that does not "
-                         "exist is fine: the plan then says the wiki is absent)")
-    return _abspath(ctx, ctx["gpu_wiki"].strip())
+        raise InputError(f"gpu_wiki: empty; give the gpu-wiki's path (default /tmp/gpu-wiki; {fine})")
+    path = _abspath(ctx, ctx["gpu_wiki"].strip())
+    try:
+        found = what_is(path)
+    except InputError as err:
+        raise InputError(f"gpu_wiki: {err}; give the gpu-wiki's folder ({fine})") from None
+    if found not in (None, "a directory") and not found.startswith("a directory "):
+        raise InputError(f"gpu_wiki: '{path}' is {found}, not a folder; give the gpu-wiki's folder ({fine})")
+    return path
 
 
 def _run_baseline(ctx: dict, got: dict) -> str:

@@ -328,10 +328,23 @@ def compile_only_check(out_dir: Path) -> int:
     return EXIT_OK if ok else EXIT_FAIL
 
 
+def seconds(parser: argparse.ArgumentParser, what: str, text: str) -> float:
+    """A time limit: a positive, finite number of seconds; anything else ends the run here in one line, before any
+    case runs or results/ is touched (0, nan, inf or a negative would mean no limit at all)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        parser.exit(2, f"test_kernel.py: error: {what} {text!r} is not a positive number of seconds; give one, e.g. "
+                       f"{'--timeout 900' if what.startswith('--') else 'TEST_TIMEOUT_SEC=60'}\n")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile-only", action="store_true", help="compile for the target with no GPU; check ISA markers")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="whole-run budget in seconds")
+    parser.add_argument("--timeout", default=None, metavar="S", help="whole-run budget in seconds (positive)")
     parser.add_argument("--case", action="append", default=None,
                         help="run only this case (repeatable); a name op.json lacks is refused before anything runs")
     parser.add_argument("--no-timing", action="store_true", help="correctness only")
@@ -346,8 +359,9 @@ def main(argv=None) -> int:
     if args.compile_only:
         return compile_only_check(HERE / "build")
 
-    deadline = time.monotonic() + args.timeout if args.timeout else None
-    case_timeout = float(os.environ.get("TEST_TIMEOUT_SEC", "30"))
+    whole = seconds(parser, "--timeout", args.timeout) if args.timeout is not None else None
+    deadline = time.monotonic() + whole if whole else None
+    case_timeout = seconds(parser, "TEST_TIMEOUT_SEC", os.environ.get("TEST_TIMEOUT_SEC", "30"))
     cases = [c for c in OP["cases"] if not args.case or c["name"] in args.case]
     payload = {
         "op": OP["op"], "pattern": OP["pattern"], "gpu": OP["gpu"], "dtype": OP["dtype"],

@@ -3,7 +3,7 @@
     trace -> IR -> lowered.py
 
 - ``lower(path, function)`` traces the function in a child process (tools/lower/capture.py: it runs the user's
-  code, so it gets a timeout and its own process) and returns ``{"ok": True, "ir": program}``, or ``{"ok": False,
+  code, so it gets a timeout and its own process group, killed whole at the end) and returns ``{"ok": True, "ir": program}``, or ``{"ok": False,
   "stage": ..., "error": one line}``. The result is cached per file version, since the inputs are checked twice
   (while prompting, then for op.json).
 - ``op_spec(program)`` is the lowered op's entry in op.json, in the same form as a built-in op's (tools/patterns/):
@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from tools.lower import ir
@@ -61,21 +63,49 @@ def _run_child(path: str, function: str, timeout: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
            "CUDA_VISIBLE_DEVICES": os.environ.get("KBASELINE_TRACE_CUDA", "")}  # the trace needs no GPU
     name = Path(path).name
-    try:
-        done = subprocess.run([sys.executable, "-m", "tools.lower.capture", request], capture_output=True, text=True,
-                              timeout=timeout, cwd=Path(path).parent, env=env, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    code, stdout, stderr = _run_group([sys.executable, "-m", "tools.lower.capture", request], Path(path).parent, env,
+                                      timeout)
+    if code is None:
         return {"ok": False, "stage": "import", "error": f"tracing {function} in {name} did not finish in {timeout:g} s "
                                                           "(does importing the file or calling the function hang?); "
                                                           "fix it, or raise KBASELINE_TRACE_TIMEOUT"}
-    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
     try:
-        result = json.loads(last)
+        return json.loads(last)
     except json.JSONDecodeError:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"ok": False, "stage": "import", "error": f"tracing {function} in {name} ended with exit code "
-                                                          f"{done.returncode} and no result ({tail[:300]})"}
-    return result
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else
+               f"ended with exit code {code} before giving a result"
+               + (": the file or the function ends the process itself (os._exit?); remove that" if code == 0 else ""))
+        return {"ok": False, "stage": "import", "error": f"tracing {function} in {name} {how} ({tail[:300]})"}
+
+
+OUTPUT_TAIL = 1 << 20  # what is read back of the child's output: its result is the last line
+
+
+def _run_group(argv: list[str], cwd: Path, env: dict, timeout: float) -> tuple[int | None, str, str]:
+    """Run the user's code in its own process group (session), with its output in temp files, not pipes: the wait is
+    for the child itself, so a grandchild that keeps the output open cannot stretch it. At the end, or at the timeout,
+    the whole group is killed, so nothing it started outlives the bake. (returncode or None at timeout, out, err)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                                 start_new_session=True)
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+
+        def tail(f) -> str:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - OUTPUT_TAIL))
+            return f.read().decode(errors="replace")
+
+        return code, tail(out), tail(err)
 
 
 GEMM_ELEMENTS = {"a": "M*K", "b": "N*K", "row": "M*N", "vector": "N", "per_row": "M"}  # each kind's elements

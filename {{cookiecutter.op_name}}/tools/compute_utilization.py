@@ -36,6 +36,7 @@ import re
 import sys
 from pathlib import Path
 
+import files
 import wiki_route
 
 SPECS_PATH = Path(__file__).resolve().parent.parent / "reference" / "gpu_specs.json"
@@ -169,7 +170,7 @@ def cited_specs(gpu: str) -> dict:
 
 def load_specs(path: Path | None = None) -> dict:
     """gpu_specs.json: `path`, or this workspace's reference/gpu_specs.json."""
-    return json.loads((path or SPECS_PATH).read_text())
+    return files.load_json(path or SPECS_PATH)
 
 
 def _did_you_mean(text: str, known) -> str:

@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 import compute_utilization
+import files
 
 WS = Path(__file__).resolve().parent.parent
 NOT_RUN = "not run"
@@ -191,7 +192,7 @@ def isa_file(ws: Path) -> Path | None:
     build = ws / "build"
     record = ws / "results" / "compile_only.json"
     if record.is_file():
-        named = build / json.loads(record.read_text()).get("isa_file", "")
+        named = build / files.load_json(record).get("isa_file", "")
         if named.is_file():
             return named
     found = [f for f in build.glob("kernel_*") if f.suffix in (".ptx", ".s", ".amdgcn", ".sass")]
@@ -199,7 +200,7 @@ def isa_file(ws: Path) -> Path | None:
 
 
 def _nvidia(path: Path, target: str) -> dict:
-    text = path.read_text()
+    text = files.read_text(path)
     if path.suffix == ".sass":
         return sass_metrics(text)
     metrics = ptx_metrics(text)
@@ -229,7 +230,7 @@ def _nvidia(path: Path, target: str) -> dict:
 
 
 # ISA family (op.json framework_info.isa.family, from the DSL's module) -> reader of one compiled file
-READERS = {"ptx": _nvidia, "amdgpu": lambda path, target: amdgpu_metrics(path.read_text())}
+READERS = {"ptx": _nvidia, "amdgpu": lambda path, target: amdgpu_metrics(files.read_text(path))}
 
 
 def read_workspace(ws: Path, op: dict) -> dict | None:
@@ -434,13 +435,14 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = p.parse_args(argv)
     ws = args.workspace.resolve()
-    op = json.loads((ws / "op.json").read_text())
-    specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
-    metrics = read_workspace(ws, op)
-    util_path = ws / "results" / "utilization.json"
-    results_path = ws / "results" / "results.json"
-    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
-    util = json.loads(util_path.read_text()) if util_path.is_file() and results.get("ran") else {}
+    try:
+        op = files.load_json(ws / "op.json")
+        specs = compute_utilization.load_specs(ws / "reference" / "gpu_specs.json")
+        metrics = read_workspace(ws, op)
+        results = files.load_json_if_file(ws / "results" / "results.json") or {}
+        util = (files.load_json_if_file(ws / "results" / "utilization.json") or {}) if results.get("ran") else {}
+    except files.FileProblem as err:
+        return files.refuse("isa_metrics", f"{err} (--workspace is the folder holding op.json)")
     perf = max(util.values(), key=lambda u: u["bytes"]) if util else None
     not_run = None if results.get("ran") else results.get("not_run_reason", "no results/results.json")
     rows = progress(op, specs, metrics, perf, not_run)

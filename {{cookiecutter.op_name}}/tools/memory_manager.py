@@ -12,17 +12,25 @@
 Every write is checked against reference/v_iteration.schema.json (jsonschema, draft 2020-12), then
 against the rules a schema cannot state (check()), and lands atomically and durably: a temp file
 (mode 0644 less the umask, like any new file), fsynced, renamed over the record, then the folder
-fsynced. A bad --set or --append changes nothing. --set takes a dotted path that the schema defines,
+fsynced. Every read-modify-write (create, update, mask) holds an exclusive lock on the memory folder
+(fcntl.flock on its own descriptor, so no lock file is left to commit), so concurrent updates each
+land: none overwrites another's append. A bad --set or --append changes nothing, and neither does a
+write the disk refuses (full, read-only): one line says so. Every read is bounded (tools/files.py):
+a record that is a directory, a device (a symlink to /dev/zero) or larger than the cap is broken. --set takes a dotted path that the schema defines,
 and converts the text to the schema's type (number, integer, boolean, null or string). Records with
 "masked": true are skipped by read and by `read` without --version.
 
 A record cannot claim more than was measured. The schema says it where JSON Schema can (its allOf
 if/then rules): correctness.status PASS needs a measured correctness.rel_err and no failed_cases;
 quality_gate.result PASS needs correctness PASS and a measured performance.latency_us. check() adds
-what needs two fields compared: rel_err below the tolerance, every case passed, and the record's
-version equal to its file name (memory/v0.json says "version": "v0"; --set version=v7 there is refused).
+what needs two fields compared: rel_err below the tolerance, every case passed (and more than none),
+and the record's version equal to its file name (memory/v0.json says "version": "v0"; --set
+version=v7 there is refused). And a write that claims PASS needs the workspace's own evidence
+(evidence()): results/results.json from a GPU run, with cases that all passed, its rel_err and the
+record's below op.json's tolerance, which no --set changes (correctness.tolerance can only be op.json's).
+The seed's `update --set ... correctness.status=PASS` works verbatim where that evidence exists.
 
-Versions are v<N>, matched whole (fullmatch: 'v2\\n' is refused, not made into a file name). A record
+Versions are v<N> (no leading zeros: v01 would name v1 twice), matched whole (fullmatch: 'v2\\n' is refused, not made into a file name). A record
 that cannot be read back (truncated, hand-broken, failing the schema) is broken: `read --version` and
 `update` of it are refused with one line naming the file; `list` and `read` report it in one line on
 stderr, keep serving the good records, and exit 1 (as ls does for an entry it cannot read).
@@ -32,7 +40,9 @@ Exit codes: 0 done, 1 done but a broken record was reported, 2 refused (nothing 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import fcntl
 import json
 import os
 import re
@@ -41,10 +51,12 @@ import sys
 from pathlib import Path
 
 import jsonschema
+from files import FileProblem, load_json, load_json_if_file, refuse
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reference" / "v_iteration.schema.json"
 ARRAY_FIELDS = ("isa_metric_progress", "search_log", "pitfalls_and_fixes", "references")
-VERSION = re.compile(r"v[0-9]+")  # always .fullmatch(): re's `$` also matches before a trailing newline
+GATED = ("correctness", "quality_gate")  # a write that sets these and claims PASS needs the workspace's evidence
+VERSION = re.compile(r"v(0|[1-9][0-9]*)")  # always .fullmatch(): re's `$` also matches before a trailing newline
 
 
 class MemoryRecordError(ValueError):
@@ -56,7 +68,7 @@ class BrokenRecordError(MemoryRecordError):
 
 
 def _schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    return load_json(SCHEMA_PATH)
 
 
 def _now() -> str:
@@ -65,7 +77,8 @@ def _now() -> str:
 
 def path_of(workspace: str | os.PathLike, version: str) -> Path:
     if not VERSION.fullmatch(version):
-        raise MemoryRecordError(f"version {version!r} is not v<N> (e.g. v0)")
+        raise MemoryRecordError(f"version {version!r} is not v<N> with N written without leading zeros (e.g. v0, "
+                                "v12)")
     return Path(workspace) / "memory" / f"{version}.json"
 
 
@@ -111,6 +124,65 @@ def check(record: dict, path: Path) -> None:
         if c.get("cases_total") is not None and c.get("cases_passed") != c["cases_total"]:
             raise MemoryRecordError(f"correctness: status PASS but {c.get('cases_passed')} of {c['cases_total']} cases "
                                     f"passed; record FAIL, or the counts the tests measured")
+        if c.get("cases_total") == 0:
+            raise MemoryRecordError("correctness: status PASS but cases_total is 0: nothing was checked; record "
+                                    "NOT_RUN, or the counts the tests measured")
+
+
+def evidence(workspace, record: dict) -> None:
+    """A PASS claimed in a write stands on the workspace's own results/results.json from a GPU run: every case
+    passed, and its rel_err and the record's are below op.json's tolerance (the record's own cannot differ)."""
+    c, gate = record["correctness"], record["quality_gate"]
+    claims = [f for f, v in (("correctness.status", c.get("status")), ("quality_gate.result", gate.get("result")))
+              if v == "PASS"]
+    if not claims:
+        return
+    ws = Path(workspace)
+    need = f"{' and '.join(claims)}=PASS needs this workspace's own evidence"
+    run = "run `python tools/run_baseline.py` on the GPU, or record NOT_RUN/FAIL"
+    try:
+        op, results = load_json_if_file(ws / "op.json"), load_json_if_file(ws / "results" / "results.json")
+    except FileProblem as err:
+        raise MemoryRecordError(f"{need}, and it cannot be read: {err}") from None
+    if not isinstance(results, dict):
+        raise MemoryRecordError(f"{need}: results/results.json from a GPU run, and there is none; {run}")
+    if not isinstance(op, dict) or not isinstance(op.get("tolerance"), (int, float)):
+        raise MemoryRecordError(f"{need}: {ws / 'op.json'} with the op's tolerance, which is not there; {run}")
+    tolerance = op["tolerance"]
+    if not results.get("ran"):
+        raise MemoryRecordError(f"{need}, but results/results.json says not run ({results.get('not_run_reason')}); {run}")
+    cases = [r for r in results.get("cases") or [] if isinstance(r, dict)]
+    passed = [r for r in cases if r.get("status") == "PASS"]
+    if not cases or len(passed) != len(cases):
+        raise MemoryRecordError(f"{need}, but results/results.json has {len(passed)} of {len(cases)} cases passed; "
+                                "record FAIL, or fix the kernel and run again")
+    measured = [r.get("rel_err") for r in cases]
+    if any(not isinstance(e, (int, float)) or not e < tolerance for e in measured):
+        raise MemoryRecordError(f"{need}, but results/results.json has a rel_err not below op.json's tolerance "
+                                f"{tolerance:g}; record FAIL")
+    if c.get("tolerance") is not None and c["tolerance"] != tolerance:
+        raise MemoryRecordError(f"correctness.tolerance: {c['tolerance']:g} is not op.json's {tolerance:g}; the "
+                                "tolerance is the op's, and no --set changes it (drop that --set)")
+    if not (isinstance(c.get("rel_err"), (int, float)) and c["rel_err"] < tolerance):
+        raise MemoryRecordError(f"correctness: status PASS but rel_err {c.get('rel_err')} is not below op.json's "
+                                f"tolerance {tolerance:g}; record FAIL, or the rel_err the tests measured")
+
+
+@contextlib.contextmanager
+def locked(workspace):
+    """An exclusive lock on the workspace's memory folder for one read-modify-write (flock on the folder itself)."""
+    folder = Path(workspace) / "memory"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as err:
+        raise MemoryRecordError(f"cannot use {folder} ({err.strerror}); check the --workspace path and its "
+                                "permissions") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -124,31 +196,35 @@ def _fsync_dir(folder: Path) -> None:
 def _write(path: Path, record: dict) -> None:
     """Check, then write durably: temp file (0644 less the umask), fsync, rename over the record, fsync the folder."""
     check(record, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(record, indent=2) + "\n").encode()
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the umask applies, as to any new file
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the umask applies, as to any new file
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+    except OSError as err:
+        raise MemoryRecordError(f"cannot write {path} ({err.strerror}); it is unchanged: free space or fix the "
+                                "folder's permissions, then run it again") from None
 
 
 def _load(path: Path) -> dict:
     """A record read back and checked like a write; anything else is a BrokenRecordError naming the file."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise MemoryRecordError(f"{path} does not exist; run `create` first")
     fix = f"fix it, or start it over with `create --version {path.stem} --force`"
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BrokenRecordError(f"{path} is broken: not readable JSON ({err}); {fix}") from None
+        record = load_json(path)
+    except FileProblem as err:
+        raise BrokenRecordError(f"{path} is broken: {err}; {fix}") from None
     if not isinstance(record, dict):
         raise BrokenRecordError(f"{path} is broken: a JSON {type(record).__name__}, not a record object; {fix}")
     try:
@@ -209,16 +285,27 @@ def _assign(record: dict, dotted: str, value) -> None:
 
 def create(workspace, version: str, force: bool = False) -> Path:
     path = path_of(workspace, version)
-    if path.exists() and not force:
-        raise MemoryRecordError(f"{path} exists; use --force to start it over")
-    _write(path, blank(version))
+    with locked(workspace):
+        if path.exists() and not force:
+            raise MemoryRecordError(f"{path} exists; use --force to start it over")
+        _write(path, blank(version))
     return path
 
 
 def update(workspace, version: str, sets: list[str] = (), appends: list[str] = (), values: dict | None = None) -> dict:
-    """Apply 'a.b=value' sets, 'array={json}' appends and already-typed values; validate; write atomically."""
+    """Apply 'a.b=value' sets, 'array={json}' appends and already-typed values; validate; write atomically, under
+    the folder's lock (read, change, write: a concurrent update waits, then reads this one's result)."""
     path = path_of(workspace, version)
-    record = _load(path)
+    with locked(workspace):
+        record = _change(_load(path), sets, appends, values)
+        if any(f.partition("=")[0].strip().startswith(GATED) for f in [*sets, *(values or {})]):
+            check(record, path)  # the record's own rules first, then what it rests on
+            evidence(workspace, record)
+        _write(path, record)
+    return record
+
+
+def _change(record: dict, sets, appends, values) -> dict:
     for item in sets:
         dotted, sep, text = item.partition("=")
         if not sep or not dotted.strip():
@@ -237,7 +324,6 @@ def update(workspace, version: str, sets: list[str] = (), appends: list[str] = (
             raise MemoryRecordError(f"--append {field}: value is not JSON ({err.msg})") from None
         record[field].append(entry)
     record["timestamp"] = _now()
-    _write(path, record)
     return record
 
 
@@ -258,6 +344,9 @@ def read(workspace, version: str | None = None, broken: list[str] | None = None)
 
 def list_records(workspace) -> tuple[list[tuple[str, dict]], list[str]]:
     """([(version, record)] in version order, [one line per broken record]): one bad file hides nothing else."""
+    if not Path(workspace).is_dir():
+        raise MemoryRecordError(f"--workspace {workspace}: no such folder; give the workspace's path (the folder "
+                                "holding op.json and memory/)")
     files = sorted((p for p in Path(workspace, "memory").glob("v*.json") if VERSION.fullmatch(p.stem)),
                    key=lambda p: int(p.stem[1:]))
     records, broken = [], []
@@ -306,9 +395,8 @@ def main(argv=None) -> int:
         else:
             set_mask(args.workspace, args.version, args.cmd == "mask")
             print(f"{args.cmd}ed {path_of(args.workspace, args.version)}")
-    except MemoryRecordError as err:
-        print(f"memory_manager: error: {err}", file=sys.stderr)
-        return 2
+    except (MemoryRecordError, FileProblem) as err:
+        return refuse("memory_manager", err)
     for line in broken:
         print(f"memory_manager: warning: {line}", file=sys.stderr)
     return 1 if broken else 0

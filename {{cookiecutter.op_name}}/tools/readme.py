@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import compute_utilization
+import files
 import isa_metrics
 import wiki_route
 
@@ -24,7 +25,7 @@ WS = Path(__file__).resolve().parent.parent
 
 
 def _doc(path: Path) -> str:
-    return ast.get_docstring(ast.parse(path.read_text())) or ""
+    return ast.get_docstring(ast.parse(files.read_text(path))) or ""
 
 
 def design_paragraph(kernel_file: Path) -> str:
@@ -211,15 +212,11 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
 
 
 def write(ws: Path, op: dict) -> Path:
-    path = ws / "README.md"
-    path.write_text(render(ws, op))
-    return path
+    return files.write_doc(ws, "README.md", render(ws, op))
 
 
 def main() -> int:
-    import json
-
-    write(WS, json.loads((WS / "op.json").read_text()))
+    write(WS, files.load_json(WS / "op.json"))
     return 0
 
 

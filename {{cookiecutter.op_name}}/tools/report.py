@@ -11,10 +11,10 @@ report says "NOT RUN" and why, and shows no measured number.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import compute_utilization
+import files
 import isa_metrics
 import wiki_route
 from wiki_route import TIERS
@@ -44,6 +44,11 @@ def _tier_title(tier: str, op: dict) -> str:
     return f"{tier} {TIERS[tier]} ({what[tier]})"
 
 
+def _is(absent: str) -> str:
+    """'absent on this machine' -> 'is absent on this machine'; 'a FIFO, not a folder' -> 'is a FIFO, not a folder'."""
+    return f"is {absent}"
+
+
 def _read_first(route: dict) -> str:
     return ", ".join(f"`{p}`" for p in route["index"])
 
@@ -52,7 +57,7 @@ def wiki_search_log(op: dict, route: dict) -> list[dict]:
     """memory `search_log`: the index read, then one entry per tier naming what it routed (paths or record ids)."""
     if not route["present"]:
         return [{"query": "gpu-wiki index", "where": str(route["wiki"]),
-                 "finding": "absent on this machine: nothing read; peaks from reference/gpu_specs.json"}]
+                 "finding": f"{route['absent']}: nothing read; peaks from reference/gpu_specs.json"}]
     read = "tier tables P0-P4 read" if route["layout"] == "markdown" else "record indexes read directly"
     log = [{"query": "gpu-wiki index", "where": ", ".join(map(str, route["index"])),
             "finding": f"{route['layout']} layout: {read}"}]
@@ -94,7 +99,7 @@ def wiki_status(op: dict, route: dict | None = None) -> tuple[list[str], list[di
     route = route or wiki_route.route(op)
     wiki = route["wiki"]
     if not route["present"]:
-        return ([f"- gpu-wiki: `{wiki}` is absent on this machine, so no wiki path was read. Peaks and bandwidth "
+        return ([f"- gpu-wiki: `{wiki}` {_is(route['absent'])}, so no wiki path was read. Peaks and bandwidth "
                  f"come from the shipped `reference/gpu_specs.json`, whose sources are listed below."], [])
     refs = [{"path": str(p), "source_type": "gpu-wiki", "note": f"{route['layout']} index (Phase 2 entry point)"}
             for p in route["index"]]
@@ -196,10 +201,7 @@ def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None
                   *[f"- **{k.replace('_', ' ')}**: {v}" for k, v in config.items()], ""]
     elif config:
         lines += ["## Kernel configuration (for the headline case)", "", f"{config[0].upper()}{config[1:]}.", ""]
-    path = ws / "plans" / "v0_plan.md"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text("\n".join(lines))
-    return path
+    return files.write_doc(ws, "plans/v0_plan.md", "\n".join(lines))
 
 
 def isa_section(isa: dict | None) -> list[str]:
@@ -338,10 +340,8 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         if any_u.get("citations"):  # with a gpu-wiki: its source beside each peak above
             lines += ["", "Peaks against the gpu-wiki:", "", *[f"- {line}" for line in any_u["citations"]]]
     lines += ["", *roofline_section(roofline), *isa_section(isa)]
-    path = ws / "baseline_report.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return files.write_doc(ws, "baseline_report.md", "\n".join(lines) + "\n")
 
 
 def load_json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
+    return files.load_json_if_file(path)

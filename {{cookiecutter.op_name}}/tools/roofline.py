@@ -13,11 +13,11 @@ run there are no points, and the plot and this module's note say so.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import compute_utilization
+import files
 
 WS = Path(__file__).resolve().parent.parent
 PNG = Path("results") / "roofline.png"
@@ -136,9 +136,11 @@ def main(argv=None) -> int:
     p.add_argument("--workspace", type=Path, default=WS, help="the workspace (default: this one)")
     args = p.parse_args(argv)
     ws = args.workspace.resolve()
-    op = json.loads((ws / "op.json").read_text())
-    results_path = ws / "results" / "results.json"
-    results = json.loads(results_path.read_text()) if results_path.is_file() else None
+    try:
+        op = files.load_json(ws / "op.json")
+        results = files.load_json_if_file(ws / "results" / "results.json")
+    except files.FileProblem as err:
+        return files.refuse("roofline", err)
     done = plot(ws, op, results)
     print(f"roofline: {done['path'] or 'no plot'}: {done['note']}")
     return 0 if done["path"] else 1

@@ -13,10 +13,14 @@
 `--not-run REASON` writes the report and memory as NOT RUN and why. `--bake` is what the template's post-gen
 hook calls once, in a freshly arranged workspace: it writes the README (tools/readme.py), compiles to the
 target's ISA when op.json's DSL compiles at bake time (FlyDSL, with no AMD GPU here), records NOT RUN, commits
-the scaffold, and then runs the V0 flow above when `run_baseline` allows and a GPU of the target's vendor is here.
+the scaffold, and then runs the V0 flow above when `run_baseline` allows and a GPU of the target's vendor is here;
+in a workspace that already has its commits it is refused in one line (it would sweep your edits into a second
+scaffold commit). The README, plan and report are regenerated through tools/files.py: edits of yours that no
+commit holds are kept beside them (`<name>.<timestamp>.orig`), and a line says so.
 Its NOT RUN records do not import the kernel's DSL or matplotlib (the first run describes the kernel and
 draws the roofline), and its scaffold commit does not sign (`-c commit.gpgsign=false`).
-Exit codes: 0 all passed, 1 a case failed or timed out, 2 not run, 3 (--bake) the scaffold commit was refused.
+Exit codes: 0 all passed (--bake: the scaffold is committed, and V0 passed where it ran), 1 a case failed or timed
+out, 2 not run or refused, 3 (--bake) the scaffold commit was refused.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import time
 from pathlib import Path
 
 import compute_utilization
+import files
+from files import git
 import gpu_detect
 import isa_metrics
 import memory_manager
@@ -45,10 +51,6 @@ COMMIT_PATHS = ["kernel.py", "test_kernel.py", "reference.py", "baseline_report.
                 "plans", "results", "op.json"]
 
 
-def git(ws: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True)
-
-
 def git_commit(ws: Path, message: str, paths: list[str] | None = None, sign: bool = True) -> tuple[str | None, str]:
     """Stage paths (default: everything) and commit, with a local identity when none is configured.
 
@@ -56,8 +58,7 @@ def git_commit(ws: Path, message: str, paths: list[str] | None = None, sign: boo
     refused. `sign=False` commits with `-c commit.gpgsign=false`: the scaffold commit must not depend on a signing
     key being at hand; the V0 commit keeps the user's own setting.
     """
-    top = git(ws, "rev-parse", "--show-toplevel")
-    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ws.resolve():
+    if not files.own_repo(ws):
         git(ws, "init", "-q")  # its own repository, also when baked inside another one (e.g. the template's)
     git(ws, "add", "--", *(p for p in (paths or ["."]) if (ws / p).exists()))
     if git(ws, "diff", "--cached", "--quiet").returncode == 0 and git(ws, "rev-parse", "-q", "--verify", "HEAD").returncode == 0:
@@ -73,7 +74,7 @@ def git_commit(ws: Path, message: str, paths: list[str] | None = None, sign: boo
 
 
 def load_op(ws: Path = WS) -> dict:
-    return json.loads((ws / "op.json").read_text())
+    return files.load_json(ws / "op.json")
 
 
 def kernel_config(op: dict, case: dict) -> dict | None:
@@ -262,6 +263,11 @@ def bake(ws: Path) -> int:
     The hooks ignore SIGINT, and so does this step until the scaffold is committed (tools/interrupts.py in the
     template): a bake, once begun, finishes. The V0 run after it takes Ctrl-C again.
     """
+    if files.own_repo(ws) and git(ws, "rev-parse", "-q", "--verify", "HEAD").returncode == 0:
+        print(f"run_baseline: error: --bake is the template's one-time step for a new workspace, and {ws.name} is "
+              "baked already (it has commits); nothing was changed. Run `python tools/run_baseline.py` for V0, or "
+              "`python tools/readme.py` to regenerate the README", file=sys.stderr)
+        return 2
     op = load_op(ws)
     readme.write(ws, op)
     go, reason = run_decision(op)
@@ -279,7 +285,7 @@ def bake(ws: Path) -> int:
         return SCAFFOLD_NOT_COMMITTED
     if not go:
         print(f"kbaseline: workspace {ws.name} ready; V0 not run: {reason}", flush=True)
-        return 2
+        return 0
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the workspace is complete: Ctrl-C stops the V0 run
     print(f"kbaseline: running the V0 flow on {gpu_detect.detect()['raw']} (Ctrl-C stops it; the workspace is "
           "kept) ...", flush=True)

@@ -53,9 +53,12 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import re
 import sys
 from pathlib import Path
+
+import files
 
 TIERS = {"P0": "hardware spec", "P1": "vendor-common", "P2": "architecture", "P3": "DSL",
          "P4": "pitfalls, techniques and reference docs"}
@@ -171,7 +174,7 @@ class _Markdown:
 
     def _parse(self, readme: Path) -> list[dict]:
         rows = []
-        for line in readme.read_text(errors="replace").splitlines():
+        for line in files.read_text(readme, errors="replace").splitlines():
             s = line.strip()
             if s.startswith("|"):
                 cells = [c.strip() for c in s.strip("|").split("|")]
@@ -215,7 +218,7 @@ class _Markdown:
                 if row["text"] and any(self.resolve(r, readme.parent) == subject for r in row["subject"]):
                     return row["text"][:240]
         if path.name == "README.md" and path.is_file():
-            for line in path.read_text(errors="replace").splitlines():
+            for line in files.read_text(path, errors="replace").splitlines():
                 if m := _HEADING.match(line):
                     return _plain(m.group(2))
         return ""
@@ -316,7 +319,7 @@ class _Markdown:
 # --------------------------------------------------------------------------------------------
 
 def _load_index(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["records"] if path.is_file() else []
+    return files.load_json(path)["records"] if path.is_file() else []
 
 
 def _json_route(wiki: Path, sc: Scope) -> tuple[dict[str, list[dict]], list[str], list[Path]]:
@@ -392,6 +395,15 @@ def layout(wiki: Path) -> str | None:
     return "markdown" if (wiki / "README.md").is_file() else None
 
 
+def absence(wiki: Path) -> str:
+    """Why no wiki is read at `wiki`, in words: not there, not a folder (and what it is), or not a gpu-wiki."""
+    if not os.path.lexists(wiki):
+        return "absent on this machine"
+    if not wiki.is_dir():
+        return f"{files.kind(os.stat(wiki).st_mode) if wiki.exists() else 'a broken symlink'}, not a folder"
+    return "a folder without a gpu-wiki in it (no README.md tier table, no hardware_wiki/records/index.json)"
+
+
 def route(op: dict) -> dict:
     """This op's gpu-wiki route: {wiki, present, layout, index: [files read first], tiers: {P0..P4: [{path, id,
     text}]}, missing: [named but absent]} (+ error, when the wiki is there but cannot be read). Every entry's path
@@ -399,7 +411,8 @@ def route(op: dict) -> dict:
     wiki = Path(op["gpu_wiki"]).expanduser()
     kind = layout(wiki) if wiki.is_dir() else None
     if kind is None:
-        return {"wiki": wiki, "present": False, "layout": None, "index": [], "tiers": {}, "missing": []}
+        return {"wiki": wiki, "present": False, "layout": None, "index": [], "tiers": {}, "missing": [],
+                "absent": absence(wiki)}
     wiki, sc = wiki.resolve(), Scope(op)
     try:
         if kind == "json":
@@ -411,7 +424,7 @@ def route(op: dict) -> dict:
             tiers = {t: [{"path": p, "id": None, "text": md.text(p)} for p in docs] for t, docs in paths.items()}
     except (OSError, ValueError, KeyError, TypeError) as err:  # a wiki we cannot read must not stop the V0 flow
         return {"wiki": wiki, "present": True, "layout": kind, "index": [], "tiers": {t: [] for t in TIERS},
-                "missing": [], "error": f"{type(err).__name__}: {err}"}
+                "missing": [], "error": str(err) if isinstance(err, files.FileProblem) else f"{type(err).__name__}: {err}"}
     seen, unique = set(), {}
     for tier in TIERS:  # one doc, one tier: the first that routes it
         unique[tier] = [d for d in tiers[tier] if d["path"].is_file() and not (d["path"] in seen or seen.add(d["path"]))]
@@ -440,7 +453,7 @@ def _doc_peaks(path: Path, gpu: str) -> dict | None:
 
     Rows: `FP16 / BF16 (Tensor Core) | 989.4 | ...` (the first number of the second cell, in a table whose header
     or cell says TFLOPS); `Memory Bandwidth | 4.8 TB/s`; `Streaming Multiprocessors (SMs) | 132`."""
-    lines, level, section = path.read_text(errors="replace").splitlines(), None, []
+    lines, level, section = files.read_text(path, errors="replace").splitlines(), None, []
     for line in lines:
         m = _HEADING.match(line)
         if m and level is not None and len(m.group(1)) <= level:
@@ -485,7 +498,7 @@ def _doc_peaks(path: Path, gpu: str) -> dict | None:
 def _record_peaks(path: Path) -> tuple[dict, str | None]:
     """A spec-sheet record's figures ({dense_tflops, hbm_bandwidth_gbps, compute_units}) and its evidence class.
     Tensor-core entries give the matrix dtypes, the cuda-core (vector) entry gives fp32, as in gpu_specs.json."""
-    rec = json.loads(path.read_text())
+    rec = files.load_json(path)
     facts, out = rec.get("facts", {}), {"dense_tflops": {}}
     for item in facts.get("peak_compute") or []:
         d, kind = item.get("dtype"), item.get("unit_kind")
@@ -513,7 +526,7 @@ def wiki_peaks(op: dict, routed: dict | None = None) -> dict | None:
     for entry in routed["tiers"].get("P0", []):
         try:
             if routed["layout"] == "json":
-                rec = json.loads(entry["path"].read_text())
+                rec = files.load_json(entry["path"])
                 if (rec.get("identity", {}).get("product") or "") != gpu.lower():
                     continue  # an architecture-level sheet describes no particular part: never this GPU's peaks
                 figures, evidence = _record_peaks(entry["path"])
@@ -593,8 +606,8 @@ def peak_lines(spec: dict, dtype: str) -> list[str]:
 def workspace_op(ws: Path, gpu: str) -> dict | None:
     """A workspace's op.json when it is about this GPU (compute_utilization's CLI cites that op's wiki), else None."""
     path = ws / "op.json"
-    op = json.loads(path.read_text()) if path.is_file() else None
-    return op if op and op.get("gpu", "").lower() == gpu.strip().lower() and "wiki" in op else None
+    op = files.load_json(path) if path.is_file() else None
+    return op if isinstance(op, dict) and op.get("gpu", "").lower() == gpu.strip().lower() and "wiki" in op else None
 
 
 def main(argv=None) -> int:
@@ -603,7 +616,13 @@ def main(argv=None) -> int:
     p.add_argument("--wiki", help="another gpu-wiki path than op.json's gpu_wiki")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    op = json.loads(args.op.read_text())
+    try:
+        op = files.load_json(args.op)
+    except files.FileProblem as err:
+        return files.refuse("wiki_route", f"--op: {err}; give a workspace's op.json")
+    if not isinstance(op, dict) or not isinstance(op.get("gpu_wiki"), str):
+        return files.refuse("wiki_route", f"--op: {args.op} is JSON but not a workspace's op.json (no gpu_wiki); give "
+                                          "a workspace's op.json")
     if args.wiki:
         op["gpu_wiki"] = args.wiki
     routed = route(op)
@@ -612,7 +631,7 @@ def main(argv=None) -> int:
         print(json.dumps({**routed, "peaks": peaks}, indent=2, default=str))
         return 0
     if not routed["present"]:
-        print(f"gpu-wiki {routed['wiki']}: absent")
+        print(f"gpu-wiki {routed['wiki']}: {routed['absent']}")
         return 0
     print(f"gpu-wiki {routed['wiki']} ({routed['layout']} layout)")
     for tier, docs in routed["tiers"].items():
