@@ -256,7 +256,7 @@ def _pattern(ctx: dict, got: dict) -> str:
         raise InputError(f"pytorch_logic: `{logic['function']}` cannot be lowered into a kernel: {result['error']}; "
                          "fix that, or name a pattern (pattern=reduction ...) to bake its built-in kernel with your "
                          "function as the reference")
-    return result["ir"]["class"]
+    return lower.ir.pattern(result["ir"])
 
 
 def _lowered(ctx: dict, got: dict) -> bool:
@@ -271,11 +271,11 @@ def _lowered(ctx: dict, got: dict) -> bool:
                                 "the kernel is its built-in op")
         return False
     result = lowering(logic)
-    if result["ok"] and result["ir"]["class"] == got["pattern"]:
+    if result["ok"] and lower.ir.pattern(result["ir"]) == got["pattern"]:
         return True
     logic["not_lowered"] = result.get("error") if not result["ok"] else (
         f"it is {CLASS_WORDS[result['ir']['class']]}, not "
-        f"{got['pattern']}; use pattern={result['ir']['class']} or pattern=auto")
+        f"{got['pattern']}; use pattern={lower.ir.pattern(result['ir'])} or pattern=auto")
     return False
 
 

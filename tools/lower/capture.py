@@ -92,6 +92,12 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
     return tensors, constants
 
 
+def _width(shape: str) -> int:
+    """r of a row annotated r times as wide as the output's rows, "[M, 2N]" (a gated MLP's input): 1 otherwise."""
+    found = re.fullmatch(r"\[(M|\.\.\.),(\d+)\*?N\]", shape)
+    return int(found.group(2)) if found else 1
+
+
 def _mask_name(name: str) -> bool:
     return name == "mask" or name.endswith("_mask") or name.startswith("mask_")
 
@@ -106,7 +112,7 @@ def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tupl
         return "scalar", f"annotated {note!r}"
     if per_row and shape in PER_ROW_ANNOTATIONS:
         return "per_row", f"annotated {note!r}"
-    if shape in ROW_ANNOTATIONS:
+    if shape in ROW_ANNOTATIONS or _width(shape) > 1:
         return "row", f"annotated {note!r}"
     if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
         return "vector", "by its name"
@@ -134,6 +140,8 @@ def parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
             " by its name" if "bool" not in note else "") if mask else ""), "dtype": "bool" if mask else "float"}
         if kind == "scalar":  # a 0-d tensor, or one of shape [1]: the shape the function takes it in
             spec["dims"] = [1] if "[1]" in note or default is not None and default.dim() == 1 else []
+        if _width(note.replace("bool", "").replace("float", "")) > 1:  # traced [M, rN]; the output's rows are N
+            spec["width"] = _width(note.replace("bool", "").replace("float", ""))
         inputs.append(spec)
     if not any(i["kind"] == "row" for i in inputs):
         raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector or a scalar by its "
@@ -170,7 +178,10 @@ def example(inputs: list[dict], sizes: dict, dtype, seed: int):
     made = {}
     for i in inputs:
         dims = i["dims"] if "dims" in i else ["M", "N"] if i["kind"] == "row" else ["N"]
-        t = torch.randn([sizes[d] if isinstance(d, str) else d for d in dims], generator=g)
+        shape = [sizes[d] if isinstance(d, str) else d for d in dims]
+        if i.get("width", 1) > 1:  # a wide row: [M, r*N]
+            shape[-1] *= i["width"]
+        t = torch.randn(shape, generator=g)
         made[i["name"]] = t > 0 if i.get("dtype") == "bool" else t.to(dtype)
     return made
 
@@ -351,10 +362,10 @@ def lower(path: str, function: str, hints: dict | None = None) -> dict:
         except Exception as err:  # noqa: BLE001 -- as above
             return called(function, inputs, folder, err)
     try:
-        nodes, outputs = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
+        nodes, outputs, views = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
     except Refused as err:
         return refused(err, folder)
-    program = {"function": function, "file": Path(path).name, "inputs": inputs,
+    program = {"function": function, "file": Path(path).name, "inputs": inputs, "views": views,
                "constants": {k: v for k, v in constants.items() if isinstance(v, (int, float))},
                "nodes": nodes, "outputs": outputs}
     if gemm:  # the head, and the user's line that made it (the matmul node of the graph)
@@ -388,7 +399,8 @@ def called(function: str, inputs: list[dict], folder: str, err: Exception) -> di
     ranks = "unpack" in message or "dimension" in message.lower() or "index" in message.lower() or \
         "invalid for input" in message
     hint = ("the parameters are traced as [M, N] rows, [N] vectors (by name or `w: \"[N]\"`) and one-element scalars "
-            "(`alpha: \"[]\"`); tensors of rank 3 or more and views that split the last dim do not lower yet"
+            "(`alpha: \"[]\"`); an input read in parts beside [N] vectors is annotated `x: \"[M, 2N]\"`; tensors "
+            "of rank 3 or more do not lower yet"
             if ranks else "if a parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`; a "
             "one-element scalar, `alpha: \"[]\"`")
     return {"ok": False, "stage": "call",

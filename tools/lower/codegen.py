@@ -42,7 +42,7 @@ class _Writer:
     def __init__(self, program: dict, dtype: str):
         self.p, self.dtype = program, dtype
         self.gemm = ir.is_gemm(program)
-        self.names = {i["name"]: self._safe(i["name"], self.gemm) for i in ir.epilogue_inputs(program)}
+        self.names = {name: self._safe(name, self.gemm) for name in ir.arguments(program)}
         self.constants = self._constants()
         self.needs_math = False
 
@@ -107,7 +107,7 @@ class _Writer:
             steps.insert(0, (f"    # {ir.ACC} = {a} @ {b}.T, in fp32 by the cell",
                              self.p.get("head_line") or ""))
         masks = [(f"    {self.names[i['name']]} = {self.names[i['name']]} != 0.0", "")
-                 for i in ir.epilogue_inputs(self.p) if i.get("dtype") == "bool"]
+                 for i in ir.epilogue_inputs(self.p) if i.get("dtype") == "bool" and i["name"] in self.names]
         if masks:  # a mask arrives as 0.0 / 1.0 like every value; the function's own logic wants it boolean
             lines.append("    # the boolean masks, which the cell loads as 0.0 / 1.0")
         for code, loc in [*masks, *steps]:
@@ -124,13 +124,21 @@ class _Writer:
 
     def outputs(self) -> str:
         kinds = {node["id"]: node["kind"] for node in self.p["nodes"]}
-        first = ir.ACC if self.gemm else self.names[self.p["inputs"][0]["name"]]
+        scalars = {i["name"] for i in self.p["inputs"] if i["kind"] == "scalar"}
+        first = ir.ACC if self.gemm else self.names[next(a for a in ir.arguments(self.p) if a not in scalars)]
         values = []
         for out in self.p["outputs"]:
             ref = self.operand(out["value"])
             element = out["value"] in self.names or out["value"] == first or kinds.get(out["value"]) == "element"
             values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")
         return f"    return ({', '.join(values)},)" if len(values) == 1 else f"    return ({', '.join(values)})"
+
+    def _arg(self, name: str) -> str:
+        """compute()'s argument `name` as the cell reads it: (input index, "whole" | "part" | "lane", j)."""
+        index = {i["name"]: k for k, i in enumerate(self.p["inputs"])}
+        view = next((v for v in self.p.get("views", []) if v["name"] == name), None)
+        return (f'({index[view["input"]]}, "{view["how"]}", {view["index"]})' if view else
+                f'({index[name]}, "whole", 0)')
 
     @staticmethod
     def _shape(spec: dict) -> str:
@@ -149,7 +157,7 @@ class _Writer:
         ret = self.outputs()
         lines = sorted({int(loc.rpartition(":")[2]) for loc in p.get("source", {}) if loc.startswith(p["file"] + ":")})
         span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}" if lines else "its source"
-        params = ", ".join([*([ir.ACC] if self.gemm else []), *(self.names[i["name"]] for i in ir.epilogue_inputs(p)),
+        params = ", ".join([*([ir.ACC] if self.gemm else []), *(self.names[a] for a in ir.arguments(p)),
                             "n", "reduce"])
         input_lines = "\n".join(f"    {i['name']}: {self._shape(i)}, {i['why']}" for i in p["inputs"])
         shape, of = ("row [M, N]", "a") if self.gemm else (None, "x")
@@ -204,6 +212,10 @@ class _Writer:
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
             f"KINDS = {_strings(i['kind'] for i in p['inputs'])}",
             f"DTYPES = {_strings(i.get('dtype', 'float') for i in p['inputs'])}",
+            f"WIDTHS = ({', '.join(str(i.get('width', 1)) for i in p['inputs'])},)" if len(p["inputs"]) == 1 else
+            f"WIDTHS = ({', '.join(str(i.get('width', 1)) for i in p['inputs'])})",
+            "ARGS = (" + ", ".join(self._arg(a) for a in ir.arguments(p)) + ("," if len(ir.arguments(p)) == 1 else "")
+            + ")",
             f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",

@@ -64,11 +64,21 @@ SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", op
            operator.neg: "neg", operator.floordiv: None, operator.mod: None}
 
 
+def _hint(size) -> int:
+    """A size's value in the trace (a SymInt's hint): what slices and parts are measured with; the float64 check at
+    another size then holds the lowering to it."""
+    if isinstance(size, torch.fx.Node):
+        size = size.meta["val"]
+    return size if isinstance(size, int) else int(size.node.hint)
+
+
 class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
-    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = "", operand: str | None = None):
+    def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = "", operand: str | None = None,
+                 wide: tuple | None = None):
         self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
+        self.wide = wide  # (input name, ratio): a row input r*N wide, usable only through its slices (views)
         self.why = why  # with ref None: a value that has no kernel form, refused (with this reason) only if used
         self.operand = operand  # a GEMM's "a", "b" or "bT" (b transposed): the head's, with no epilogue value
 
@@ -78,6 +88,7 @@ class Converter:
         self.gm, self.inputs, self.in_dtype, self.lines = gm, inputs, in_dtype, lines
         self.nodes: list[dict] = []
         self.env: dict = {}
+        self.views: dict = {}  # a wide input's parts that the function uses (Converter.part)
         self.m = self.n = self.xshape = None
         self.line = None
 
@@ -152,11 +163,33 @@ class Converter:
         hand it to compute() as a scalar), a mask boolean."""
         x = next(node for node, spec in zip(placeholders, self.inputs) if spec["kind"] == "row")
         self.xshape = tuple(x.meta["val"].shape)
-        self.n = self.xshape[-1]
+        self.n = self.domain_width(self.xshape)
+        self.xshape = (*self.xshape[:-1], self.n)
         for node, spec in zip(placeholders, self.inputs):
             kind, shape = {"row": (ELEMENT, "row"), "vector": (ELEMENT, "vector"),
                            "scalar": (ROW, "scalar")}[spec["kind"]]
-            self.env[node] = Value(spec["name"], kind, shape, boolean=spec.get("dtype") == "bool")
+            ratio = _hint(node.meta["val"].shape[-1]) // _hint(self.n) if spec["kind"] == "row" else 1
+            if spec["kind"] == "row" and _hint(node.meta["val"].shape[-1]) != ratio * _hint(self.n):
+                self.refuse(f"takes `{spec['name']}` with a last dim that is not a whole multiple of the output's "
+                            f"row length; a wider input must be read as equal parts of it (x.chunk(2, -1), x[..., ::2])")
+            spec["width"] = ratio
+            if ratio > 1:  # read through its slices only: each is a view, one of compute()'s arguments
+                self.env[node] = Value(None, ELEMENT, "wide", why=f"uses `{spec['name']}` whole beside the parts of "
+                                       "it the function slices (its rows are wider than the output's); use its parts "
+                                       "only", wide=(spec["name"], ratio))
+            else:
+                self.env[node] = Value(spec["name"], kind, shape, boolean=spec.get("dtype") == "bool")
+
+    def domain_width(self, xshape) -> object:
+        """The row length N the kernel runs over: x's last dim, or an output's narrower one when the function slices
+        its inputs into equal parts (a gated MLP's x.chunk(2, -1): [M, 2N] in, [M, N] out)."""
+        out = next(n for n in self.gm.graph.nodes if n.op == "output").args[0]
+        for node in (out if isinstance(out, (list, tuple)) else [out]):
+            val = getattr(node, "meta", {}).get("val")
+            shape = tuple(getattr(val, "shape", ()))
+            if len(shape) == len(xshape) and shape[:-1] == xshape[:-1] and _hint(shape[-1]) < _hint(xshape[-1]):
+                return shape[-1]
+        return xshape[-1]
 
     def run(self) -> tuple[list[dict], list[dict]]:
         self.start([n for n in self.gm.graph.nodes if n.op == "placeholder"])
@@ -203,10 +236,13 @@ class Converter:
         val = node.meta.get("val")
         if target in SYM_OPS:  # arithmetic on sizes: only N (as a float) has a kernel form
             op = SYM_OPS[target]
-            if op is None:
-                self.refuse("computes a size by integer division (x.chunk, x.split, x[..., :n // 2] or a view by a "
-                            "size): slices, chunks and splits of the last dim do not lower yet; pass the parts as "
-                            "separate inputs")
+            if op is None and isinstance(val, torch.SymInt) and _hint(val) % _hint(self.n) == 0:  # N, or r*N
+                ratio = _hint(val) // _hint(self.n)
+                return Value("n", CONST, "scalar") if ratio == 1 else self.emit("mul", ["n", float(ratio)], CONST,
+                                                                                 "scalar")
+            if op is None:  # a size for a slice or a split: read from its traced value where it is used
+                return Value(None, CONST, "scalar", why="computes with an integer division of sizes (a value, not a "
+                                                        "slice bound); write it with / on floats")
             return self.emit(op, [self.arg(a).ref for a in args], CONST, "scalar")
         if target is operator.getitem:
             src = self.env.get(args[0])
@@ -228,13 +264,19 @@ class Converter:
         if base in SELECTIONS:
             self.refuse(f"torch.{base} selects, orders or draws elements (not a pointwise map or a row reduction), "
                         "which these kernels do not lower: keep it in PyTorch and lower the rest as its own function")
+        if args and isinstance(args[0], torch.fx.Node) and isinstance(self.env.get(args[0]), Value) \
+                and self.env[args[0]].wide and base in ("split", "split_with_sizes", "slice", "alias", "clone",
+                                                        "contiguous", "detach"):
+            return self.part(base, node)
         shape = self.shape_class(val)
         if shape == "other":
             self.refuse(f"torch.{base} makes a tensor of shape {self.words(val.shape)}, which is neither x's "
                         f"{self.words(self.xshape)}, a vector [N] over the last dim, nor one value per row")
         if base == "sym_size":
-            if args[1] in (1, -1):
-                return Value("n", CONST, "scalar")
+            if args[1] in (len(self.xshape) - 1, -1):  # the row length N, or a wide input's r*N
+                ratio = _hint(val) // _hint(self.n)
+                return Value("n", CONST, "scalar") if ratio == 1 else self.emit("mul", ["n", float(ratio)], CONST,
+                                                                                 "scalar")
             return Value(None, CONST, "scalar", why="computes with the number of rows M (x.shape[0]); only the row "
                                                     "length N lowers")  # fine as a size (broadcasts, views)
         if base in ATEN:
@@ -287,6 +329,41 @@ class Converter:
             return self.reduction(base, node, shape)
         self.refuse(f"torch.{base} ({target}) has no kernel form here; see the README's 'Your own op' for the "
                     "ops that lower")
+
+    def part(self, base: str, node):
+        """A slice or split of a wide input along the last dim into N-wide parts: contiguous parts j (columns
+        [j*N, (j+1)*N): x.chunk(2, -1), x[..., :d], x[..., d:]) or lanes j of r (x[..., j::r]). Each part is a view,
+        one of compute()'s arguments, named `<input>_part<j>` or `<input>_lane<j>`."""
+        src, args = self.env[node.args[0]], list(node.args) + [None] * 5
+        name, ratio = src.wide
+        rank = len(self.xshape)
+        if base in ("alias", "clone", "contiguous", "detach"):
+            return src
+        dim = args[2] if base in ("split", "split_with_sizes") else args[1]
+        if dim is None or dim % rank != rank - 1:
+            self.refuse(f"torch.{base} splits `{name}` along a dim other than the last one")
+        n = _hint(self.n)
+        if base in ("split", "split_with_sizes"):
+            sizes = [_hint(s) for s in args[1]] if base == "split_with_sizes" else [_hint(args[1])] * ratio
+            if any(size != n for size in sizes) or len(sizes) * n != ratio * n:
+                self.refuse(f"torch.{base} splits `{name}` into parts that are not all the output's row length N")
+            return tuple(self.view(name, "part", j, ratio) for j in range(ratio))
+        start, end, step = (_hint(v) if v is not None else None for v in args[2:5])
+        start, step = start or 0, step or 1
+        width = ratio * n
+        end = width if end is None or end > width else end
+        if step == 1 and start % n == 0 and end - start == n:
+            return self.view(name, "part", start // n, ratio)
+        if step == ratio and start < ratio and end >= width - ratio + start + 1:
+            return self.view(name, "lane", start, ratio)
+        self.refuse(f"slices `{name}` ([..., {start}:{end}:{step}] of a row {ratio}N wide) into something other "
+                    f"than one of its {ratio} equal parts or {ratio} interleaved lanes")
+
+    def view(self, name: str, how: str, j: int, ratio: int) -> Value:
+        ref = f"{name}_{how}{j}"
+        if ref not in self.views:
+            self.views[ref] = {"name": ref, "input": name, "how": how, "index": j, "ratio": ratio}
+        return Value(ref, ELEMENT, "row")
 
     def vocabulary(self, op: str, node, shape: str) -> Value:
         """A node of the vocabulary (ir.VOCABULARY): its operands, then one IR node; torch's keyword variants
@@ -489,10 +566,17 @@ def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict
     return kept, [{**o, "value": rename.get(o["value"], o["value"])} for o in outputs]
 
 
-def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False) -> tuple[list[dict], list[dict]]:
-    """(nodes, outputs) of the IR for a traced graph (a GEMM's when `gemm`), or Refused."""
-    nodes, outputs = prune(*(GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines).run())
+def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False) -> tuple[list[dict], list[dict],
+                                                                                        list[dict]]:
+    """(nodes, outputs, views) of the IR for a traced graph (a GEMM's when `gemm`), or Refused. `views` are the
+    parts of wide inputs the program reads (Converter.part), in input order."""
+    converter = (GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines)
+    nodes, outputs = prune(*converter.run())
     if gemm and not any(o["value"] == ACC for o in outputs) and not any(ACC in n["args"] for n in nodes):
         raise Refused("does not use its matmul's result in its output; a GEMM's output is C = a @ b^T with a "
                       "pointwise epilogue")
-    return nodes, outputs
+    used = {a for n in nodes for a in n["args"] if isinstance(a, str)} | {o["value"] for o in outputs}
+    order = {i["name"]: k for k, i in enumerate(inputs)}
+    views = sorted((v for v in converter.views.values() if v["name"] in used),
+                   key=lambda v: (order[v["input"]], v["how"], v["index"]))
+    return nodes, outputs, views

@@ -145,6 +145,26 @@ def x_input(program: dict) -> dict:
     return program["inputs"][0] if is_gemm(program) else next(i for i in program["inputs"] if i["kind"] == "row")
 
 
+def arguments(program: dict) -> list[str]:
+    """compute()'s value arguments in order: each epilogue input's name, except that a wide input (``width`` r > 1:
+    [M, r*N], read through its parts) gives the parts the program uses, ``<input>_part<j>`` (columns [j*N, (j+1)*N))
+    or ``<input>_lane<j>`` (columns j, j + r, ...): the program's ``views``."""
+    made = []
+    for i in epilogue_inputs(program):
+        if i.get("width", 1) > 1:
+            made += [v["name"] for v in program.get("views", []) if v["input"] == i["name"]]
+        else:
+            made.append(i["name"])
+    return made
+
+
+def pattern(program: dict) -> str:
+    """The cell a program runs in: its class, except that an elementwise program with wide inputs runs in the row
+    (reduction) cell, whose rows carry their own strides and column offsets; the flat elementwise cell cannot."""
+    wide = any(i.get("width", 1) > 1 for i in program["inputs"])
+    return "reduction" if wide and program["class"] == "elementwise" else program["class"]
+
+
 def is_gemm(program: dict) -> bool:
     return program.get("head") == HEAD
 
@@ -173,8 +193,15 @@ def interpret(program: dict, inputs: dict, dtype=None):
     function, as the harness's reference is evaluated)."""
     import torch
 
-    x = inputs[x_input(program)["name"]]
-    env = {**inputs, "n": float(x.shape[-1])}
+    spec = x_input(program)
+    x = inputs[spec["name"]]
+    n = x.shape[-1] // spec.get("width", 1)  # the row length: a wide x is r*N
+    env = {**inputs, "n": float(n)}
+    for v in program.get("views", []):  # a wide input's parts
+        whole = inputs[v["input"]]
+        env[v["name"]] = whole[..., v["index"] * n:(v["index"] + 1) * n] if v["how"] == "part" else \
+            whole[..., v["index"]::v["ratio"]]
+    x = x[..., :n]  # the outputs' shape
     for i in program["inputs"]:  # a scalar input as a 0-d tensor, a mask as booleans, whatever way it came in
         if i["kind"] == "scalar":
             env[i["name"]] = inputs[i["name"]].reshape(())
@@ -228,7 +255,7 @@ def flops_per_element(program: dict) -> int:
 
 def check(program: dict) -> None:
     """Raise ValueError when the program is not well formed (each reference defined before use, ops known)."""
-    known = {i["name"] for i in epilogue_inputs(program)} | {"n"} | ({ACC} if is_gemm(program) else set())
+    known = set(arguments(program)) | {"n"} | ({ACC} if is_gemm(program) else set())
     if is_gemm(program) and ([i["kind"] for i in program["inputs"][:2]] != ["a", "b"] or len(program["outputs"]) != 1
                              or reductions(program)):
         raise ValueError("a GEMM program takes a and b first, has no reductions and one output")
