@@ -29,6 +29,8 @@ SOURCE = "test:pw_all"
 INPUTS = ("x", "w")
 KINDS = ("row", "vector")
 DTYPES = ("float", "float")
+WIDTHS = (1, 1)
+ARGS = ((0, "whole", 0), (1, "whole", 0))
 OUTPUTS = ("row", "row")
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ()
@@ -61,6 +63,8 @@ SOURCE = "test:row_range"
 INPUTS = ("x",)
 KINDS = ("row",)
 DTYPES = ("float",)
+WIDTHS = (1,)
+ARGS = ((0, "whole", 0),)
 OUTPUTS = ("reduced_keepdim", "reduced")
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("min", "max")
@@ -81,6 +85,8 @@ SOURCE = "test:mask_scalar"
 INPUTS = ("alpha", "x", "mask", "w")
 KINDS = ("scalar", "row", "row", "vector")
 DTYPES = ("float", "float", "bool", "float")
+WIDTHS = (1, 1, 1, 1)
+ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0), (3, "whole", 0))
 OUTPUTS = ("row", "reduced")
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
@@ -261,3 +267,43 @@ def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
         or "ld.global.v2" in ptx, "the mask's 8 bytes per access"
     assert "cvt.rni.f32.f32" in ptx  # pw.round: to nearest, halves to even
     assert "ld.global.v4" in ptx
+
+
+# A wide input read in parts, as the lowering writes it for x.chunk(2, -1) (PARTS) and for x[..., ::2], x[..., 1::2]
+# (LANES): x is [M, 2N], the output [M, N].
+PARTS = '''
+import pointwise as pw
+
+SOURCE = "test:parts"
+INPUTS = ("x", "w")
+KINDS = ("row", "vector")
+DTYPES = ("float", "float")
+WIDTHS = (2, 1)
+ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))
+OUTPUTS = ("row",)
+OUT_DTYPES = ("input",)
+REDUCTIONS = ()
+USES_N = False
+
+
+def compute(x_part0, x_part1, w, n, reduce):
+    return (x_part0 * pw.sigmoid(x_part0) * x_part1 * w,)
+'''
+LANES = PARTS.replace('ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))',
+                      'ARGS = ((0, "lane", 0), (0, "lane", 1), (1, "whole", 0))')
+SOURCES.update(parts=PARTS, lanes=LANES)
+
+
+@pytest.mark.parametrize("source,dims", [("parts", (64, 7168)), ("lanes", (64, 7168)), ("parts", (4, 65536))])
+def test_wide_inputs_are_read_once_with_vector_loads(lowered_ws, source, dims):
+    """x [M, 2N] read in two N-wide parts (two 128-bit loads per chunk, one from column j*N) or as interleaved lanes
+    (one 2*VEC-wide fragment per chunk: two 128-bit loads, deinterleaved in registers): every byte of x once, with
+    128-bit loads, and the output's row stored with 128-bit stores."""
+    ws, _ = lowered_ws("reduction", source)
+    ptx, plan = _compiled(ws, dims, "bf16")
+    looped = plan["path"].startswith("looped")
+    chunks = plan["chunks_per_thread"] if not looped else int(plan["chunks_per_thread"].split()[0])
+    if not looped:
+        assert ptx.count("ld.global.v4") == (2 + 1) * chunks  # x's two parts (or a lane pair) and the vector w
+        assert ptx.count("st.global.v4") == chunks
+    assert "ld.global.v4" in ptx and "st.global.v4" in ptx

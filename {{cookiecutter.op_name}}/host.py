@@ -140,8 +140,9 @@ _VIEWED: dict = {}  # id(lowered) -> whether any input needs lowered_views (the 
 def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     """(dtype, outputs) of a lowered op (the workspace's lowered.py; tests/lowered_examples/CONTRACT.md).
 
-    Inputs come in the user's parameter order (lowered.INPUTS). x is the first "row" input; every other "row" input
-    has x's shape, a "vector" input is [N] (N = x.shape[-1]), a "scalar" input holds one element (0-d or [1]); each
+    Inputs come in the user's parameter order (lowered.INPUTS). x is the first "row" input; every "row" input is
+    [M, width*N] (lowered.WIDTHS: 1, or r for an input the function reads in r parts), a "vector" input is [N] (N =
+    x.shape[-1] / x's width), a "scalar" input holds one element (0-d or [1]); each
     is of x's dtype on x's device, except a mask (lowered.DTYPES "bool"), which is torch.bool (or its bytes, uint8).
     Rows are contiguous (rows_contiguous: the elementwise cell) or 2-D with a contiguous last dim (the reduction
     cell, rows_of), vectors are contiguous. Output i has shape out_shapes[i] and lowered.OUT_DTYPES[i] ("input":
@@ -156,10 +157,11 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     dtype = dtype_of(x, op)
     if x.dim() == 0 or not x.is_cuda:
         raise ValueError(f"{op}: x must be a GPU tensor of rank >= 1, got shape {tuple(x.shape)} on {x.device}")
-    for name, kind, kept, t in zip(lowered.INPUTS, lowered.KINDS, lowered.DTYPES, inputs):
+    n = x.shape[-1] // lowered.WIDTHS[lowered_x(lowered)]  # the row length N: a wide x (a gated MLP's) is r*N
+    for name, kind, kept, width, t in zip(lowered.INPUTS, lowered.KINDS, lowered.DTYPES, lowered.WIDTHS, inputs):
         if kind == "row" and not rows_contiguous:
             rows_of(op, t)
-        shape = {"row": tuple(x.shape), "vector": tuple(x.shape[-1:]), "scalar": ()}[kind]
+        shape = {"row": (*x.shape[:-1], n * width), "vector": (n,), "scalar": ()}[kind]
         dtypes = (torch.bool, torch.uint8) if kept == "bool" else (x.dtype,)
         if (tuple(t.shape) != shape and not (kind == "scalar" and t.numel() == 1 and t.dim() <= 1)) \
                 or t.dtype not in dtypes or t.device != x.device or not (
@@ -329,16 +331,17 @@ _TORCH_OPS: dict = {}  # qualified name -> the op torch_op registered
 
 
 def lowered_input(draw, name: str, row, n: int):
-    """A fresh input `name` of a lowered op (op.json `kinds`, `input_dtypes`): `row()` makes a row input, a vector is
-    [n], a scalar is one element in the shape the function takes it (0-d or [1]). A mask (bool) is True with
+    """A fresh input `name` of a lowered op (op.json `kinds`, `input_dtypes`): `row(width)` makes a row input whose
+    last dim is width*n (width 1, or r for an input the function reads in r parts), a vector is [n], a scalar is
+    one element in the shape the function takes it (0-d or [1]). A mask (bool) is True with
     probability 3/4 and True at each row's first element, so that a masked softmax always has something to
     normalise (torch gives NaN for a fully masked row, and NaN fails any case)."""
     kind = (OP.get("kinds") or {}).get(name, "row")
+    spec = next(i for i in OP["lowered"]["inputs"] if i["name"] == name)
     if kind == "scalar":
-        dims = next(i.get("dims", []) for i in OP["lowered"]["inputs"] if i["name"] == name)
-        t = draw(*dims)
+        t = draw(*spec.get("dims", []))
     else:
-        t = row() if kind == "row" else draw(n)
+        t = row(spec.get("width", 1)) if kind == "row" else draw(n)
     if (OP.get("input_dtypes") or {}).get(name) != "bool":
         return t
     import torch

@@ -33,5 +33,5 @@ baseline = reference
 
 def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: list[str] | None = None) -> list:
     randn = host.randn(torch.Generator(device=device).manual_seed(seed), dtype, device)
-    return [host.lowered_input(randn, name, lambda: randn(*case["dims"]), case["dims"][-1])
+    return [host.lowered_input(randn, name, lambda width: randn(*case["dims"]), case["dims"][-1])
             for name in inputs or host.OP["inputs"]]

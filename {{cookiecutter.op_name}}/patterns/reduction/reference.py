@@ -40,5 +40,5 @@ def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: 
     if not host.OP.get("kinds"):  # a built-in op: x [M, N], rmsnorm's weight [N]
         return [randn(m, case.get("row_stride") or n)[:, :n] if BUILT_IN_KINDS.get(name, "row") == "row" else randn(n)
                 for name in inputs or host.OP["inputs"]]
-    return [host.lowered_input(randn, name, lambda: randn(m, case.get("row_stride") or n)[:, :n], n)
-            for name in inputs or host.OP["inputs"]]
+    return [host.lowered_input(randn, name, lambda width: randn(m, max(case.get("row_stride") or 0, width * n))[
+        :, :width * n], n) for name in inputs or host.OP["inputs"]]

@@ -416,6 +416,8 @@ def lowered_values(kinds) -> int:
     each took 110 registers, 2 CTAs per SM and 0.71x the built-in's bandwidth; at 10 values each (one shared
     budget) rows of 1024 threads with one vector in flight ran 0.44x."""
     loaded = sum(kind in ("row", "vector") for kind in kinds)  # a scalar input is one register, not a row's values
+    if LOWERED and kinds == lowered.KINDS:  # the fragments this op loads: a part each, r VECs for a wide input's lanes
+        loaded = sum(_load_widths())
     return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // loaded))
 
 
@@ -424,18 +426,43 @@ def _chunk(t: cute.Tensor, kind: str, idx, row):
     return t[None, idx] if kind == "vector" else t[None, idx, row]
 
 
-# Where each input's values live: the loaded ones (rows and vectors, a fragment each) and the scalars (one value,
-# read once per thread). x is the first row input in the user's parameter order, not necessarily the first input.
-_LOADED = [i for i, kind in enumerate(lowered.KINDS) if kind != "scalar"] if LOWERED else []
+# Where compute()'s arguments (lowered.ARGS) come from: the loads, one register fragment each (a row or vector input
+# whole; a part j of a wide input, its columns [j*N, (j+1)*N); all the lanes of a wide input, one fragment r*VEC wide
+# per chunk that each lane j views with stride r), and the scalar inputs (one value, read once per thread). x is the
+# first row input in the user's parameter order, not necessarily the first input.
+def _plan_loads(args, kinds):
+    loads, of_arg, scalars = [], [], []
+    for i, how, j in args:
+        if kinds[i] == "scalar":
+            of_arg.append(("scalar", len(scalars)))
+            scalars.append(i)
+            continue
+        key = (i, how, 0 if how == "lane" else j)
+        if key not in loads:
+            loads.append(key)
+        of_arg.append((how, loads.index(key), j))
+    return loads, of_arg, scalars
+
+
+_LOADS, _OF_ARG, _SCALARS = _plan_loads(lowered.ARGS, lowered.KINDS) if LOWERED else ([], [], [])
 _X = lowered.KINDS.index("row") if LOWERED else 0
+_LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] != "scalar"), 0)  # an argument of the values' shape
 
 
-def _values(inputs, frags):
-    """compute()'s arguments in INPUTS order: each loaded input's fragment as fp32 (a mask's bytes as 0.0 / 1.0),
-    each scalar input's one value as an fp32 scalar."""
-    loaded = iter(frags)
-    return [Float32(t[0].to(Float32)) if kind == "scalar" else next(loaded).load().to(Float32)
-            for t, kind in zip(inputs, lowered.KINDS)]
+def _values(frags, scalars, vec: int, chunks: int):
+    """compute()'s arguments in lowered.ARGS order: each load's fragment as fp32 (a mask's bytes as 0.0 / 1.0), a
+    lane j of a wide input as its fragment viewed with stride r from j, each scalar input's one value as a scalar."""
+    made = []
+    for arg in _OF_ARG:
+        if arg[0] == "scalar":
+            made.append(Float32(scalars[arg[1]][0].to(Float32)))
+        elif arg[0] == "lane":
+            frag, r = frags[arg[1]], lowered.WIDTHS[_LOADS[arg[1]][0]]
+            lane = cute.make_tensor(frag.iterator + arg[2], cute.make_layout((vec, chunks), stride=(r, r * vec)))
+            made.append(lane.load().to(Float32))
+        else:
+            made.append(frags[arg[1]].load().to(Float32))
+    return made
 
 
 def _chunk_mask(vec: int, chunks: int, first, tpr: int, nv):
@@ -490,17 +517,16 @@ class _PassReducer:
 
 
 @cute.jit
-def _load_chunks(inputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
+def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
                  chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
-    """Every loaded input's vectors first + k*TPR (k < CHUNKS) of the row into its (VEC, CHUNKS) fragment, one access
-    of VEC elements each (128-bit for x; a bool mask's VEC bytes: 64-bit for a 16-bit x); vectors past the row end
-    are skipped (none when `full`)."""
+    """Every load's vectors first + k*TPR (k < CHUNKS) of the row into its fragment's column k: VEC elements (128-bit
+    for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's lanes (r 128-bit accesses);
+    vectors past the row end are skipped (none when `full`)."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
-            for i, dst in zip(_LOADED, frags):
-                src = inputs[i]
-                cute.copy(_vector_atom(src.element_type, dst.shape[0]), _chunk(src, lowered.KINDS[i], first + k * tpr,
-                                                                                row), dst[None, k])
+            for (i, _, _), src, dst in zip(_LOADS, loads, frags):
+                cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                          _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
 @cute.jit
@@ -514,12 +540,24 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
 
 
 def _vector_atom(dtype, vec: int):
-    """A copy atom for VEC elements of dtype: one access of up to 128 bits (an fp32 output of a bf16 op: two)."""
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two)."""
     return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=min(ACCESS_BITS, vec * dtype.width))
 
 
-def _fragments(tensors, vec: int, chunks: int):
-    return [cute.make_rmem_tensor((vec, chunks), t.element_type) for t in tensors]
+def _fragments(tensors, vec: int, chunks: int, widths=None):
+    return [cute.make_rmem_tensor((vec * (widths[k] if widths else 1), chunks), t.element_type)
+            for k, t in enumerate(tensors)]
+
+
+def _load_widths():
+    """Each load's fragment width in VECs: r for a wide input's lanes, 1 otherwise."""
+    return [lowered.WIDTHS[i] if how == "lane" else 1 for i, how, _ in _LOADS]
+
+
+def _split(tensors):
+    """The launcher's views: the loads, the scalar inputs, the outputs."""
+    a, b = len(_LOADS), len(_LOADS) + len(_SCALARS)
+    return tensors[:a], tensors[a:b], tensors[b:]
 
 
 def _rows_of(per_output):
@@ -552,19 +590,19 @@ def lowered_row_kernel(
     rows = threads // tpr
     row = bidx * rows + tidx // tpr
     t = tidx % tpr
-    inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    loads, scalars, outputs = _split(tensors)
     row_outputs = _rows_of(outputs)
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
-    frags = _fragments([inputs[i] for i in _LOADED], vec, chunks)
+    frags = _fragments(loads, vec, chunks, _load_widths())
     for f in frags:
         f.fill(0)
     if row < m:
-        _load_chunks(inputs, frags, t, row, nv, tpr, chunks, full)
-    values = _values(inputs, frags)
+        _load_chunks(loads, frags, t, row, nv, tpr, chunks, full)
+    values = _values(frags, scalars, vec, chunks)
     valid = None if const_expr(full) else _chunk_mask(vec, chunks, t, tpr, nv)
-    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_X], tpr, buf))
+    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_LIKE], tpr, buf))
     out_frags = _fragments(row_outputs, vec, chunks)
     _round_into(out_frags, results)
     if row < m:
@@ -581,10 +619,10 @@ def lowered_looped_kernel(
     """Large-N path of a lowered op: one CTA per row, len(REDUCTIONS) + 1 passes over the row in slices."""
     t, _, _ = cute.arch.thread_idx()
     row, _, _ = cute.arch.block_idx()
-    inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    loads, scalars, outputs = _split(tensors)
     row_outputs = _rows_of(outputs)
     buf = _allocate_partials(1, tpr, max(1, len(lowered.REDUCTIONS)))
-    frags = _fragments([inputs[i] for i in _LOADED], vec, chunks)
+    frags = _fragments(loads, vec, chunks, _load_widths())
     for f in frags:
         f.fill(0)  # once: values a slice does not load are masked (reduce) or never stored
     out_frags = _fragments(row_outputs, vec, chunks)
@@ -596,25 +634,24 @@ def lowered_looped_kernel(
     for p in cutlass.range_constexpr(len(lowered.REDUCTIONS)):
         acc[0] = Float32(IDENTITY[lowered.REDUCTIONS[p]])
         for it in cutlass.range(iters):
-            _load_chunks(inputs, frags, it * step + t, row, nv, tpr, chunks, False)
-            values = _values(inputs, frags)
+            _load_chunks(loads, frags, it * step + t, row, nv, tpr, chunks, False)
+            values = _values(frags, scalars, vec, chunks)
             lowered.compute(*values, n_f, _PassReducer(p, known, acc, _chunk_mask(vec, chunks, it * step + t, tpr, nv),
-                                                       values[_X]))
+                                                       values[_LIKE]))
         known.append(_row_reduce(acc[0], lowered.REDUCTIONS[p], tpr, buf, p))
 
     # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
     if const_expr(len(row_outputs) > 0):
         for it in cutlass.range(iters):
-            _load_chunks(inputs, frags, it * step + t, row, nv, tpr, chunks, False)
-            values = _values(inputs, frags)
-            results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_X]))
+            _load_chunks(loads, frags, it * step + t, row, nv, tpr, chunks, False)
+            values = _values(frags, scalars, vec, chunks)
+            results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
             _round_into(out_frags, results)
             _store_chunks(row_outputs, out_frags, it * step + t, row, nv, tpr, chunks, False)
     # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
     filler = cute.full((vec, chunks), 0.0, Float32)
-    results = lowered.compute(*(Float32(t[0].to(Float32)) if kind == "scalar" else filler
-                                for t, kind in zip(inputs, lowered.KINDS)), n_f,
-                              _PassReducer(None, known, acc, None, filler))
+    results = lowered.compute(*(Float32(scalars[a[1]][0].to(Float32)) if a[0] == "scalar" else filler
+                                for a in _OF_ARG), n_f, _PassReducer(None, known, acc, None, filler))
     if t == 0:
         _store_reduced(outputs, results, row)
 
@@ -625,21 +662,29 @@ def lowered_reduction_launch(
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
     smem_bytes: cutlass.Constexpr[int], *tensors,
 ):
-    """Host side: every row tensor as (VEC, NV, M) : (1, VEC, its row stride), each vector as (VEC, NV) : (1, VEC),
-    each scalar input as (1,), each "reduced" output (and [M, 1]) as [M]; then reduction_launch's grid."""
-    m, n = tensors[_X].shape
+    """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
+    a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
+    scalar input as (1,), each row output as a row, each "reduced" output (and [M, 1]) as [M]; then
+    reduction_launch's grid. N is x's last dim over its width r."""
+    inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    m, n = inputs[_X].shape
+    if const_expr(lowered.WIDTHS[_X] > 1):  # the row length N: a wide x is r*N
+        n = cute.assume(n // lowered.WIDTHS[_X], divby=vec)
     nv = n // vec
     views = []
-    for t, kind in zip(tensors, (*lowered.KINDS, *lowered.OUTPUTS)):
+    for i, how, j in _LOADS:
+        t, kind = inputs[i], lowered.KINDS[i]
+        width = vec * lowered.WIDTHS[i] if how == "lane" else vec  # a lanes load reads r*VEC contiguous elements
         if const_expr(kind == "row"):
-            layout = cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(t.stride[0], divby=vec)))
-        elif const_expr(kind == "vector"):
-            layout = cute.make_layout((vec, nv), stride=(1, vec))
-        elif const_expr(kind == "scalar"):
-            layout = cute.make_layout(1)
+            layout = cute.make_layout((width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=vec)))
         else:
-            layout = cute.make_layout(m)
-        views.append(cute.make_tensor(t.iterator, layout))
+            layout = cute.make_layout((vec, nv), stride=(1, vec))
+        views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
+    views += [cute.make_tensor(inputs[i].iterator, cute.make_layout(1)) for i in _SCALARS]
+    for t, kind in zip(outputs, lowered.OUTPUTS):
+        views.append(cute.make_tensor(t.iterator, cute.make_layout(
+            (vec, nv, m), stride=(1, vec, cute.assume(t.stride[0], divby=vec))) if const_expr(kind == "row") else
+            cute.make_layout(m)))
     if const_expr(looped):
         lowered_looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
@@ -718,10 +763,11 @@ def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
     outputs [M] and [M, 1] get scalar stores: element alignment."""
     m, n = rt.dim(), rt.dim(vec)
     inputs = []
-    for kind, kept in zip(lowered.KINDS, lowered.DTYPES):
+    for kind, kept, width in zip(lowered.KINDS, lowered.DTYPES, lowered.WIDTHS):
         name = "uint8" if kept == "bool" else dtype  # a mask: its bytes (host.lowered_operands views it as uint8)
         eb = 1 if kept == "bool" else _BYTES[dtype]
-        inputs.append(rt.tensor(name, (m, n), (rt.dim(vec), 1), align=vec * eb) if kind == "row"
+        inputs.append(rt.tensor(name, (m, n if width == 1 else rt.dim(vec * width)), (rt.dim(vec), 1), align=vec * eb)
+                      if kind == "row"
                       else rt.tensor(name, (n,), (1,), align=vec * eb) if kind == "vector"
                       else rt.tensor(name, (1,), (1,), align=eb))
     outputs = []
@@ -759,6 +805,7 @@ def _prepare_lowered(inputs, out):
     """A lowered signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
+    n //= lowered.WIDTHS[_X]  # the row length N (a wide x is r*N)
     dtype, outputs = host.lowered_operands(lowered, inputs, out, _lowered_shapes(m, n), False)
     lds = [host.rows_of(lowered.SOURCE, t)[2] for t, kind in zip(inputs, lowered.KINDS) if kind == "row"]
     if not all(_in_index_range(m, n, ld) for ld in lds):
@@ -786,6 +833,7 @@ def run_lowered(*inputs, out=None):
     inputs = host.lowered_views(lowered, inputs)
     x = inputs[_X]
     m, n = x.shape
+    n //= lowered.WIDTHS[_X]
     outputs = host.lowered_outputs(out) if out is not None else tuple(
         x.new_empty(shape, dtype=d) for shape, d in zip(_lowered_shapes(m, n), _OUT_DTYPES))
     lds = tuple(inputs[i].stride(0) if m > 1 else n for i in _ROW_INPUTS)
