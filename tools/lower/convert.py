@@ -72,6 +72,13 @@ def _hint(size) -> int:
     return size if isinstance(size, int) else int(size.node.hint)
 
 
+def _derived(size, of) -> bool:
+    """Whether a traced size is computed from the size `of` alone (N // 2 from x's 2N), not another input's."""
+    if isinstance(size, int) or isinstance(of, int):
+        return False
+    return bool(size.node.expr.free_symbols) and size.node.expr.free_symbols <= of.node.expr.free_symbols
+
+
 class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
@@ -187,8 +194,9 @@ class Converter:
         for node in (out if isinstance(out, (list, tuple)) else [out]):
             val = getattr(node, "meta", {}).get("val")
             shape = tuple(getattr(val, "shape", ()))
-            if len(shape) == len(xshape) and shape[:-1] == xshape[:-1] and _hint(shape[-1]) < _hint(xshape[-1]):
-                return shape[-1]
+            if len(shape) == len(xshape) and shape[:-1] == xshape[:-1] and 1 < _hint(shape[-1]) < _hint(xshape[-1]) \
+                    and _hint(xshape[-1]) % _hint(shape[-1]) == 0 and _derived(shape[-1], xshape[-1]):
+                return shape[-1]  # a part of x's row (x.chunk(2, -1)), not a per-row [M, 1] or another tensor's size
         return xshape[-1]
 
     def run(self) -> tuple[list[dict], list[dict]]:
