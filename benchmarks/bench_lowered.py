@@ -62,9 +62,11 @@ def cookiecutter(out: Path, *pairs: str) -> subprocess.CompletedProcess:
 
 
 def bake(out: Path, name: str) -> dict:
-    kind = EXPECT[name][0]
+    kind, *rest = EXPECT[name]
     pairs = [f"pytorch_logic={CORPUS}:{name}", "run_baseline=no", "gpu=H200"]
-    if kind == "elementwise":
+    if len(rest) > 1:  # the corpus names the shapes
+        pairs.append(f"shapes={rest[1]}")
+    elif kind == "elementwise":
         pairs.append(f"shapes={ELEMENTWISE_SHAPES}")
     done = cookiecutter(out, *pairs)
     (out / f"{name}.bake.log").write_text(done.stdout + done.stderr)
@@ -128,9 +130,9 @@ CHILD = textwrap.dedent("""
     tk = mine["test_kernel"]
     dtype = getattr(torch, op["torch_dtype"])
     case = next(c for c in op["cases"] if c["role"] == "representative")
-    base_case = next(c for c in base_op["cases"] if c["dims"] == case["dims"])
+    base_case = next((c for c in base_op["cases"] if c["dims"] == case["dims"]), None)  # None: no built-in side
     inputs = mine["reference"].make_inputs(case, dtype, "cuda", 0)
-    base_inputs = base["reference"].make_inputs(base_case, dtype, "cuda", 0)
+    base_inputs = base["reference"].make_inputs(base_case, dtype, "cuda", 0) if base_case else None
     fn = mine["reference"].baseline
     compiled = torch.compile(fn)
     started = time.perf_counter()
@@ -139,11 +141,15 @@ CHILD = textwrap.dedent("""
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - started
     out = mine["kernel"].run(*inputs)
-    base_out = base["kernel"].run(*base_inputs)
     sides = {"kernel": lambda: mine["kernel"].run(*inputs, out=out), "eager": lambda: fn(*inputs),
-             "compile": lambda: compiled(*inputs), "builtin": lambda: base["kernel"].run(*base_inputs, out=base_out)}
+             "compile": lambda: compiled(*inputs)}
+    base_bytes = 1
+    if base_case:
+        base_out = base["kernel"].run(*base_inputs)
+        sides["builtin"] = lambda: base["kernel"].run(*base_inputs, out=base_out)
+        _, base_bytes = compute_utilization.case_work(base_op, base_case)
     _, nbytes = compute_utilization.case_work(op, case)
-    _, base_bytes = compute_utilization.case_work(base_op, base_case)
+    copy = tk.copy_ceiling()  # the device copy's bandwidth, same process: the bytes' floor
     row = {"workspace": ws.name, "pattern": op["pattern"], "case": case["name"], "bytes": nbytes,
            "builtin_op": base_op["op"], "builtin_bytes": base_bytes, "compile_warmup_s": round(compile_s, 1)}
     for side, call in sides.items():
@@ -153,7 +159,9 @@ CHILD = textwrap.dedent("""
                      "gbps": (base_bytes if side == "builtin" else nbytes) / (t["median_us"] * 1e-6) / 1e9}
     row["vs_eager"] = row["eager"]["gpu_us"] / row["kernel"]["gpu_us"]
     row["vs_compile"] = row["compile"]["gpu_us"] / row["kernel"]["gpu_us"]
-    row["bw_vs_builtin"] = row["kernel"]["gbps"] / row["builtin"]["gbps"]
+    row["bw_vs_builtin"] = row["kernel"]["gbps"] / row["builtin"]["gbps"] if "builtin" in row else None
+    row["copy_gbps"] = copy.get("gbps")
+    row["bw_vs_copy"] = row["kernel"]["gbps"] / copy["gbps"] if copy.get("gbps") else None
     print(json.dumps(row))
 """)
 
@@ -175,16 +183,19 @@ def perf(out: Path, name: str) -> dict:
 def table(step: str, rows: list[dict]) -> str:
     if step == "perf":
         head = ("| function | GPU us: kernel | eager | torch.compile | built-in | x eager | x compile | GB/s kernel | "
-                "GB/s built-in | bw vs built-in | call us: kernel | eager | compile |")
+                "GB/s built-in | bw vs built-in | bw vs copy | call us: kernel | eager | compile |")
         lines = [head, "|" + "---|" * (head.count("|") - 1)]
         for r in rows:
             if "error" in r:
                 lines.append(f"| {r['workspace']} | error: {r['error'][-200:]!r} |")
                 continue
+            b = r.get("builtin")
             lines.append(f"| {r['workspace']} | {r['kernel']['gpu_us']:.1f} | {r['eager']['gpu_us']:.1f} | "
-                         f"{r['compile']['gpu_us']:.1f} | {r['builtin']['gpu_us']:.1f} ({r['builtin_op']}) | "
-                         f"{r['vs_eager']:.2f} | {r['vs_compile']:.2f} | {r['kernel']['gbps']:.0f} | "
-                         f"{r['builtin']['gbps']:.0f} | {r['bw_vs_builtin']:.3f} | {r['kernel']['call_us']:.1f} | "
+                         f"{r['compile']['gpu_us']:.1f} | "
+                         + (f"{b['gpu_us']:.1f} ({r['builtin_op']})" if b else "-") +
+                         f" | {r['vs_eager']:.2f} | {r['vs_compile']:.2f} | {r['kernel']['gbps']:.0f} | "
+                         + (f"{b['gbps']:.0f} | {r['bw_vs_builtin']:.3f}" if b else "- | -") +
+                         f" | {r['bw_vs_copy']:.3f} | {r['kernel']['call_us']:.1f} | "
                          f"{r['eager']['call_us']:.1f} | {r['compile']['call_us']:.1f} |")
         return "\n".join(lines)
     return "\n".join(json.dumps({k: v for k, v in r.items() if k not in ("cases", "tail")}) for r in rows)

@@ -2,7 +2,7 @@
 annotations the README's parameter rule asks for where a parameter's name cannot tell its kind (a one-element learned
 scalar `"[]"` / `"[1]"`, a boolean mask, a [N] vector not named like one). A bake copies real_models.py beside this
 file (a sibling import), and the traced lines are the upstream bodies' own. EXPECT is bench_lowered.py's: each
-function's class and number of outputs. These are the functions the H200 runs of the "Real models' ops" round bake.
+function's cell, number of outputs and (optionally) the shapes to bake it with. These are the functions the H200 runs of the "Real models' ops" round bake.
 """
 
 import real_models as upstream
@@ -32,10 +32,21 @@ def deepseek_v3_sigmoid_scores(router_logits, e_score_correction_bias: "[N]"):  
     return upstream.deepseek_v3_sigmoid_scores(router_logits, e_score_correction_bias)
 
 
+def phi3_gate_up_act(up_states):
+    return upstream.phi3_gate_up_act(up_states)
+
+
+def gpt_oss_apply_gate(gate_up):
+    return upstream.gpt_oss_apply_gate(gate_up)
+
+
 def gemma2_final_logit_softcap(logits):
     return upstream.gemma2_final_logit_softcap(logits)
 
 
+GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
 EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("reduction", 1), "xielu": ("elementwise", 1),
           "prelu": ("elementwise", 1), "min_p_mask": ("reduction", 1), "deepseek_v3_sigmoid_scores": ("elementwise", 2),
-          "gemma2_final_logit_softcap": ("elementwise", 1)}
+          "gemma2_final_logit_softcap": ("elementwise", 1),
+          # gated MLPs: elementwise programs whose input is read in parts, run in the row (reduction) cell
+          "phi3_gate_up_act": ("reduction", 1, GLU), "gpt_oss_apply_gate": ("reduction", 1, GLU)}
