@@ -82,6 +82,17 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
                                 f"({program['file']}), traced and generated into lowered.py"}
 
 
+def _markers(cell: dict, resolved: dict) -> dict:
+    """The cell's ISA markers, less those of a reduction step when the lowered program reduces nothing (a gated MLP
+    in the row cell has no butterfly)."""
+    logic = resolved["pytorch_logic"]
+    if resolved["op"] != LOWERED or lower.ir.reductions(logic["lowering"]["ir"]) or lower.ir.is_gemm(
+            logic["lowering"]["ir"]):
+        return cell["isa_markers"]
+    return {k: [m for m in v if not m.get("only_with_reductions")] if isinstance(v, list) else v
+            for k, v in cell["isa_markers"].items()}
+
+
 def build(ctx: dict) -> dict:
     """Validate a cookiecutter context and return its op.json (raises catalog.InputError on bad input)."""
     resolved = validate(ctx)
@@ -106,7 +117,7 @@ def build(ctx: dict) -> dict:
                            "isa": dsl.ISA, "profile":
                                dsl.PROFILE.format(kernel=cell.get("ncu_kernel", ""), case="{case}")},
         "device": dsl.DEVICE,
-        "isa_markers": cell["isa_markers"], "isa_targets": {**pattern.ISA_TARGETS, **spec.get("isa_targets", {}),
+        "isa_markers": _markers(cell, resolved), "isa_targets": {**pattern.ISA_TARGETS, **spec.get("isa_targets", {}),
                                                             **cell.get("isa_targets", {})},
         "framework_facts": [*dsl.FACTS, *cell["framework_facts"]], "pitfalls": cell["pitfalls"],
         "baseline_summary": cell["summary"], "semantics": spec.get("semantics", cell["semantics"]),
