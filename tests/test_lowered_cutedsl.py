@@ -307,3 +307,38 @@ def test_wide_inputs_are_read_once_with_vector_loads(lowered_ws, source, dims):
         assert ptx.count("ld.global.v4") == (2 + 1) * chunks  # x's two parts (or a lane pair) and the vector w
         assert ptx.count("st.global.v4") == chunks
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
+
+
+# A per-row absmax quantizer as the lowering writes it: int8 values (the function's final .to(torch.int8), done by the
+# store) and the fp32 scale; QUANT_FP8 the same with fp8 e4m3 values.
+QUANT = '''
+import pointwise as pw
+
+SOURCE = "test:quant"
+INPUTS = ("x",)
+KINDS = ("row",)
+DTYPES = ("float",)
+WIDTHS = (1,)
+ARGS = ((0, "whole", 0),)
+OUTPUTS = ("row", "reduced_keepdim")
+OUT_DTYPES = ("int8", "fp32")
+REDUCTIONS = ("max",)
+USES_N = False
+
+
+def compute(x, n, reduce):
+    s = 127.0 * pw.reciprocal(pw.maximum(reduce("max", pw.abs(x)), 1e-5))
+    return (pw.minimum(pw.maximum(pw.round(x * s), -128.0), 127.0), 1.0 / s)
+'''
+SOURCES.update(quant=QUANT, quant_fp8=QUANT.replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("fp8", "fp32")'))
+
+
+@pytest.mark.parametrize("source,marker", [("quant", "cvt.rzi.s16.f32"), ("quant_fp8", "e4m3")])
+def test_quantized_outputs_are_stored_narrow(lowered_ws, source, marker):
+    """The int8 (fp8) values leave the registers converted once by the store (cvt.rzi truncates toward zero, as
+    torch's .to(torch.int8); e4m3 rounds to nearest), VEC bytes per access: half the bytes of a bf16 row."""
+    ws, _ = lowered_ws("reduction", source)
+    ptx, plan = _compiled(ws, (64, 8192), "bf16")
+    assert marker in ptx
+    assert "st.global.v2" in ptx or "st.global.b64" in ptx or "st.global.u64" in ptx, "8 bytes per store"
+    assert "ld.global.v4" in ptx and "cvt.rni.f32.f32" in ptx

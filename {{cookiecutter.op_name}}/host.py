@@ -15,9 +15,9 @@ from types import SimpleNamespace
 OP_PATH = Path(__file__).with_name("op.json")
 OP: dict = json.loads(OP_PATH.read_text()) if OP_PATH.is_file() else {}  # {} outside a workspace
 
-DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",  # torch dtype name -> op.json dtype
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "int8": "int8",  # torch name -> op.json
                "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8"}  # e4m3: OCP (sm_90a, gfx950), fnuz (gfx942)
-DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8}
+DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8}
 # an output's op.json dtype -> torch's (fp8 has two torch dtypes and is never an output)
 TORCH_DTYPES = {name: torch_name for torch_name, name in DTYPE_NAMES.items() if name != "fp8"}
 
@@ -118,6 +118,14 @@ def lowered_outputs(out):
     return out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
 
 
+def out_dtypes(names) -> list:
+    """Each output's torch dtype by its op.json name (lowered.OUT_DTYPES, op.json output_dtypes), None for "input"
+    (x's): fp32, or a quantizer's int8 / fp8 storage (e4m3fn, the dtype the function itself casts to)."""
+    import torch
+
+    return [None if name == "input" else getattr(torch, TORCH_DTYPES.get(name, "float8_e4m3fn")) for name in names]
+
+
 def lowered_x(lowered) -> int:
     """The index of x among a lowered op's inputs: the first "row" input in the user's parameter order."""
     return lowered.KINDS.index("row")
@@ -146,7 +154,7 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     is of x's dtype on x's device, except a mask (lowered.DTYPES "bool"), which is torch.bool (or its bytes, uint8).
     Rows are contiguous (rows_contiguous: the elementwise cell) or 2-D with a contiguous last dim (the reduction
     cell, rows_of), vectors are contiguous. Output i has shape out_shapes[i] and lowered.OUT_DTYPES[i] ("input":
-    x's dtype, "fp32"); outputs are the checked `out` tensors (None, one tensor, or a tuple/list) or new ones. Every
+    x's dtype, "fp32", "int8", "fp8": out_dtypes); outputs are the checked `out` tensors (None, one tensor, or a tuple/list) or new ones. Every
     tensor starts on a 16-byte boundary when rows_contiguous (128-bit accesses throughout), on its element size
     otherwise (the reduction cell picks its vector width from the pointers)."""
     import torch
@@ -174,7 +182,7 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
         raise ValueError(f"{op}: out must hold {len(lowered.OUTPUTS)} tensor(s), one per output {lowered.OUTPUTS}")
     outputs = tuple(
         out_tensor(op, given[i] if given else None, shape,
-                   x if kind == "input" else SimpleNamespace(dtype=torch.float32, device=x.device))
+                   x if kind == "input" else SimpleNamespace(dtype=out_dtypes(lowered.OUT_DTYPES)[i], device=x.device))
         for i, (shape, kind) in enumerate(zip(out_shapes, lowered.OUT_DTYPES)))
     align = 16 if rows_contiguous else x.element_size()
     loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]

@@ -83,12 +83,17 @@ def rel_err(out, ref) -> float:
 
 def output_dtypes(torch_dtype, count: int) -> list:
     """Each output's dtype: the op's output dtype (the input dtype; bf16 for fp8 inputs: op.json out_torch_dtype), or
-    fp32 where a lowered op's function returns fp32 (op.json output_dtypes)."""
+    the dtype a lowered op's function returns there (fp32, int8, fp8: op.json output_dtypes)."""
     import torch
 
-    named = OP.get("output_dtypes") or ["input"] * count
     out_dtype = getattr(torch, OP["out_torch_dtype"]) if OP.get("out_torch_dtype") else torch_dtype
-    return [torch.float32 if d == "fp32" else out_dtype for d in named]
+    return [d or out_dtype for d in host.out_dtypes(OP.get("output_dtypes") or ["input"] * count)]
+
+
+def poison(dtype) -> float:
+    """What an output is filled with before the kernel runs: NaN (rel_err fails on it), or for an int8 output, which
+    has no NaN, -128: a quantizer's clamp reaches it rarely enough that an element left unwritten shows as error."""
+    return float("nan") if dtype.is_floating_point else -128.0
 
 
 def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_dtype, tolerance: float, seed: int) -> dict:
@@ -101,7 +106,7 @@ def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_
     inputs = make_inputs(case, torch_dtype, device, seed)
     ref = reference(*[t.double() if t.is_floating_point() else t for t in inputs])
     refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-    outs = [torch.full(r.shape, float("nan"), dtype=d, device=device)  # poison: a skipped element stays NaN
+    outs = [torch.full(r.shape, poison(d), dtype=d, device=device)  # a skipped element stays poisoned
             for r, d in zip(refs, output_dtypes(torch_dtype, len(refs)))]
     started = time.perf_counter()
     kernel_run(*inputs, out=outs[0] if len(outs) == 1 else tuple(outs))  # the case's first call: it compiles what is new

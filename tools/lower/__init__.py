@@ -142,7 +142,8 @@ def signature(program: dict) -> str:
 
     outs = {"row": "[M, N]", "reduced": "[M]", "reduced_keepdim": "[M, 1]"}
     return (f"{program['function']}({', '.join(i['name'] + ' ' + shape(i) for i in program['inputs'])}) -> "
-            + ", ".join(outs[o["shape"]] + (" fp32" if o["dtype"] == "fp32" else "") for o in program["outputs"]))
+            + ", ".join(outs[o["shape"]] + (f" {o['dtype']}" if o["dtype"] != "input" else "")
+                        for o in program["outputs"]))
 
 
 def _words(program: dict) -> dict:
@@ -162,19 +163,21 @@ def op_spec(program: dict) -> dict:
     """The lowered op in the form of a built-in op's OPS entry (tools/patterns/<pattern>/__init__.py)."""
     if ir.is_gemm(program):
         return {**_gemm_spec(program), **_words(program)}
-    rows = [i["name"] for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") != "bool"]
-    masks = [i["name"] for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") == "bool"]
-    vectors = [i["name"] for i in program["inputs"] if i["kind"] == "vector"]
-    row_outs = sum(o["shape"] == "row" for o in program["outputs"])
-    reduced = len(program["outputs"]) - row_outs
-    fp32_outs = [o for o in program["outputs"] if o["dtype"] == "fp32"]
+    # elements per row element of the output (numel = M*N): a wide input (width r) is r of them
+    rows = sum(i.get("width", 1) for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") != "bool")
+    masks = sum(i.get("width", 1) for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") == "bool")
+    vectors = sum(i["kind"] == "vector" for i in program["inputs"])
+    outs = program["outputs"]
+    in_dtype = rows + sum(o["shape"] == "row" and o["dtype"] == "input" for o in outs)
+    narrow = {d: sum(o["shape"] == "row" and o["dtype"] == d for o in outs) for d in ir.OUT_BYTES}
+    reduced = [o for o in outs if o["shape"] != "row"]
     elem = " + ".join(filter(None, [
-        f"{len(rows) + sum(o['shape'] == 'row' and o['dtype'] == 'input' for o in program['outputs'])}*numel*elem_bytes",
-        f"{len(masks)}*numel" if masks else "",  # a bool mask: one byte per element
-        f"{len(vectors)}*N*elem_bytes" if vectors else "",
-        f"{sum(o['shape'] == 'row' for o in fp32_outs)}*numel*4" if any(o["shape"] == "row" for o in fp32_outs) else "",
-        f"{reduced}*(numel/N)*elem_bytes" if reduced else ""]))
-    shapes = ", ".join(f"{o['shape']}" + (" fp32" if o["dtype"] == "fp32" else "") for o in program["outputs"])
+        f"{in_dtype}*numel*elem_bytes" if in_dtype else "",
+        f"{masks}*numel" if masks else "",  # a bool mask: one byte per element
+        f"{vectors}*N*elem_bytes" if vectors else "",
+        *(f"{k}*numel*{ir.OUT_BYTES[d]}" for d, k in narrow.items() if k),
+        *(f"(numel/N)*{ir.OUT_BYTES.get(o['dtype'], 'elem_bytes')}" for o in reduced)]))
+    shapes = ", ".join(f"{o['shape']}" + (f" {o['dtype']}" if o["dtype"] != "input" else "") for o in outs)
     return {"inputs": [i["name"] for i in program["inputs"]],
             "flops": f"{ir.flops_per_element(program)}*numel",
             "bytes": elem,
@@ -182,8 +185,9 @@ def op_spec(program: dict) -> dict:
             "math": f"the user's `{program['function']}` ({program['file']}), lowered: "
                     f"{len(program['nodes'])} steps, reductions: {', '.join(ir.reductions(program)) or 'none'}",
             "flops_note": "one FLOP per per-element step of the lowered program (a transcendental counts as one)",
-            "bytes_note": "each input read once (a [N] vector once per launch, a bool mask one byte per element, a "
-                          "scalar not counted), each output written once: the minimum traffic",
+            "bytes_note": "each input read once (a [N] vector once per launch, a bool mask one byte per element, an "
+                          "input read in r parts r times the output's row, a scalar not counted), each output written "
+                          "once in its dtype: the minimum traffic",
             "params": {}, **_words(program)}
 
 
@@ -196,11 +200,13 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
                  for i in program["inputs"]}
         return {**found, "out0": (v["M"] * v["N"], 4 if program["outputs"][0]["dtype"] == "fp32" else v["elem_bytes"])}
     numel, n, eb = v["numel"], v.get("N", v["numel"]), v["elem_bytes"]
-    row = numel // n * case.get("row_stride", n)  # a padded row stride (reduction cases) allocates the padding too
-    found = {i["name"]: ({"row": row, "vector": n}.get(i["kind"], 1), 1 if i.get("dtype") == "bool" else eb)
-             for i in program["inputs"]}
+    def row(width: int) -> int:  # a padded row stride (reduction cases) allocates the padding too
+        return numel // n * max(case.get("row_stride", n), width * n)
+
+    found = {i["name"]: ({"row": row(i.get("width", 1)), "vector": n}.get(i["kind"], 1),
+                         1 if i.get("dtype") == "bool" else eb) for i in program["inputs"]}
     for k, o in enumerate(program["outputs"]):
-        size = 4 if o["dtype"] == "fp32" else eb
+        size = ir.OUT_BYTES.get(o["dtype"], eb)
         found[f"out{k}"] = (numel if o["shape"] == "row" else numel // n, size)
     return found
 

@@ -60,6 +60,8 @@ SELECTIONS = ("topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mod
               "rand_like", "randn_like", "randint", "exponential", "uniform", "normal")
 SHAPE_ONLY = {"expand", "broadcast_in_dim", "unsqueeze", "squeeze", "view", "reshape", "_unsafe_view", "alias",
               "clone", "contiguous", "detach", "expand_as", "lift_fresh_copy", "_assert_tensor_metadata", "copy"}
+# The narrow dtypes an output may be stored in (ir.OUT_BYTES): torch's own conversion, done by the cell's store.
+STORED = {torch.int8: "int8", torch.float8_e4m3fn: "fp8"}
 SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", operator.sub: "sub",
            operator.neg: "neg", operator.floordiv: None, operator.mod: None}
 
@@ -83,8 +85,9 @@ class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
     def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = "", operand: str | None = None,
-                 wide: tuple | None = None):
+                 wide: tuple | None = None, store: str | None = None):
         self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
+        self.store = store  # an output's narrow storage (int8, fp8): usable only as an output
         self.wide = wide  # (input name, ratio): a row input r*N wide, usable only through its slices (views)
         self.why = why  # with ref None: a value that has no kernel form, refused (with this reason) only if used
         self.operand = operand  # a GEMM's "a", "b" or "bT" (b transposed): the head's, with no epilogue value
@@ -139,7 +142,7 @@ class Converter:
         if isinstance(a, torch.fx.Node):
             if a not in self.env:
                 self.refuse(f"uses {a.name}, which could not be lowered")
-            if self.env[a].ref is None:
+            if self.env[a].ref is None or self.env[a].store:
                 self.refuse(self.env[a].why)
             return self.env[a]
         if isinstance(a, bool):
@@ -226,8 +229,9 @@ class Converter:
             if not isinstance(out, torch.fx.Node):
                 raise Refused(f"returns {out!r}, not a tensor")
             v, val = self.env[out], out.meta["val"]
-            if v.boolean or not val.dtype.is_floating_point:
-                raise Refused(f"returns a {val.dtype} tensor; outputs must be floating point", self.line)
+            if v.boolean or not (val.dtype.is_floating_point or v.store):
+                raise Refused(f"returns a {val.dtype} tensor; outputs are floating point, or int8 / fp8 e4m3 by a "
+                              "final cast", self.line)
             keepdim = len(val.shape) == len(self.xshape)
             shape = {"row": "row", "per_row": "reduced_keepdim" if keepdim else "reduced"}.get(self.shape_class(val))
             if shape is None or (shape != "row" and v.kind == ELEMENT):
@@ -235,7 +239,7 @@ class Converter:
                               f"{self.words(self.xshape)} or one value per row", self.line)
             if v.kind == CONST:
                 raise Refused("returns a constant, which needs no kernel", self.line)
-            dtype = "input" if val.dtype == self.in_dtype else "fp32"
+            dtype = v.store or ("input" if val.dtype == self.in_dtype else "fp32")
             specs.append({"value": v.ref, "shape": shape, "dtype": dtype})
         return specs
 
@@ -414,8 +418,13 @@ class Converter:
             return Value(src.ref, src.kind, shape)
         if dtype == torch.bool:
             return self.binary("ne", src, Value(0.0, CONST, "scalar"), shape, True)
+        stored = STORED.get(dtype)
+        if stored and not src.boolean and src.kind != CONST:  # an output's storage (a quantizer's int8 / fp8 values)
+            return Value(src.ref, src.kind, shape, why=f"computes with a value cast to {dtype}; a cast to {dtype} "
+                         "lowers only as an output's storage (the last step before a `return`)", store=stored)
         if not dtype.is_floating_point:
-            self.refuse(f"casts to {dtype}; only floating-point casts lower")
+            self.refuse(f"casts to {dtype}; only floating-point casts lower, and {', '.join(map(str, STORED))} as "
+                        "an output's storage")
         if src.boolean:
             return self.emit("to_float", [src.ref], src.kind, shape)
         target = "input" if dtype == self.in_dtype else {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype)
@@ -544,6 +553,9 @@ class GemmConverter(Converter):
                           "[M, N]", self.lines.get(out.name, self.line))
         if self.head is None:
             raise Refused("multiplies no matrices here: a GEMM's output must come from its matmul")
+        if isinstance(out, torch.fx.Node) and isinstance(self.env.get(out), Value) and self.env[out].store:
+            raise Refused(f"stores C as {self.env[out].store}; a GEMM's C is stored in a's dtype or fp32",
+                          self.lines.get(out.name, self.line))
         return super().outputs(outs)
 
 

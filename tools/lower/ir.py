@@ -118,6 +118,10 @@ PW_FUNCTIONS = tuple(sorted({code.split("(")[0][3:] for code in (spec.code for s
                              if code.startswith("pw.")} | {"full_like", "expm1"}))
 CAST_TARGETS = ("input", "bf16", "fp16")  # "input": the workspace's dtype (x's); a cast to fp32 or wider is a no-op
 OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
+# An output's dtype: "input" (x's), or one of these, with its bytes per element and torch's name. int8 and fp8 are a
+# quantizer's storage: the function's final `.to(torch.int8)` / `.to(torch.float8_e4m3fn)`, done by the store.
+OUT_BYTES = {"fp32": 4, "int8": 1, "fp8": 1}
+OUT_TORCH = {"fp32": "float32", "int8": "int8", "fp8": "float8_e4m3fn"}
 # The parameter rule's names: a tensor parameter so named (or ending in _weight / _bias) is a [N] vector; op.json
 # carries them (``lowering_rule``) for the workspace README, which states the rule.
 VECTOR_NAMES = ("weight", "bias", "gamma", "beta", "scale", "shift", "w", "b", "g")
@@ -237,6 +241,8 @@ def interpret(program: dict, inputs: dict, dtype=None):
     outs = []
     for spec in program["outputs"]:
         v = value(spec["value"])
+        if spec["dtype"] in ("int8", "fp8"):  # the store's conversion, as torch's .to()
+            v = v.to(getattr(torch, OUT_TORCH[spec["dtype"]]))
         if spec["shape"] == "row":
             v = v.expand(x.shape)
         else:

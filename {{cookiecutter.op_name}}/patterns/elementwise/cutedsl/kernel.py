@@ -273,7 +273,8 @@ def lowered_kernel(
                 _gather(t, r, coord, None, row_n, False)
         _compute_into(inputs, r_in, r_out, row_n)
         for r, t in zip(r_out, views):
-            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyR2GOp(), t.element_type, num_bits_per_copy=ACCESS_BITS,
+            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyR2GOp(), t.element_type,  # 64-bit for an int8 / fp8 out
+                                          num_bits_per_copy=min(ACCESS_BITS, vec * t.element_type.width),
                                           **STORE_HINTS), r, t)
     else:
         # Tail tile: scalar, predicated accesses, as elementwise_kernel's.
@@ -388,7 +389,7 @@ def _lowered_compile_args(dtype: str, rank: int, vector_chunks: bool) -> tuple:
     inputs = [rt.tensor("uint8" if kept == "bool" else dtype,  # a mask: its bytes (host.lowered_views)
                         {"row": shape, "vector": shape[-1:], "scalar": (1,)}[kind], align=16 if kind != "scalar" else 1)
               for kind, kept in zip(lowered.KINDS, lowered.DTYPES)]
-    outputs = [rt.tensor(dtype if kind == "input" else "fp32", shape) for kind in lowered.OUT_DTYPES]
+    outputs = [rt.tensor(dtype if kind == "input" else kind, shape) for kind in lowered.OUT_DTYPES]
     return (rt.STREAM, vector_chunks, *inputs, *outputs)
 
 
@@ -431,7 +432,7 @@ def run_lowered(*inputs, out=None):
     return outputs[0] if len(outputs) == 1 else outputs
 
 
-_LOWERED_OUT_DTYPES = tuple(None if kind == "input" else torch.float32 for kind in lowered.OUT_DTYPES) if LOWERED else ()
+_LOWERED_OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES)) if LOWERED else ()
 _X = host.lowered_x(lowered) if LOWERED else 0  # x: the first row input, in the user's parameter order
 
 

@@ -772,7 +772,7 @@ def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
                       else rt.tensor(name, (1,), (1,), align=eb))
     outputs = []
     for kind, out_dtype in zip(lowered.OUTPUTS, lowered.OUT_DTYPES):
-        name = dtype if out_dtype == "input" else "fp32"
+        name = dtype if out_dtype == "input" else out_dtype  # fp32, or a quantizer's int8 / fp8
         ob = _BYTES[name]
         shape, stride, align = {"row": ((m, n), (n, 1), min(16, vec * ob)), "reduced": ((m,), (1,), ob),
                                 "reduced_keepdim": ((m, 1), (1, 1), ob)}[kind]
@@ -791,7 +791,8 @@ def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]
     vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*loaded, *rows)
                                                     if t.element_size() == elem_bytes])
-    while vec > 1 and (any(o.data_ptr() % min(16, vec * 4) for o in rows if o.element_size() != elem_bytes)
+    while vec > 1 and (any(o.data_ptr() % min(16, vec * o.element_size()) for o in rows
+                           if o.element_size() != elem_bytes)
                        or any(t.data_ptr() % vec for t in loaded if t.element_size() == 1)):  # a mask's VEC bytes
         vec //= 2
     return vec
@@ -818,7 +819,7 @@ def _prepare_lowered(inputs, out):
 
 
 _ROW_INPUTS = [i for i, kind in enumerate(lowered.KINDS) if kind == "row"] if LOWERED else []
-_OUT_DTYPES = [None if kind == "input" else torch.float32 for kind in lowered.OUT_DTYPES] if LOWERED else []
+_OUT_DTYPES = host.out_dtypes(lowered.OUT_DTYPES) if LOWERED else []
 
 
 def run_lowered(*inputs, out=None):
