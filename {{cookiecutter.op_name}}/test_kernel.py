@@ -86,6 +86,8 @@ def output_dtypes(torch_dtype, count: int) -> list:
     the dtype a lowered op's function returns there (fp32, int8, fp8: op.json output_dtypes)."""
     import torch
 
+    import host  # the workspace's; this file is also imported outside one (benchmarks/ reuse bench())
+
     out_dtype = getattr(torch, OP["out_torch_dtype"]) if OP.get("out_torch_dtype") else torch_dtype
     return [d or out_dtype for d in host.out_dtypes(OP.get("output_dtypes") or ["input"] * count)]
 

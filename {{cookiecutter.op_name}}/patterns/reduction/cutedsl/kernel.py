@@ -135,7 +135,6 @@ import host
 
 import cutlass
 import cutlass.cute as cute
-import torch
 from cutlass import Float32, Int32, const_expr
 
 OP_SPEC = host.OP
