@@ -40,6 +40,14 @@ def gpt_oss_apply_gate(gate_up):
     return upstream.gpt_oss_apply_gate(gate_up)
 
 
+def bitnet_activation_quant(input):  # noqa: A002 -- upstream's name
+    return upstream.bitnet_activation_quant(input)
+
+
+def quantize_fp8_per_row(x):
+    return upstream.quantize_fp8_per_row(x)
+
+
 def gemma2_final_logit_softcap(logits):
     return upstream.gemma2_final_logit_softcap(logits)
 
@@ -49,4 +57,6 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           "prelu": ("elementwise", 1), "min_p_mask": ("reduction", 1), "deepseek_v3_sigmoid_scores": ("elementwise", 2),
           "gemma2_final_logit_softcap": ("elementwise", 1),
           # gated MLPs: elementwise programs whose input is read in parts, run in the row (reduction) cell
-          "phi3_gate_up_act": ("reduction", 1, GLU), "gpt_oss_apply_gate": ("reduction", 1, GLU)}
+          "phi3_gate_up_act": ("reduction", 1, GLU), "gpt_oss_apply_gate": ("reduction", 1, GLU),
+          # per-row absmax quantizers with round: int8 / fp8 e4m3 values and the scale
+          "bitnet_activation_quant": ("reduction", 2), "quantize_fp8_per_row": ("reduction", 2)}

@@ -5,12 +5,13 @@ Its one job is the glue between the user's compute (lowered.py at the workspace 
 from the user's PyTorch function, see its CONTRACT) and a cell's hand-written data movement. The cell keeps
 its own tiling, loads, reductions and stores; this module gives it:
 
-    facts()             lowered.py's INPUTS / KINDS / DTYPES / OUTPUTS / OUT_DTYPES / REDUCTIONS (a GEMM's KINDS:
-                        "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x: the first
-                        "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices of the
-                        row and vector inputs: a "scalar" input is one value, never a row), and a `key` (a hash
-                        of lowered.py) that every compiled variant carries as a Constexpr, so a re-baked
-                        lowered.py can never be served a kernel compiled from the old one
+    facts()             lowered.py's INPUTS / KINDS / DTYPES / WIDTHS / ARGS / OUTPUTS / OUT_DTYPES / REDUCTIONS (a
+                        GEMM's KINDS: "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x:
+                        the first "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices
+                        of the row and vector inputs: a "scalar" input is one value, never a row), the loads that
+                        serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`: plan_loads), and a
+                        `key` (a hash of lowered.py) that every compiled variant carries as a Constexpr, so a
+                        re-baked lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
                         launchers take SLOTS tensor slots: the inputs in INPUTS order, then the outputs in
                         OUTPUTS order, the unused slots filled with the first tensor (never read; FlyDSL still
@@ -26,10 +27,14 @@ its own tiling, loads, reductions and stores; this module gives it:
     compute(values, n, reduce)  lowered.compute(*values, n, reduce) traced under fastmath "afn" (a `/` in the
                         user's code is v_rcp_f32 and a multiply, as the built-in softmax does), as a tuple
 
-The values a cell passes are in INPUTS order (the user's parameter order: x is not necessarily the first): for a
-row or vector input an fp32 register vector, `.load().to(fx.Float32)` of its register tensor, all of one shape; a
-"vector" input's vector holds, element for element, the [N] vector's entries for the columns of the row values
-beside it. A bool mask (DTYPES "bool") arrives at run() as torch.bool and is launched as its bytes (uint8, a view:
+The values a cell passes are compute()'s arguments, in ARGS order: for a row or vector input an fp32 register vector,
+`.load().to(fx.Float32)` of its register tensor, all of one shape; a "vector" input's vector holds, element for
+element, the [N] vector's entries for the columns of the row values beside it. Without wide inputs (every WIDTHS 1)
+ARGS is each input "whole" in INPUTS order (the user's parameter order: x is not necessarily the first; facts()
+checks it), which is how the elementwise cell passes them. A wide input (WIDTHS r > 1, a "row" input [M, r*N] the
+function reads in r parts, e.g. a gated MLP's x.chunk(2, -1) or x[..., ::2], x[..., 1::2]; N = x's last dim / r)
+only runs in the reduction cell, and its ARGS entries are views of it: "part" j, its columns [j*N, (j+1)*N), or
+"lane" j, its columns j, j + r, j + 2r, ... (plan_loads says how the cell loads each). A bool mask (DTYPES "bool") arrives at run() as torch.bool and is launched as its bytes (uint8, a view:
 host.lowered_views): the cell loads vec bytes per access where x loads vec elements (8 bytes beside a bf16 x's 16)
 and passes 0.0 / 1.0 like any other value (compute() compares it itself). A "scalar" input (one element, a runtime
 scalar) is loaded once per lane and passed as an fp32 scalar (scalar()), never a vector. compute() returns one
@@ -60,13 +65,19 @@ def facts() -> SimpleNamespace:
     import lowered
 
     kinds = tuple(lowered.KINDS)
+    gemm = kinds[:2] == ("a", "b")
+    widths = tuple(getattr(lowered, "WIDTHS", (1,) * len(kinds)))
+    args = tuple(tuple(a) for a in getattr(lowered, "ARGS", [(i, "whole", 0) for i in range(2 if gemm else 0,
+                                                                                         len(kinds))]))
     f = SimpleNamespace(module=lowered, inputs=tuple(lowered.INPUTS), kinds=kinds,
-                        dtypes=tuple(lowered.DTYPES),
+                        dtypes=tuple(lowered.DTYPES), widths=widths, args=args,
                         outputs=tuple(lowered.OUTPUTS), out_dtypes=tuple(lowered.OUT_DTYPES),
                         reductions=tuple(lowered.REDUCTIONS),
                         x=0 if kinds[:2] == ("a", "b") or "row" not in kinds else kinds.index("row"),
                         loaded=tuple(i for i, kind in enumerate(kinds) if kind in ("row", "vector")),
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
+    f.loads, f.load_widths, f.of_arg = plan_loads(args, kinds, widths)
+    f.like = next((k for k, a in enumerate(f.of_arg) if a[0] != "scalar"), 0)  # an argument of the values' shape
     if f.kinds[:2] == ("a", "b"):  # a GEMM's epilogue (CONTRACT_GEMM.md): a, b, then its inputs; one C
         if (len(f.inputs) != len(f.kinds) or set(f.kinds[2:]) - {"row", "vector", "per_row"}
                 or f.outputs != ("row",) or f.reductions):
@@ -75,6 +86,16 @@ def facts() -> SimpleNamespace:
     elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar"}:
         raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'vector' or 'scalar' per input, one 'row' "
                          "at least (x: the first)")
+    if len(widths) != len(kinds) or any(w != 1 and (kind != "row" or w < 1) for w, kind in zip(widths, kinds)):
+        raise ValueError(f"lowered.py: WIDTHS {widths} must give 1 per input, or r > 1 for a 'row' input read in parts")
+    for i, how, j in args:
+        if not (0 <= i < len(kinds) and how in ("whole", "part", "lane")
+                and ((how == "whole") == (widths[i] == 1)) and (0 <= j < widths[i] if how != "whole" else j == 0)):
+            raise ValueError(f"lowered.py: ARGS entry {(i, how, j)} must be (input, 'whole', 0) for an input of width "
+                             "1, (input, 'part' | 'lane', j < its width) for a wide one")
+    if not gemm and set(widths) == {1} and args != tuple((i, "whole", 0) for i in range(len(kinds))):
+        raise ValueError(f"lowered.py: without wide inputs ARGS must be each input whole, in INPUTS order "
+                         f"(tools/lower/ir.arguments), got {args}")
     if len(f.dtypes) != len(f.kinds) or set(f.dtypes) - {"float", "bool"} or f.dtypes[f.x] != "float":
         raise ValueError(f"lowered.py: DTYPES {f.dtypes} must give 'float' or 'bool' per input, x a 'float'")
     if len(f.outputs) != len(f.out_dtypes) or not f.outputs or set(f.out_dtypes) - {"input", "fp32"}:
@@ -85,6 +106,32 @@ def facts() -> SimpleNamespace:
         raise ValueError(f"lowered op: {len(f.inputs)} inputs + {len(f.outputs)} outputs exceed the launcher's "
                          f"{SLOTS} tensor slots (flydsl_lowered.SLOTS)")
     return f
+
+
+def plan_loads(args, kinds, widths) -> tuple[tuple, tuple, tuple]:
+    """(loads, load_widths, of_arg): where compute()'s arguments (ARGS) come from, as the reduction cell loads them.
+
+    `loads`: one register tensor each, in order of first use, keyed (input, how, j):
+        (i, "whole", 0)  a row or vector input, vec elements per chunk (one 128-bit load; a mask's vec bytes)
+        (i, "part", j)   part j of a wide input [M, r*N]: its columns [j*N, (j+1)*N), the same row stride, from
+                         column j*N (vector j*NV of its row): vec elements per chunk, like any row
+        (i, "lane", 0)   all the lanes of a wide input: r*vec contiguous elements per chunk (its vectors r*v ..
+                         r*v + r-1 for the chunk's vector v: r 128-bit loads), shared by its lanes
+    `load_widths`: each load's vectors per chunk (r for a wide input's lanes, 1 otherwise): the registers it takes.
+    `of_arg`: per argument ("scalar", input, 0) for a scalar input (one value, never loaded as a row), else (how,
+    load, j); lane j of a lanes load is its fp32 values j, j + r, j + 2r, ... (columns j + r*c of x for the
+    columns c of the other values: a register shuffle, no data movement). So every byte of a wide input is read
+    once, with 128-bit loads, whichever way the function splits it."""
+    loads, of_arg = [], []
+    for i, how, j in args:
+        if kinds[i] == "scalar":
+            of_arg.append(("scalar", i, 0))
+            continue
+        key = (i, how, 0 if how == "lane" else j)
+        if key not in loads:
+            loads.append(key)
+        of_arg.append((how, loads.index(key), j))
+    return (tuple(loads), tuple(widths[i] if how == "lane" else 1 for i, how, _ in loads), tuple(of_arg))
 
 
 def out_dtype_name(kind: str, x_dtype: str) -> str:
