@@ -59,11 +59,34 @@ MASK_SCALAR_ELEMENTWISE = (
     .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
     .replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace('    z = reduce("sum", e)\n', "    z = 2.0\n")
     .replace(", m + pw.log(z))", ",)"))
-SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE}  # beside EXAMPLES' files
+# A wide input read in parts, as the lowering writes it for x.chunk(2, -1) (PARTS) and for x[..., ::2], x[..., 1::2]
+# (LANES): x is [M, 2N], the output [M, N]; a wide program always runs in the reduction (row) cell.
+PARTS = '''
+import pointwise as pw
+
+SOURCE = "test:parts"
+INPUTS = ("x", "w")
+KINDS = ("row", "vector")
+DTYPES = ("float", "float")
+WIDTHS = (2, 1)
+ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))
+OUTPUTS = ("row",)
+OUT_DTYPES = ("input",)
+REDUCTIONS = ()
+USES_N = False
+
+
+def compute(x_part0, x_part1, w, n, reduce):
+    return (x_part0 * pw.sigmoid(x_part0) * x_part1 * w,)
+'''
+LANES = PARTS.replace('ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))',
+                      'ARGS = ((0, "lane", 0), (0, "lane", 1), (1, "whole", 0))')
+SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE,  # beside EXAMPLES' files
+           "parts": PARTS, "lanes": LANES}
 
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
 # vector input then gathers one element at a time), the reduction examples on a register-path row and a
-# looped one; MASK_SCALAR in each cell and on each path.
+# looped one; MASK_SCALAR in each cell and on each path; PARTS and LANES (dims: [M, N], x [M, 2N]) on each path.
 VARIANTS = [
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [8192, 8192], "vector loads"),
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [1000, 1001], "vector gathers"),
@@ -73,8 +96,11 @@ VARIANTS = [
     ("elementwise", "mask_scalar_elementwise", "bf16", [8192, 8192], "vector loads"),
     ("reduction", "mask_scalar", "bf16", [4096, 8192], "rows"),
     ("reduction", "mask_scalar", "bf16", [8, 131072], "looped"),
+    *[("reduction", wide, "bf16", dims, path) for wide in ("parts", "lanes")
+      for dims, path in (([64, 7168], "rows"), ([4, 65536], "looped"))],
 ]
-MASK_VARIANTS = [v for v in VARIANTS if v[1] in SOURCES]
+MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]
+WIDE_VARIANTS = [v for v in VARIANTS if v[1] in ("parts", "lanes")]
 ARCHS = ("gfx942", "gfx950")
 
 
@@ -181,3 +207,23 @@ def test_masks_and_scalars_keep_their_kinds(isa, arch, pattern, example, dtype, 
         assert (x4, x2) == (2 * chunks, chunks), (x4, x2)
         assert x1 == 1, "alpha: one load per lane"
         assert text.count("s_barrier") == 2
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), WIDE_VARIANTS)
+def test_wide_inputs_are_read_once_with_vector_loads(isa, arch, pattern, example, dtype, dims, path):
+    """PARTS / LANES: x [M, 2N] read in two N-wide parts (a dwordx4 load each per chunk, one from column N) or as
+    interleaved lanes (one 2*vec-wide register tensor per chunk: two dwordx4 loads, deinterleaved in registers),
+    beside w's one dwordx4 per chunk: every byte of x once, 128-bit loads only; the [M, N] output's chunks stored
+    with dwordx4; no scratch. Rows of 7168: 3 loads share the budget (21 values: two chunks per lane, 7 waves per
+    row); looped rows of 65536: one chunk per iteration, one pass (no reduce())."""
+    text = isa[(example, path, arch)]
+    assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
+    assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
+    chunks = 2 if path == "rows" else 1
+    assert text.count("buffer_load_dwordx4") == (2 + 1) * chunks  # x's two parts (or its lane pair) and w
+    assert text.count("buffer_store_dwordx4") == chunks
+    narrow = [w for w in ("dwordx2", "dword ", "dword\t", "ushort", "short_d16", "ubyte") if f"buffer_load_{w}" in text]
+    assert not narrow, f"x or w read with narrower loads: {narrow}"
+    assert text.count("s_barrier") == 0

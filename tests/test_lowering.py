@@ -306,7 +306,16 @@ def test_pattern_auto_refuses_what_does_not_lower_in_one_line(tmp_path):
     assert done.returncode != 0 and list(tmp_path.iterdir()) == []
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("kbaseline: error: pytorch_logic: `cumulative` cannot be lowered")
-    assert "torch.cumsum" in lines[0] and "ops.py:" in lines[0] and "name a pattern" in lines[0]
+    assert "torch.cumsum" in lines[0] and "ops.py:" in lines[0]
+    assert "name a pattern" not in lines[0], "no pattern's built-in kernel computes a scan: no hint to one"
+
+
+@pytest.mark.parametrize("name,near", [("sum_over_rows", "reduction"), ("two_matmuls", "gemm"), ("argmax_indices", None)])
+def test_a_refusal_hints_at_the_pattern_nearest_it(tmp_path, name, near):
+    """The hint names the pattern whose built-in kernel the function is closest to (a GEMM refusal: gemm), not
+    always reduction."""
+    result = capture.lower(str(CORPUS), name)
+    assert not result["ok"] and result["near"] == near
 
 
 def test_pattern_auto_needs_a_function(tmp_path):

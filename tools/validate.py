@@ -253,9 +253,11 @@ def _pattern(ctx: dict, got: dict) -> str:
                          f"or choose one of {', '.join(registry.patterns())}")
     result = lowering(logic)
     if not result["ok"]:
-        raise InputError(f"pytorch_logic: `{logic['function']}` cannot be lowered into a kernel: {result['error']}; "
-                         "fix that, or name a pattern (pattern=reduction ...) to bake its built-in kernel with your "
-                         "function as the reference")
+        near = result.get("near")
+        hint = (f"; fix that, or name a pattern (pattern={near}) to bake its built-in kernel with your function as "
+                "the reference" if near else "")  # none where no pattern is near (a selection, a scan, a rank)
+        raise InputError(f"pytorch_logic: `{logic['function']}` cannot be lowered into a kernel: {result['error']}"
+                         f"{hint}")
     return lower.ir.pattern(result["ir"])
 
 

@@ -308,6 +308,25 @@ def source_text(folder: str, loc: str) -> str:
 
 
 def lower(path: str, function: str, hints: dict | None = None) -> dict:
+    """Trace and lower `function` (module docstring). A refusal also says which built-in pattern is nearest
+    (`near`: the class the trace reached, or None for a selection, which no pattern computes), for the hint."""
+    result = _lower(path, function, hints)
+    if not result["ok"] and "near" not in result:
+        result["near"] = None
+    if not result["ok"] and ("selects, orders or draws" in result["error"] or "running (prefix) op" in
+                             result["error"]):
+        result["near"] = None  # no pattern computes a selection or a scan
+    return result
+
+
+def _near(gm) -> str:
+    """The pattern nearest a traced graph that did not lower: reduction if it reduces over a dim, else elementwise."""
+    reduces = ("sum", "amax", "amin", "max", "min", "mean", "var", "std", "prod", "logsumexp")
+    return "reduction" if any(getattr(getattr(n.target, "overloadpacket", None), "__name__", "") in reduces
+                              for n in gm.graph.nodes) else "elementwise"
+
+
+def _lower(path: str, function: str, hints: dict | None = None) -> dict:
     import torch
 
     from tools.lower import ir
@@ -358,13 +377,13 @@ def lower(path: str, function: str, hints: dict | None = None) -> dict:
         except ValueError as err:
             return {"ok": False, "stage": "lower", "error": str(err)}
         except Refused as err:
-            return refused(err, folder)
+            return {**refused(err, folder), "near": "gemm"}
         except Exception as err:  # noqa: BLE001 -- as above
-            return called(function, inputs, folder, err)
+            return {**called(function, inputs, folder, err), "near": "gemm"}
     try:
         nodes, outputs, views = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
     except Refused as err:
-        return refused(err, folder)
+        return {**refused(err, folder), "near": "gemm" if gemm else _near(gm)}
     program = {"function": function, "file": Path(path).name, "inputs": inputs, "views": views,
                "constants": {k: v for k, v in constants.items() if isinstance(v, (int, float))},
                "nodes": nodes, "outputs": outputs}

@@ -53,10 +53,10 @@ ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, 
 
 # The ops a value's node may name beyond the vocabulary (tools/lower/ir.py VOCABULARY, whose `aten` names the converter
 # matches): views, constants, casts and reductions, handled below, and the selections, refused by name.
+SCANS = ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")  # running ops along the row, refused by name
 SELECTIONS = ("topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode", "multinomial", "unique",
               "unique_consecutive", "nonzero", "masked_select", "index_select", "gather", "scatter", "scatter_add",
-              "take", "take_along_dim", "index", "searchsorted", "bucketize", "argmax", "argmin", "cummax", "cummin",
-              "cumsum", "cumprod", "logcumsumexp", "histc", "bincount", "randperm", "bernoulli", "rand", "randn",
+              "take", "take_along_dim", "index", "searchsorted", "bucketize", "argmax", "argmin", "histc", "bincount", "randperm", "bernoulli", "rand", "randn",
               "rand_like", "randn_like", "randint", "exponential", "uniform", "normal")
 SHAPE_ONLY = {"expand", "broadcast_in_dim", "unsqueeze", "squeeze", "view", "reshape", "_unsafe_view", "alias",
               "clone", "contiguous", "detach", "expand_as", "lift_fresh_copy", "_assert_tensor_metadata", "copy"}
@@ -273,6 +273,10 @@ class Converter:
                 self.refuse(f"modifies its input `{self.env[args[0]].ref}` in place"
                             + ("" if base == "copy" else f" (torch.{base}_)")
                             + "; the kernel cannot write its inputs: write it out of place")
+        if base in SCANS:
+            self.refuse(f"torch.{base} is a running (prefix) op along the row, not a pointwise map or a row "
+                        "reduction, which these kernels do not lower: keep it in PyTorch and lower the rest as its "
+                        "own function")
         if base in SELECTIONS:
             self.refuse(f"torch.{base} selects, orders or draws elements (not a pointwise map or a row reduction), "
                         "which these kernels do not lower: keep it in PyTorch and lower the rest as its own function")

@@ -34,11 +34,12 @@ ARGS is each input "whole" in INPUTS order (the user's parameter order: x is not
 checks it), which is how the elementwise cell passes them. A wide input (WIDTHS r > 1, a "row" input [M, r*N] the
 function reads in r parts, e.g. a gated MLP's x.chunk(2, -1) or x[..., ::2], x[..., 1::2]; N = x's last dim / r)
 only runs in the reduction cell, and its ARGS entries are views of it: "part" j, its columns [j*N, (j+1)*N), or
-"lane" j, its columns j, j + r, j + 2r, ... (plan_loads says how the cell loads each). A bool mask (DTYPES "bool") arrives at run() as torch.bool and is launched as its bytes (uint8, a view:
-host.lowered_views): the cell loads vec bytes per access where x loads vec elements (8 bytes beside a bf16 x's 16)
-and passes 0.0 / 1.0 like any other value (compute() compares it itself). A "scalar" input (one element, a runtime
-scalar) is loaded once per lane and passed as an fp32 scalar (scalar()), never a vector. compute() returns one
-value per output: a vector for a "row" output, an fp32 scalar for a "reduced" one.
+"lane" j, its columns j, j + r, j + 2r, ... (plan_loads says how the cell loads each). A bool mask (DTYPES "bool")
+arrives at run() as torch.bool and is launched as its bytes (uint8, a view: host.lowered_views): the cell loads vec
+bytes per access where x loads vec elements (8 bytes beside a bf16 x's 16) and passes 0.0 / 1.0 like any other
+value (compute() compares it itself). A "scalar" input (one element, a runtime scalar) is loaded once per lane and
+passed as an fp32 scalar (scalar()), never a vector. compute() returns one value per output: a vector for a "row"
+output, an fp32 scalar for a "reduced" one.
 
 Compiled to gfx942/gfx950 ISA on a CPU; the lowered kernels have never run on AMD hardware here (no AMD GPU).
 """

@@ -122,20 +122,28 @@ Boundaries
 Your own op: the lowered path (op.json "op": "lowered")
     lowered.py (written by the template from the user's PyTorch function) declares INPUTS in the user's
     parameter order with KINDS ("row" [M, N], each with its own row stride; "vector" [N]; "scalar": one element,
-    a runtime scalar) and DTYPES ("float": x's dtype; "bool": a mask), OUTPUTS ("row" [M, N], "reduced" [M],
-    "reduced_keepdim" [M, 1]) and compute(*values, n, reduce), straight-line fp32 math with reduce(kind, v)
-    calls (REDUCTIONS: sum, max, min). x, whose [M, N] the plan takes, is the first "row" input
-    (host.lowered_x), not necessarily the first input. The cell's data movement stays; compute() runs between
-    the loads and the stores:
+    a runtime scalar), DTYPES ("float": x's dtype; "bool": a mask), WIDTHS (a row input's last dim in units of N:
+    1, or r for a wide input [M, r*N] the function reads in r parts, as a gated MLP's x.chunk(2, -1)), ARGS
+    (compute()'s value arguments in order: an input "whole", or "part" j / "lane" j of a wide one), OUTPUTS
+    ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) and compute(*values, n, reduce), straight-line fp32
+    math with reduce(kind, v) calls (REDUCTIONS: sum, max, min). x, whose rows the plan takes, is the first "row"
+    input (host.lowered_x), not necessarily the first input; N is its last dim over its width. The cell's data
+    movement stays; compute() runs between the loads and the stores:
 
         loads:      every row and vector input's chunks, as above (a vector input's chunk k of lane t is its
                     vector j = k*TPR + t, the columns of the row's chunk beside it); a bool mask is launched as
                     its bytes (uint8, host.lowered_views) and loaded the same way, vec bytes per access
                     (buffer_load_dwordx2 beside a bf16 x's dwordx4), then passed as 0.0 / 1.0 (compute() compares
                     it itself); a scalar input is one element loaded once per lane (before the looped path's
-                    passes) and passed as an fp32 scalar, never a row. The register budget VALUES_PER_LANE is
-                    divided among the row and vector inputs (3 at bf16: 21 values, two chunks per lane: more
-                    lanes per row; a scalar takes no share), so every input's row stays in VGPRs through every
+                    passes) and passed as an fp32 scalar, never a row. A wide input is read through its ARGS
+                    (flydsl_lowered.plan_loads): each "part" j is a load of its own, the same row stride from
+                    column j*N (vector j*NV of the row), vec elements per chunk like any row; its "lane"s share
+                    one load of r*vec contiguous elements per chunk (vectors r*v .. r*v + r-1 for the chunk's
+                    vector v: r dwordx4 loads) and lane j is the fp32 values j, j + r, ... of it (a register
+                    shuffle, no move), so every byte of x is read once with 128-bit loads either way. The
+                    register budget VALUES_PER_LANE is divided among the loads by their registers (a row or
+                    vector input 1, a part 1, a lanes load r; 3 at bf16: 21 values, two chunks per lane: more
+                    lanes per row; a scalar takes no share), so every load's row stays in VGPRs through every
                     reduce() and HBM is read once
         reduce():   the cell's hierarchy per call: the lane's values with the not-loaded ones (vectors past the
                     row end) replaced by the identity -- a select on v, since the prologue is arbitrary (exp(0)
@@ -531,28 +539,41 @@ class _Reduce:
         return self.acc[0]
 
 
-def _lowered_scalars(tensors) -> list:
-    """Every scalar input's one value as an fp32 scalar (INPUTS order), loaded once per lane (lw.scalar)."""
-    return [lw.scalar(T) for T, kind in zip(tensors, lw.facts().kinds) if kind == "scalar"]
+def _lowered_scalars(tensors) -> dict:
+    """Every scalar input's one value as an fp32 scalar (by input index), loaded once per lane (lw.scalar)."""
+    return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)) if kind == "scalar"}
 
 
 def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, row_ok):
-    """compute()'s values in INPUTS order: this lane's chunks of every row and vector input (vector j0 + k*lanes + t
-    of its row; a mask's vec bytes per access, as 0.0 / 1.0) as fp32 register vectors, and for each scalar input
-    its value from `scalars` (_lowered_scalars, loaded once per lane, outside any loop)."""
-    values = []
-    scalars = iter(scalars)
-    for T, ldv, kind in zip(tensors, ldvs, lw.facts().kinds):
-        if const_expr(kind == "scalar"):
-            values.append(next(scalars))
-            continue
+    """compute()'s values in ARGS order, from the loads (flydsl_lowered.plan_loads), each this lane's chunks k as
+    fp32 register vectors: a row or vector input's vector j = j0 + k*lanes + t of its row (a mask's vec bytes per
+    access, as 0.0 / 1.0); a part p of a wide input its vector p*NV + j (columns [p*N, (p+1)*N)); the lanes of a
+    wide input [M, r*N] its r vectors r*j .. r*j + r-1 (r*vec contiguous elements, r 128-bit loads), lane l the
+    values l, l + r, ... of them (a shuffle of the fp32 registers: no move); each scalar input its value from
+    `scalars` (_lowered_scalars, loaded once per lane, outside any loop)."""
+    f = lw.facts()
+    loaded = []
+    for (i, how, part), width in zip(f.loads, f.load_widths):
+        T, ldv, kind = tensors[i], ldvs[i], f.kinds[i]
         dtype = T.element_type
-        r, v = _regs(vec, chunks, dtype)
+        r, v = _regs(vec, chunks * width, dtype)
         r.fill(0.0 if dtype.is_float else 0)
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
-        _move_if(row_ok if kind == "row" else True, atom, _vectors(T, vec), v,
-                 row * ldv if kind == "row" else 0, j0, lanes, chunks, t, nv, full, True)
-        values.append(r.load().to(fx.Float32))
+        base = row * ldv if kind == "row" else 0
+        if const_expr(how == "part"):
+            base = base + part * nv  # column part*N of the row
+        _move_if(row_ok if kind == "row" else True, atom, _vectors(T, vec), v, base, j0, lanes, chunks, t, nv, full,
+                 True, width)
+        loaded.append(r.load().to(fx.Float32))
+    values = []
+    for how, k, j in f.of_arg:
+        if const_expr(how == "scalar"):
+            values.append(scalars[k])
+        elif const_expr(how == "lane"):
+            w, width = loaded[k], f.load_widths[k]
+            values.append(w.shuffle(w, [c * width * vec + j + width * e for c in range(chunks) for e in range(vec)]))
+        else:
+            values.append(loaded[k])
     return values
 
 
@@ -570,13 +591,35 @@ def _lowered_store(T, kind: str, value, row, j0, lanes: int, chunks: int, t, nv,
 
 
 @flyc.jit
-def _move_if(ok, atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, load: bool):
-    """_move when `ok` (a branch around the accesses; True: none)."""
+def _move_if(ok, atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, load: bool, width: int = 1):
+    """_move when `ok` (a branch around the accesses; True: none); width > 1: _load_lanes."""
     if const_expr(ok is True):
-        _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
+        if const_expr(width == 1):
+            _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
+        else:
+            _load_lanes(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, width)
     else:
         if ok:
-            _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
+            if const_expr(width == 1):
+                _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
+            else:
+                _load_lanes(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, width)
+
+
+@flyc.jit
+def _load_lanes(atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, width: int):
+    """A wide input's lanes: for chunk k (row vector j = j0 + k*lanes + t of the N-wide rows), its `width` vectors
+    width*j .. width*j + width-1 (width*vec contiguous elements) into regs vectors k*width ...; skipped when j >= nv
+    (unless `full`)."""
+    for k in range_constexpr(chunks):
+        j = j0 + k * lanes + t
+        if const_expr(full):
+            for q in range_constexpr(width):
+                fx.copy(atom, gmem[None, base + j * width + q], regs[None, k * width + q])
+        else:
+            if j < nv:
+                for q in range_constexpr(width):
+                    fx.copy(atom, gmem[None, base + j * width + q], regs[None, k * width + q])
 
 
 @flyc.jit
@@ -611,7 +654,7 @@ def lowered_rows_kernel(
     row_ok = row < m
     values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _lowered_scalars(tensors), row, 0, tpr,
                              chunks, t, nv, vec, full, row_ok)
-    reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.x],
+    reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.like],
                      lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
                                                           lds, slot, tid))
     outs = lw.compute(values, fx.Float32(nv * vec), reduce)
@@ -620,7 +663,7 @@ def lowered_rows_kernel(
 
 
 @flyc.jit
-def _lowered_pass(tensors, ldvs, scalars: list, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc,
+def _lowered_pass(tensors, ldvs, scalars: dict, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc,
                   known: list, p: int):
     """One pass of the looped path over the row, `threads * chunks` vectors per iteration (see _Reduce)."""
     for it in range(iters):
@@ -635,7 +678,7 @@ def _lowered_slice(tensors, ldvs, scalars, row, j0, nv, vec: int, threads: int, 
     f = lw.facts()
     values = _lowered_inputs(tensors, ldvs, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
     masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
-    outs = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.x], acc=acc, known=known, p=p))
+    outs = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=p))
     if const_expr(p == len(f.reductions)):
         for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
             _lowered_store(T, kind, value, row, j0, threads, chunks, tid, nv, vec, False, True if kind == "row"
@@ -678,11 +721,10 @@ def lowered_looped_kernel(
     else:
         zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
         zeros.fill(0.0)
-        loaded = iter(scalars)
-        values = [next(loaded) if kind == "scalar" else zeros.load() for kind in f.kinds]
+        values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
         masks = _chunk_masks(0, threads, chunks, tid, nv, True)
         outs = lw.compute(values, fx.Float32(nv * vec),
-                          _Reduce(masks, vec, values[f.x], acc=acc, known=known, p=len(f.reductions)))
+                          _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=len(f.reductions)))
         for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
             _lowered_store(T, kind, value, row, 0, threads, chunks, tid, nv, vec, True, True)
 
@@ -760,17 +802,21 @@ def _prepare(op: str, x, args, out):
     return rt.Launch(op, fn, _constexprs(op, vec, cfg), x.get_device(), facts)
 
 
+def _lowered_loads() -> int:
+    """The row values a lane holds per chunk vector of x, in vectors: one per load (a row or vector input, a part of
+    a wide input), r for a wide input's lanes (r*vec elements); a scalar input is one register, not a row's."""
+    return max(1, sum(lw.facts().load_widths))
+
+
 def _lowered_values_per_lane() -> int:
     """The register path's VALUES_PER_LANE for a lowered op: the built-in rmsnorm's budget for its two tensors
-    shared among all the loaded tensors (row and vector inputs; a scalar input is one register, not a row's
-    values), at most VALUES_PER_LANE (more lanes per row, no spills). The CuTe DSL cell's rule, whose H200
-    measurement is in benchmarks/2026-12-01-h200-lowered.md."""
-    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // len(lw.facts().loaded)))
+    shared among all the loads (_lowered_loads), at most VALUES_PER_LANE (more lanes per row, no spills). The
+    CuTe DSL cell's rule, whose H200 measurement is in benchmarks/2026-12-01-h200-lowered.md."""
+    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // _lowered_loads()))
 
 
 def _lowered_plan(n: int, vec: int) -> dict:
-    inputs = len(lw.facts().loaded)  # the row and vector inputs: a scalar takes no share of the budget
-    cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // inputs))
+    cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // _lowered_loads()))
     cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
     return cfg
 
@@ -795,12 +841,13 @@ def _prepare_lowered(inputs, out):
     host.check_count(f.module.SOURCE, inputs, len(f.inputs))
     x = inputs[f.x]
     m, n, _ = host.rows_of("lowered", x)
+    n //= f.widths[f.x]  # the row length N: a wide x is [M, r*N]
     _, outs = host.lowered_operands(f.module, inputs, out, [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs],
                                     rows_contiguous=False)
-    rows = [(name, t) for name, kind, t in zip(f.inputs, f.kinds, inputs) if kind == "row"]
-    lds = [host.rows_of(f"lowered ({name})", t)[2] for name, t in rows]
-    for (name, t), ld in zip(rows, lds):
-        if ((m - 1) * ld + n) * t.element_size() >= MAX_BYTES:
+    rows = [(name, t, w) for name, kind, t, w in zip(f.inputs, f.kinds, inputs, f.widths) if kind == "row"]
+    lds = [host.rows_of(f"lowered ({name})", t)[2] for name, t, _ in rows]
+    for (name, t, w), ld in zip(rows, lds):
+        if ((m - 1) * ld + w * n) * t.element_size() >= MAX_BYTES:
             raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
     lw.check_buffer_range((*inputs, *outs))
     wide = [*(inputs[i] for i in f.loaded), *(o for o, k in zip(outs, f.outputs) if k == "row")]  # a mask: vec bytes
@@ -828,7 +875,9 @@ def _run_lowered(inputs, out):
     inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
     x = inputs[f.x]
     m, n = x.shape
+    n //= f.widths[f.x]  # the row length N: a wide x is [M, r*N]
     rows = [t for t, k in zip(inputs, f.kinds) if k == "row"]
+    widths = [w for w, k in zip(f.widths, f.kinds) if k == "row"]
     signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1
                         else 1) for t in rows), tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t in inputs),
                  n, tuple(t.data_ptr() & 15 for t in inputs),
@@ -843,8 +892,8 @@ def _run_lowered(inputs, out):
         outs = tuple(torch.empty(s, dtype=d, device=x.device) for s, d in zip(shapes, out_dtypes))
     else:
         outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
-    spans = [(m - 1) * (t.stride(0) if m > 1 else n) + n for t in rows]
-    if not (0 < m and all(t.shape == x.shape for t in rows) and max(spans) < limit and len(outs) == len(shapes)
+    spans = [(m - 1) * (t.stride(0) if m > 1 else n) + w * n for t, w in zip(rows, widths)]
+    if not (0 < m and all(tuple(t.shape) == (m, w * n) for t, w in zip(rows, widths)) and max(spans) < limit and len(outs) == len(shapes)
             and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
                     for o, s, d in zip(outs, shapes, out_dtypes))):
         launch = _prepare_lowered(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
@@ -974,11 +1023,25 @@ def describe(case: dict) -> dict:
         + ("; the row is read twice (the second pass is expected to hit L2 / Infinity Cache)" if two_pass
            else "; x is read once" if not lowered else
            f"; every input is read {len(lw.facts().reductions) + 1} times, one pass per reduce() and the stores "
-           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] else
+           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] and lw.facts().reductions else
+           "; every input is read once, in one pass (no reduce())" if cfg["looped"] else
            "; every input is read once and kept in VGPRs through every reduce()")
         + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in lw.facts().dtypes else "")
-        + ("; scalar inputs one load per lane" if lowered and "scalar" in lw.facts().kinds else ""),
+        + ("; scalar inputs one load per lane" if lowered and "scalar" in lw.facts().kinds else "")
+        + (_wide_movement(vec) if lowered else ""),
     }
+
+
+def _wide_movement(vec: int) -> str:
+    """describe()'s words for the wide inputs' loads (flydsl_lowered.plan_loads), "" when there are none."""
+    f = lw.facts()
+    words = []
+    for i, how in dict.fromkeys((i, how) for i, how, _ in f.loads if how != "whole"):
+        r = f.widths[i]
+        words.append(f"; {f.inputs[i]} [M, {r}N] " + (
+            "in parts, each its own load from column j*N" if how == "part" else
+            f"as {r} lanes: {r * vec} contiguous elements per chunk ({r} loads), deinterleaved in registers"))
+    return "".join(words)
 
 
 if __name__ == "__main__":
