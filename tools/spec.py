@@ -82,6 +82,16 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
                                 f"({program['file']}), traced and generated into lowered.py"}
 
 
+def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
+    """op.json's cases; a lowered op in the row cell adds one of rank 3 ([4, 6, 1000]: rows of the last dim, as a
+    QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd)."""
+    made = shapes.build_cases(pattern, dtype, resolved["shapes"])
+    if resolved["op"] == LOWERED and resolved["pattern_name"] == "reduction":
+        nd = pattern.cases("24x1000", "boundary", dtype)[0]
+        made.append({**nd, "name": "bou_4x6x1000", "lead": [4, 6]})
+    return made
+
+
 def _markers(cell: dict, resolved: dict) -> dict:
     """The cell's ISA markers, less those of a reduction step when the lowered program reduces nothing (a gated MLP
     in the row cell has no butterfly)."""
@@ -111,7 +121,7 @@ def build(ctx: dict) -> dict:
         "phase1": {**pattern.PHASE1, **cell.get("phase1", {}), **spec.get("phase1", {})},
         "formulas": {"flops": spec["flops"], "bytes": spec["bytes"], "flops_note": spec.get("flops_note", pattern.FORMULA_NOTES["flops"]),
                      "bytes_note": spec.get("bytes_note", pattern.FORMULA_NOTES["bytes"])},
-        "cases": shapes.build_cases(pattern, dtype, resolved["shapes"]),
+        "cases": _cases(pattern, dtype, resolved),
         "reference": _reference(resolved, pattern),
         "framework_info": {"label": dsl.LABEL, "package": dsl.PACKAGE, "compile_at_bake": dsl.COMPILE_AT_BAKE,
                            "isa": dsl.ISA, "profile":

@@ -145,6 +145,29 @@ def lowered_views(lowered, inputs):
 _VIEWED: dict = {}  # id(lowered) -> whether any input needs lowered_views (the hot path skips it when none does)
 
 
+def rows_nd(lowered, run_2d, inputs, out):
+    """run_2d (a row cell's run on [M, N] rows) on inputs of any rank: a lowered op's rows are x's last dim, so rank
+    3 or more ([B, S, H, D], a QK-norm over heads) is M = B*S*H rows of D. Each row input (and each `out`) is viewed
+    as 2-D (a view; reshape copies only leading dims that do not collapse), and the outputs come back in x's
+    leading shape: a row output [..., N], a reduced one [...] or [..., 1]. A 2-D x goes straight to run_2d."""
+    x = inputs[lowered_x(lowered)]
+    if x.dim() == 2:
+        return run_2d(*inputs, out=out)
+    if x.dim() < 2:
+        raise ValueError(f"{lowered.SOURCE}: x must have rank >= 1 rows of N, got shape {tuple(x.shape)}")
+    lead = tuple(x.shape[:-1])
+    flat = [t.reshape(-1, t.shape[-1]) if kind == "row" else t for t, kind in zip(inputs, lowered.KINDS)]
+    shapes = {"row": lambda t: t.reshape(*lead, t.shape[-1]), "reduced": lambda t: t.reshape(lead),
+              "reduced_keepdim": lambda t: t.reshape(*lead, 1)}
+    given = None if out is None else tuple(t.view(-1, t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
+        len(lead):]) if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out),
+                                                                                      lowered.OUTPUTS))
+    got = run_2d(*flat, out=given if given is None or len(given) > 1 else given[0])
+    got = got if isinstance(got, tuple) else (got,)
+    outs = tuple(shapes[kind](t) for t, kind in zip(got, lowered.OUTPUTS))
+    return outs[0] if len(outs) == 1 else outs
+
+
 def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     """(dtype, outputs) of a lowered op (the workspace's lowered.py; tests/lowered_examples/CONTRACT.md).
 

@@ -8,7 +8,8 @@
 - ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case: each row input
   (``x``, and a lowered op's other [M, N] inputs) with a padded row stride when the case has one (the kernel must
   honour ``x.stride(0)``), each vector (``weight`` [N]; a lowered op's ``kinds`` say which are), and a lowered op's
-  scalars and boolean masks (host.lowered_input), in the function's own parameter order.
+  scalars and boolean masks (host.lowered_input), in the function's own parameter order; a case with ``lead``
+  makes its rows [*lead, N] (rank 3 or more).
 """
 
 from __future__ import annotations
@@ -40,5 +41,10 @@ def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: 
     if not host.OP.get("kinds"):  # a built-in op: x [M, N], rmsnorm's weight [N]
         return [randn(m, case.get("row_stride") or n)[:, :n] if BUILT_IN_KINDS.get(name, "row") == "row" else randn(n)
                 for name in inputs or host.OP["inputs"]]
-    return [host.lowered_input(randn, name, lambda width: randn(m, max(case.get("row_stride") or 0, width * n))[
-        :, :width * n], n) for name in inputs or host.OP["inputs"]]
+    lead = case.get("lead")  # a case of rank 3 or more: the rows as [*lead, N] (M = their product)
+
+    def row(width: int):
+        t = randn(m, max(case.get("row_stride") or 0, width * n))[:, :width * n]
+        return t.reshape(*lead, width * n) if lead else t
+
+    return [host.lowered_input(randn, name, row, n) for name in inputs or host.OP["inputs"]]

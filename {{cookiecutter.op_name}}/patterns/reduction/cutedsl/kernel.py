@@ -828,8 +828,10 @@ def run_lowered(*inputs, out=None):
     vectors [N], scalars of one element, masks bool); `out`
     one tensor or a tuple/list in OUTPUTS order. As run(): the signature (N, every row stride, every pointer's
     16-byte phase) picks the compiled plan, M is free, host.py runs on a signature's first call and on a refusal."""
-    if len(inputs) != len(lowered.INPUTS) or inputs[_X].dim() != 2:
+    if len(inputs) != len(lowered.INPUTS):
         _prepare_lowered(inputs, out)  # raises, in host.py's words
+    if inputs[_X].dim() != 2:  # rank 3 or more: rows of the last dim (host.rows_nd views them as 2-D)
+        return host.rows_nd(lowered, run_lowered, inputs, out)
     inputs = host.lowered_views(lowered, inputs)
     x = inputs[_X]
     m, n = x.shape
