@@ -101,6 +101,15 @@ Your own op (op.json "op": "lowered")
     The mask matters: compute() may turn a not-loaded 0 into anything (exp(0) = 1), so filling the registers with
     the identity is not enough; masked elements become 0 / -inf / +inf (sum / max / min), and max and min are
     NaN-propagating at every level as above. Each call gets its own smem slot, so one barrier per call.
+    - Inputs come in the user's parameter order; x is the first row input. compute()'s arguments are lowered.ARGS:
+      each comes from a load (a register fragment of (VEC, CHUNKS)) or is a scalar input (one fp32 value, read once
+      per thread). A bool mask is loaded as its bytes (VEC bytes per access: 64-bit beside a bf16 x) and handed over
+      as 0.0 / 1.0. An input the function reads in parts ([M, r*N], WIDTHS r) is loaded per part j from column j*N
+      (x.chunk(2, -1): two 128-bit loads per chunk, from two places in the row), or, for interleaved lanes
+      (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views with
+      stride r: every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are stored in
+      OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store). Rows of rank 3 or more
+      arrive as 2-D (host.rows_nd).
     - Register path (lowered_row_kernel): row_kernel's layout and plan, with VALUES_PER_THREAD shared by the
       inputs (32 // len(INPUTS) values per input and thread: more inputs, more threads per row, no spills).
       Every input's row values are loaded once into registers, compute() runs once on them (its reductions in
