@@ -368,7 +368,7 @@ def lowered_input(draw, name: str, row, n: int):
     probability 3/4 and True at each row's first element, so that a masked softmax always has something to
     normalise (torch gives NaN for a fully masked row, and NaN fails any case)."""
     kind = (OP.get("kinds") or {}).get(name, "row")
-    spec = next(i for i in OP["lowered"]["inputs"] if i["name"] == name)
+    spec = next((i for i in (OP.get("lowered") or {}).get("inputs", []) if i["name"] == name), {})  # {}: built-in
     if kind == "scalar":
         t = draw(*spec.get("dims", []))
     else:
