@@ -559,11 +559,11 @@ def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t,
         r, v = _regs(vec, chunks * width, dtype)
         r.fill(0.0 if dtype.is_float else 0)
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
-        base = row * ldv if kind == "row" else 0
+        gmem = _vectors(T, vec)
+        base = row * ldv if kind == "row" else 0  # traced after the view: the order that keeps non-wide ISA as it was
         if const_expr(how == "part"):
             base = base + part * nv  # column part*N of the row
-        _move_if(row_ok if kind == "row" else True, atom, _vectors(T, vec), v, base, j0, lanes, chunks, t, nv, full,
-                 True, width)
+        _move_if(row_ok if kind == "row" else True, atom, gmem, v, base, j0, lanes, chunks, t, nv, full, True, width)
         loaded.append(r.load().to(fx.Float32))
     values = []
     for how, k, j in f.of_arg:
