@@ -41,7 +41,7 @@ sys.path.insert(0, str(CORPUS.parent))
 import ops  # noqa: E402
 
 EXPECT = {**ops.EXPECT, **ops.GEMM_EXPECT}  # every corpus function: its class (or "refused")
-LOWERED = [name for name, (kind, _) in EXPECT.items() if kind != "refused"]
+LOWERED = [name for name, (kind, *_) in EXPECT.items() if kind != "refused"]
 
 
 def use_corpus(path: Path) -> None:
@@ -51,7 +51,7 @@ def use_corpus(path: Path) -> None:
 
     CORPUS = path.resolve()
     EXPECT = importlib.import_module(path.stem).EXPECT
-    LOWERED = [name for name, (kind, _) in EXPECT.items() if kind != "refused"]
+    LOWERED = [name for name, (kind, *_) in EXPECT.items() if kind != "refused"]
 ELEMENTWISE_SHAPES = "16384x16384;4096x14336"  # 2^28 elements first: the headline, in 2-D so vectors are [N]
 BUILT_IN = {"elementwise": ("elementwise", "silu_mul", ELEMENTWISE_SHAPES), "reduction": ("reduction", "rmsnorm", "")}
 

@@ -1,6 +1,7 @@
 """FlyDSL cells on the lowered op: each lowered_examples/ file compiles, in its cell, to gfx942 and gfx950 ISA on
 the CPU with the cell's data movement intact (128-bit buffer accesses, no scratch, the reductions' barriers), and so
-does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask).
+does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask), and
+QUANT, a quantizer whose row output is int8 or fp8 e4m3fn (converted by the store, 8 bytes per access).
 
 A workspace is baked for the cell's built-in op, then turned into a lowered-op workspace as the template does
 (op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
@@ -81,8 +82,39 @@ def compute(x_part0, x_part1, w, n, reduce):
 '''
 LANES = PARTS.replace('ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))',
                       'ARGS = ((0, "lane", 0), (0, "lane", 1), (1, "whole", 0))')
+# A quantizer: the row's int8 values (the user's final .to(torch.int8), done by the store: truncation toward zero)
+# and its fp32 scale; QUANT_FP8 the same stored as float8_e4m3fn (OCP e4m3 on both targets: gfx942's converter
+# writes FNUZ, so the cell converts v / 2, flydsl_lowered.e4m3fn_bytes); the elementwise cell's analogues with a
+# constant scale.
+QUANT = '''
+import pointwise as pw
+
+SOURCE = "test:quant"
+INPUTS = ("x",)
+KINDS = ("row",)
+DTYPES = ("float",)
+WIDTHS = (1,)
+ARGS = ((0, "whole", 0),)
+OUTPUTS = ("row", "reduced_keepdim")
+OUT_DTYPES = ("int8", "fp32")
+REDUCTIONS = ("max",)
+USES_N = False
+
+
+def compute(x, n, reduce):
+    s = 127.0 * pw.reciprocal(pw.maximum(reduce("max", pw.abs(x)), 1e-5))
+    return (pw.minimum(pw.maximum(pw.round(x * s), -128.0), 127.0), 1.0 / s)
+'''
+QUANT_FP8 = QUANT.replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("fp8", "fp32")')
+QUANT_ELEMENTWISE = (
+    QUANT.replace('OUTPUTS = ("row", "reduced_keepdim")', 'OUTPUTS = ("row",)')
+    .replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("int8",)').replace('REDUCTIONS = ("max",)', "REDUCTIONS = ()")
+    .replace('reduce("max", pw.abs(x))', "4.0").replace(", 1.0 / s)", ",)"))
+QUANT_FP8_ELEMENTWISE = QUANT_ELEMENTWISE.replace('OUT_DTYPES = ("int8",)', 'OUT_DTYPES = ("fp8",)')
 SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE,  # beside EXAMPLES' files
-           "parts": PARTS, "lanes": LANES}
+           "parts": PARTS, "lanes": LANES, "quant": QUANT, "quant_fp8": QUANT_FP8,
+           "quant_elementwise": QUANT_ELEMENTWISE, "quant_fp8_elementwise": QUANT_FP8_ELEMENTWISE}
+NARROW = ("int8", "fp8")  # OUT_DTYPES stored as one byte: vec bytes per access (dwordx2 beside a bf16 x)
 
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
 # vector input then gathers one element at a time), the reduction examples on a register-path row and a
@@ -98,9 +130,13 @@ VARIANTS = [
     ("reduction", "mask_scalar", "bf16", [8, 131072], "looped"),
     *[("reduction", wide, "bf16", dims, path) for wide in ("parts", "lanes")
       for dims, path in (([64, 7168], "rows"), ([4, 65536], "looped"))],
+    *[("reduction", quant, "bf16", [64, 8192], "rows") for quant in ("quant", "quant_fp8")],
+    *[("elementwise", quant, "bf16", [8192, 8192], "vector loads")
+      for quant in ("quant_elementwise", "quant_fp8_elementwise")],
 ]
 MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]
 WIDE_VARIANTS = [v for v in VARIANTS if v[1] in ("parts", "lanes")]
+QUANT_VARIANTS = [v for v in VARIANTS if v[1].startswith("quant")]
 ARCHS = ("gfx942", "gfx950")
 
 
@@ -152,13 +188,16 @@ def isa(tmp_path_factory):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), VARIANTS)
 def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
-    """128-bit loads of the inputs and stores of the row outputs, no scratch or spills, the reductions' LDS step."""
+    """128-bit loads of the inputs and stores of the row outputs (a quantizer's int8 / fp8 row: the same vec elements,
+    64-bit), no scratch or spills, the reductions' LDS step."""
     text = isa[(example, path, arch)]
     facts = declared(example)
     kernels = len(metadata(text, "wavefront_size"))
     assert f'.amdgcn_target "amdgcn-amd-amdhsa-unknown-{arch}"' in text and kernels == 1
     assert "buffer_load_dwordx4" in text, "no 128-bit buffer loads"
-    assert "row" in facts["OUTPUTS"] and "buffer_store_dwordx4" in text, "no 128-bit buffer stores of the row output"
+    rows_out = [d for kind, d in zip(facts["OUTPUTS"], facts["OUT_DTYPES"]) if kind == "row"]
+    store = "buffer_store_dwordx2" if set(rows_out) <= set(NARROW) else "buffer_store_dwordx4"
+    assert rows_out and store in text, f"no vector buffer stores ({store}) of the row output"
     assert "scratch_" not in text
     assert metadata(text, "private_segment_fixed_size") == [0], "scratch memory per lane (spills or a stack)"
     assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
@@ -172,7 +211,7 @@ def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
         fast = path == "vector loads"
         expected = LOWERED_UNROLL * (rows + vectors * (2 if fast else 0))
         assert text.count("buffer_load_dwordx4") == expected
-        assert text.count("buffer_store_dwordx4") == LOWERED_UNROLL * len(facts["OUTPUTS"])
+        assert text.count(store) == LOWERED_UNROLL * len(facts["OUTPUTS"])
         assert metadata(text, "group_segment_fixed_size") == [0]
     else:
         # every reduce() is a row spanning several waves here: DPP, then one barrier and its own LDS slot
@@ -227,3 +266,36 @@ def test_wide_inputs_are_read_once_with_vector_loads(isa, arch, pattern, example
     narrow = [w for w in ("dwordx2", "dword ", "dword\t", "ushort", "short_d16", "ubyte") if f"buffer_load_{w}" in text]
     assert not narrow, f"x or w read with narrower loads: {narrow}"
     assert text.count("s_barrier") == 0
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), QUANT_VARIANTS)
+def test_quantizer_outputs_are_converted_by_the_store(isa, arch, pattern, example, dtype, dims, path):
+    """QUANT: x's dwordx4 loads; pw.round is v_rndne_f32; the row's int8 / fp8 bytes stored with one 8-byte buffer store
+    (dwordx2) per chunk of 8 bf16 x values, converted once by the store: int8 by v_cvt_i32_f32 (truncation toward
+    zero, as torch's .to()), fp8 by v_cvt_pk_fp8_f32 (two values each), which on gfx942 writes FNUZ e4m3, so the
+    cell converts v / 2 clamped to +-224 (v_med3_f32: 448, saturated as torch does) and the bytes are OCP e4m3fn's;
+    no 16-byte stores, no scratch.
+    Rows of 8192 in the reduction cell: 256 lanes per row, 4 chunks; the fp32 scale one dword store per row. The
+    elementwise cell: 2 chunks per lane on a full tile, the tail one element (a byte) per store."""
+    text = isa[(example, path, arch)]
+    facts = declared(example)
+    assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
+    assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
+    assert "v_rndne_f32" in text, "pw.round is not a rounding instruction"
+    chunks = 4 if pattern == "reduction" else LOWERED_UNROLL
+    assert text.count("buffer_load_dwordx4") == chunks, "x: one 16-byte load per chunk"
+    assert text.count("buffer_store_dwordx2") == chunks, "the int8 / fp8 row: one 8-byte store per chunk"
+    assert "buffer_store_dwordx4" not in text
+    if pattern == "reduction":
+        assert text.count("buffer_store_dword ") + text.count("buffer_store_dword\t") == 1, "the fp32 scale"
+    else:
+        assert text.count("buffer_store_byte") == LOWERED_UNROLL * 8, "the tail: one byte per store"
+    if facts["OUT_DTYPES"][0] == "int8":
+        assert "v_cvt_i32_f32" in text, "no float -> int conversion"
+        assert "v_cvt_pk_fp8_f32" not in text
+    else:
+        assert text.count("v_cvt_pk_fp8_f32") == chunks * 8 // 2 * (1 if pattern == "reduction" else 2), \
+            "one converter per two values (the elementwise tail converts its own)"
+        assert ("v_med3_f32" in text) == (arch == "gfx942"), "gfx942's FNUZ converter needs the clamp of v / 2"

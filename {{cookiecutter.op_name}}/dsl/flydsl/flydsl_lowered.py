@@ -1,5 +1,6 @@
 """What both FlyDSL cells share to run a generated lowered.py (op.json "op": "lowered"): its facts, the tensor
-slots of the launcher, the operand checks and outputs of run(), the register/buffer views and the compute() call.
+slots of the launcher, the operand checks and outputs of run(), the register/buffer views, the compute() call and
+the conversion of its values to the outputs' dtypes.
 
 Its one job is the glue between the user's compute (lowered.py at the workspace root, written by the template
 from the user's PyTorch function, see its CONTRACT) and a cell's hand-written data movement. The cell keeps
@@ -26,6 +27,9 @@ its own tiling, loads, reductions and stores; this module gives it:
     scalar()            a "scalar" input's one element as an fp32 scalar, one buffer load per lane
     compute(values, n, reduce)  lowered.compute(*values, n, reduce) traced under fastmath "afn" (a `/` in the
                         user's code is v_rcp_f32 and a multiply, as the built-in softmax does), as a tuple
+    to_storage()        an output's fp32 values in its OUT_DTYPES element type, as the cells' stores write them:
+                        x's dtype, fp32, a quantizer's int8 (`.to()`: truncation toward zero) or fp8 e4m3fn (OCP,
+                        what torch.float8_e4m3fn holds, on gfx942 too: e4m3fn_bytes, the hardware's converter)
 
 The values a cell passes are compute()'s arguments, in ARGS order: for a row or vector input an fp32 register vector,
 `.load().to(fx.Float32)` of its register tensor, all of one shape; a "vector" input's vector holds, element for
@@ -58,6 +62,7 @@ from flydsl_runtime import DTYPE_BYTES, MAX_BYTES
 SLOTS = 8  # tensor slots of a lowered launcher: inputs + outputs
 ACCESS_BYTES = 16  # 128-bit buffer accesses
 MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_views)
+OUT_DTYPES = ("input", "fp32", "int8", "fp8")  # x's dtype, fp32, a quantizer's int8 / fp8 e4m3fn (row cells only)
 
 
 @cache
@@ -99,8 +104,11 @@ def facts() -> SimpleNamespace:
                          f"(tools/lower/ir.arguments), got {args}")
     if len(f.dtypes) != len(f.kinds) or set(f.dtypes) - {"float", "bool"} or f.dtypes[f.x] != "float":
         raise ValueError(f"lowered.py: DTYPES {f.dtypes} must give 'float' or 'bool' per input, x a 'float'")
-    if len(f.outputs) != len(f.out_dtypes) or not f.outputs or set(f.out_dtypes) - {"input", "fp32"}:
+    if len(f.outputs) != len(f.out_dtypes) or not f.outputs or set(f.out_dtypes) - set(OUT_DTYPES):
         raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} do not match")
+    if gemm and set(f.out_dtypes) - {"input", "fp32"}:
+        raise ValueError(f"lowered.py: a GEMM's C is x's dtype or fp32, not {f.out_dtypes[0]} (a quantizer's "
+                         "int8 / fp8 output is stored by the elementwise and reduction cells only)")
     if set(f.outputs) - {"row", "reduced", "reduced_keepdim"} or set(f.reductions) - {"sum", "max", "min"}:
         raise ValueError(f"lowered.py: unknown output or reduction kind in {f.outputs} / {f.reductions}")
     if len(f.inputs) + len(f.outputs) > SLOTS:
@@ -136,8 +144,8 @@ def plan_loads(args, kinds, widths) -> tuple[tuple, tuple, tuple]:
 
 
 def out_dtype_name(kind: str, x_dtype: str) -> str:
-    """An OUT_DTYPES entry as an op.json dtype name: 'input' is x's dtype."""
-    return x_dtype if kind == "input" else "fp32"
+    """An OUT_DTYPES entry as an op.json dtype name: 'input' is x's dtype, the others are names already."""
+    return x_dtype if kind == "input" else kind
 
 
 def slots(tensors) -> tuple:
@@ -215,8 +223,52 @@ def scalar(t):
 
 
 def out_dtype(kind: str, x_type):
-    """The element type of an output: x's for 'input', fp32 otherwise."""
-    return x_type if kind == "input" else fx.Float32
+    """The element type of an output: x's for 'input', else fp32, int8 or fp8 e4m3fn (OCP)."""
+    return {"input": x_type, "fp32": fx.Float32, "int8": fx.Int8, "fp8": fx.Float8E4M3FN}[kind]
+
+
+def to_storage(value, dtype):
+    """value (this lane's fp32 register vector of an output, or a reduced output's fp32 scalar) in the output's
+    element type, as the store writes it: `.to(dtype)` (x's dtype rounded to nearest even; int8 v_cvt_i32_f32,
+    truncation toward zero as torch's .to(torch.int8)), except fp8, which FlyDSL's .to() cannot lower (no
+    arith.truncf to an 8-bit float on either target): e4m3fn_bytes."""
+    if dtype is not fx.Float8E4M3FN:
+        return value.to(dtype)
+    if not isinstance(value, fx.Vector):
+        return e4m3fn_bytes(fx.Vector.from_elements([fx.Float32(value)], fx.Float32))[0]
+    return e4m3fn_bytes(value)
+
+
+def e4m3fn_bytes(value):
+    """An fp32 vector as float8_e4m3fn (OCP e4m3: bias 7, max 448, NaN 0x7f / 0xff: what torch.float8_e4m3fn holds),
+    as torch's .to() makes it: rounded to nearest even, saturated to +-448 (infinities too), NaN kept. The hardware's
+    v_cvt_pk_fp8_f32 converts two values into half a dword (two of them fill it: four bytes, then a bitcast; a
+    reduced output's one value takes one), after a clamp, as the instruction is used without its clamp bit:
+
+        gfx950  writes OCP e4m3 itself; the clamp to +-448 is maximumf / minimumf (v_maximum3 / v_minimum3: a NaN
+                stays NaN, and converts to NaN)
+        gfx942  writes FNUZ e4m3 (bias 8, max 240, its one NaN 0x80: what its MFMA reads), and every FNUZ byte is
+                worth half the OCP byte of the same bits, subnormals too, so the OCP bytes of v are the FNUZ bytes
+                of v / 2 (exact): v / 2 clamped to +-224 (maxnum / minnum: v_med3_f32), a NaN v replaced by 240
+                (0x7f: OCP's NaN; a compare and a select). One difference to torch: a -0.0 (or a negative value
+                that rounds to zero) is stored as +0.0 (0x00, not 0x80): equal values, another sign bit."""
+    from flydsl.runtime.device import get_rocm_arch
+
+    vals = [value[i] for i in range(value.numel)]
+    if get_rocm_arch().startswith("gfx950"):
+        vals = [fx.min(fx.max(v, fx.Float32(-448.0)), fx.Float32(448.0)) for v in vals]
+    else:
+        vals = [(v != v).select(fx.Float32(240.0), fx.arith.minnumf(fx.arith.maxnumf(v * 0.5, fx.Float32(-224.0)),
+                                                                    fx.Float32(224.0))) for v in vals]
+    vals += [fx.Float32(0.0)] * (len(vals) % 2)
+    words = []
+    for q in range(0, len(vals), 4):
+        word = fx.rocdl.cvt_pk_fp8_f32(fx.Int32.ir_type, vals[q], vals[q + 1], fx.Int32(0), False)
+        if q + 2 < len(vals):  # the dword's high half
+            word = fx.rocdl.cvt_pk_fp8_f32(fx.Int32.ir_type, vals[q + 2], vals[q + 3], word, True)
+        words.append(word)
+    out = fx.Vector.from_elements([fx.Int32(w) for w in words], fx.Int32).bitcast(fx.Float8E4M3FN)
+    return out if out.numel == value.numel else out.shuffle(out, list(range(value.numel)))
 
 
 def compute(values, n, reduce) -> tuple:

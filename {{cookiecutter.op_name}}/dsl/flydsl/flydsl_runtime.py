@@ -80,7 +80,8 @@ TARGETS = ("gfx942", "gfx950")  # CDNA3 (MI300X), CDNA4 (MI355X)
 MAX_BYTES = 2**31  # num_records and the per-lane byte offsets of a buffer access are 32-bit: < 2 GiB per tensor
 WAVE = 64  # lanes per CDNA wavefront (a CUDA warp is 32)
 DTYPE_BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
-_TORCH_NAMES = {short: torch_name for torch_name, short in host.DTYPE_NAMES.items()}  # 'bf16' -> 'bfloat16'
+_TORCH_NAMES = {**{short: torch_name for torch_name, short in host.DTYPE_NAMES.items()},  # 'bf16' -> 'bfloat16'
+                "fp8": "float8_e4m3fn"}  # by name, fp8 is OCP e4m3 (an output's: host.out_dtypes); FNUZ by torch name
 
 
 def target(arch: str | None = None) -> str:

@@ -86,7 +86,11 @@ Your own op: the lowered path (op.json "op": "lowered")
                      too; otherwise one element per load at (g0 + e) % N
         compute:     lowered.compute(*fp32 vectors (scalars for scalar inputs), n = N, None), traced under
                      fastmath "afn" (flydsl_lowered)
-        per output:  rounded to its dtype, stored like a row input (vec-wide, or per element on the tail)
+        per output:  converted to its OUT_DTYPES (x's dtype, fp32, or a quantizer's int8 / fp8 e4m3fn, the
+                     function's final .to(): int8 truncates toward zero, v_cvt_i32_f32; fp8 rounds to nearest even
+                     through v_cvt_pk_fp8_f32, OCP bytes on gfx942 too: flydsl_lowered.e4m3fn_bytes), stored like
+                     a row input (vec-wide: an int8 / fp8 output beside a bf16 x is buffer_store_dwordx2; or per
+                     element on the tail)
 
     vec is 128 bits of the widest element among the row-wise tensors (bf16 in, fp32 out: vec 4). The launcher
     has flydsl_lowered.SLOTS tensor slots (inputs, then outputs), the tile count from x's slot; UNROLL is 2, as for
@@ -249,10 +253,11 @@ def _load_lowered(t, kind: str, j0, cols, vec: int, unroll: int, vec_fast: bool,
 
 
 def _store_lowered(t, value, j0, vec: int, unroll: int, full: bool):
-    """Round value (this lane's fp32 chunks) to t's dtype and store it: vec-wide, or per element on the tail."""
+    """Convert value (this lane's fp32 chunks) to t's dtype (x's, fp32, a quantizer's int8 / fp8: lw.to_storage) and
+    store it: vec-wide (int8 / fp8 beside a bf16 x: 8 bytes, dwordx2), or per element on the tail."""
     dtype = t.element_type
     r, v = lw.regs(vec, unroll, dtype)
-    r.store(value.to(dtype))
+    r.store(lw.to_storage(value, dtype))
     r1 = fx.logical_divide(r, fx.make_layout(1, 1))
     wide = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
     one = fx.make_copy_atom(fx.rocdl.BufferCopy(dtype.width), dtype)

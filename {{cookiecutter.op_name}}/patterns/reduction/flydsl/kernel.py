@@ -150,7 +150,11 @@ Your own op: the lowered path (op.json "op": "lowered")
                     = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
                     negated), DPP across the wave, one LDS step with its own slot per call (no slot is
                     reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
-        stores:     row outputs like softmax's, reduced outputs one scalar per row from lane 0
+        stores:     row outputs like softmax's, reduced outputs one scalar per row from lane 0, each in its
+                    OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 e4m3fn (the function's final .to(),
+                    converted once here: int8 truncates toward zero, v_cvt_i32_f32; fp8 rounds to nearest even
+                    through v_cvt_pk_fp8_f32, OCP bytes on gfx942 too: flydsl_lowered.e4m3fn_bytes); an int8 / fp8
+                    row beside a bf16 x is vec bytes per access (buffer_store_dwordx2)
     Long rows (past the register path) use the looped workgroup-per-row path, len(REDUCTIONS) + 1 passes over
     the row: pass p runs compute() on each slice with a reduce() whose call p adds its masked lane partial to a
     1-element register tensor (loop-carried state), calls before p return the row results of earlier passes,
@@ -159,7 +163,8 @@ Your own op: the lowered path (op.json "op": "lowered")
     row, compute() runs once on zeros instead (a reduced output is a function of the row results).
     vec is 128 bits of the widest element among the row and vector inputs and the row outputs, narrowed until it
     divides N, the row strides and the addresses (a mask's: vec bytes); run(*inputs, out=None) returns a tensor
-    for one output, a tuple for several.
+    for one output, a tuple for several. Rows of rank 3 or more ([B, S, H, D]: rows of the last dim) arrive as
+    2-D: host.rows_nd views the row inputs and outputs as [M, N] and reshapes the outputs back.
 
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
 math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
@@ -578,16 +583,21 @@ def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t,
 
 
 def _lowered_store(T, kind: str, value, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok):
-    """Store one output: a row output's chunks (when `ok`: the row exists), a reduced value by lane 0 only."""
+    """Store one output: a row output's chunks (when `ok`: the row exists), a reduced value by lane 0 only; in the
+    output's dtype (x's, fp32, a quantizer's int8 / fp8: lw.to_storage), vec elements per access (int8 / fp8
+    beside a bf16 x: 8 bytes, dwordx2)."""
     dtype = T.element_type
     if kind == "row":
         r, v = _regs(vec, chunks, dtype)
-        r.store(value.to(dtype))
+        r.store(lw.to_storage(value, dtype))
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
         _move_if(ok, atom, _vectors(T, vec), v, row * nv, j0, lanes, chunks, t, nv, full, False)
     else:
         lane0 = (t == 0) if ok is True else ok & (t == 0)
-        _store_scalar_if(lane0, T, row, fx.Float32(value) if isinstance(value, (int, float)) else value, dtype)
+        value = fx.Float32(value) if isinstance(value, (int, float)) else value
+        if const_expr(dtype is fx.Float8E4M3FN):  # converted here: _store_scalar's .to() has no fp8
+            value = lw.to_storage(value, dtype)
+        _store_scalar_if(lane0, T, row, value, dtype)
 
 
 @flyc.jit
@@ -866,12 +876,15 @@ def _prepare_lowered(inputs, out):
 def _run_lowered(inputs, out):
     """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order).
 
-    inputs in lowered.INPUTS order, the function's own (x the first row input); a mask bool, a scalar one element."""
+    inputs in lowered.INPUTS order, the function's own (x the first row input, [M, N] or of rank 3 or more: rows of
+    its last dim); a mask bool, a scalar one element."""
     import torch
 
     f = lw.facts()
-    if len(inputs) != len(f.kinds) or inputs[f.x].dim() != 2:
+    if len(inputs) != len(f.kinds):
         _prepare_lowered(inputs, out)  # raises, in host.py's words
+    if inputs[f.x].dim() != 2:  # rank 3 or more: rows of the last dim (host.rows_nd views them as 2-D)
+        return host.rows_nd(f.module, _run_lowered_2d, inputs, out)
     inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
     x = inputs[f.x]
     m, n = x.shape
@@ -902,6 +915,11 @@ def _run_lowered(inputs, out):
     flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
     launch(*lw.slots([*flat, *(o.view(-1) for o in outs)]), *slot_ldvs, m, nv, iters)
     return outs[0] if len(outs) == 1 else outs
+
+
+def _run_lowered_2d(*inputs, out=None):
+    """_run_lowered as host.rows_nd calls a row cell's run: the inputs (now 2-D rows) positional, `out` by name."""
+    return _run_lowered(inputs, out)
 
 
 def run(x, *args, out=None, op: str = OP, eps: float = EPS):
