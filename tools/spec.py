@@ -84,8 +84,13 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
 
 def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     """op.json's cases; a lowered op in the row cell adds one of rank 3 ([4, 6, 1000]: rows of the last dim, as a
-    QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd)."""
+    QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd); a lowered elementwise op with
+    [N] vectors takes its 1-D cases as one row."""
     made = shapes.build_cases(pattern, dtype, resolved["shapes"])
+    program = resolved["pytorch_logic"]["lowering"]["ir"] if resolved["op"] == LOWERED else None
+    if program and resolved["pattern_name"] == "elementwise" and any(i["kind"] == "vector" for i in program["inputs"]):
+        # a function with [N] vectors takes rows: a 1-D case is one row [1, n] (F.prelu on a 1-D x is another op)
+        made = [pattern.cases(f"1x{c['dims'][0]}", c["role"], dtype)[0] if len(c["dims"]) == 1 else c for c in made]
     if resolved["op"] == LOWERED and resolved["pattern_name"] == "reduction":
         nd = pattern.cases("24x1000", "boundary", dtype)[0]
         made.append({**nd, "name": "bou_4x6x1000", "lead": [4, 6]})

@@ -149,12 +149,13 @@ def rows_nd(lowered, run_2d, inputs, out):
     """run_2d (a row cell's run on [M, N] rows) on inputs of any rank: a lowered op's rows are x's last dim, so rank
     3 or more ([B, S, H, D], a QK-norm over heads) is M = B*S*H rows of D. Each row input (and each `out`) is viewed
     as 2-D (a view; reshape copies only leading dims that do not collapse), and the outputs come back in x's
-    leading shape: a row output [..., N], a reduced one [...] or [..., 1]. A 2-D x goes straight to run_2d."""
+    leading shape: a row output [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A 2-D x goes
+    straight to run_2d."""
     x = inputs[lowered_x(lowered)]
     if x.dim() == 2:
         return run_2d(*inputs, out=out)
-    if x.dim() < 2:
-        raise ValueError(f"{lowered.SOURCE}: x must have rank >= 1 rows of N, got shape {tuple(x.shape)}")
+    if x.dim() == 0:
+        raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
     lead = tuple(x.shape[:-1])
     flat = [t.reshape(-1, t.shape[-1]) if kind == "row" else t for t, kind in zip(inputs, lowered.KINDS)]
     shapes = {"row": lambda t: t.reshape(*lead, t.shape[-1]), "reduced": lambda t: t.reshape(lead),

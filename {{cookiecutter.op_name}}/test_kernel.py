@@ -116,7 +116,7 @@ def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_
         torch.cuda.synchronize()
     first_call_s = time.perf_counter() - started
     unwritten = sum(int((torch.isnan(o) != torch.isnan(r)).sum() + (torch.isinf(o) != torch.isinf(r)).sum())
-                    for o, r in zip(outs, refs))
+                    for o, r in ((o.double(), r.double()) for o, r in zip(outs, refs)))  # (fp8 has no isinf)
     errs = [rel_err(o, r) for o, r in zip(outs, refs)]
     err = float("nan") if any(math.isnan(e) for e in errs) else max(errs)
     passed = not math.isnan(err) and err < tolerance

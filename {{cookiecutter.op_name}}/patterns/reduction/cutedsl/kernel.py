@@ -683,8 +683,8 @@ def lowered_reduction_launch(
     for i, how, j in _LOADS:
         t, kind = inputs[i], lowered.KINDS[i]
         width = vec * lowered.WIDTHS[i] if how == "lane" else vec  # a lanes load reads r*VEC contiguous elements
-        if const_expr(kind == "row"):
-            layout = cute.make_layout((width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=vec)))
+        if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _lowered_vec)
+            layout = cute.make_layout((width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=width)))
         else:
             layout = cute.make_layout((vec, nv), stride=(1, vec))
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
@@ -774,7 +774,11 @@ def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
     for kind, kept, width in zip(lowered.KINDS, lowered.DTYPES, lowered.WIDTHS):
         name = "uint8" if kept == "bool" else dtype  # a mask: its bytes (host.lowered_operands views it as uint8)
         eb = 1 if kept == "bool" else _BYTES[dtype]
-        inputs.append(rt.tensor(name, (m, n if width == 1 else rt.dim(vec * width)), (rt.dim(vec), 1), align=vec * eb)
+        lanes = any(lowered.ARGS[k][1] == "lane" for k in range(len(lowered.ARGS))
+                    if lowered.ARGS[k][0] == len(inputs))  # r*VEC-wide loads: stride and start r*VEC aligned
+        step = vec * width if lanes else vec
+        inputs.append(rt.tensor(name, (m, n if width == 1 else rt.dim(vec * width)), (rt.dim(step), 1),
+                                align=min(16, step * eb))
                       if kind == "row"
                       else rt.tensor(name, (n,), (1,), align=vec * eb) if kind == "vector"
                       else rt.tensor(name, (1,), (1,), align=eb))
@@ -799,7 +803,10 @@ def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]
     vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*loaded, *rows)
                                                     if t.element_size() == elem_bytes])
-    while vec > 1 and (any(o.data_ptr() % min(16, vec * o.element_size()) for o in rows
+    lanes = [(t, lowered.WIDTHS[i]) for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))
+             if any(a[0] == i and a[1] == "lane" for a in lowered.ARGS)]
+    while vec > 1 and (any(t.stride(0) % (vec * r) or t.data_ptr() % min(16, vec * r * elem_bytes) for t, r in lanes)
+                       or any(o.data_ptr() % min(16, vec * o.element_size()) for o in rows
                            if o.element_size() != elem_bytes)
                        or any(t.data_ptr() % vec for t in loaded if t.element_size() == 1)):  # a mask's VEC bytes
         vec //= 2
@@ -820,6 +827,10 @@ def _prepare_lowered(inputs, out):
     if not all(_in_index_range(m, n, ld) for ld in lds):
         raise ValueError(f"{lowered.SOURCE}: {m}x{n} with row strides {lds} exceeds the int32 index range of this kernel")
     vec = _lowered_vec(inputs[_X].element_size(), n, lds, inputs, outputs)
+    for i, width in enumerate(lowered.WIDTHS):  # a lanes load reads r elements together: the row stride keeps them
+        if width > 1 and inputs[i].stride(0) % width and any(a[0] == i and a[1] == "lane" for a in lowered.ARGS):
+            raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
+                             f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
     cfg = plan(n, vec, lowered_values(lowered.KINDS))
     key = ("lowered", dtype, *_lowered_plan_args(vec, cfg))
     launcher = rt.compiled(_compiled, key, lowered_reduction_launch, lambda: _lowered_compile_args(dtype, vec, cfg))
