@@ -46,8 +46,8 @@ class Refused(Exception):
 DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.correction, aten.std.correction,
              aten.var_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
              aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
-             aten.clamp, aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
-             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.clamp_min, aten.clamp_max, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu]
+             aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
+             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu]
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
@@ -307,7 +307,8 @@ class Converter:
             a, w = self.arg(args[0]), self.arg(args[1])
             pos = self.binary("gt", a, Value(0.0, CONST, "scalar"), shape, True)
             return self.emit("where", [pos.ref, a.ref, self.binary("mul", w, a, shape).ref], self.kind_of(a, w), shape)
-        if base in ("clamp", "clamp_min", "clamp_max", "clip"):  # an in-place clamp_ (the functional one decomposes)
+        if base in ("clamp", "clamp_min", "clamp_max", "clip"):  # kept whole (not decomposed): NaN-propagating
+            # maximum / minimum are one instruction each, where torch's decomposition adds a NaN test and a select
             a = self.arg(args[0])
             lo = kw.get("min", args[1] if len(args) > 1 and base != "clamp_max" else None)
             hi = kw.get("max", args[2] if len(args) > 2 else args[1] if base == "clamp_max" else None)
