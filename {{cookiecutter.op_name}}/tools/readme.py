@@ -155,6 +155,29 @@ def render(ws: Path, op: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def input_rows(program: dict) -> list[str]:
+    """One line per input of a lowered program (op.json `lowered`): its shape, dtype and how the kernel reads it."""
+    lines = []
+    for i in program.get("inputs", []):
+        width = i.get("width", 1)
+        parts = [v for v in program.get("views", []) if v["input"] == i["name"]]
+        if i["kind"] in ("a", "b"):
+            how = "an operand of the matmul head, K-major"
+        elif i["kind"] == "scalar":
+            how = f"one value ({'0-d' if not i.get('dims') else '[1]'}), read once per thread"
+        elif i["kind"] in ("vector", "per_row"):
+            how = "[N], the same for every row" if i["kind"] == "vector" else "[M], one value per row of C"
+        elif width > 1:
+            read = " and ".join(f"columns {v['index']}, {v['index'] + width}, {v['index'] + 2 * width}, ..." if v["how"] == "lane" else
+                                f"columns [{v['index']}N, {v['index'] + 1}N)" for v in parts)
+            how = f"[..., {width}N], read in parts: {read or 'none used'}"
+        else:
+            how = "[..., N], one row per row of the output, any rank (M = the product of the leading dims)"
+        lines.append(f"- `{i['name']}`{' (bool mask, one byte per element)' if i.get('dtype') == 'bool' else ''}: "
+                     f"{how}")
+    return lines
+
+
 def user_logic_section(op: dict, inputs: str) -> list[str]:
     """"Your own op": how pytorch_logic becomes this kernel (or why it did not), and the rule for its parameters."""
     lines = ["## Your own op", ""]
@@ -167,7 +190,10 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
                   f"({low['steps']} steps; reductions: {', '.join(low['reductions']) or 'none'}) and generated into "
                   f"`lowered.py`: the compute of the {op['pattern']} cell, every line beside the line of yours it "
                   "came from. `kernel.py` keeps the hand-written data movement around it. Edit your function and "
-                  "re-bake to change the kernel; `lowered.py` is not meant to be edited.", ""]
+                  "re-bake to change the kernel; `lowered.py` is not meant to be edited.", "",
+                  "Its inputs, in your parameters' order (what `kernel.run` takes), and how each maps onto the "
+                  "kernel's rows (x is the first row input; N is the output's row length):", "",
+                  *input_rows(op.get("lowered") or {}), ""]
     elif low:
         lines += [f"`{low['function']}` is this workspace's reference, but the kernel is the built-in "
                   f"`{op['op']}`: {low['reason']}. Its cases FAIL wherever the two differ.", ""]
