@@ -18,6 +18,7 @@ import subprocess
 
 import pytest
 from conftest import ROOT, load_module, read_json
+from lowered_sources import LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_FP8
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"
@@ -76,32 +77,9 @@ def compute(x, n, reduce):
     hi = reduce("max", pw.exp(x - lo))
     return (lo, pw.log(hi) + lo)
 '''
-# The input model's other kinds, in the user's parameter order: a scalar first (so x is not input 0), a bool mask
-# loaded as its bytes, and a vector; a softmax over the masked row.
-MASK_SCALAR = '''
-import pointwise as pw
-
-SOURCE = "test:mask_scalar"
-INPUTS = ("alpha", "x", "mask", "w")
-KINDS = ("scalar", "row", "row", "vector")
-DTYPES = ("float", "float", "bool", "float")
-WIDTHS = (1, 1, 1, 1)
-ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0), (3, "whole", 0))
-OUTPUTS = ("row", "reduced")
-OUT_DTYPES = ("input", "fp32")
-REDUCTIONS = ("max", "sum")
-USES_N = False
-
-
-def compute(alpha, x, mask, w, n, reduce):
-    mask = mask != 0.0
-    s = pw.where(mask, x * alpha + w, -1e30)
-    m = reduce("max", s)
-    e = pw.exp(s - m)
-    z = reduce("sum", e)
-    return (pw.round(e * pw.reciprocal(z) * 127.0), m + pw.log(z))
-'''
-SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR}  # the test's own lowered.py files, beside the examples
+SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR,
+           "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE, "parts": PARTS, "lanes": LANES, "quant": QUANT,
+           "quant_fp8": QUANT_FP8}  # the test's own lowered.py files, beside the examples
 
 REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
 
@@ -254,14 +232,7 @@ def test_run_refuses_cpu_tensors_in_host_words(lowered_ws, pattern, example):
 def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
     """MASK_SCALAR: x is the second input (the user's order), the bool mask is loaded as its bytes (VEC bytes per
     access: 64-bit for bf16) beside x's 128-bit loads, and the scalar is one load per thread, never a row."""
-    ws, _ = lowered_ws(pattern if pattern == "reduction" else "elementwise", "mask_scalar")
-    if pattern == "elementwise":  # the elementwise cell takes the same lowered.py without its reductions
-        source = MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()").replace(
-            'OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)').replace('OUT_DTYPES = ("input", "fp32")',
-                                                                        'OUT_DTYPES = ("input",)')
-        source = source.replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace(
-            '    z = reduce("sum", e)\n', "    z = 2.0\n").replace(", m + pw.log(z))", ",)")
-        (ws / "lowered.py").write_text(source)
+    ws, _ = lowered_ws(pattern, "mask_scalar" if pattern == "reduction" else "mask_scalar_elementwise")
     ptx, plan = _compiled(ws, dims, "bf16")
     assert "ld.global.v2.b32" in ptx or "ld.global.v2.u32" in ptx or "ld.global.u64" in ptx or "ld.global.b64" in ptx \
         or "ld.global.v2" in ptx, "the mask's 8 bytes per access"
@@ -269,29 +240,6 @@ def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
     assert "ld.global.v4" in ptx
 
 
-# A wide input read in parts, as the lowering writes it for x.chunk(2, -1) (PARTS) and for x[..., ::2], x[..., 1::2]
-# (LANES): x is [M, 2N], the output [M, N].
-PARTS = '''
-import pointwise as pw
-
-SOURCE = "test:parts"
-INPUTS = ("x", "w")
-KINDS = ("row", "vector")
-DTYPES = ("float", "float")
-WIDTHS = (2, 1)
-ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))
-OUTPUTS = ("row",)
-OUT_DTYPES = ("input",)
-REDUCTIONS = ()
-USES_N = False
-
-
-def compute(x_part0, x_part1, w, n, reduce):
-    return (x_part0 * pw.sigmoid(x_part0) * x_part1 * w,)
-'''
-LANES = PARTS.replace('ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))',
-                      'ARGS = ((0, "lane", 0), (0, "lane", 1), (1, "whole", 0))')
-SOURCES.update(parts=PARTS, lanes=LANES)
 
 
 @pytest.mark.parametrize("source,dims", [("parts", (64, 7168)), ("lanes", (64, 7168)), ("parts", (4, 65536)),
@@ -313,28 +261,6 @@ def test_wide_inputs_are_read_once_with_vector_loads(lowered_ws, source, dims):
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
 
 
-# A per-row absmax quantizer as the lowering writes it: int8 values (the function's final .to(torch.int8), done by the
-# store) and the fp32 scale; QUANT_FP8 the same with fp8 e4m3 values.
-QUANT = '''
-import pointwise as pw
-
-SOURCE = "test:quant"
-INPUTS = ("x",)
-KINDS = ("row",)
-DTYPES = ("float",)
-WIDTHS = (1,)
-ARGS = ((0, "whole", 0),)
-OUTPUTS = ("row", "reduced_keepdim")
-OUT_DTYPES = ("int8", "fp32")
-REDUCTIONS = ("max",)
-USES_N = False
-
-
-def compute(x, n, reduce):
-    s = 127.0 * pw.reciprocal(pw.maximum(reduce("max", pw.abs(x)), 1e-5))
-    return (pw.minimum(pw.maximum(pw.round(x * s), -128.0), 127.0), 1.0 / s)
-'''
-SOURCES.update(quant=QUANT, quant_fp8=QUANT.replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("fp8", "fp32")'))
 
 
 @pytest.mark.parametrize("source,marker", [("quant", "cvt.rzi.s16.f32"), ("quant_fp8", "e4m3")])

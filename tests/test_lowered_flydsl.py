@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flydsl_batch
+from lowered_sources import (LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_ELEMENTWISE,
+                             QUANT_FP8, QUANT_FP8_ELEMENTWISE)
 import pytest
 from conftest import ROOT
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
@@ -28,89 +30,6 @@ EXAMPLES = Path(__file__).resolve().parent / "lowered_examples"
 BUILTIN = {"elementwise": "silu_mul", "reduction": "softmax"}  # the op a workspace is baked for, then replaced
 LOWERED_UNROLL = 2  # the elementwise cell's dwordx4 accesses per lane per tensor on the lowered path
 
-# The input model's other kinds, in the user's parameter order: a runtime scalar first (so x is not input 0), a
-# bool mask (launched as its bytes), a vector; a softmax over the masked row, rounded (pw.round: v_rndne_f32).
-MASK_SCALAR = '''
-import pointwise as pw
-
-SOURCE = "test:mask_scalar"
-INPUTS = ("alpha", "x", "mask", "w")
-KINDS = ("scalar", "row", "row", "vector")
-DTYPES = ("float", "float", "bool", "float")
-WIDTHS = (1, 1, 1, 1)
-ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0), (3, "whole", 0))
-OUTPUTS = ("row", "reduced")
-OUT_DTYPES = ("input", "fp32")
-REDUCTIONS = ("max", "sum")
-USES_N = False
-
-
-def compute(alpha, x, mask, w, n, reduce):
-    mask = mask != 0.0
-    s = pw.where(mask, x * alpha + w, -1e30)
-    m = reduce("max", s)
-    e = pw.exp(s - m)
-    z = reduce("sum", e)
-    return (pw.round(e * pw.reciprocal(z) * 127.0), m + pw.log(z))
-'''
-# The elementwise cell's analogue: no reduce() calls, one row output.
-MASK_SCALAR_ELEMENTWISE = (
-    MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()")
-    .replace('OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)')
-    .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
-    .replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace('    z = reduce("sum", e)\n', "    z = 2.0\n")
-    .replace(", m + pw.log(z))", ",)"))
-# A wide input read in parts, as the lowering writes it for x.chunk(2, -1) (PARTS) and for x[..., ::2], x[..., 1::2]
-# (LANES): x is [M, 2N], the output [M, N]; a wide program always runs in the reduction (row) cell.
-PARTS = '''
-import pointwise as pw
-
-SOURCE = "test:parts"
-INPUTS = ("x", "w")
-KINDS = ("row", "vector")
-DTYPES = ("float", "float")
-WIDTHS = (2, 1)
-ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))
-OUTPUTS = ("row",)
-OUT_DTYPES = ("input",)
-REDUCTIONS = ()
-USES_N = False
-
-
-def compute(x_part0, x_part1, w, n, reduce):
-    return (x_part0 * pw.sigmoid(x_part0) * x_part1 * w,)
-'''
-LANES = PARTS.replace('ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))',
-                      'ARGS = ((0, "lane", 0), (0, "lane", 1), (1, "whole", 0))')
-# A quantizer: the row's int8 values (the user's final .to(torch.int8), done by the store: truncation toward zero)
-# and its fp32 scale; QUANT_FP8 the same stored as float8_e4m3fn (OCP e4m3 on both targets: gfx942's converter
-# writes FNUZ, so the cell converts v / 2, flydsl_lowered.e4m3fn_bytes); the elementwise cell's analogues with a
-# constant scale.
-QUANT = '''
-import pointwise as pw
-
-SOURCE = "test:quant"
-INPUTS = ("x",)
-KINDS = ("row",)
-DTYPES = ("float",)
-WIDTHS = (1,)
-ARGS = ((0, "whole", 0),)
-OUTPUTS = ("row", "reduced_keepdim")
-OUT_DTYPES = ("int8", "fp32")
-REDUCTIONS = ("max",)
-USES_N = False
-
-
-def compute(x, n, reduce):
-    s = 127.0 * pw.reciprocal(pw.maximum(reduce("max", pw.abs(x)), 1e-5))
-    return (pw.minimum(pw.maximum(pw.round(x * s), -128.0), 127.0), 1.0 / s)
-'''
-QUANT_FP8 = QUANT.replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("fp8", "fp32")')
-QUANT_ELEMENTWISE = (
-    QUANT.replace('OUTPUTS = ("row", "reduced_keepdim")', 'OUTPUTS = ("row",)')
-    .replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("int8",)').replace('REDUCTIONS = ("max",)', "REDUCTIONS = ()")
-    .replace('reduce("max", pw.abs(x))', "4.0").replace(", 1.0 / s)", ",)"))
-QUANT_FP8_ELEMENTWISE = QUANT_ELEMENTWISE.replace('OUT_DTYPES = ("int8",)', 'OUT_DTYPES = ("fp8",)')
 SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE,  # beside EXAMPLES' files
            "parts": PARTS, "lanes": LANES, "quant": QUANT, "quant_fp8": QUANT_FP8,
            "quant_elementwise": QUANT_ELEMENTWISE, "quant_fp8_elementwise": QUANT_FP8_ELEMENTWISE}

@@ -126,10 +126,15 @@ def test_create_refuses_to_overwrite(tmp_path, cli):
      "2 of 3 cases passed"),
 ])
 def test_pass_without_measured_evidence_is_refused(tmp_path, cli, sets, says):
-    mm.create(tmp_path, "v0")
-    path = tmp_path / "memory" / "v0.json"
+    assert_refused_unchanged(tmp_path, cli, sets, says)
+
+
+def assert_refused_unchanged(ws, cli, sets, says) -> None:
+    """`update --set ...` on a fresh v0 record is refused in one line naming `says`, and the record is unchanged."""
+    mm.create(ws, "v0")
+    path = ws / "memory" / "v0.json"
     before = path.read_bytes()
-    done = cli("update", "--workspace", str(tmp_path), "--version", "v0", *[x for s in sets for x in ("--set", s)])
+    done = cli("update", "--workspace", str(ws), "--version", "v0", *[x for s in sets for x in ("--set", s)])
     assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
     assert path.read_bytes() == before
 
@@ -260,12 +265,7 @@ def test_pass_needs_the_workspaces_own_gpu_evidence(tmp_path, cli, setup, sets, 
     passed, rel_err below op.json's tolerance; refused in one line, nothing written, where that is missing."""
     if setup is not None:
         evidence(tmp_path, **setup)
-    mm.create(tmp_path, "v0")
-    path = tmp_path / "memory" / "v0.json"
-    before = path.read_bytes()
-    done = cli("update", "--workspace", str(tmp_path), "--version", "v0", *[x for s in sets for x in ("--set", s)])
-    assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
-    assert path.read_bytes() == before
+    assert_refused_unchanged(tmp_path, cli, sets, says)
 
 
 @pytest.mark.parametrize("make, says", [

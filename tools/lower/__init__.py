@@ -220,7 +220,7 @@ def phase1(program: dict, base: dict) -> dict:
                  "scalar": "one value (a runtime scalar, loaded once)"}
     inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]}" + (", boolean" if i.get("dtype") == "bool" else "")
                        + f" ({i['why']})" for i in program["inputs"])
-    outs = "; ".join(f"output {k}: {o['shape'].replace('_', ' ')} in {'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'}"
+    outs = "; ".join(f"output {k}: {o['shape'].replace('_', ' ')} in {'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else o['dtype']}"
                      for k, o in enumerate(program["outputs"]))
     casts = sum(node["op"] == "cast" for node in program["nodes"])
     reductions = ir.reductions(program)

@@ -26,10 +26,15 @@ SMALL_POWERS = {1.0: "{a}", 2.0: "{a} * {a}", 3.0: "{a} * {a} * {a}", 4.0: "{a} 
 WIDTH = 120
 
 
+def _tuple(rendered) -> str:
+    """A tuple of already-written items as ruff format writes it: a trailing comma for one item."""
+    rendered = list(rendered)
+    return f"({rendered[0]},)" if len(rendered) == 1 else f"({', '.join(rendered)})"
+
+
 def _strings(items) -> str:
     """A tuple of strings as ruff format writes it: double quotes, a trailing comma for one item."""
-    quoted = [f'"{s}"' for s in items]
-    return f"({quoted[0]},)" if len(quoted) == 1 else f"({', '.join(quoted)})"
+    return _tuple(f'"{s}"' for s in items)
 
 
 def _float(v: float) -> str:
@@ -212,10 +217,8 @@ class _Writer:
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
             f"KINDS = {_strings(i['kind'] for i in p['inputs'])}",
             f"DTYPES = {_strings(i.get('dtype', 'float') for i in p['inputs'])}",
-            f"WIDTHS = ({', '.join(str(i.get('width', 1)) for i in p['inputs'])},)" if len(p["inputs"]) == 1 else
-            f"WIDTHS = ({', '.join(str(i.get('width', 1)) for i in p['inputs'])})",
-            "ARGS = (" + ", ".join(self._arg(a) for a in ir.arguments(p)) + ("," if len(ir.arguments(p)) == 1 else "")
-            + ")",
+            f"WIDTHS = {_tuple(str(i.get('width', 1)) for i in p['inputs'])}",
+            f"ARGS = {_tuple(self._arg(a) for a in ir.arguments(p))}",
             f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",

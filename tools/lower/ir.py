@@ -115,7 +115,7 @@ COMPARE = tuple(k for k, op in VOCABULARY.items() if op.boolean)  # boolean resu
 ATEN = {name: op for op, spec in VOCABULARY.items() for name in spec.aten}
 # The `pw.` functions a generated lowered.py may call: every DSL's pointwise.py defines each one, plus full_like.
 PW_FUNCTIONS = tuple(sorted({code.split("(")[0][3:] for code in (spec.code for spec in VOCABULARY.values())
-                             if code.startswith("pw.")} | {"full_like", "expm1"}))
+                             if code.startswith("pw.")} | {"full_like"}))
 CAST_TARGETS = ("input", "bf16", "fp16")  # "input": the workspace's dtype (x's); a cast to fp32 or wider is a no-op
 OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
 # An output's dtype: "input" (x's), or one of these, with its bytes per element and torch's name. int8 and fp8 are a

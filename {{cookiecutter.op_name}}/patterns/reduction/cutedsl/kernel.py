@@ -416,17 +416,15 @@ def reduction_launch(
 # The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
 # ------------------------------------------------------------------------------------------------
 
-def lowered_values(kinds) -> int:
-    """fp32 row values a thread may hold per input of a lowered op: the built-in rmsnorm's budget for its two
-    tensors (x and weight, VALUES_PER_THREAD each) shared among all the loaded tensors, at most VALUES_PER_THREAD.
+def lowered_values() -> int:
+    """fp32 row values a thread may hold per load of the lowered op: the built-in rmsnorm's budget for its two
+    tensors (x and weight, VALUES_PER_THREAD each) shared among the loads (_LOADS: a whole input or a part counts
+    one, a wide input's lanes r; a scalar input is one register and counts none), at most VALUES_PER_THREAD.
 
     Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): x, weight and bias (F.layer_norm) at 32 values
     each took 110 registers, 2 CTAs per SM and 0.71x the built-in's bandwidth; at 10 values each (one shared
     budget) rows of 1024 threads with one vector in flight ran 0.44x."""
-    loaded = sum(kind in ("row", "vector") for kind in kinds)  # a scalar input is one register, not a row's values
-    if LOWERED and kinds == lowered.KINDS:  # the fragments this op loads: a part each, r VECs for a wide input's lanes
-        loaded = sum(_load_widths())
-    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // loaded))
+    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // sum(_load_widths())))
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
@@ -831,7 +829,7 @@ def _prepare_lowered(inputs, out):
         if width > 1 and inputs[i].stride(0) % width and any(a[0] == i and a[1] == "lane" for a in lowered.ARGS):
             raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
-    cfg = plan(n, vec, lowered_values(lowered.KINDS))
+    cfg = plan(n, vec, lowered_values())
     key = ("lowered", dtype, *_lowered_plan_args(vec, cfg))
     launcher = rt.compiled(_compiled, key, lowered_reduction_launch, lambda: _lowered_compile_args(dtype, vec, cfg))
     return (launcher, cfg["iters"]), outputs
@@ -910,7 +908,7 @@ def _case_mn(case: dict | None) -> tuple[int, int]:
 
 def _case_plan(op: str, n: int, vec: int) -> dict:
     """plan() of a row of n elements for op: a lowered op's inputs share the register budget."""
-    return plan(n, vec, lowered_values(lowered.KINDS)) if op == "lowered" else plan(n, vec)
+    return plan(n, vec, lowered_values()) if op == "lowered" else plan(n, vec)
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
