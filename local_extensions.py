@@ -47,7 +47,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 os.environ["KBASELINE_ROOT"] = ROOT  # for the post-gen hook (a child of this process); never pasted into its code
 
-from tools import detect, interrupts, overwrite, registry, spec, validate  # noqa: E402
+from tools import demo, detect, interrupts, overwrite, registry, spec, validate  # noqa: E402
 from tools.catalog import InputError  # noqa: E402
 
 COOKIECUTTER_JSON = json.loads(Path(ROOT, "cookiecutter.json").read_text())
@@ -128,7 +128,7 @@ def _destination(ctx) -> None:
 
 
 def _ask_again(env, ctx, key: str) -> str:
-    """The question again, with its [n/9] counter as cookiecutter showed it (cookiecutter's prompt.py prefix)."""
+    """The question again, with its [n/10] counter as cookiecutter showed it (cookiecutter's prompt.py prefix)."""
     from rich.prompt import Prompt
 
     default = env.from_string(str(COOKIECUTTER_JSON[key])).render(cookiecutter=ctx)
@@ -179,9 +179,10 @@ def kb_check(env, ctx, key: str) -> str:
     return f"{value['path']}:{value['function']}" if isinstance(value, dict) else str(value or "")
 
 
-def kb_default_op(pattern: str, logic: str = "") -> str:
-    """The op question's default: the pattern's default op, or `default` with a function (lowered when it can be)."""
-    return "default" if logic else registry.resolve_op(pattern, "default")
+def kb_default_op(pattern: str, logic: str = "", demo: str = "") -> str:
+    """The op question's default: the pattern's default op, or `default` with a function (lowered when it can be) or
+    a kernel demo (which, without a function, must be told its op: `default` is then refused, naming the ops)."""
+    return "default" if logic or demo else registry.resolve_op(pattern, "default")
 
 
 def kb_default_name(op: str, logic: str, dtype: str) -> str:
@@ -198,7 +199,7 @@ def kb_op_json(ctx) -> str:
     ws = Path(ctx["_output_dir"]) / ctx["op_name"]
     _BAKE.update(ws=ws, made=bool(cli) and not any(ws.iterdir()))  # empty: cookiecutter made it for this bake
     try:
-        op = spec.build(ctx)
+        op = demo.attach(spec.build(ctx), ctx)  # the kernel demo's block (tools/demo.py)
         moved = overwrite.prepare(ws, cli.get("overwrite_if_exists", True), cli.get("skip_if_file_exists", False))
     except InputError as err:
         if cli and not cli["overwrite_if_exists"]:

@@ -395,3 +395,69 @@ def kernel_scope(record_id: str) -> dict:
 def hardware_row(record_id: str) -> dict:
     row = next(r for r in HARDWARE if r[0] == record_id)
     return {"vendor": row[1], "arch": row[2], "product": row[3]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reference-kernels/ (markdown layout): <vendor>/<arch>/<dsl>/<project>/ source trees, as in v0.1.0 and v0.2.0
+# ---------------------------------------------------------------------------------------------------------------
+
+def _kernel_source(kind: str, name: str) -> str:
+    """A small source file that defines kernels the way the wiki's do (never imported: it raises on import)."""
+    cls = "".join(p.title() for p in name.split("_")) + "Kernel"
+    deco = {"cutedsl": "@cute.kernel", "flydsl": "@flyc.kernel", "triton": "@triton.jit", "gluon": "@gluon.jit"}[kind]
+    return (f'"""{name}: fixture source ({kind})."""\n\nraise RuntimeError("reference kernels are read, never imported")\n\n\n'
+            f"class {cls}:\n    {deco}\n    def kernel(self, x):\n        return x\n\n\n"
+            f"def {name}(x):\n    return {cls}().kernel(x)\n")
+
+
+def _readme(title: str, rows: list[tuple[str, str]], code_spans: bool = False) -> str:
+    cell = (lambda f: f"`{f}`") if code_spans else (lambda f: f"[{f}]({f})")
+    return f"# {title}\n\n| Kernel | Description |\n|---|---|\n" + "".join(f"| {cell(f)} | {d} |\n" for f, d in rows)
+
+
+# path -> (dsl kind, README rows or None for no README) ; v0.2.0 adds what KERNELS_V020 lists
+KERNELS = {
+    "nvidia/hopper/cutedsl/flashinfer": ("cutedsl", [("rmsnorm.py", "RMSNorm kernel"),
+                                                     ("fused_add_rmsnorm.py", "Fused addition + RMSNorm"),
+                                                     ("gdn_decode_mtp.py", "GDN Decode MTP mode")]),
+    "nvidia/hopper/cutedsl/quack": ("cutedsl", [("rmsnorm.py", "RMSNorm fwd/bwd, based on ReductionBase"),
+                                                ("softmax.py", "Softmax fwd/bwd, online softmax algorithm"),
+                                                ("gemm_sm90.py", "SM90 GEMM: WGMMA + TMA + pingpong"),
+                                                ("sort/bitonic_sort.py", "Bitonic sort network")]),
+    "nvidia/hopper/cutedsl/cutlass": ("cutedsl", [("dense_gemm.py", "Dense GEMM"), ("fmha.py", "Fused Multi-Head Attention")]),
+    "nvidia/hopper/gluon": ("gluon", [("wgmma_gemm.py", "Gluon WGMMA GEMM")]),
+    "nvidia/blackwell/cutedsl/quack": ("cutedsl", [("gemm_sm100.py", "SM100 GEMM"), ("rmsnorm_sm100.py", "RMSNorm")]),
+    "nvidia/ampere/cutedsl/cutlass": ("cutedsl", [("tensorop_gemm.py", "Tensor-op GEMM")]),
+    "amd/cdna/flydsl/FlyDSL": ("flydsl", [("softmax_kernel.py", "Softmax kernel"),
+                                          ("rmsnorm_kernel.py", "RMS Normalization kernel"),
+                                          ("preshuffle_gemm.py", "Preshuffle GEMM kernel"),
+                                          ("pa_decode_fp8.py", "Paged Attention FP8 decode kernel"),
+                                          ("flash_attn_func.py", "Flash Attention kernel")]),
+    "amd/cdna/triton/aiter": ("triton", [("softmax.py", "aiter softmax"), ("pa_decode.py", "aiter paged decode")]),
+    "amd/cdna3/flydsl/FlyDSL": ("flydsl", [("flash_attn_func_mi308x.py", "MI308X (gfx942) — bf16 GQA flash attention"),
+                                           ("softmax_online_mi308x.py", "MI308X (gfx942) — online softmax rows")]),
+    "amd/rdna4/flydsl/FlyDSL": ("flydsl", [("softmax_rdna.py", "softmax on RDNA4"), ("wmma_gemm.py", "WMMA GEMM")]),
+    "generic/triton/flashinfer": ("triton", [("norm.py", "RMSNorm and LayerNorm")]),
+}
+KERNELS_V020 = {  # v0.2.0: the CDNA4 FlyDSL folder, without a README (its files are found on disk)
+    "amd/cdna4/flydsl/FlyDSL": ("flydsl", None, ["flash_attn_func_gqa_d256.py", "chunk_gdn_fwd_h_kernel.py"]),
+    "amd/cdna4/gluon": ("gluon", [("pa_decode_gluon.py", "Gluon paged attention decode")]),
+}
+
+
+def add_reference_kernels(root: Path, version: str = "v0.1.0") -> Path:
+    """reference-kernels/ under a markdown wiki as `version` lays it out: v0.1.0's READMEs link their files; v0.2.0's
+    quack README names them in `code` spans, and v0.2.0 adds amd/cdna4/ (a FlyDSL folder with no README)."""
+    base = root / "reference-kernels"
+    trees = {**KERNELS, **(KERNELS_V020 if version == "v0.2.0" else {})}
+    for folder, (kind, rows, *bare) in trees.items():
+        where = base / folder
+        names = [f for f, _d in rows] if rows else bare[0]
+        for name in names:
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            (where / name).write_text(_kernel_source(kind, Path(name).stem))
+        if rows:
+            (where / "README.md").write_text(_readme(folder, rows, code_spans=version == "v0.2.0" and "quack" in folder))
+    (base / "README.md").write_text("# Reference Kernels\n\norganized by hardware architecture -> DSL language -> "
+                                    "source repository\n")
+    return root

@@ -14,6 +14,10 @@ DTYPES = ("float", "float", "bool", "float")
 WIDTHS = (1, 1, 1, 1)
 ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0), (3, "whole", 0))
 OUTPUTS = ("row", "reduced")
+OUT_WIDTHS = (1, 1)
+OUT_HOW = ("whole", "whole")
+DIMS = ()
+HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
 USES_N = False
@@ -30,7 +34,8 @@ def compute(alpha, x, mask, w, n, reduce):
 # The elementwise cell's analogue: no reduce() calls, one row output.
 MASK_SCALAR_ELEMENTWISE = (
     MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()")
-    .replace('OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)')
+    .replace('OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)').replace("OUT_WIDTHS = (1, 1)", "OUT_WIDTHS = (1,)")
+    .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
     .replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace('    z = reduce("sum", e)\n', "    z = 2.0\n")
     .replace(", m + pw.log(z))", ",)"))
@@ -46,6 +51,10 @@ DTYPES = ("float", "float")
 WIDTHS = (2, 1)
 ARGS = ((0, "part", 0), (0, "part", 1), (1, "whole", 0))
 OUTPUTS = ("row",)
+OUT_WIDTHS = (1,)
+OUT_HOW = ("whole",)
+DIMS = ()
+HEADS = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 USES_N = False
@@ -70,6 +79,10 @@ DTYPES = ("float",)
 WIDTHS = (1,)
 ARGS = ((0, "whole", 0),)
 OUTPUTS = ("row", "reduced_keepdim")
+OUT_WIDTHS = (1, 1)
+OUT_HOW = ("whole", "whole")
+DIMS = ()
+HEADS = None
 OUT_DTYPES = ("int8", "fp32")
 REDUCTIONS = ("max",)
 USES_N = False
@@ -81,7 +94,58 @@ def compute(x, n, reduce):
 '''
 QUANT_FP8 = QUANT.replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("fp8", "fp32")')
 QUANT_ELEMENTWISE = (
-    QUANT.replace('OUTPUTS = ("row", "reduced_keepdim")', 'OUTPUTS = ("row",)')
+    QUANT.replace('OUTPUTS = ("row", "reduced_keepdim")', 'OUTPUTS = ("row",)').replace("OUT_WIDTHS = (1, 1)",
+                                                                                      "OUT_WIDTHS = (1,)")
+    .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("int8",)').replace('REDUCTIONS = ("max",)', "REDUCTIONS = ()")
     .replace('reduce("max", pw.abs(x))', "4.0").replace(", 1.0 / s)", ",)"))
 QUANT_FP8_ELEMENTWISE = QUANT_ELEMENTWISE.replace('OUT_DTYPES = ("int8",)', 'OUT_DTYPES = ("fp8",)')
+# RoPE as the lowering writes it (tools/lower/convert.py): q [B, S, H, D] read in halves (x[..., :D/2], x[..., D/2:]),
+# cos/sin [S, D] broadcast over B and H (host.broadcast_rows' [L0, L1, L2, D] views, stride 0 where broadcast), and the
+# output [B, S, H, D] written in halves (torch.cat); ROPE_LANES the interleaved form (x[..., ::2], stack + flatten).
+ROPE = '''
+import pointwise as pw
+
+SOURCE = "test:rope"
+INPUTS = ("q", "cos", "sin")
+KINDS = ("row", "broadcast", "broadcast")
+DTYPES = ("float", "float", "float")
+WIDTHS = (2, 2, 2)
+ARGS = ((0, "part", 0), (0, "part", 1), (1, "part", 0), (1, "part", 1), (2, "part", 0), (2, "part", 1))
+OUTPUTS = ("row",)
+OUT_WIDTHS = (2,)
+OUT_HOW = ("part",)
+DIMS = (("B", "S", "H", "D"), ("S", "D"), ("S", "D"))
+HEADS = None
+OUT_DTYPES = ("input",)
+REDUCTIONS = ()
+USES_N = False
+
+
+def compute(q_part0, q_part1, cos_part0, cos_part1, sin_part0, sin_part1, n, reduce):
+    return (q_part0 * cos_part0 - q_part1 * sin_part0, q_part1 * cos_part1 + q_part0 * sin_part1)
+'''
+ROPE_LANES = ROPE.replace('"part"', '"lane"')
+# A QK-norm as the lowering writes it: x [T, H*c] viewed as heads of c = 128 (HEADS), RMS-normalised per head.
+HEADS = '''
+import pointwise as pw
+
+SOURCE = "test:heads"
+INPUTS = ("x", "weight")
+KINDS = ("row", "vector")
+DTYPES = ("float", "float")
+WIDTHS = (1, 1)
+ARGS = ((0, "whole", 0), (1, "whole", 0))
+OUTPUTS = ("row",)
+OUT_WIDTHS = (1,)
+OUT_HOW = ("whole",)
+DIMS = ()
+HEADS = 128
+OUT_DTYPES = ("input",)
+REDUCTIONS = ("sum",)
+USES_N = True
+
+
+def compute(x, weight, n, reduce):
+    return (weight * x * pw.rsqrt(reduce("sum", x * x) * pw.reciprocal(n) + 1e-6),)
+'''

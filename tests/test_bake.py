@@ -12,7 +12,7 @@ from tools import registry, scaffold, spec, validate
 from tools.catalog import InputError
 
 EXPECTED_FILES = {
-    ".gitignore", "README.md", "op.json", "kernel.py", "host.py", "reference.py", "test_kernel.py",
+    ".gitignore", "README.md", "op.json", "__init__.py", "kernel.py", "host.py", "reference.py", "test_kernel.py",
     "baseline_report.md", "plans/v0_plan.md", "memory/v0.json",
     "reference/v_iteration.schema.json", "reference/gpu_specs.json",
 } | {f"tools/{p.name}" for p in (WS_TEMPLATE / "tools").glob("*.py")}
@@ -130,7 +130,7 @@ def test_refusal(tmp_path, pairs, message):
 def test_interactive_wrong_answer_is_asked_again(tmp_path):
     """At the prompt, a wrong answer is refused at once, in one line, and its question asked again; every earlier
     answer is kept. (The op menu is the pattern's: its ops are printed after the pattern is chosen.)"""
-    answers = ["", "reduction", "matmul", "softmax", "H200", "fp8", "fp32", "class", "my_softmax", "64x64@32", "64x64",
+    answers = ["", "", "reduction", "matmul", "softmax", "H200", "fp8", "fp32", "class", "my_softmax", "64x64@32", "64x64",
                "", "maybe", "no"]
     config = write(tmp_path / "config.yaml", f"replay_dir: {tmp_path / 'replay'}\n")
     done = bake_cli(tmp_path, "--config-file", str(config), options=(), stdin="\n".join(answers) + "\n")
@@ -139,7 +139,7 @@ def test_interactive_wrong_answer_is_asked_again(tmp_path):
     errors = [line for line in done.stderr.splitlines() if line.startswith("kbaseline: error: ")]
     assert [e.split(":")[2].strip() for e in errors] == ["op", "dtype", "op_name", "shapes", "run_baseline"]
     op_asked = [i for i in range(len(done.stdout)) if done.stdout.startswith("Op within the pattern", i)]
-    assert len(op_asked) == 2 and done.stdout.index("[4/9] Target GPU") > op_asked[1]  # the op was asked again first
+    assert len(op_asked) == 2 and done.stdout.index("[5/10] Target GPU") > op_asked[1]  # the op was asked again first
     spec = read_json(tmp_path / "my_softmax" / "op.json")
     assert (spec["pattern"], spec["op"], spec["dtype"], spec["run_baseline"]) == ("reduction", "softmax", "fp32", "no")
     assert spec["cases"][0]["name"] == "rep_64x64"

@@ -14,7 +14,8 @@ host = load_module(ROOT / "{{cookiecutter.op_name}}" / "host.py", "host_for_lowe
 
 LOWERED = SimpleNamespace(SOURCE="test:nd", INPUTS=("alpha", "x", "w"), KINDS=("scalar", "row", "vector"),
                           DTYPES=("float", "float", "float"), WIDTHS=(1, 1, 1),
-                          OUTPUTS=("row", "reduced", "reduced_keepdim"))
+                          OUTPUTS=("row", "reduced", "reduced_keepdim"), OUT_WIDTHS=(1, 1, 1),
+                          OUT_HOW=("whole", "whole", "whole"), DIMS=(), HEADS=None)
 
 
 def stand_in(alpha, x, w, out=None):
@@ -38,6 +39,42 @@ def test_rank_3_rows_run_as_2_d_and_come_back_in_x_shape():
     outs = (torch.full((4, 6, 10), float("nan")), torch.full((4, 6), float("nan")), torch.full((4, 6, 1), float("nan")))
     host.rows_nd(LOWERED, stand_in, [alpha, x, w], outs)  # the harness's poisoned outputs are written in place
     assert all(torch.allclose(o, v) for o, v in zip(outs, want))
+
+
+@pytest.mark.parametrize("x_names,c_names,shape", [
+    (("B", "S", "H", "D"), ("S", "D"), (2, 5, 3, 8)),  # RoPE's cos [S, D] against q [B, S, H, D]
+    (("B", "H", "S", "D"), ("B", "S", "D"), (2, 3, 5, 8)),  # Llama's cos [B, S, D] against q [B, H, S, D]
+    (("B", "S", "H", "D"), ("B", "S", "D"), (2, 5, 3, 8)),  # B and S merge into one mode (contiguous in cos)
+    (("B", "H", "S", "D"), ("B", "1", "S", "D"), (2, 3, 5, 8)),  # a dim of size 1: an attention mask's [B, 1, S, N]
+    (("T", "D"), ("D",), (7, 8)),  # all rows broadcast: stride 0 throughout
+])
+def test_broadcast_rows_pair_each_row_of_x_with_its_row_of_the_input(x_names, c_names, shape):
+    """host.broadcast_rows' [L0, L1, L2, W] view, read row-major as the row cell's layout reads it, is the input
+    broadcast as the function broadcasts it (to x's shape by the dims' names), row for row: no copy."""
+    lowered = SimpleNamespace(SOURCE="test:bcast", INPUTS=("x", "c"), KINDS=("row", "broadcast"),
+                              DIMS=(x_names, c_names))
+    x = torch.randn(shape)
+    sizes = dict(zip(x_names, shape))
+    c = torch.randn([1 if d == "1" else sizes[d] for d in c_names])
+    view = host.broadcast_rows(lowered, x, c, 1)
+    assert view.dim() == 4 and view.data_ptr() == c.data_ptr()
+    want = c.reshape([c.shape[c_names.index(d)] if d in c_names else 1 for d in x_names]).expand(shape)
+    assert torch.equal(view.reshape(-1, shape[-1]), want.reshape(-1, shape[-1]))
+
+
+def test_heads_run_as_rows_of_the_head_and_come_back_as_heads():
+    """A function that views x [T, H*c] as heads (HEADS = c): the cell gets T*H rows of c, the output is [T, H, c]."""
+    lowered = SimpleNamespace(SOURCE="test:heads", INPUTS=("x", "w"), KINDS=("row", "vector"), OUTPUTS=("row",),
+                              HEADS=4, DIMS=())
+    x, w = torch.randn(3, 12), torch.randn(4)
+
+    def cell(x, w, out=None):
+        assert tuple(x.shape) == (9, 4)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)) * w
+
+    got = host.rows_nd(lowered, cell, [x, w], None)
+    heads = x.view(3, 3, 4)
+    assert torch.allclose(got, heads * torch.rsqrt(heads.pow(2).mean(-1, keepdim=True)) * w)
 
 
 def test_output_dtypes_by_name():

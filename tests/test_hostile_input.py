@@ -167,7 +167,7 @@ def test_a_long_value_is_echoed_cut_and_a_reasked_prompt_keeps_its_counter(monke
     asked = []
     monkeypatch.setattr(prompt.Prompt, "ask", lambda text, default=None: asked.append(text) or default)
     local_extensions._ask_again(local_extensions.jinja2.Environment(), {"pattern": "gemm"}, "gpu")
-    assert asked[0].startswith("  [dim][4/9][/] Target GPU"), asked
+    assert asked[0].startswith("  [dim][5/10][/] Target GPU"), asked
 
 
 def test_the_post_gen_hook_holds_no_path(tmp_path):

@@ -18,7 +18,8 @@ import subprocess
 
 import pytest
 from conftest import ROOT, load_module, read_json
-from lowered_sources import LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_FP8
+from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_FP8, ROPE,
+                             ROPE_LANES)
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"
@@ -33,6 +34,10 @@ DTYPES = ("float", "float")
 WIDTHS = (1, 1)
 ARGS = ((0, "whole", 0), (1, "whole", 0))
 OUTPUTS = ("row", "row")
+OUT_WIDTHS = (1, 1)
+OUT_HOW = ("whole", "whole")
+DIMS = ()
+HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ()
 USES_N = True
@@ -67,6 +72,10 @@ DTYPES = ("float",)
 WIDTHS = (1,)
 ARGS = ((0, "whole", 0),)
 OUTPUTS = ("reduced_keepdim", "reduced")
+OUT_WIDTHS = (1, 1)
+OUT_HOW = ("whole", "whole")
+DIMS = ()
+HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("min", "max")
 USES_N = False
@@ -79,7 +88,8 @@ def compute(x, n, reduce):
 '''
 SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR,
            "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE, "parts": PARTS, "lanes": LANES, "quant": QUANT,
-           "quant_fp8": QUANT_FP8}  # the test's own lowered.py files, beside the examples
+           "quant_fp8": QUANT_FP8, "rope": ROPE, "rope_lanes": ROPE_LANES, "heads": HEADS}  # the test's own
+# lowered.py files, beside the examples
 
 REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
 
@@ -261,6 +271,32 @@ def test_wide_inputs_are_read_once_with_vector_loads(lowered_ws, source, dims):
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
 
 
+@pytest.mark.parametrize("source,dims", [("rope", (64, 128)), ("rope_lanes", (64, 128)), ("rope", (4, 131072))])
+def test_rope_reads_halves_and_broadcast_rows_and_writes_whole_rows(lowered_ws, source, dims):
+    """RoPE (a case's N is the output row, D): q's two halves (or one 2*VEC fragment of lane pairs), cos and sin
+    broadcast over B and H, found through their [L0, L1, L2] row layouts (integer div/rem of the row index, once per
+    row), and the output row written whole with 128-bit stores: halves from two places, lanes interleaved in
+    registers. Loads 6 and stores 2 per chunk either way; nothing goes to local memory."""
+    ws, _ = lowered_ws("reduction", source)
+    ptx, plan = _compiled(ws, dims, "bf16")
+    assert plan["vector_elements"] == 8
+    if plan["path"].startswith("looped"):
+        assert ptx.count("ld.global.v4") >= 6 and ptx.count("st.global.v4") >= 2
+        return
+    chunks = plan["chunks_per_thread"]
+    assert ptx.count("ld.global.v4") == 6 * chunks
+    assert ptx.count("st.global.v4") == 2 * chunks
+    assert re.search(r"(div|rem)\.(u|s)32", ptx), "the broadcast rows are found by the layout's div/rem"
+
+
+def test_heads_run_rows_of_the_head(lowered_ws):
+    """A QK-norm over heads of 128: a case [64, 4096] runs 2048 rows of 128 (16 threads of 8 bf16 each), one
+    reduction per head."""
+    ws, _ = lowered_ws("reduction", "heads")
+    ptx, plan = _compiled(ws, (64, 4096), "bf16")
+    assert plan["threads_per_row"] * plan["vector_elements"] * plan["chunks_per_thread"] == 128
+    assert plan["grid_blocks"] * plan["rows_per_cta"] >= 64 * 32
+    assert ptx.count("ld.global.v4") == 2 * plan["chunks_per_thread"] and "shfl.sync.bfly" in ptx
 
 
 @pytest.mark.parametrize("source,marker", [("quant", "cvt.rzi.s16.f32"), ("quant_fp8", "e4m3")])

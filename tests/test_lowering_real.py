@@ -27,7 +27,6 @@ CASES = {c["fn"]: c for c in real_models.CASES}
 
 # What each function does today: its class, or a refusal and the words that name its cause. A change to the
 # lowering that lowers more (or refuses for another reason) updates this table.
-RANK = "rank 3 or more"
 OUTCOME = {
     **{name: "elementwise" for name in (
         "gelu_tanh_python", "pytorch_gelu_tanh", "new_gelu", "gelu_python", "gelu_activation", "fast_gelu",
@@ -37,7 +36,10 @@ OUTCOME = {
         "granite_residual", "bloom_dropout_add", "deepseek_v3_sigmoid_scores", "temperature_warper",
         "bitnet_post_quant_process",
         # an input read in equal parts (x.chunk(2, -1), x[..., ::2]): [M, 2N] in, [M, N] out, in the row cell
-        "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act")},
+        "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act",
+        # RoPE: q, k [.., D] in halves or lanes, cos/sin broadcast over the heads, whole rows out, in the row cell
+        "llama_apply_rotary_pos_emb", "cohere_apply_rotary_pos_emb", "qwen2_vl_apply_rotary_pos_emb_vision",
+        "deepseek_v3_apply_rotary_pos_emb_interleave")},
     **{name: "reduction" for name in (
         "llama_rmsnorm", "qwen2_rmsnorm", "mixtral_rmsnorm", "deepseek_v3_rmsnorm", "gemma_rmsnorm", "gemma3n_rmsnorm",
         "llama4_l2norm", "olmo2_rmsnorm", "t5_layernorm", "diffusers_rmsnorm", "cohere_layernorm",
@@ -45,16 +47,20 @@ OUTCOME = {
         "qwen3_next_rmsnorm_gated", "bert_residual_layernorm", "llama_attn_scores_softmax",
         "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "bitnet_act_quant",
         # quantizers whose values leave as int8 / fp8 e4m3 (the final .to(), done by the store)
-        "bitnet_activation_quant", "quantize_fp8_per_row")},
+        "bitnet_activation_quant", "quantize_fp8_per_row",
+        # a QK-norm: x [.., H*64] viewed as heads of 64 in the function, rows of 64
+        "qwen3_q_norm")},
     **{name: "gemm" for name in ("bert_intermediate", "gpt_bigcode_fc_act", "diffusers_approximate_gelu")},
     # refused, each for its cause
-    "deepseek_v3_apply_rotary_pos_emb_interleave": "torch.slice makes a tensor",
-    **{name: RANK for name in ("qwen3_q_norm", "qwen3_q_norm_transposed", "mamba2_rmsnorm_gated", "timm_layernorm2d",
-                               "olmo_apply_rotary_pos_emb_bshd", "glm_apply_rotary_pos_emb",
-                               "gptj_apply_rotary_pos_emb", "llama4_apply_rotary_emb", "afmoe_router",
-                               "llama_eager_attention", "gemma2_eager_attention", "gpt_oss_eager_attention")},
-    **{name: "torch.unsqueeze makes a tensor of shape [M, 1, N]" for name in (
-        "llama_apply_rotary_pos_emb", "cohere_apply_rotary_pos_emb", "qwen2_vl_apply_rotary_pos_emb_vision")},
+    "qwen3_q_norm_transposed": "torch.transpose reorders dims",
+    # q and k (or query and key) with different head counts: not one kernel's rows
+    **{name: "does not have" for name in ("olmo_apply_rotary_pos_emb_bshd", "glm_apply_rotary_pos_emb",
+                                          "llama4_apply_rotary_emb", "llama_eager_attention", "gemma2_eager_attention",
+                                          "gpt_oss_eager_attention")},
+    "mamba2_rmsnorm_gated": "torch.view makes a tensor",  # groups viewed back to the whole row before the weight
+    "timm_layernorm2d": "Expected weight to be of same shape",  # NCHW: the norm is over dim 1, not the row
+    "gptj_apply_rotary_pos_emb": "The size of tensor",  # sin/cos [B, S, D/2] repeat_interleave'd: not x's dims
+    "afmoe_router": "not enough values to unpack",  # a 3-D GEMM input (and a topk after it)
     **{name: "torch.topk selects" for name in ("gpt_oss_router", "top_k_warper", "min_p_warper", "epsilon_warper")},
     "top_p_warper": "torch.sort selects",
     "switch_top1_router": "torch.argmax selects",
@@ -63,12 +69,37 @@ OUTCOME = {
 }
 
 
+def names(case: dict) -> dict:
+    """The dim-name annotations of an N-D function (RoPE's q "[L0, L1, L2, N]" and cos "[L0, L2, N]"): x, the first
+    tensor of rank 3 or more, names its dims; another tensor of rank 2 or more with x's last dim takes the name of
+    x's dim of the same size, in order, or a name of its own where x has none (GQA's k with fewer heads: refused)."""
+    shapes = case["shapes"]
+    x = next((s for s in shapes.values() if len(s) >= 3), None)
+    if x is None:
+        return {}
+    dims = [f"L{i}" for i in range(len(x) - 1)] + ["N"]
+    made = {}
+    for name, shape in shapes.items():
+        if len(shape) < 2 or shape[-1] != x[-1] or tuple(shape) == tuple(x):
+            continue
+        found, start = [], 0
+        for k, size in enumerate(shape[:-1]):
+            at = next((i for i in range(start, len(x) - 1) if x[i] == size), None)
+            found.append("1" if size == 1 else dims[at] if at is not None else f"K{k}")
+            start = at + 1 if at is not None else start
+        made[name] = f"[{','.join([*found, 'N'])}]"
+    return {next(n for n, s in shapes.items() if s is x): f"[{','.join(dims)}]", **made}
+
+
 def hints(case: dict) -> dict:
-    """The annotations a user adds where the parameter rule cannot tell from a name: scalars, masks, vectors."""
+    """The annotations a user adds where the parameter rule cannot tell from a name: scalars, masks, vectors, and an
+    N-D function's dim names (names)."""
     if case["cls"] == "gemm":
         return {}
-    made = {}
+    made = names(case)
     for name, shape in case["shapes"].items():
+        if name in made:
+            continue
         note = {0: "[]"}.get(len(shape), "[1]" if tuple(shape) == (1,) else "[N]" if len(shape) == 1 else "")
         if len(shape) == 2 and (name in ir.VECTOR_NAMES or name.endswith(("_weight", "_bias"))):
             note = "[M,N]"  # a matrix named like a vector
@@ -106,11 +137,21 @@ def test_each_lowers_or_is_refused_for_its_cause(lowered, name):
 
 
 def _inputs(case: dict, program: dict, rows: int, n: int) -> dict:
-    """Float64 inputs at an unseen size: rows [rows, n], vectors [n], scalars in their shape, masks boolean."""
+    """Float64 inputs at an unseen size: rows [rows, n] (an N-D x's dims rows, 2, 3, ... each its own size, its
+    broadcast inputs their own dims; a function viewing rows as heads of c, [rows, 3c]), vectors [n] ([c]), scalars
+    in their shape, masks boolean. A wide input or vector is r times n."""
     g = torch.Generator().manual_seed(7)
+    heads = program.get("heads")
+    x = ir.x_input(program)
+    sizes = {d: size for d, size in zip(x.get("names", [])[:-1], (rows, 2, 3, 5))} | {"1": 1}
     made = {}
     for spec in program["inputs"]:
-        shape = {"row": [rows, n * spec.get("width", 1)], "vector": [n]}.get(spec["kind"], spec.get("dims", []))
+        width = spec.get("width", 1)
+        if spec["kind"] == "row":
+            shape = [*(sizes[d] for d in spec["names"][:-1]), n * width] if "names" in spec else [rows, n * width]
+            shape[-1] = 3 * heads if heads else shape[-1]
+        else:
+            shape = {"vector": [heads or n * width]}.get(spec["kind"], spec.get("dims", []))
         t = torch.randn(shape, generator=g, dtype=torch.float64)
         made[spec["name"]] = t > 0 if spec.get("dtype") == "bool" else t
     return made

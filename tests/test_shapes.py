@@ -61,7 +61,7 @@ def test_attention_lengths():
 @pytest.mark.parametrize("pattern,text,message", [
     ("elementwise", "", "no shape given"),
     ("elementwise", "8192x", "is not a 1-D or 2-D shape"),
-    ("reduction", "8x8x8", "is not a 2-D shape"),
+    ("reduction", "2x2x2x2x2x8", "is not a 2-D or 3-D or 4-D or 5-D shape"),
     ("reduction", "8x8@x", "row stride after '@' must be an integer >= N"),
     ("gemm", "0x8x8", "is not a 3-D shape"),
     ("decode_attention", "1x3x2x64x64", "Hq=3 is not a multiple of Hkv=2"),
@@ -126,3 +126,14 @@ def test_gpu_memory_limit(monkeypatch):
     with pytest.raises(InputError, match=r"shapes: '32768x8192' needs 1.074 GB for its tensors \(x 0.537 GB, out "
                                          r"0.537 GB\), more than the H20's 1 GB \(a 1 GB test GPU\)"):
         shapes.check(REDUCTION, registry.dsls()["cutedsl"], "bf16", "32768x8192", "H20", "softmax")
+
+
+def test_n_d_shapes_are_for_a_lowered_function():
+    """A reduction shape of rank 3 or more is a lowered function's N-D rows (its leading dims kept as ``lead``); the
+    built-in ops take [M, N] and refuse it in one line."""
+    from tools import spec
+
+    (case,) = REDUCTION.cases("1x8192x32x128", "representative", "bf16")
+    assert case["dims"] == [8192 * 32, 128] and case["lead"] == [1, 8192, 32]
+    with pytest.raises(InputError, match="rank 3 or more is for your own function"):
+        spec.build(spec.context(pattern="reduction", op="softmax", gpu="H200", shapes="4x8x16"))

@@ -10,6 +10,8 @@ Called by hooks/post_gen_project.py with cwd = the new workspace, where the pre-
    library, which only a lowered compute calls;
 2. ``reference/`` (the memory schema, the cited GPU specs) is copied in from the template, and the user's
    PyTorch logic file, when one was given, as ``user_logic.py``, with the modules it imports from its own folder;
+   the user's kernel demo, when one was given, into ``demo/`` with what it imports from its folder (tools/demo.py;
+   copied, never imported: only the harness runs it, on the GPU);
 3. the workspace's own ``tools/run_baseline.py --bake`` writes the README, plan, NOT RUN report and memory from
    op.json, commits the scaffold, and runs the V0 flow when a GPU of the target's vendor is here.
 
@@ -24,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools import demo
 from tools.lower import codegen
 from tools.validate import LOWERED
 
@@ -66,6 +69,7 @@ def arrange(ws: Path, op: dict) -> None:
             else:
                 (ws / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(folder / name, ws / name)
+    demo.install(ws, op)  # the user's kernel demo, into demo/ (run only by the harness, on the GPU)
     (ws / ".gitignore").write_text(GITIGNORE)
     (ws / "results").mkdir(exist_ok=True)
 
@@ -75,7 +79,7 @@ def workspace(dest: Path, ctx: dict) -> Path:
     for a full context (see tests/conftest.py), the template's files arranged as a bake would."""
     from tools import spec
 
-    op = spec.build(ctx)
+    op = demo.attach(spec.build(ctx), ctx)
     shutil.copytree(ROOT / "{{cookiecutter.op_name}}", dest, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "op.json").write_text(json.dumps(op, indent=2) + "\n")
     arrange(dest, op)

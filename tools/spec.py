@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from tools import lower, registry, shapes
+from tools import catalog, lower, registry, shapes
 from tools.catalog import ARCHS, DTYPES, GPUS, output_torch_dtype, torch_dtype
 from tools.validate import CHECKS as INPUTS
 from tools.validate import LOWERED, check, default_op_name, validate
@@ -94,6 +94,10 @@ def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     if resolved["op"] == LOWERED and resolved["pattern_name"] == "reduction":
         nd = pattern.cases("24x1000", "boundary", dtype)[0]
         made.append({**nd, "name": "bou_4x6x1000", "lead": [4, 6]})
+        return [lower.fit_case(program, c) for c in made]
+    if any("lead" in c for c in made):
+        raise catalog.InputError("shapes: a shape of rank 3 or more is for your own function's rows (pytorch_logic, "
+                                 "lowered into the row cell); the built-in ops take [M, N]")
     return made
 
 

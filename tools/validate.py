@@ -68,61 +68,67 @@ def _public(functions) -> list[str]:
     return [name for name in functions if not name.startswith("_")]
 
 
-def _imported_roots(tree: ast.AST, path: str) -> set[str]:
-    """Top-level module names a file imports (anywhere in it); a relative import is refused."""
+def _imported_roots(tree: ast.AST, path: str, key: str = "pytorch_logic", relative_ok: bool = False) -> set[str]:
+    """Top-level module names a file imports (anywhere in it); a relative import is refused, except inside a package
+    (`relative_ok`: a kernel demo's package is copied whole, so its relative imports keep working)."""
     roots = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             roots |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
+            if node.level and relative_ok:
+                continue
             if node.level:
-                raise InputError(f"pytorch_logic: '{path}' line {node.lineno} has a relative import "
+                copied = " as user_logic.py" if key == "pytorch_logic" else " outside a package"
+                raise InputError(f"{key}: '{path}' line {node.lineno} has a relative import "
                                  f"('from {'.' * node.level}{node.module or ''} import ...'), which cannot work once "
-                                 "the file is copied into the workspace as user_logic.py; import absolutely "
+                                 f"the file is copied into the workspace{copied}; import absolutely "
                                  "(from mymodule import ...)")
             roots.add(node.module.split(".")[0])
     return roots
 
 
-def _parse(path: str) -> ast.AST:
+def _parse(path: str, key: str = "pytorch_logic") -> ast.AST:
     try:
         return ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
     except (SyntaxError, UnicodeDecodeError, ValueError) as err:
-        raise InputError(f"pytorch_logic: '{path}' does not parse ({err}); fix the file's syntax") from None
+        raise InputError(f"{key}: '{path}' does not parse ({err}); fix the file's syntax") from None
 
 
-def sibling_modules(path: str, tree: ast.AST) -> list[str]:
-    """The modules of the logic file's own folder that it imports, directly or through each other: names of
-    `<name>.py` files and `<name>/` packages there, which the workspace must get beside user_logic.py."""
-    folder = Path(path).parent
+def sibling_modules(path: str, tree: ast.AST, key: str = "pytorch_logic", folder: Path | None = None,
+                    relative_ok: bool = False) -> list[str]:
+    """The modules of the logic file's own folder (or `folder`: a demo package's parent) that it imports, directly or
+    through each other: names of `<name>.py` files and `<name>/` packages there, which the workspace must get beside
+    user_logic.py (a kernel demo's: beside it in demo/)."""
+    folder = folder or Path(path).parent
     found: dict[str, Path] = {}
     todo = [(path, tree)]
     while todo:
         file, node = todo.pop()
-        for name in sorted(_imported_roots(node, file)):
+        for name in sorted(_imported_roots(node, file, key, relative_ok)):
             if name in found:
                 continue
             module, package = folder / f"{name}.py", folder / name / "__init__.py"
             if module.is_file() and module.resolve() != Path(path).resolve():
                 found[name] = module
-                todo.append((str(module), _parse(str(module))))
+                todo.append((str(module), _parse(str(module), key)))
             elif package.is_file():
                 found[name] = package.parent
-                todo += [(str(p), _parse(str(p))) for p in sorted(package.parent.rglob("*.py"))
+                todo += [(str(p), _parse(str(p), key)) for p in sorted(package.parent.rglob("*.py"))
                          if "__pycache__" not in p.parts]
     taken = sorted(set(found) & registry.workspace_names())
     if taken:
-        raise InputError(f"pytorch_logic: '{path}' imports {', '.join(taken)} from its own folder, which would clash "
+        raise InputError(f"{key}: '{path}' imports {', '.join(taken)} from its own folder, which would clash "
                          f"with the workspace's own {', '.join(taken)}; rename that module (or inline it)")
-    return [found[n].name for n in sorted(found)] + data_files(path, [tree, *(_parse(str(m)) for m in found.values()
-                                                                              if m.is_file())])
+    return [found[n].name for n in sorted(found)] + data_files(
+        path, [tree, *(_parse(str(m), key) for m in found.values() if m.is_file())], key, folder)
 
 
-def data_files(path: str, trees: list[ast.AST]) -> list[str]:
-    """Files of the logic file's own folder that its code names in a string (`open(HERE / "table.json")`,
-    `torch.load("w.pt")`): relative paths to regular files there, which the workspace must get beside user_logic.py
-    too, or `import reference` would fail there."""
-    folder, names = Path(path).parent.resolve(), set()
+def data_files(path: str, trees: list[ast.AST], key: str = "pytorch_logic", folder: Path | None = None) -> list[str]:
+    """Files of the logic file's own folder (or `folder`) that its code names in a string (`open(HERE /
+    "table.json")`, `torch.load("w.pt")`): relative paths to regular files there, which the workspace must get beside
+    user_logic.py too, or `import reference` would fail there."""
+    folder, names = Path(folder or Path(path).parent).resolve(), set()
     for tree in trees:
         for node in ast.walk(tree):
             text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
@@ -133,7 +139,7 @@ def data_files(path: str, trees: list[ast.AST]) -> list[str]:
                 names.add(target.relative_to(folder).as_posix())
     taken = sorted(n for n in names if n.split("/")[0].split(".")[0] in registry.workspace_names() | {"op", "README"})
     if taken:
-        raise InputError(f"pytorch_logic: '{path}' reads {', '.join(taken)} from its own folder, which would clash with "
+        raise InputError(f"{key}: '{path}' reads {', '.join(taken)} from its own folder, which would clash with "
                          "the workspace's own files; rename it")
     return sorted(names)
 
@@ -182,14 +188,14 @@ def check_logic_file(spec: str) -> dict | None:
             "vararg": args.vararg is not None, "siblings": sibling_modules(path, tree)}
 
 
-def check_mapping(logic: dict, inputs: list[str]) -> str:
+def check_mapping(logic: dict, inputs: list[str], key: str = "pytorch_logic") -> str:
     """How a built-in op's inputs reach the user's parameters: "by name" or "by position" (or InputError)."""
     params, required = logic["params"], logic["required"]
     by_name = all(p in inputs for p in required) and set(inputs) <= set(params)
     by_position = len(required) <= len(inputs) <= len(params) or logic["vararg"]
     if not (by_name or by_position):
         raise InputError(
-            f"pytorch_logic: {logic['function']}({', '.join(params)}) cannot take this op's inputs ({', '.join(inputs)}); "
+            f"{key}: {logic['function']}({', '.join(params)}) cannot take this op's inputs ({', '.join(inputs)}); "
             f"name its parameters {', '.join(inputs)} or give it {len(inputs)} positional parameters"
         )
     return "by name" if by_name else "by position"
@@ -242,12 +248,24 @@ def _pytorch_logic(ctx: dict, got: dict) -> dict | None:
     return check_logic_file(_abspath(ctx, path) + (f":{func}" if func else ""))
 
 
+def _kernel_demo(ctx: dict, got: dict) -> dict | None:
+    """The user's existing kernel (tools/demo.py): parsed, never imported; its parameters are matched to the op's
+    inputs once they are known (demo.attach)."""
+    from tools import demo
+
+    return demo.check(ctx)
+
+
 def _pattern(ctx: dict, got: dict) -> str:
     """The pattern; `auto` is the traced function's class (elementwise, reduction or gemm), or a one-line refusal."""
     _one_of("pattern", ctx["pattern"], [*registry.patterns(), AUTO], "a pattern")
     if ctx["pattern"] != AUTO:
         return ctx["pattern"]
     logic = got["pytorch_logic"]
+    if not logic and got.get("kernel_demo"):
+        raise InputError("pattern: auto infers the pattern by tracing a PyTorch function, and a kernel_demo cannot be "
+                         "traced; name the pattern and op your kernel computes (e.g. pattern=reduction op=rmsnorm), or "
+                         "give its PyTorch function as pytorch_logic=file.py:function")
     if not logic:
         raise InputError("pattern: auto infers the pattern from your function; give pytorch_logic=file.py:function, "
                          f"or choose one of {', '.join(registry.patterns())}")
@@ -284,6 +302,10 @@ def _lowered(ctx: dict, got: dict) -> bool:
 def _op(ctx: dict, got: dict) -> str:
     if _lowered(ctx, got):
         return LOWERED
+    if got.get("kernel_demo") and not got["pytorch_logic"] and ctx["op"] in ("", "default"):
+        ops = ", ".join(registry.pattern(got["pattern"]).OPS)
+        raise InputError(f"op: name the op your kernel_demo computes, one of {ops} (pattern={got['pattern']}): without "
+                         "pytorch_logic the demo is the reference and the kernel is that op's built-in")
     if ctx["op"] == LOWERED:
         why = (got["pytorch_logic"] or {}).get("not_lowered", "give pytorch_logic=file.py:function")
         raise InputError(f"op: 'lowered' is the user's own function lowered into the kernel, which is not possible "
@@ -362,8 +384,8 @@ def _run_baseline(ctx: dict, got: dict) -> str:
     return ctx["run_baseline"]
 
 
-CHECKS = {"pytorch_logic": _pytorch_logic, "pattern": _pattern, "op": _op, "gpu": _gpu, "dtype": _dtype,
-          "op_name": _op_name, "shapes": _shapes, "gpu_wiki": _gpu_wiki, "run_baseline": _run_baseline}
+CHECKS = {"pytorch_logic": _pytorch_logic, "kernel_demo": _kernel_demo, "pattern": _pattern, "op": _op, "gpu": _gpu,
+          "dtype": _dtype, "op_name": _op_name, "shapes": _shapes, "gpu_wiki": _gpu_wiki, "run_baseline": _run_baseline}
 
 
 def check(ctx: dict, upto: str | None = None) -> dict:

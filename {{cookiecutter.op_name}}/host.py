@@ -113,6 +113,12 @@ def reduction_operands(op: str, x, args, out, weighted: bool, row_out: bool):
 OUTPUT_SHAPES = {"row": lambda m, n: (m, n), "reduced": lambda m, n: (m,), "reduced_keepdim": lambda m, n: (m, 1)}
 
 
+def lowered_out_shapes(lowered, m: int, n: int) -> list:
+    """Each output's 2-D shape over M rows of N: a row output [M, r*N] (r = lowered.OUT_WIDTHS: RoPE's whole row
+    from its halves), a reduced one [M] or [M, 1]."""
+    return [OUTPUT_SHAPES[kind](m, n * r) for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS)]
+
+
 def lowered_outputs(out):
     """run()'s `out` of a lowered op as a tuple in lowered.OUTPUTS order: given as one tensor or a tuple/list."""
     return out if isinstance(out, tuple) else tuple(out) if isinstance(out, list) else (out,)
@@ -147,26 +153,58 @@ _VIEWED: dict = {}  # id(lowered) -> whether any input needs lowered_views (the 
 
 def rows_nd(lowered, run_2d, inputs, out):
     """run_2d (a row cell's run on [M, N] rows) on inputs of any rank: a lowered op's rows are x's last dim, so rank
-    3 or more ([B, S, H, D], a QK-norm over heads) is M = B*S*H rows of D. Each row input (and each `out`) is viewed
-    as 2-D (a view; reshape copies only leading dims that do not collapse), and the outputs come back in x's
-    leading shape: a row output [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A 2-D x goes
-    straight to run_2d."""
+    3 or more ([B, S, H, D], a QK-norm over heads) is M = B*S*H rows of D, and a function that views x's rows as
+    heads of c (lowered.HEADS: ``q.view(T, -1, head_dim)``) is M = T*H rows of c. Each row input (and each `out`) is
+    viewed as 2-D (a view; reshape copies only leading dims that do not collapse), a broadcast input (cos [S, D]
+    against q [B, S, H, D]) as broadcast_rows makes it, and the outputs come back in x's leading shape: a row output
+    [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d."""
     x = inputs[lowered_x(lowered)]
-    if x.dim() == 2:
+    if x.dim() == 2 and not lowered.HEADS and "broadcast" not in lowered.KINDS:
         return run_2d(*inputs, out=out)
     if x.dim() == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
-    lead = tuple(x.shape[:-1])
-    flat = [t.reshape(-1, t.shape[-1]) if kind == "row" else t for t, kind in zip(inputs, lowered.KINDS)]
+    heads = lowered.HEADS
+    if heads and x.shape[-1] % heads:
+        raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
+    lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else tuple(x.shape[:-1])
+    flat = [t.reshape(-1, heads or t.shape[-1]) if kind == "row" else broadcast_rows(lowered, x, t, i)
+            if kind == "broadcast" else t for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]
     shapes = {"row": lambda t: t.reshape(*lead, t.shape[-1]), "reduced": lambda t: t.reshape(lead),
               "reduced_keepdim": lambda t: t.reshape(*lead, 1)}
-    given = None if out is None else tuple(t.view(-1, t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
+    given = None if out is None else tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
         len(lead):]) if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out),
                                                                                       lowered.OUTPUTS))
     got = run_2d(*flat, out=given if given is None or len(given) > 1 else given[0])
     got = got if isinstance(got, tuple) else (got,)
     outs = tuple(shapes[kind](t) for t, kind in zip(got, lowered.OUTPUTS))
     return outs[0] if len(outs) == 1 else outs
+
+
+def broadcast_rows(lowered, x, t, i: int):
+    """Input i, which the function broadcasts over some of x's leading dims (lowered.DIMS names them: cos [S, D]
+    against q [B, S, H, D]), as a [L0, L1, L2, W] view of itself whose row r (x's row-major order over L0, L1, L2) is
+    the row of t the function pairs with x's row r: stride 0 over the dims it is broadcast over. x's leading dims
+    are merged where both strides allow (two broadcast dims, or two that t holds contiguously) and padded with 1s
+    to three; a row cell's layout then finds each row's start from the strides, with no copy."""
+    dims, names = lowered.DIMS[lowered_x(lowered)], lowered.DIMS[i]
+    if t.dim() != len(names):
+        raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]} must be [{', '.join(names)}], got {tuple(t.shape)}")
+    sizes, strides = [], []
+    for d, size in zip(dims[:-1], x.shape[:-1]):
+        k = names.index(d) if d in names else None
+        if k is not None and t.shape[k] != size:
+            raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s {d} is {t.shape[k]}, x's {size}")
+        stride = 0 if k is None or size == 1 else t.stride(k)
+        if sizes and (strides[-1] == stride * size):  # merges into the dim before (stride 0 with 0, or contiguous)
+            sizes[-1], strides[-1] = sizes[-1] * size, stride
+        else:
+            sizes.append(size)
+            strides.append(stride)
+    if len(sizes) > 3:
+        raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]} is broadcast over x's dims in more than three "
+                         "alternating groups; the kernel's rows take three")
+    pad = 3 - len(sizes)
+    return t.as_strided((*[1] * pad, *sizes, t.shape[-1]), (*[0] * pad, *strides, t.stride(-1)))
 
 
 def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
@@ -189,15 +227,19 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     dtype = dtype_of(x, op)
     if x.dim() == 0 or not x.is_cuda:
         raise ValueError(f"{op}: x must be a GPU tensor of rank >= 1, got shape {tuple(x.shape)} on {x.device}")
-    n = x.shape[-1] // lowered.WIDTHS[lowered_x(lowered)]  # the row length N: a wide x (a gated MLP's) is r*N
+    n = x.shape[-1] // lowered.WIDTHS[lowered_x(lowered)]  # the row length N: a wide x is r*N
     for name, kind, kept, width, t in zip(lowered.INPUTS, lowered.KINDS, lowered.DTYPES, lowered.WIDTHS, inputs):
         if kind == "row" and not rows_contiguous:
             rows_of(op, t)
-        shape = {"row": (*x.shape[:-1], n * width), "vector": (n,), "scalar": ()}[kind]
+        if kind == "broadcast" and (t.dim() != 4 or t.shape[0] * t.shape[1] * t.shape[2] != x.shape[0]):
+            raise ValueError(f"{op}: {name} (broadcast over x's rows) must come as broadcast_rows makes it, got "
+                             f"{tuple(t.shape)}: call run() with the inputs as the function takes them")
+        shape = {"row": (*x.shape[:-1], n * width), "vector": (n * width,), "scalar": (),
+                 "broadcast": (*t.shape[:3], n * width)}[kind]
         dtypes = (torch.bool, torch.uint8) if kept == "bool" else (x.dtype,)
         if (tuple(t.shape) != shape and not (kind == "scalar" and t.numel() == 1 and t.dim() <= 1)) \
                 or t.dtype not in dtypes or t.device != x.device or not (
-                t.is_contiguous() or kind == "row" and not rows_contiguous):
+                t.is_contiguous() or kind in ("row", "broadcast") and not rows_contiguous and t.stride(-1) == 1):
             what = "a one-element" if kind == "scalar" else f"a contiguous {shape}"
             raise ValueError(f"{op}: {name} ({kind}) must be {what} tensor of dtype {dtypes[0]} on {x.device}, got "
                              f"{tuple(t.shape)} {t.dtype} on {t.device}")
@@ -362,9 +404,28 @@ def torch_op(kernel_run, reference, name: str | None = None):
 _TORCH_OPS: dict = {}  # qualified name -> the op torch_op registered
 
 
+def lowered_lengths(n: int, heads: int | None = None, r: int | None = None) -> tuple[int, int]:
+    """(the kernel's row length, a row input's length per unit of its width) for a lowered case whose last dim is
+    n, the output row's length: n itself; n / r for a wide output (RoPE's row of D is r = 2 halves of D/2, and its
+    inputs are 2 halves wide); heads of c (a QK-norm viewing [T, H*c] as [T, H, c]) run rows of c, while x keeps its
+    n. `heads` and `r` come from lowered.py (HEADS, OUT_WIDTHS) in a kernel, from op.json's program (None) here."""
+    if heads is None and r is None:
+        program = OP.get("lowered") or {}
+        heads = program.get("heads")
+        r = next((len(o["value"]) if isinstance(o["value"], list) else 1 for o in program.get("outputs", [])
+                  if o["shape"] == "row"), 1)
+    return (heads, n) if heads else (n // r, n // r)
+
+
+def lowered_names() -> list | None:
+    """x's dim names when the function's x was annotated with them (``q: "[B, S, H, D]"``), else None."""
+    return next((i.get("names") for i in (OP.get("lowered") or {}).get("inputs", []) if i["kind"] == "row"), None)
+
+
 def lowered_input(draw, name: str, row, n: int):
-    """A fresh input `name` of a lowered op (op.json `kinds`, `input_dtypes`): `row(width)` makes a row input whose
-    last dim is width*n (width 1, or r for an input the function reads in r parts), a vector is [n], a scalar is
+    """A fresh input `name` of a lowered op (op.json `kinds`, `input_dtypes`): `row(width, names)` makes a row input
+    whose last dim is width units (width 1, or r for an input the function reads in r parts), of its own dims when
+    `names` says it is broadcast over some of x's, a vector is [width*n], a scalar is
     one element in the shape the function takes it (0-d or [1]). A mask (bool) is True with
     probability 3/4 and True at each row's first element, so that a masked softmax always has something to
     normalise (torch gives NaN for a fully masked row, and NaN fails any case)."""
@@ -372,8 +433,11 @@ def lowered_input(draw, name: str, row, n: int):
     spec = next((i for i in (OP.get("lowered") or {}).get("inputs", []) if i["name"] == name), {})  # {}: built-in
     if kind == "scalar":
         t = draw(*spec.get("dims", []))
+    elif kind == "row":
+        names = spec.get("names")  # broadcast over some of x's dims: made in its own dims (the row cell's inputs)
+        t = row(spec.get("width", 1), names) if names and names != lowered_names() else row(spec.get("width", 1))
     else:
-        t = row(spec.get("width", 1)) if kind == "row" else draw(n)
+        t = draw(n * spec.get("width", 1))
     if (OP.get("input_dtypes") or {}).get(name) != "bool":
         return t
     import torch

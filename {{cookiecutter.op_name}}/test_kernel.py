@@ -23,9 +23,16 @@ alike, in the same run on the same inputs, so every ratio is one of like measure
   makes them, timed on the host clock until the GPU has finished the last one, per call. What a user
   waits. `host_us` is the host's share alone (the time to submit), so `call_bound` says which side sets
   the pace: "host" when submitting a call takes as long as running it, "gpu" otherwise.
+torch.compile of reference.baseline (default mode, compiled afresh per case) is the second baseline, timed the
+same two ways with the kernel's ratios against it (`torch_compile_latency_us`, `speedup_vs_torch_compile`);
+`--no-torch-compile` turns it off, and where torch.compile fails on the reference the case says why and keeps eager.
 A 1 GiB device-to-device copy is timed like the kernels: the achievable-bandwidth ceiling the report
 compares against. Each case's first call is timed too (`first_call_s`): it includes the compile of
 any kernel variant the case is the first to need, which a user feels once per process.
+
+A kernel demo (the user's existing kernel, op.json `demo`) runs on every case after V0, on the same inputs: checked
+against the reference, V0 checked against it, and timed with the same two timers; a demo that raises, hangs or
+needs a missing package is recorded per case and the run goes on (section "The kernel demo").
 
 Results go to results/results.json after every case. Exit codes: 0 all passed, 1 a case failed or
 timed out, 2 not run (no matching GPU).
@@ -273,6 +280,35 @@ def time_case(case: dict, kernel_run, baseline, make_inputs, torch_dtype, seed: 
             "call_speedup_vs_torch": tc["call_us"] / kc["call_us"], "calls": kc["calls"]}
 
 
+def compiled_baseline(fn):
+    """torch.compile(fn) in its default mode, the second timed baseline: what a user gets from torch for free.
+
+    Dynamo's caches are reset first, so each case compiles for its own shapes (and never falls back to eager
+    past the recompile limit after many cases): the compiled code is specialized like the kernel's launch plan."""
+    import torch
+
+    torch._dynamo.reset()
+    return torch.compile(fn)
+
+
+def time_compiled(case: dict, baseline, make_inputs, torch_dtype, seed: int, kernel: dict) -> dict:
+    """torch.compile of reference.baseline on the case's inputs (the same seed as the kernel's timing): its compile
+    time, both timers, and the kernel's ratios against it (`kernel` is time_case's record)."""
+    import torch
+
+    inputs = make_inputs(case, torch_dtype, "cuda", seed)
+    fn = compiled_baseline(baseline)
+    started = time.perf_counter()
+    fn(*inputs)  # compiles
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - started
+    t = bench(lambda: fn(*inputs))
+    tc = call_latency(lambda: fn(*inputs), t["median_us"])
+    return {"torch_compile_latency_us": t["median_us"], "speedup_vs_torch_compile": t["median_us"] / kernel["latency_us"],
+            "torch_compile_call_us": tc["call_us"], "call_speedup_vs_torch_compile": tc["call_us"] / kernel["call_us"],
+            "torch_compile_s": round(compile_s, 2)}
+
+
 def copy_ceiling(nbytes: int = 1 << 30) -> dict:
     """The achievable bandwidth here: a device-to-device copy timed by bench(), counting read + write bytes."""
     import torch
@@ -281,6 +317,188 @@ def copy_ceiling(nbytes: int = 1 << 30) -> dict:
     dst = torch.empty_like(src)
     t = bench(lambda: dst.copy_(src))
     return {"gbps": 2 * nbytes / (t["median_us"] * 1e-6) / 1e9, "latency_us": t["median_us"], "bytes_copied": nbytes}
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel demo (op.json `demo`): the user's existing kernel, checked and timed as a peer of V0
+# --------------------------------------------------------------------------------------------
+# Imported here, on the GPU, and nowhere else (the bake only parsed it). On every case it gets the inputs the
+# reference and V0 got (the same seed), by name or by position as op.json `demo.mapping` says, after V0 ran on them
+# (a demo that writes its inputs in place cannot change V0's case). Its record, per case, under `demo`:
+#   status   AGREE / DISAGREE (its output against the reference, the same tolerance), or why it gave nothing:
+#            ERROR (it raised, or returned outputs of another count or shape), TIMEOUT (SIGALRM, TEST_TIMEOUT_SEC),
+#            MISSING_PACKAGE (a module it imports is not installed here)
+#   rel_err  its output against the reference; v0_rel_err: V0's output against the demo's
+# A demo that disagrees is not a V0 failure. Where the demo is the reference (no pytorch_logic: op.json
+# demo.role == "reference"), V0's own status is judged against the demo's output where the demo ran
+# (`checked_against: "demo"`; its rel_err against the named op's expression is kept as `expression_rel_err`), and
+# against reference.py where it did not. Timing: the demo is timed after V0 and torch on the same inputs, with the
+# same two timers (demo_latency_us: cold-L2 GPU time; demo_call_us: warm back-to-back calls, host included).
+
+DEMO = OP.get("demo")
+DEMO_RAN = ("AGREE", "DISAGREE")
+
+
+def demo_failure(err: BaseException, timeout_s: float) -> dict:
+    """A demo record for an exception: TIMEOUT, MISSING_PACKAGE (a module that is not one of the demo's own files)
+    or ERROR."""
+    if isinstance(err, CaseTimeout):
+        return {"status": "TIMEOUT", "error": f"exceeded {int(timeout_s)} s (TEST_TIMEOUT_SEC)"}
+    own = {name.removesuffix(".py") for name in DEMO["copied"]}
+    if isinstance(err, ModuleNotFoundError) and err.name and err.name.split(".")[0] not in own:
+        return {"status": "MISSING_PACKAGE", "error": f"{err.name} is not installed here (pip install it to run the demo)"}
+    return {"status": "ERROR", "error": f"{type(err).__name__}: {err}"[:600],
+            "traceback": traceback.format_exc(limit=4)[-2000:]}
+
+
+def load_demo(timeout_s: float) -> tuple:
+    """(the demo's callable, None), or (None, the record of why it cannot run): demo/ goes on sys.path after the
+    workspace's own folder, so a name of ours always means ours."""
+    import importlib
+
+    if str(HERE / "demo") not in sys.path:
+        sys.path.append(str(HERE / "demo"))
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(max(1, int(timeout_s)))
+    try:
+        return getattr(importlib.import_module(DEMO["module"]), DEMO["function"]), None
+    except BaseException as err:  # noqa: BLE001 - whatever the user's module does on import is recorded, not raised
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        return None, demo_failure(err, timeout_s)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _e(value) -> str:
+    return "-" if value is None else f"{value:.2e}"
+
+
+def demo_call(fn, inputs):
+    """The demo on the op's inputs, mapped as the reference's are (op.json demo.mapping)."""
+    if DEMO["mapping"] == "by name":
+        return fn(**dict(zip(OP["inputs"], inputs)))
+    return fn(*inputs)
+
+
+def as_outputs(value) -> list:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def check_demo_case(case: dict, fn, kernel_run, reference, make_inputs, torch_dtype, tolerance: float, seed: int) -> dict:
+    """The demo on one case: its output against the reference, and V0's output against the demo's."""
+    import torch
+
+    inputs = make_inputs(case, torch_dtype, "cuda", seed)  # the draw V0 and the reference got (same seed)
+    refs = as_outputs(reference(*[t.double() if t.is_floating_point() else t for t in inputs]))
+    ours = as_outputs(kernel_run(*inputs))
+    theirs = as_outputs(demo_call(fn, inputs))
+    torch.cuda.synchronize()
+    if len(theirs) != len(refs) or not all(isinstance(t, torch.Tensor) for t in theirs):
+        return {"status": "ERROR", "error": f"returned {len(theirs)} value(s) ({', '.join(type(t).__name__ for t in theirs)}); "
+                                            f"the reference returns {len(refs)} tensor(s)"}
+    shapes = [(tuple(t.shape), tuple(r.shape)) for t, r in zip(theirs, refs)]
+    if any(a != b for a, b in shapes):
+        return {"status": "ERROR", "error": "output shapes " + ", ".join(f"{a} (reference {b})" for a, b in shapes)}
+    errs = [rel_err(t, r) for t, r in zip(theirs, refs)]
+    against = [rel_err(o, t) for o, t in zip(ours, theirs)]
+    err = float("nan") if any(math.isnan(e) for e in errs) else max(errs)
+    v0 = float("nan") if any(math.isnan(e) for e in against) else max(against)
+    record = {"status": "AGREE" if err < tolerance else "DISAGREE", "rel_err": None if math.isnan(err) else err,
+              "v0_rel_err": None if math.isnan(v0) else v0}
+    if record["status"] == "DISAGREE":
+        record["error"] = ("NaN or infinite where the reference is not, or the other way round" if math.isnan(err)
+                           else f"rel_err {err:.3e} >= tolerance {tolerance:g} against the reference")
+    return record
+
+
+def judge_by_demo(rec: dict, tolerance: float) -> None:
+    """Where the demo is the reference: V0's case judged against the demo's output where the demo ran."""
+    demo = rec["demo"]
+    if demo["status"] not in DEMO_RAN or rec["status"] == "TIMEOUT_FAIL" or "error" in rec and rec.get("rel_err") is None:
+        rec["checked_against"] = f"reference.py (the demo gave no output: {demo['status']})"
+        return
+    rec["expression_rel_err"] = rec.get("rel_err")
+    v0 = demo.get("v0_rel_err")
+    passed = v0 is not None and v0 < tolerance
+    rec.update(checked_against="demo", rel_err=v0, status="PASS" if passed else "FAIL")
+    rec.pop("error", None)
+    if not passed:
+        rec["error"] = (f"rel_err {v0:.3e} >= tolerance {tolerance:g} against the demo" if v0 is not None else
+                        "NaN or infinite where the demo's output is not, or the other way round")
+
+
+def time_demo(case: dict, fn, make_inputs, torch_dtype, seed: int, kernel: dict) -> dict:
+    """The demo on the case's timing inputs (the seed V0's timing used), both timers, V0's ratios against it."""
+    inputs = make_inputs(case, torch_dtype, "cuda", seed)
+
+    def theirs():
+        demo_call(fn, inputs)
+
+    t = bench(theirs)
+    tc = call_latency(theirs, t["median_us"])
+    return {"demo_latency_us": t["median_us"], "speedup_vs_demo": t["median_us"] / kernel["latency_us"],
+            "demo_call_us": tc["call_us"], "demo_host_us": tc["host_us"], "demo_call_bound": tc["call_bound"],
+            "call_speedup_vs_demo": tc["call_us"] / kernel["call_us"]}
+
+
+def run_demo(records: list[dict], cases: list[dict], kernel_run, reference, make_inputs, torch_dtype, tolerance: float,
+             case_timeout: float, timing: bool, save, grace: float = 15.0) -> dict:
+    """The demo on every case (after V0's and torch's), then timed where it ran and V0 was timed; payload `demo`.
+    A hang in native code that SIGALRM cannot reach ends the process through the watchdog, with the hung case
+    recorded as the demo's TIMEOUT (V0's records are all saved by then)."""
+    by_name = {c["name"]: c for c in cases}
+
+    def hard_timeout(case_name):
+        rec = next(r for r in records if r["name"] == case_name)
+        rec["demo"] = {"status": "TIMEOUT", "error": "hung in native code past the SIGALRM limit; the watchdog ended "
+                                                     "the process (later demo cases not run)"}
+        save(records)
+        os._exit(EXIT_OK if all(r["status"] == "PASS" for r in records) else EXIT_FAIL)
+
+    fn, failed = load_demo(case_timeout)
+    watchdog = Watchdog(hard_timeout)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        for i, rec in enumerate(records):
+            if "role" not in rec:  # a watchdog record of V0's own hang: nothing to compare
+                continue
+            if failed:
+                rec["demo"] = dict(failed)
+            else:
+                signal.alarm(max(1, int(case_timeout)))
+                watchdog.arm(case_timeout + grace, rec["name"])
+                try:
+                    rec["demo"] = check_demo_case(by_name[rec["name"]], fn, kernel_run, reference, make_inputs,
+                                                  torch_dtype, tolerance, seed=1000 + i)
+                except BaseException as err:  # noqa: BLE001 - the demo's failure is its record, V0's run goes on
+                    if isinstance(err, KeyboardInterrupt):
+                        raise
+                    rec["demo"] = demo_failure(err, case_timeout)
+                finally:
+                    signal.alarm(0)
+                    watchdog.disarm()
+            if DEMO["role"] == "reference":
+                judge_by_demo(rec, tolerance)
+            if timing and rec["demo"]["status"] in DEMO_RAN and "latency_us" in rec and "call_us" in rec:
+                signal.alarm(max(1, int(case_timeout * 4)))
+                watchdog.arm(case_timeout * 4 + grace, rec["name"])
+                try:
+                    rec.update(time_demo(by_name[rec["name"]], fn, make_inputs, torch_dtype, 2000 + i, rec))
+                except BaseException as err:  # noqa: BLE001
+                    if isinstance(err, KeyboardInterrupt):
+                        raise
+                    rec["demo_timing_error"] = demo_failure(err, case_timeout * 4)["error"]
+                finally:
+                    signal.alarm(0)
+                    watchdog.disarm()
+            save(records)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    statuses = [r["demo"]["status"] for r in records if "demo" in r]
+    return {"function": DEMO["function"], "file": DEMO["file"], "role": DEMO["role"], "call": DEMO["call"],
+            **{s.lower(): statuses.count(s) for s in ("AGREE", "DISAGREE", "ERROR", "TIMEOUT", "MISSING_PACKAGE")}}
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,6 +573,8 @@ def main(argv=None) -> int:
     parser.add_argument("--case", action="append", default=None,
                         help="run only this case (repeatable); a name op.json lacks is refused before anything runs")
     parser.add_argument("--no-timing", action="store_true", help="correctness only")
+    parser.add_argument("--no-torch-compile", action="store_true",
+                        help="time torch eager only (by default torch.compile of the reference is a second baseline)")
     args = parser.parse_args(argv)
     known = [c["name"] for c in OP.get("cases", [])]
     unknown = [name for name in args.case or [] if name not in known]
@@ -416,8 +636,23 @@ def main(argv=None) -> int:
                 rec["timing_error"] = "timing exceeded its time limit"
             finally:
                 signal.alarm(0)
+            if "latency_us" in rec and not args.no_torch_compile:  # its own budget: a slow compile costs only its row
+                signal.alarm(max(1, int(case_timeout * 4)))
+                try:
+                    rec.update(time_compiled(by_name[rec["name"]], reference.baseline, reference.make_inputs,
+                                             torch_dtype, 2000 + i, rec))
+                except CaseTimeout:
+                    rec["torch_compile_error"] = "torch.compile exceeded its time limit (compile included)"
+                except Exception as err:  # torch.compile cannot take this reference: eager stays the baseline
+                    rec["torch_compile_error"] = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+                finally:
+                    signal.alarm(0)
             save(records)
+        payload["torch_compile"] = "off (--no-torch-compile)" if args.no_torch_compile else "default mode, per case"
 
+    if DEMO:  # the user's kernel demo, after V0 and torch (a native hang of the demo cannot cost V0's records)
+        payload["demo"] = run_demo(records, cases, kernel.run, reference.reference, reference.make_inputs, torch_dtype,
+                                   OP["tolerance"], case_timeout, not args.no_timing, save)
     errs = [r["rel_err"] for r in records if r.get("rel_err") is not None]
     payload.update(all_passed=all(r["status"] == "PASS" for r in records), max_rel_err=max(errs) if errs else None)
     save(records)
@@ -425,9 +660,16 @@ def main(argv=None) -> int:
     for r in records:
         err = f"{r['rel_err']:.2e}" if r.get("rel_err") is not None else "-"
         perf = (f"  GPU {r['latency_us']:9.1f} us  torch {r['torch_latency_us']:9.1f} us  {r['speedup_vs_torch']:.2f}x"
-                f"  | call {r['call_us']:8.1f} us  torch {r['torch_call_us']:8.1f} us  ({r['call_bound']}-bound)"
+                + (f"  compile {r['torch_compile_latency_us']:9.1f} us  {r['speedup_vs_torch_compile']:.2f}x"
+                   if "torch_compile_latency_us" in r else "")
+                + f"  | call {r['call_us']:8.1f} us  torch {r['torch_call_us']:8.1f} us  ({r['call_bound']}-bound)"
                 if "latency_us" in r else "")
         print(f"{r['name']:<{width}}  {r['status']:<12} rel_err {err}{perf}{'  ' + r['error'] if 'error' in r else ''}")
+        if "demo" in r:
+            d = r["demo"]
+            mine = f"  demo GPU {r['demo_latency_us']:9.1f} us  V0 {r['speedup_vs_demo']:.2f}x" if "demo_latency_us" in r else ""
+            print(f"{'':<{width}}  demo {d['status']:<15} rel_err {_e(d.get('rel_err'))}  V0 vs demo {_e(d.get('v0_rel_err'))}"
+                  f"{mine}{'  ' + d['error'] if 'error' in d else ''}")
     print(f"{'ALL PASS' if payload['all_passed'] else 'FAILURES'}: {sum(r['status'] == 'PASS' for r in records)}/{len(records)} "
           f"cases on {device_name}; max rel_err {payload['max_rel_err']}")
     return EXIT_OK if payload["all_passed"] else EXIT_FAIL

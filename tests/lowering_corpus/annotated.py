@@ -52,6 +52,22 @@ def gemma2_final_logit_softcap(logits):
     return upstream.gemma2_final_logit_softcap(logits)
 
 
+def llama_rope(q: "[B, S, H, D]", k: "[B, S, H, D]", cos: "[S, D]", sin: "[S, D]"):  # noqa: F722, F821
+    """RoPE on q and k together, half rotation (rotate_half): cos/sin [S, D] broadcast over B and H."""
+    return upstream.llama_apply_rotary_pos_emb(q, k, cos, sin)
+
+
+def cohere_rope(q: "[B, S, H, D]", k: "[B, S, H, D]", cos: "[S, D]", sin: "[S, D]"):  # noqa: F722, F821
+    """RoPE on q and k together, interleaved pairs (x[..., ::2], x[..., 1::2]): cos/sin [S, D]."""
+    return upstream.cohere_apply_rotary_pos_emb(q, k, cos, sin)
+
+
+def qwen3_q_norm(q_proj_out, weight, head_dim: int = 128, variance_epsilon: float = 1e-6):
+    """QK-norm over heads: q [T, H*128] viewed as [T, H, 128] inside the function, RMS-normalised per head."""
+    return upstream.qwen3_q_norm(q_proj_out, weight, head_dim, variance_epsilon)
+
+
+ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
 EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("reduction", 1), "xielu": ("elementwise", 1),
           "prelu": ("elementwise", 1), "min_p_mask": ("reduction", 1), "deepseek_v3_sigmoid_scores": ("elementwise", 2),
@@ -59,4 +75,8 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           # gated MLPs: elementwise programs whose input is read in parts, run in the row (reduction) cell
           "phi3_gate_up_act": ("reduction", 1, GLU), "gpt_oss_apply_gate": ("reduction", 1, GLU),
           # per-row absmax quantizers with round: int8 / fp8 e4m3 values and the scale
-          "bitnet_activation_quant": ("reduction", 2), "quantize_fp8_per_row": ("reduction", 2)}
+          "bitnet_activation_quant": ("reduction", 2), "quantize_fp8_per_row": ("reduction", 2),
+          # N-D rows: RoPE's q and k [B, S, H, D] with cos/sin [S, D] broadcast over B and H (8192 tokens x 32 heads
+          # x 128), and a QK-norm that views [T, 32*128] as heads of 128
+          "llama_rope": ("reduction", 2, ROPE), "cohere_rope": ("reduction", 2, ROPE),
+          "qwen3_q_norm": ("reduction", 1, "8192x4096;4096x4096;1000x1024;7x128")}

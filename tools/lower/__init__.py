@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 import os
 import signal
 import subprocess
@@ -163,23 +164,33 @@ def op_spec(program: dict) -> dict:
     """The lowered op in the form of a built-in op's OPS entry (tools/patterns/<pattern>/__init__.py)."""
     if ir.is_gemm(program):
         return {**_gemm_spec(program), **_words(program)}
-    # elements per row element of the output (numel = M*N): a wide input (width r) is r of them
-    rows = sum(i.get("width", 1) for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") != "bool")
-    masks = sum(i.get("width", 1) for i in program["inputs"] if i["kind"] == "row" and i.get("dtype") == "bool")
-    vectors = sum(i["kind"] == "vector" for i in program["inputs"])
-    outs = program["outputs"]
-    in_dtype = rows + sum(o["shape"] == "row" and o["dtype"] == "input" for o in outs)
-    narrow = {d: sum(o["shape"] == "row" and o["dtype"] == d for o in outs) for d in ir.OUT_BYTES}
-    reduced = [o for o in outs if o["shape"] != "row"]
-    elem = " + ".join(filter(None, [
-        f"{in_dtype}*numel*elem_bytes" if in_dtype else "",
-        f"{masks}*numel" if masks else "",  # a bool mask: one byte per element
-        f"{vectors}*N*elem_bytes" if vectors else "",
-        *(f"{k}*numel*{ir.OUT_BYTES[d]}" for d, k in narrow.items() if k),
-        *(f"(numel/N)*{ir.OUT_BYTES.get(o['dtype'], 'elem_bytes')}" for o in reduced)]))
-    shapes = ", ".join(f"{o['shape']}" + (f" {o['dtype']}" if o["dtype"] != "input" else "") for o in outs)
+    # Bytes per case, in the case's variables: numel = M*N elements of the output's rows (a wide output's N is r
+    # pieces of the kernel's row), so an input r pieces wide moves r/ow of them; an input broadcast over some of x's
+    # dims moves its own dims' product (RoPE's cos [S, D]); a vector its N; heads of c (a QK-norm) rows of c.
+    ow, heads = out_width(program), program.get("heads")
+
+    def per(width: int, what: str) -> str:
+        k = Fraction(width, ow)
+        return what if k == 1 else f"{k.numerator}*{what}" if k.denominator == 1 else f"{k}*{what}"
+
+    terms = []
+    for i in program["inputs"]:
+        size = 1 if i.get("dtype") == "bool" else "elem_bytes"
+        if i["kind"] == "row" and ir.broadcast(program, i):
+            terms.append(per(i.get("width", 1), "*".join([*i["names"][:-1], "N"])) + f"*{size}")
+        elif i["kind"] == "row":
+            terms.append(per(i.get("width", 1), "numel") + f"*{size}")
+        elif i["kind"] == "vector":
+            terms.append(f"{heads}*{size}" if heads else per(i.get("width", 1), "N") + f"*{size}")
+    for o in program["outputs"]:
+        size = ir.OUT_BYTES.get(o["dtype"], "elem_bytes")
+        terms.append(per(ir.out_width(o), "numel") + f"*{size}" if o["shape"] == "row" else
+                     f"(numel/{heads or 'N'})*{size}")
+    elem = " + ".join(t.replace("*1*", "*").removesuffix("*1") for t in terms)
+    shapes = ", ".join(f"{o['shape']}" + (f" {o['dtype']}" if o["dtype"] != "input" else "") for o in program["outputs"])
+    flops = f"{ir.flops_per_element(program)}*numel" + (f"/{ow}" if ow > 1 else "")
     return {"inputs": [i["name"] for i in program["inputs"]],
-            "flops": f"{ir.flops_per_element(program)}*numel",
+            "flops": flops,
             "bytes": elem,
             "out": shapes,
             "math": f"the user's `{program['function']}` ({program['file']}), lowered: "
@@ -191,6 +202,47 @@ def op_spec(program: dict) -> dict:
             "params": {}, **_words(program)}
 
 
+def out_width(program: dict) -> int:
+    """r of the first row output (RoPE's, 2 halves), else 1: a case's last dim is the output row's, r*N."""
+    return next((ir.out_width(o) for o in program["outputs"] if o["shape"] == "row"), 1)
+
+
+def split_rows(m: int, parts: int) -> list[int]:
+    """M rows as `parts` leading dims, the inner ones small (2, 3, 4, ... where they divide M), the first the rest:
+    the rank an N-D function's rows need, with dims that differ where M allows."""
+    made = []
+    for want in range(parts - 1):
+        size = next((d for d in (4, 3, 2) if m % d == 0 and d not in made), 1)
+        made.insert(0, size)
+        m //= size
+    return [m, *made]
+
+
+def fit_case(program: dict, case: dict) -> dict:
+    """A row-cell case made to fit a lowered program: its rows as x's rank (an N-D function's ``lead``, split from
+    M when the case has none), its N a whole number of heads of c for a function that views rows as heads, or of
+    a wide output's r pieces (the label follows), and the named dims as formula variables (RoPE's S, for cos
+    [S, D]'s bytes)."""
+    names = ir.x_input(program).get("names")
+    case = dict(case)
+    m, n = case["dims"]
+    heads = program.get("heads")
+    unit = heads or out_width(program)  # N is whole heads of c, or whole rows of a wide output's r pieces
+    if n % unit:
+        n = max(unit, n // unit * unit)
+        case["name"] = f"{case['name']}_n{n}"
+        case["dims"] = [m, n]
+        case["vars"] = {**case["vars"], "N": n, "numel": m * n}
+        if case.get("row_stride", n) < n:
+            del case["row_stride"]
+    if names and len(case.get("lead", [m])) != len(names) - 1:
+        case["lead"] = split_rows(m, len(names) - 1)
+        case["name"] = f"{case['name']}_as_{'x'.join(map(str, case['lead']))}x{n}"
+    if names:
+        case["vars"] = {**case["vars"], **dict(zip(names[:-1], case["lead"])), names[-1]: n}
+    return case
+
+
 def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
     """Every tensor a case of the lowered op allocates: name -> (elements, bytes per element)."""
     v = case["vars"]
@@ -199,15 +251,23 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
         found = {i["name"]: (math.prod(size[d] if isinstance(d, str) else d for d in i["dims"]), v["elem_bytes"])
                  for i in program["inputs"]}
         return {**found, "out0": (v["M"] * v["N"], 4 if program["outputs"][0]["dtype"] == "fp32" else v["elem_bytes"])}
+    case = fit_case(program, case) if v.get("N") else case
+    v = case["vars"]
     numel, n, eb = v["numel"], v.get("N", v["numel"]), v["elem_bytes"]
-    def row(width: int) -> int:  # a padded row stride (reduction cases) allocates the padding too
-        return numel // n * max(case.get("row_stride", n), width * n)
+    ow, heads = out_width(program), program.get("heads")
+    unit = n if heads else n // ow  # a row input's length per unit of width (lowered_lengths in the workspace)
 
-    found = {i["name"]: ({"row": row(i.get("width", 1)), "vector": n}.get(i["kind"], 1),
-                         1 if i.get("dtype") == "bool" else eb) for i in program["inputs"]}
+    def row(i: dict) -> int:  # a padded row stride (reduction cases) allocates the padding too
+        width = i.get("width", 1)
+        if ir.broadcast(program, i):
+            return math.prod(v[d] for d in i["names"][:-1]) * width * unit
+        return numel // n * max(case.get("row_stride", n), width * unit)
+
+    found = {i["name"]: ({"row": row(i) if i["kind"] == "row" else 0, "vector": (heads or unit) * i.get("width", 1)}
+                         .get(i["kind"], 1), 1 if i.get("dtype") == "bool" else eb) for i in program["inputs"]}
     for k, o in enumerate(program["outputs"]):
         size = ir.OUT_BYTES.get(o["dtype"], eb)
-        found[f"out{k}"] = (numel if o["shape"] == "row" else numel // n, size)
+        found[f"out{k}"] = (numel // ow * ir.out_width(o) if o["shape"] == "row" else numel // (heads or n), size)
     return found
 
 

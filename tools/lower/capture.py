@@ -32,6 +32,7 @@ import importlib.util
 import inspect
 import json
 import linecache
+import math
 import re
 import sys
 import traceback
@@ -92,6 +93,18 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
     return tensors, constants
 
 
+NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _names(shape: str) -> list[str] | None:
+    """The dim names of a shape annotation, "[B,S,H,D]" -> ["B", "S", "H", "D"] (the user's own names, at least two
+    of them, none a number or "..."), or None: what N-D inputs are declared with (the module docstring's rule)."""
+    found = re.fullmatch(r"\[([^\]]*)\]", shape)
+    names = found.group(1).split(",") if found else []
+    return names if len(names) >= 2 and all(NAME.fullmatch(n) or n == "1" for n in names[:-1]) and \
+        NAME.fullmatch(names[-1]) and names != ["M", "N"] else None
+
+
 def _width(shape: str) -> int:
     """r of a row annotated r times as wide as the output's rows, "[M, 2N]" (a gated MLP's input): 1 otherwise."""
     found = re.fullmatch(r"\[(M|\.\.\.),(\d+)\*?N\]", shape)
@@ -146,7 +159,68 @@ def parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
     if not any(i["kind"] == "row" for i in inputs):
         raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector or a scalar by its "
                          "name, default or annotation); annotate the main input `x: \"[M, N]\"`")
+    named(inputs, {name: note for name, note, _ in tensors})
     return inputs, constants
+
+
+def named(inputs: list[dict], notes: dict) -> None:
+    """The N-D rule, in place: when x is annotated with dim names (``q: "[B, S, H, D]"``), its rows are its last dim
+    D over the leading dims (M = B*S*H), and every input annotated with names is one of x's dims: the same names are
+    another row input; fewer, in x's order and ending in D (``cos: "[S, D]"``), a row input broadcast over the
+    missing dims (the names say which: the trace gives each dim its own size, so a function that broadcasts
+    otherwise fails there or in the float64 check), and a dim written 1 is one of size 1 (an attention mask's
+    ``"[B, 1, S, N]"``), broadcast the same way; ``[D]`` alone is a vector. Each such input keeps its ``names``."""
+    x = next(i for i in inputs if i["kind"] == "row")
+    dims = _names(notes.get(x["name"], "").replace("bool", "").replace("float", ""))
+    for spec in inputs:
+        names = _names(notes.get(spec["name"], "").replace("bool", "").replace("float", ""))
+        if names is None or spec is x:
+            continue
+        if dims is None:
+            raise ValueError(f"`{spec['name']}` is annotated with dim names {notes[spec['name']]!r} but x "
+                             f"(`{x['name']}`) is not: annotate x with all its dims, e.g. `{x['name']}: "
+                             f"\"[{', '.join(['B', *names[-2:]] if names[0] != 'B' else ['T', *names])}]\"`")
+        extra = [n for n in names if n not in dims and n != "1"]  # "1": a dim of size 1, broadcast like a missing one
+        if extra:
+            raise ValueError(f"`{spec['name']}` {notes[spec['name']]} has dims that x (`{x['name']}` "
+                             f"{notes[x['name']]}) does not have ({', '.join(extra)}); every tensor of the kernel is "
+                             "x's rows or broadcast over some of x's dims: tensors with other dims (a GQA k with "
+                             "fewer heads than q) are separate calls, one workspace each")
+        kept = [n for n in dims if n in names]
+        if kept != [n for n in names if n != "1"] or names[-1] != dims[-1]:
+            raise ValueError(f"`{spec['name']}` {notes[spec['name']]} is not x's dims {notes[x['name']]} with some left "
+                             f"out: name its dims as x does, in x's order, ending in {dims[-1]} (its rows are x's "
+                             "last dim)")
+        spec.update(kind="row", names=names, why=f"annotated {notes[spec['name']]!r}" + (
+            f", broadcast over {', '.join(n for n in dims if n not in names)}" if names != dims else ""))
+    if dims is not None:
+        if len(dims) > 5:
+            raise ValueError(f"x (`{x['name']}`) has {len(dims)} dims; at most 5 lower (rows over 4 leading dims)")
+        x["names"] = dims
+        for spec in inputs:
+            if spec["kind"] == "row" and "names" not in spec:
+                spec["names"] = dims
+
+
+def sizes_of(inputs: list[dict], constants: dict, check: bool = False) -> dict:
+    """The sizes an example is made at: M and N, each of x's named dims its own (2, 3, 5, 7 in the trace; 4, 3, 2, 5
+    in the check: no two alike, so a broadcast over the wrong dim cannot pass), and N a multiple of the function's
+    integer constants (``head_dim=64``: a view that splits the row into heads works at both sizes)."""
+    multiple = 8
+    for v in constants.values():
+        if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 1024:
+            multiple = math.lcm(multiple, v)
+    multiple = multiple if multiple <= 4096 else 8
+    m, n = CHECK_SHAPE if check else TRACE_SHAPE
+    n = 5 * multiple if check else 2 * multiple
+    made = {"M": m, "N": n, "1": 1}
+    x = next(i for i in inputs if i["kind"] == "row")
+    for k, name in enumerate(x.get("names", [])[:-1]):
+        made[name] = (4, 3, 2, 5)[k] if check else (2, 3, 5, 7)[k]
+    if "names" in x:
+        made[x["names"][-1]] = n
+        made["M"] = math.prod(made[d] for d in x["names"][:-1])
+    return made
 
 
 def gemm_parameters(fn) -> tuple[list[dict], dict]:
@@ -166,7 +240,7 @@ def gemm_parameters(fn) -> tuple[list[dict], dict]:
 
 def dims_text(spec: dict) -> str:
     """An input's shape in words: "[M, N]", "[N]", or a GEMM input's dims ("[M, 1]")."""
-    dims = spec.get("dims") or (["M", "N"] if spec["kind"] == "row" else ["N"])
+    dims = spec.get("names") or spec.get("dims") or (["M", "N"] if spec["kind"] == "row" else ["N"])
     return f"[{', '.join(map(str, dims))}]"
 
 
@@ -177,7 +251,8 @@ def example(inputs: list[dict], sizes: dict, dtype, seed: int):
     g = torch.Generator().manual_seed(seed)
     made = {}
     for i in inputs:
-        dims = i["dims"] if "dims" in i else ["M", "N"] if i["kind"] == "row" else ["N"]
+        dims = i.get("names") or (i["dims"] if "dims" in i else ["M", "N"] if i["kind"] == "row" else
+                                  ["V" if "V" in sizes else "N"])
         shape = [sizes[d] if isinstance(d, str) else d for d in dims]
         if i.get("width", 1) > 1:  # a wide row: [M, r*N]
             shape[-1] *= i["width"]
@@ -244,7 +319,17 @@ def calls_a_matmul(fn, inputs, constants) -> bool:
     return False
 
 
-def trace(fn, inputs, constants, folder: str, gemm: bool = False):
+def head_sizes(inputs: list[dict], constants: dict) -> list[int]:
+    """The head lengths a function may view its rows as (its integer constants, ``head_dim=128``), longest first:
+    the [N] vectors of a function that normalises heads are one head long ([c]), so the first trace, which makes
+    them x's row long, fails, and the trace is tried again with them [c] (Converter.split_heads finds the view)."""
+    if not any(i["kind"] == "vector" for i in inputs):
+        return []
+    return sorted({v for v in constants.values() if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 1024},
+                  reverse=True)
+
+
+def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | None = None):
     """make_fx over the function, each aten node tagged with the user's file:line that made it. Not `gemm`: a
     matmul-family call raises MatmulFound; `gemm`: each one goes through matmul_check."""
     import torch
@@ -294,7 +379,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False):
         with SourceLines():
             return fn(**dict(zip(names, tensors)), **constants)
 
-    sizes = GEMM_TRACE if gemm else dict(zip("MN", TRACE_SHAPE))
+    sizes = GEMM_TRACE if gemm else {**sizes_of(inputs, constants), **({"V": heads} if heads else {})}
     args = list(example(inputs, sizes, torch.bfloat16, 0).values())
     with fx_traceback.preserve_node_meta():
         gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
@@ -350,7 +435,7 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
         inputs, constants = parameters(fn, hints)
         rule_error = None
     except ValueError as err:  # no row input: still a GEMM if it calls a matmul (the probe below treats all as rows)
-        rule_error = str(err)
+        rule_error = f"{err}{_where(fn, folder)}"
         try:
             inputs, constants = gemm_parameters(fn)
         except ValueError:
@@ -365,7 +450,14 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
         gemm = True
     except Exception as err:  # noqa: BLE001 -- whatever the user's function raised while traced
         gemm = calls_a_matmul(fn, inputs, constants)  # it may have failed on a GEMM operand named like a vector
-        if not gemm:
+        gm = None
+        for c in head_sizes(inputs, constants) if not gemm and rule_error is None else []:
+            try:  # its vectors one head long: a QK-norm's weight [head_dim]
+                gm, lines = trace(fn, inputs, constants, folder, heads=c)
+                break
+            except Exception:  # noqa: BLE001 -- not this head length; the first error stands
+                continue
+        if not gemm and gm is None:
             return called(function, inputs, folder, err) if rule_error is None else {
                 "ok": False, "stage": "lower", "error": rule_error}
     if rule_error is not None and not gemm:
@@ -373,20 +465,21 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
     if gemm:
         try:
             inputs, constants = gemm_parameters(fn)
-            gm, lines = trace(fn, inputs, constants, folder, gemm=True)
-        except ValueError as err:
+        except ValueError as err:  # the GEMM parameter rule's refusal
             return {"ok": False, "stage": "lower", "error": str(err)}
+        try:
+            gm, lines = trace(fn, inputs, constants, folder, gemm=True)
         except Refused as err:
             return {**refused(err, folder), "near": "gemm"}
         except Exception as err:  # noqa: BLE001 -- as above
             return {**called(function, inputs, folder, err), "near": "gemm"}
     try:
-        nodes, outputs, views = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
+        nodes, outputs, views, heads = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
     except Refused as err:
         return {**refused(err, folder), "near": "gemm" if gemm else _near(gm)}
     program = {"function": function, "file": Path(path).name, "inputs": inputs, "views": views,
                "constants": {k: v for k, v in constants.items() if isinstance(v, (int, float))},
-               "nodes": nodes, "outputs": outputs}
+               "nodes": nodes, "outputs": outputs, **({"heads": heads} if heads else {})}
     if gemm:  # the head, and the user's line that made it (the matmul node of the graph)
         program["head"] = ir.HEAD
         program["head_line"] = next((lines.get(n.name) for n in gm.graph.nodes if getattr(n.target, "__name__", "")
@@ -399,6 +492,16 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
     if err:
         return {"ok": False, "stage": "lower", "error": err}
     return {"ok": True, "ir": program}
+
+
+def _where(fn, folder: str) -> str:
+    """" at file:line (`def ...`)": the user's def line, for a refusal of the parameters themselves."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return ""
+    file = inspect.getsourcefile(fn) or ""
+    return f" at {Path(file).name}:{start} (`{lines[0].strip()}`)" if file.startswith(folder) else ""
 
 
 def refused(err, folder: str) -> dict:
@@ -432,7 +535,8 @@ def verify(fn, program, inputs, constants) -> str | None:
 
     from tools.lower import ir
 
-    sizes = GEMM_CHECK if ir.is_gemm(program) else dict(zip("MN", CHECK_SHAPE))
+    sizes = GEMM_CHECK if ir.is_gemm(program) else {**sizes_of(inputs, constants, check=True),
+                                                     **({"V": program["heads"]} if program.get("heads") else {})}
     values = example(inputs, sizes, torch.float64, 1)
     want = fn(**values, **constants)
     got = ir.interpret(program, values)

@@ -133,9 +133,10 @@ class _Writer:
         first = ir.ACC if self.gemm else self.names[next(a for a in ir.arguments(self.p) if a not in scalars)]
         values = []
         for out in self.p["outputs"]:
-            ref = self.operand(out["value"])
-            element = out["value"] in self.names or out["value"] == first or kinds.get(out["value"]) == "element"
-            values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")
+            for value in out["value"] if isinstance(out["value"], list) else [out["value"]]:  # a wide one: pieces
+                ref = self.operand(value)
+                element = value in self.names or value == first or kinds.get(value) == "element"
+                values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")
         return f"    return ({', '.join(values)},)" if len(values) == 1 else f"    return ({', '.join(values)})"
 
     def _arg(self, name: str) -> str:
@@ -152,8 +153,12 @@ class _Writer:
             words = {"a": "the matmul's a", "b": "the matmul's b", "row": "a row input", "vector": "a vector",
                      "per_row": "one value per row", "scalar": "a runtime scalar, loaded once"}[spec["kind"]]
             shape = f"[{', '.join(map(str, spec['dims']))}] ({words})"
+        elif "names" in spec:
+            shape = f"[{', '.join(spec['names'])}] (a row input: rows of its last dim)"
         else:
             shape = "[M, N] (a row input)" if spec["kind"] == "row" else "[N] (a vector)"
+        if spec.get("width", 1) > 1:
+            shape += f", {spec['width']} pieces of N per row"
         return shape + (", boolean" if spec.get("dtype") == "bool" else "")
 
     def text(self) -> str:
@@ -166,8 +171,11 @@ class _Writer:
                             "n", "reduce"])
         input_lines = "\n".join(f"    {i['name']}: {self._shape(i)}, {i['why']}" for i in p["inputs"])
         shape, of = ("row [M, N]", "a") if self.gemm else (None, "x")
-        out_lines = "\n".join(f"    output {k}: {shape or o['shape']} ({of + chr(39) + 's dtype' if o['dtype'] == 'input' else 'fp32'})"
-                              for k, o in enumerate(p["outputs"]))
+        pieces = {"part": "{r} halves side by side", "lane": "{r} interleaved lanes"}
+        out_lines = "\n".join(
+            f"    output {k}: {shape or o['shape']} ({of + chr(39) + 's dtype' if o['dtype'] == 'input' else o['dtype']})"
+            + (f", {ir.out_width(o)}N wide: {pieces[o['how']].format(r=ir.out_width(o))}" if "how" in o else "")
+            for k, o in enumerate(p["outputs"]))
         reductions = ir.reductions(p)
         if self.gemm:
             about = [
@@ -215,11 +223,15 @@ class _Writer:
             f'SOURCE = "{p["file"]}:{p["function"]}"',
             *([f'HEAD = "{p["head"]}"'] if self.gemm else []),
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
-            f"KINDS = {_strings(i['kind'] for i in p['inputs'])}",
+            f"KINDS = {_strings('broadcast' if ir.broadcast(p, i) else i['kind'] for i in p['inputs'])}",
             f"DTYPES = {_strings(i.get('dtype', 'float') for i in p['inputs'])}",
             f"WIDTHS = {_tuple(str(i.get('width', 1)) for i in p['inputs'])}",
             f"ARGS = {_tuple(self._arg(a) for a in ir.arguments(p))}",
             f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
+            f"OUT_WIDTHS = {_tuple(str(ir.out_width(o)) for o in p['outputs'])}",
+            f"OUT_HOW = {_strings(o.get('how', 'whole') for o in p['outputs'])}",
+            f"DIMS = {_tuple(_strings(i['names']) for i in p['inputs']) if 'names' in ir.x_input(p) else '()'}",
+            f"HEADS = {p.get('heads')!r}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",
             f"USES_N = {ir.uses_n(p)!r}",

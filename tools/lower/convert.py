@@ -85,8 +85,9 @@ class Value:
     """What an fx node lowers to: `ref` (an IR reference or a float), its kernel kind, its shape class, bool-ness."""
 
     def __init__(self, ref, kind: str, shape: str, boolean: bool = False, why: str = "", operand: str | None = None,
-                 wide: tuple | None = None, store: str | None = None):
+                 wide: tuple | None = None, store: str | None = None, parts: list | None = None, how: str = ""):
         self.ref, self.kind, self.shape, self.boolean = ref, kind, shape, boolean
+        self.parts, self.how = parts, how  # a computed row r*N wide: its r pieces, "part" (halves) or "lane" (::r)
         self.store = store  # an output's narrow storage (int8, fp8): usable only as an output
         self.wide = wide  # (input name, ratio): a row input r*N wide, usable only through its slices (views)
         self.why = why  # with ref None: a value that has no kernel form, refused (with this reason) only if used
@@ -101,6 +102,9 @@ class Converter:
         self.views: dict = {}  # a wide input's parts that the function uses (Converter.part)
         self.m = self.n = self.xshape = None
         self.line = None
+        self.how = "part"  # how a wide row used whole splits into N-wide pieces (domain_width decides)
+        self.narrow = 1  # r while a wide node is lowered piece by piece (componentwise): r*N counts as N
+        self.heads = None  # c when the function views x's rows [.., N] as heads [.., N/c, c] (a QK-norm)
 
     # -------------------------------------------------------------------- helpers
     def refuse(self, message: str):
@@ -112,6 +116,8 @@ class Converter:
         if isinstance(val, (tuple, list)):  # max(dim) and min(dim): (values, indices), classified when unpacked
             return "per_row" if all(self.shape_class(v) == "per_row" for v in val) else "other"
         shape, lead = tuple(val.shape), self.xshape[:-1]
+        if shape and self.narrow > 1 and shape[-1] == self.narrow * self.n:  # a wide value's piece
+            shape = (*shape[:-1], self.n)
         if shape == self.xshape:
             return "row"
         if shape and shape[-1] == self.n and all(s == 1 for s in shape[:-1]):
@@ -120,7 +126,24 @@ class Converter:
             return "per_row"
         if all(s == 1 for s in shape):
             return "scalar"
+        if self.broadcasts(shape, self.xshape):  # an N-D input broadcast over some leading dims ([S, 1, D])
+            return "row"
         return "other"
+
+    @staticmethod
+    def broadcasts(shape, to) -> bool:
+        """Whether `shape` broadcasts to `to` (right-aligned, each dim 1 or to's) with the same last dim."""
+        return bool(shape) and len(shape) <= len(to) and shape[-1] == to[-1] and all(
+            s == 1 or s == t for s, t in zip(shape[::-1], to[::-1]))
+
+    def wide_width(self, val) -> int:
+        """r when `val` is a row r*N wide (a whole RoPE q, a gated MLP's input, a torch.cat of N-wide pieces)."""
+        shape = tuple(getattr(val, "shape", ()))
+        if not shape or _hint(shape[-1]) <= _hint(self.n):
+            return 1
+        r = _hint(shape[-1]) // _hint(self.n)
+        whole = (*self.xshape[:-1], shape[-1])
+        return r if r * _hint(self.n) == _hint(shape[-1]) and (shape == whole or self.broadcasts(shape, whole)) else 1
 
     def emit(self, op: str, args: list, kind: str, shape: str, boolean: bool = False, attr=None) -> Value:
         """A new IR node (or a folded constant when every argument is one)."""
@@ -142,6 +165,9 @@ class Converter:
         if isinstance(a, torch.fx.Node):
             if a not in self.env:
                 self.refuse(f"uses {a.name}, which could not be lowered")
+            if self.env[a].shape == "unsplit":
+                self.refuse(f"uses `{self.env[a].ref}` whole beside its view as heads of {self.heads}; view every use "
+                            "of it the same way")
             if self.env[a].ref is None or self.env[a].store:
                 self.refuse(self.env[a].why)
             return self.env[a]
@@ -170,37 +196,89 @@ class Converter:
     def start(self, placeholders) -> None:
         """x's shape (the first row input's: rows over its last dim N), which the shapes are classified against, and
         each input's value: a row or vector per element, a scalar input one value for all (kind ROW: the kernels
-        hand it to compute() as a scalar), a mask boolean."""
+        hand it to compute() as a scalar), a mask boolean. A row or vector r times as wide as the domain's N is
+        read through its pieces only (``width``; Converter.pieces), and a function that views x's row as heads
+        ([.., N] -> [.., N/c, c], a QK-norm) runs over rows of c (``heads``; Converter.split_heads)."""
         x = next(node for node, spec in zip(placeholders, self.inputs) if spec["kind"] == "row")
         self.xshape = tuple(x.meta["val"].shape)
-        self.n = self.domain_width(self.xshape)
+        self.split_heads(x)
+        self.n, self.how = self.domain_width(self.xshape)
         self.xshape = (*self.xshape[:-1], self.n)
         for node, spec in zip(placeholders, self.inputs):
             kind, shape = {"row": (ELEMENT, "row"), "vector": (ELEMENT, "vector"),
                            "scalar": (ROW, "scalar")}[spec["kind"]]
-            ratio = _hint(node.meta["val"].shape[-1]) // _hint(self.n) if spec["kind"] == "row" else 1
-            if spec["kind"] == "row" and _hint(node.meta["val"].shape[-1]) != ratio * _hint(self.n):
+            last = node.meta["val"].shape[-1] if spec["kind"] != "scalar" else 1
+            ratio = max(1, _hint(last) // _hint(self.n)) if spec["kind"] != "scalar" else 1
+            if self.heads and spec["kind"] == "row":  # x's rows, viewed as heads by the function (split_heads)
+                self.env[node] = Value(spec["name"], ELEMENT, "unsplit", boolean=spec.get("dtype") == "bool")
+                continue
+            if spec["kind"] != "scalar" and _hint(last) != ratio * _hint(self.n):
                 self.refuse(f"takes `{spec['name']}` with a last dim that is not a whole multiple of the output's "
                             f"row length; a wider input must be read as equal parts of it (x.chunk(2, -1), x[..., ::2])")
             spec["width"] = ratio
-            if ratio > 1:  # read through its slices only: each is a view, one of compute()'s arguments
-                self.env[node] = Value(None, ELEMENT, "wide", why=f"uses `{spec['name']}` whole beside the parts of "
-                                       "it the function slices (its rows are wider than the output's); use its parts "
-                                       "only", wide=(spec["name"], ratio))
+            if ratio > 1:  # read through its pieces only: each is a view, one of compute()'s arguments
+                self.env[node] = Value(None, ELEMENT, "wide", why=f"uses `{spec['name']}` in a way its pieces cannot "
+                                       "express", wide=(spec["name"], ratio), boolean=spec.get("dtype") == "bool")
             else:
                 self.env[node] = Value(spec["name"], kind, shape, boolean=spec.get("dtype") == "bool")
 
-    def domain_width(self, xshape) -> object:
-        """The row length N the kernel runs over: x's last dim, or an output's narrower one when the function slices
-        its inputs into equal parts (a gated MLP's x.chunk(2, -1): [M, 2N] in, [M, N] out)."""
-        out = next(n for n in self.gm.graph.nodes if n.op == "output").args[0]
+    def split_heads(self, x) -> None:
+        """A view of x [.., N] as [.., N/c, c] with c a constant (``q.view(*q.shape[:-1], -1, head_dim)``): the
+        rows become x's heads, c long, and every row input must be viewed the same way before it is used."""
+        for node in x.users:
+            base = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
+            shape = tuple(getattr(node.meta.get("val"), "shape", ()))
+            literal = list(node.args[1])[-1] if base in ("view", "reshape", "_unsafe_view") else None
+            if isinstance(literal, int) and len(shape) == len(self.xshape) + 1 and shape[:-2] == self.xshape[:-1] \
+                    and _hint(shape[-1]) == literal > 1 and _hint(shape[-2]) * literal == _hint(self.xshape[-1]):
+                self.heads, self.xshape = literal, shape
+                return
+
+    def domain_width(self, xshape) -> tuple:
+        """(N, how): the row length the kernel runs over, and how a row wider than N splits. N is x's last dim,
+        or an output's narrower one when the function slices its inputs into equal parts (a gated MLP's
+        x.chunk(2, -1): [M, 2N] in, [M, N] out), or, when input and output are as wide but the function works on
+        halves or interleaved lanes of the row (RoPE's rotate_half; x[..., ::2] and x[..., 1::2]), that piece's
+        width: then a row used whole is its pieces, "part" (halves) or "lane" (::r) as the function slices."""
+        nodes = list(self.gm.graph.nodes)
+        lanes = any(self._packet(n) == "slice" and self._last(n) and (list(n.args) + [None] * 5)[4] not in (None, 1)
+                    for n in nodes) or any(self._packet(n) == "stack" and self._last(n) for n in nodes)
+        how = "lane" if lanes else "part"
+        out = next(n for n in nodes if n.op == "output").args[0]
         for node in (out if isinstance(out, (list, tuple)) else [out]):
             val = getattr(node, "meta", {}).get("val")
             shape = tuple(getattr(val, "shape", ()))
             if len(shape) == len(xshape) and shape[:-1] == xshape[:-1] and 1 < _hint(shape[-1]) < _hint(xshape[-1]) \
                     and _hint(xshape[-1]) % _hint(shape[-1]) == 0 and _derived(shape[-1], xshape[-1]):
-                return shape[-1]  # a part of x's row (x.chunk(2, -1)), not a per-row [M, 1] or another tensor's size
-        return xshape[-1]
+                return shape[-1], how  # a part of x's row (x.chunk(2, -1)), not a per-row [M, 1] or another size
+        for node in nodes:  # the pieces a row as wide as x is sliced into
+            if self._packet(node) in ("slice", "split", "split_with_sizes", "stack") and self._last(node):
+                piece = node.meta["val"][0] if isinstance(node.meta["val"], (list, tuple)) else node.meta["val"]
+                width = piece.shape[-1 if self._packet(node) != "stack" else -2]
+                src = node.args[0][0] if self._packet(node) == "stack" else node.args[0]
+                full = src.meta["val"].shape[-1] if self._packet(node) != "stack" else width
+                if self._packet(node) == "stack" and 2 <= len(node.args[0]) and _hint(xshape[-1]) == \
+                        len(node.args[0]) * _hint(width):
+                    return width, how
+                if _hint(full) == _hint(xshape[-1]) and 1 < _hint(xshape[-1]) // max(1, _hint(width)) and \
+                        _hint(xshape[-1]) % max(1, _hint(width)) == 0 and _derived(width, xshape[-1]):
+                    return width, how
+        return xshape[-1], how
+
+    @staticmethod
+    def _packet(node) -> str:
+        return getattr(getattr(node.target, "overloadpacket", None), "__name__", "") if node.op == "call_function" \
+            else ""
+
+    @staticmethod
+    def _last(node) -> bool:
+        """Whether a slice / split / stack node works along the last dim (a stack: a new last dim)."""
+        args = list(node.args) + [None] * 3
+        val = node.meta.get("val")
+        rank = len((val[0] if isinstance(val, (list, tuple)) else val).shape) if val is not None else 0
+        dim = args[2] if getattr(getattr(node.target, "overloadpacket", None), "__name__", "") in ("split", "split_with_sizes") else args[1]
+        dim = 0 if dim is None else dim
+        return rank > 0 and dim % rank == rank - 1
 
     def run(self) -> tuple[list[dict], list[dict]]:
         self.start([n for n in self.gm.graph.nodes if n.op == "placeholder"])
@@ -229,6 +307,15 @@ class Converter:
             if not isinstance(out, torch.fx.Node):
                 raise Refused(f"returns {out!r}, not a tensor")
             v, val = self.env[out], out.meta["val"]
+            if self.is_wide(v) and v.shape != "stacked":  # a row r*N wide, stored piece by piece
+                parts = self.pieces(v, v.how or self.how)
+                if v.boolean or not (val.dtype.is_floating_point or v.store) or any(p.kind != ELEMENT for p in parts):
+                    raise Refused(f"returns a wide {val.dtype} row; outputs are floating point", self.line)
+                specs.append({"value": [p.ref for p in parts], "shape": "row", "how": v.how or self.how,
+                              "dtype": v.store or ("input" if val.dtype == self.in_dtype else "fp32")})
+                continue
+            if v.shape == "unsplit":
+                raise Refused(f"returns `{v.ref}` as it came in", self.line)
             if v.boolean or not (val.dtype.is_floating_point or v.store):
                 raise Refused(f"returns a {val.dtype} tensor; outputs are floating point, or int8 / fp8 e4m3 by a "
                               "final cast", self.line)
@@ -280,10 +367,22 @@ class Converter:
         if base in SELECTIONS:
             self.refuse(f"torch.{base} selects, orders or draws elements (not a pointwise map or a row reduction), "
                         "which these kernels do not lower: keep it in PyTorch and lower the rest as its own function")
-        if args and isinstance(args[0], torch.fx.Node) and isinstance(self.env.get(args[0]), Value) \
-                and self.env[args[0]].wide and base in ("split", "split_with_sizes", "slice", "alias", "clone",
-                                                        "contiguous", "detach"):
+        first = self.env.get(args[0]) if args and isinstance(args[0], torch.fx.Node) else None
+        if isinstance(first, Value) and (first.wide or first.parts is not None and first.shape != "stacked") \
+                and base in ("split", "split_with_sizes", "slice", "alias", "clone", "contiguous", "detach"):
             return self.part(base, node)
+        if isinstance(first, Value) and first.shape == "unsplit" and base in SHAPE_ONLY:
+            if tuple(val.shape) != self.xshape:
+                self.refuse(f"views `{first.ref}` other than as heads of {self.heads} ({self.words(self.xshape)})")
+            return Value(first.ref, ELEMENT, "row", first.boolean)
+        if base in ("cat", "concat", "stack"):
+            return self.joined(base, node)
+        if base in ("transpose", "permute", "t", "swapaxes", "swapdims", "movedim"):
+            self.refuse(f"torch.{base} reorders dims; the kernel writes its rows in x's order: return the result "
+                        "untransposed and transpose it after the call (a free view)")
+        wide = [a for a in self.tensor_args(node) if self.is_wide(self.env.get(a))]
+        if wide and base != "sym_size":
+            return self.componentwise(base, node, wide)
         shape = self.shape_class(val)
         if shape == "other":
             self.refuse(f"torch.{base} makes a tensor of shape {self.words(val.shape)}, which is neither x's "
@@ -347,13 +446,109 @@ class Converter:
         self.refuse(f"torch.{base} ({target}) has no kernel form here; see the README's 'Your own op' for the "
                     "ops that lower")
 
+    @staticmethod
+    def is_wide(v) -> bool:
+        return isinstance(v, Value) and (v.wide is not None or v.parts is not None)
+
+    @staticmethod
+    def tensor_args(node) -> list:
+        """The fx nodes among a node's arguments (one level of lists: torch.where's, cat's)."""
+        flat = []
+        for a in [*node.args, *node.kwargs.values()]:
+            flat += [b for b in (a if isinstance(a, (list, tuple)) else [a]) if isinstance(b, torch.fx.Node)
+                     and isinstance(b.meta.get("val"), torch.Tensor)]
+        return flat
+
+    def pieces(self, v: Value, how: str) -> list[Value]:
+        """A wide value's N-wide pieces, `how` ("part": columns [j*N, (j+1)*N); "lane": columns j, j + r, ...)."""
+        if v.parts is not None:
+            if v.how != how:
+                self.refuse("mixes halves of the row with its interleaved lanes in one step; the kernel reads a wide "
+                            "row one way per step")
+            return v.parts
+        name, ratio = v.wide
+        return [Value(self.view(name, how, j, ratio).ref, ELEMENT, "row", v.boolean) for j in range(ratio)]
+
+    def componentwise(self, base: str, node, wide: list) -> Value:
+        """A step on rows r*N wide (a whole RoPE q times cos, a gated input scaled before its chunks): lowered once per
+        N-wide piece, the pieces of each wide operand in its place; a reduction over the row reduces all its
+        pieces (combined first, so it stays one reduction); shape-only steps keep the value."""
+        val = node.meta.get("val")
+        srcs = {a: self.env[a] for a in wide}
+        stacked = [v for v in srcs.values() if v.shape == "stacked"]
+        if stacked:  # torch.stack(pieces, -1).flatten(-2): the pieces are the row's interleaved lanes
+            if base in SHAPE_ONLY and len(srcs) == 1 and self.wide_width(val) == len(stacked[0].parts):
+                return Value(None, ELEMENT, "row", parts=stacked[0].parts, how="lane",
+                             why="uses a stacked row other than as its output")
+            self.refuse(f"uses torch.stack's result in torch.{base}; a stack of N-wide pieces along a new last dim "
+                        "lowers only flattened back into the row (.flatten(-2))")
+        hows = {v.how for v in srcs.values() if v.parts is not None} or {self.how}
+        widths = {len(v.parts) if v.parts is not None else v.wide[1] for v in srcs.values()}
+        if len(hows) > 1 or len(widths) > 1:
+            self.refuse("combines rows split in different ways (halves and interleaved lanes, or different widths)")
+        how, r = hows.pop(), widths.pop()
+        if base in SHAPE_ONLY and hasattr(val, "shape") and self.wide_width(val) == r:
+            return srcs[wide[0]]
+        if base in ("sum", "amax", "amin", "max", "min", "var", "mean", "std"):
+            if base not in ("sum", "amax", "amin", "max", "min"):
+                self.refuse(f"torch.{base} over a row read in pieces does not lower (sum, max and min do)")
+            parts = self.pieces(srcs[node.args[0]], how)
+            op = {"sum": "add", "amax": "maximum", "max": "maximum"}.get(base, "minimum")
+            whole = parts[0]
+            for part in parts[1:]:
+                whole = self.binary(op, whole, part, "row")
+            self.env[node.args[0]] = whole
+            try:
+                return self.reduction(base, node, self.shape_class(val))
+            finally:
+                self.env.update(srcs)
+        split = {a: self.pieces(v, how) for a, v in srcs.items()}
+        made = []
+        self.narrow = r
+        try:
+            for j in range(r):
+                for a in wide:
+                    self.env[a] = split[a][j]
+                made.append(self.call(node))
+        finally:
+            self.env.update(srcs)
+            self.narrow = 1
+        if not all(isinstance(v, Value) for v in made):
+            self.refuse(f"torch.{base} on a row read in pieces does not lower")
+        return Value(None, ELEMENT, "row", made[0].boolean, parts=made, how=how, store=made[0].store,
+                     why=f"uses a row {r}N wide (torch.{base}) in a way its pieces cannot express")
+
+    def joined(self, base: str, node) -> Value:
+        """torch.cat of N-wide pieces along the last dim (rotate_half's ``cat((-x2, x1), -1)``): a row of r pieces,
+        "part"; torch.stack of them along a new last dim: "stacked", which .flatten(-2) makes the row's lanes."""
+        items, dim = node.args[0], (list(node.args) + [0])[1]
+        rank = len(node.meta["val"].shape)
+        if dim % rank != rank - 1:
+            self.refuse(f"torch.{base} along a dim other than the last one does not lower")
+        made = []
+        for item in items:
+            v = self.env.get(item)
+            if base != "stack" and self.is_wide(v):
+                made += self.pieces(v, "part")
+            elif isinstance(v, Value) and v.ref is not None and v.shape in ("row", "vector") and \
+                    _hint(item.meta["val"].shape[-1]) == _hint(self.n):
+                made.append(v)
+            else:
+                self.refuse(f"torch.{base} of pieces that are not each the row's N = {self.words([self.n])} columns "
+                            "does not lower")
+        if base == "stack":
+            return Value(None, ELEMENT, "stacked", parts=made, how="lane",
+                         why="uses torch.stack's result other than flattened back into the row")
+        return made[0] if len(made) == 1 else Value(None, ELEMENT, "row", parts=made, how="part",
+                                                    why="uses a concatenated row in a way its pieces cannot express")
+
     def part(self, base: str, node):
         """A slice or split of a wide input along the last dim into N-wide parts: contiguous parts j (columns
         [j*N, (j+1)*N): x.chunk(2, -1), x[..., :d], x[..., d:]) or lanes j of r (x[..., j::r]). Each part is a view,
         one of compute()'s arguments, named `<input>_part<j>` or `<input>_lane<j>`."""
         src, args = self.env[node.args[0]], list(node.args) + [None] * 5
-        name, ratio = src.wide
-        rank = len(self.xshape)
+        name, ratio = src.wide or (None, len(src.parts))
+        rank = len(node.args[0].meta["val"].shape)
         if base in ("alias", "clone", "contiguous", "detach"):
             return src
         dim = args[2] if base in ("split", "split_with_sizes") else args[1]
@@ -364,15 +559,16 @@ class Converter:
             sizes = [_hint(s) for s in args[1]] if base == "split_with_sizes" else [_hint(args[1])] * ratio
             if any(size != n for size in sizes) or len(sizes) * n != ratio * n:
                 self.refuse(f"torch.{base} splits `{name}` into parts that are not all the output's row length N")
-            return tuple(self.view(name, "part", j, ratio) for j in range(ratio))
+            return tuple(self.pieces(src, "part"))
         start, end, step = (_hint(v) if v is not None else None for v in args[2:5])
         start, step = start or 0, step or 1
         width = ratio * n
         end = width if end is None or end > width else end
         if step == 1 and start % n == 0 and end - start == n:
-            return self.view(name, "part", start // n, ratio)
+            return self.view(name, "part", start // n, ratio) if name else self.pieces(src, "part")[start // n]
         if step == ratio and start < ratio and end >= width - ratio + start + 1:
-            return self.view(name, "lane", start, ratio)
+            return self.view(name, "lane", start, ratio) if name else self.pieces(src, "lane")[start]
+        name = name or "a computed row"
         self.refuse(f"slices `{name}` ([..., {start}:{end}:{step}] of a row {ratio}N wide) into something other "
                     f"than one of its {ratio} equal parts or {ratio} interleaved lanes")
 
@@ -380,7 +576,8 @@ class Converter:
         ref = f"{name}_{how}{j}"
         if ref not in self.views:
             self.views[ref] = {"name": ref, "input": name, "how": how, "index": j, "ratio": ratio}
-        return Value(ref, ELEMENT, "row")
+        spec = next(i for i in self.inputs if i["name"] == name)
+        return Value(ref, ELEMENT, "vector" if spec["kind"] == "vector" else "row", spec.get("dtype") == "bool")
 
     def vocabulary(self, op: str, node, shape: str) -> Value:
         """A node of the vocabulary (ir.VOCABULARY): its operands, then one IR node; torch's keyword variants
@@ -578,8 +775,12 @@ def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict
             continue
         seen[key] = node["id"]
         merged.append(node)
-    nodes, outputs = merged, [{**o, "value": alias.get(o["value"], o["value"])} for o in outputs]
-    live = {o["value"] for o in outputs if isinstance(o["value"], str)}
+    def each(value, f):  # an output's value: one reference, or a wide output's list of them
+        return [f(v) for v in value] if isinstance(value, list) else f(value)
+
+    nodes, outputs = merged, [{**o, "value": each(o["value"], lambda v: alias.get(v, v))} for o in outputs]
+    live = {v for o in outputs for v in (o["value"] if isinstance(o["value"], list) else [o["value"]])
+            if isinstance(v, str)}
     for node in reversed(nodes):
         if node["id"] in live:
             live |= {a for a in node["args"] if isinstance(a, str)}
@@ -588,20 +789,22 @@ def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict
     for node in kept:
         node["id"] = rename[node["id"]]
         node["args"] = [rename.get(a, a) if isinstance(a, str) else a for a in node["args"]]
-    return kept, [{**o, "value": rename.get(o["value"], o["value"])} for o in outputs]
+    return kept, [{**o, "value": each(o["value"], lambda v: rename.get(v, v))} for o in outputs]
 
 
 def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False) -> tuple[list[dict], list[dict],
-                                                                                        list[dict]]:
-    """(nodes, outputs, views) of the IR for a traced graph (a GEMM's when `gemm`), or Refused. `views` are the
-    parts of wide inputs the program reads (Converter.part), in input order."""
+                                                                                        list[dict], int | None]:
+    """(nodes, outputs, views, heads) of the IR for a traced graph (a GEMM's when `gemm`), or Refused. `views` are
+    the pieces of wide inputs the program reads (Converter.part), in input order; `heads` is c when the function
+    views x's rows as heads of c (Converter.split_heads), else None."""
     converter = (GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines)
     nodes, outputs = prune(*converter.run())
     if gemm and not any(o["value"] == ACC for o in outputs) and not any(ACC in n["args"] for n in nodes):
         raise Refused("does not use its matmul's result in its output; a GEMM's output is C = a @ b^T with a "
                       "pointwise epilogue")
-    used = {a for n in nodes for a in n["args"] if isinstance(a, str)} | {o["value"] for o in outputs}
+    used = {a for n in nodes for a in n["args"] if isinstance(a, str)} | {
+        ref for o in outputs for ref in (o["value"] if isinstance(o["value"], list) else [o["value"]])}
     order = {i["name"]: k for k, i in enumerate(inputs)}
     views = sorted((v for v in converter.views.values() if v["name"] in used),
                    key=lambda v: (order[v["input"]], v["how"], v["index"]))
-    return nodes, outputs, views
+    return nodes, outputs, views, converter.heads

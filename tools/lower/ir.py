@@ -13,6 +13,11 @@ A program (a dict, JSON as it is)::
                 an arg is a reference (an input's name, an earlier node's id, or "n": the row length N as a float)
                 or a float constant; `attr` holds an op's static argument (a cast's target dtype)
     outputs   [{"value": "t7", "shape": "row" | "reduced" | "reduced_keepdim", "dtype": "input" | "fp32"}]
+                a wide row output (RoPE's, r*N wide) has "value" [r references] and "how": "part" (its pieces side
+                by side: torch.cat) or "lane" (interleaved: torch.stack(..., -1).flatten(-2))
+    heads     c, when the function views x's rows [.., N] as heads [.., N/c, c] (a QK-norm): rows of c
+              N-D inputs (x annotated "[B, S, H, D]") carry "names"; one with fewer names than x is broadcast over
+              the missing dims (``broadcast``)
     class     "elementwise" (no reduction), "reduction" (one or more reductions over the last dim) or "gemm"
 
 A GEMM program (class "gemm") also has ``head: "matmul"``: its first two inputs are the matmul's operands, kinds
@@ -163,10 +168,22 @@ def arguments(program: dict) -> list[str]:
 
 
 def pattern(program: dict) -> str:
-    """The cell a program runs in: its class, except that an elementwise program with wide inputs runs in the row
-    (reduction) cell, whose rows carry their own strides and column offsets; the flat elementwise cell cannot."""
-    wide = any(i.get("width", 1) > 1 for i in program["inputs"])
-    return "reduction" if wide and program["class"] == "elementwise" else program["class"]
+    """The cell a program runs in: its class, except that an elementwise program with wide inputs, inputs broadcast
+    over some of x's dims or rows viewed as heads runs in the row (reduction) cell, whose rows carry their own
+    strides, column offsets and layouts; the flat elementwise cell cannot."""
+    rows = any(i.get("width", 1) > 1 or broadcast(program, i) for i in program["inputs"]) or program.get("heads")
+    return "reduction" if rows and program["class"] == "elementwise" else program["class"]
+
+
+def broadcast(program: dict, spec: dict) -> bool:
+    """Whether an input is a row input broadcast over some of x's leading dims (its ``names`` fewer than x's)."""
+    names = x_input(program).get("names")
+    return spec["kind"] == "row" and names is not None and spec.get("names", names) != names
+
+
+def out_width(out: dict) -> int:
+    """An output's width in N: r for a wide output (its r pieces), else 1."""
+    return len(out["value"]) if isinstance(out["value"], list) else 1
 
 
 def is_gemm(program: dict) -> bool:
@@ -198,6 +215,14 @@ def interpret(program: dict, inputs: dict, dtype=None):
     import torch
 
     spec = x_input(program)
+    inputs = dict(inputs)
+    heads = program.get("heads")
+    for i in program["inputs"]:
+        if heads and i["kind"] == "row":  # rows of c: the function's own view of x as heads
+            inputs[i["name"]] = inputs[i["name"]].reshape(*inputs[i["name"]].shape[:-1], -1, heads)
+        elif broadcast(program, i):  # [S, D] against x's [B, S, H, D]: as [1, S, 1, D], which torch broadcasts
+            inputs[i["name"]] = inputs[i["name"]].reshape(
+                [inputs[i["name"]].shape[i["names"].index(d)] if d in i["names"] else 1 for d in spec["names"]])
     x = inputs[spec["name"]]
     n = x.shape[-1] // spec.get("width", 1)  # the row length: a wide x is r*N
     env = {**inputs, "n": float(n)}
@@ -240,6 +265,11 @@ def interpret(program: dict, inputs: dict, dtype=None):
         env[node["id"]] = out
     outs = []
     for spec in program["outputs"]:
+        if isinstance(spec["value"], list):  # a wide output: its pieces side by side (halves) or interleaved (lanes)
+            pieces = [value(ref).expand(x.shape) for ref in spec["value"]]
+            v = torch.cat(pieces, -1) if spec["how"] == "part" else torch.stack(pieces, -1).flatten(-2)
+            outs.append(v.contiguous())
+            continue
         v = value(spec["value"])
         if spec["dtype"] in ("int8", "fp8"):  # the store's conversion, as torch's .to()
             v = v.to(getattr(torch, OUT_TORCH[spec["dtype"]]))
@@ -275,5 +305,7 @@ def check(program: dict) -> None:
             raise ValueError(f"{node['id']}: a constant is NaN")
         known.add(node["id"])
     for out in program["outputs"]:
-        if out["shape"] not in OUTPUT_SHAPES or (isinstance(out["value"], str) and out["value"] not in known):
+        refs = out["value"] if isinstance(out["value"], list) else [out["value"]]
+        if out["shape"] not in OUTPUT_SHAPES or any(isinstance(v, str) and v not in known for v in refs) or (
+                isinstance(out["value"], list) and (out["shape"] != "row" or out.get("how") not in ("part", "lane"))):
             raise ValueError(f"bad output {out}")

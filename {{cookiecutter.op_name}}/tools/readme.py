@@ -19,6 +19,7 @@ from pathlib import Path
 import compute_utilization
 import files
 import isa_metrics
+import versions
 import wiki_route
 
 WS = Path(__file__).resolve().parent.parent
@@ -125,6 +126,7 @@ def render(ws: Path, op: dict) -> str:
         f"On a machine with the target's GPU and `{fw['package']}`, torch, jsonschema and matplotlib installed:", "",
         "```bash",
         "python tools/run_baseline.py                 # the whole V0 flow: test, measure, report, memory, commit",
+        "python tools/iterate.py --action '...' --category tiling   # after editing kernel.py: V1, V2, ... (below)",
         "python test_kernel.py                        # correctness + timing only; results/results.json",
         f"python test_kernel.py --case {h['case']} --no-timing",
         "TEST_TIMEOUT_SEC=60 python test_kernel.py --timeout 900",
@@ -145,6 +147,19 @@ def render(ws: Path, op: dict) -> str:
                   "would be a guess. The report gives GB/s and % of the measured copy instead; `python "
                   "tools/memory_manager.py read --workspace .` shows the record.", ""]
     lines += [f"Profile it ({device['label']}):", "", "```bash", fw["profile"].format(case=h["case"]), "```", "",
+              "## After V0: versions, and the kernel in your model", "",
+              "Edit `kernel.py`, then `python tools/iterate.py --action \"what you changed\" --category <category>` "
+              "on the GPU: every case as V0 runs them, the new kernel against the previous version's (read back from "
+              "its commit) launch by launch in one process, next to torch eager and torch.compile, ISA progress, "
+              "profile evidence (ncu where it can read the counters, else torch.profiler), and a gate: a PASS is "
+              "committed as `V<N>: <action>`, a failed attempt is recorded masked and not committed. Its docstring "
+              "has the details; the table below and `results/versions.png` follow the records.", "",
+              f"From the folder above this one, `import {op['op_name']}` gives `run` (kernel.run), `reference`, "
+              f"`OP` (this op.json) and the torch custom op `torch.ops.{op['op_name']}.run({', '.join(op['inputs'])})` "
+              "(on CUDA the kernel, on the CPU the reference; a fake rule for torch.compile), which works with "
+              "`torch.compile(fullgraph=True)` and CUDA graphs. Several workspaces import side by side: "
+              "`__init__.py` keeps their same-named modules apart.", "",
+              *versions.table_lines(ws),
               *user_logic_section(op, inputs),
               "## Without a GPU", "",
               f"Nothing is reported as passing unless it ran: on a machine without a {device['label']} GPU the report, "

@@ -16,6 +16,7 @@ from pathlib import Path
 import compute_utilization
 import files
 import isa_metrics
+import reference_kernels
 import wiki_route
 from wiki_route import TIERS
 
@@ -64,6 +65,10 @@ def wiki_search_log(op: dict, route: dict) -> list[dict]:
     for tier, docs in route["tiers"].items():
         names = ", ".join(wiki_route.entry_name(d, route["wiki"]) for d in docs) or "nothing matched"
         log.append({"query": _tier_title(tier, op), "where": str(route["wiki"]), "finding": f"{len(docs)}: {names}"})
+    kernels = kernels_of(op, route)["kernels"]
+    log.append({"query": f"reference kernels: {op['vendor']} / {op['arch']} / {op['framework']} / {op['pattern']}",
+                "where": str(route["wiki"]), "finding": f"{len(kernels)}: " + (", ".join(
+                    k["rel"] for k in kernels[:MAX_KERNELS]) or "nothing matched")})
     if route["missing"]:
         log.append({"query": "named by the index for this op but absent", "where": str(route["wiki"]),
                     "finding": ", ".join(route["missing"])})
@@ -93,6 +98,39 @@ def route_lines(route: dict, op: dict) -> list[str]:
     return lines
 
 
+def kernels_of(op: dict, route: dict) -> dict:
+    """The wiki's reference kernels for this op (tools/reference_kernels.py), found once per route."""
+    if "kernels" not in route:
+        route["kernels"] = reference_kernels.find(op, route)
+    return route["kernels"]
+
+
+KERNEL_GROUPS = {"op": "same DSL, same op", "pattern": "same DSL, same pattern"}
+MAX_KERNELS = 30  # per group in the plan; memory records them all
+
+
+def reference_kernel_lines(op: dict, route: dict) -> list[str]:
+    """The plan's list of the wiki's reference kernels: same DSL and op first, then same DSL and pattern."""
+    lines = [f"### Reference kernels ({op['vendor']} / {op['arch']} / {op['framework']} / {op['pattern']})", ""]
+    if not route["present"] or route.get("error"):
+        return lines + ["None read: no gpu-wiki was read (above).", ""]
+    found = kernels_of(op, route)
+    where = ("`reference-kernels/<vendor>/<arch>/<dsl>/<project>/` of this architecture (and its generic tier) and "
+             "DSL" if route["layout"] == "markdown" else "the routed records that cite code in this DSL")
+    lines += [f"From {where}, read with `ast` (never imported); other vendors, architectures and DSLs are never "
+              f"listed. {found['note'] + '. ' if found['note'] else ''}Each: its one-line description, then what it "
+              "defines.", ""]
+    for match, title in KERNEL_GROUPS.items():
+        group = [k for k in found["kernels"] if k["match"] == match]
+        lines.append(f"**{title[0].upper()}{title[1:]}** ({len(group)})")
+        lines += [f"- `{k['rel']}`" + (f": {k['text']}" if k["text"] else "") + f". Defines: {reference_kernels.describe(k)}"
+                  for k in group[:MAX_KERNELS]] or ["- (none in the wiki)"]
+        if len(group) > MAX_KERNELS:
+            lines.append(f"- (+{len(group) - MAX_KERNELS} more; all in memory/v0.json `references`)")
+        lines.append("")
+    return lines
+
+
 def wiki_status(op: dict, route: dict | None = None) -> tuple[list[str], list[dict]]:
     """Short lines about the gpu-wiki for the report, and memory `references` entries for every routed path or
     record (a record's entry carries its `record_id`, the wiki's stable name for it)."""
@@ -108,6 +146,11 @@ def wiki_status(op: dict, route: dict | None = None) -> tuple[list[str], list[di
             ref = {"path": str(d["path"]), "source_type": "gpu-wiki",
                    "note": f"{tier} {TIERS[tier]}" + (f": {d['text']}"[:300] if d["text"] else "")}
             refs.append({**ref, "record_id": d["id"]} if d["id"] else ref)
+    for k in kernels_of(op, route)["kernels"]:  # the reference kernels, same op before same pattern
+        ref = {"path": str(k["path"]), "source_type": "gpu-wiki",
+               "note": (f"reference kernel ({KERNEL_GROUPS[k['match']]}): {k['text']}; defines "
+                        f"{reference_kernels.describe(k)}")[:300]}
+        refs.append({**ref, "record_id": k["id"]} if k.get("id") else ref)
     counts = ", ".join(f"{t} {len(route['tiers'].get(t, []))}" for t in TIERS)
     what = "doc(s)" if route["layout"] == "markdown" else "record(s)"
     return ([f"- gpu-wiki: `{wiki}` is present ({route['layout']} layout); {_read_first(route)} routed "
@@ -130,6 +173,100 @@ def spec_sources(op: dict, specs: dict | None = None) -> list[dict]:
 def cited(op: dict, route: dict | None = None) -> dict:
     """reference/gpu_specs.json with this op's GPU checked against the gpu-wiki's figures (wiki_route.cited_specs)."""
     return wiki_route.cited_specs(compute_utilization.load_specs(), op, route)
+
+
+# --------------------------------------------------------------------------------------------
+# the kernel demo (op.json `demo`: the user's existing kernel, read at bake time, run by test_kernel.py)
+# --------------------------------------------------------------------------------------------
+
+DEMO_KINDS = {"triton": "a Triton kernel", "cuda-extension": "a CUDA extension", "cutedsl": "a CuTe DSL kernel",
+              "flydsl": "a FlyDSL kernel", "python": "a Python callable"}
+
+
+def demo_plan_lines(op: dict) -> list[str]:
+    """Phase 1 on the user's kernel demo: what it is, how it is called, what was read of it without running it, and
+    what V0 does differently."""
+    demo = op.get("demo")
+    if not demo:
+        return []
+    role = ("a peer: checked against the reference above, V0 checked against it too, and timed beside V0 and torch "
+            "(a disagreement is reported, not a V0 failure)" if demo["role"] == "peer" else
+            "the reference: no PyTorch function was given, so V0 (the named op's built-in kernel) is checked against "
+            "its output on every case where it runs, and against the op's PyTorch expression where it does not")
+    lines = ["", f"### Your kernel demo: `{demo['function']}` ({DEMO_KINDS.get(demo['kind'], demo['kind'])})", "",
+             f"- **File**: `{demo['file']}`, copied from `{demo['original']}`"
+             + (f" with {', '.join(f'`{c}`' for c in demo['copied'][1:])}" if len(demo["copied"]) > 1 else "")
+             + ". Read at bake time (parsed, never imported); imported only by `test_kernel.py` on the GPU.",
+             f"- **Role**: {role}.",
+             f"- **Called as** `{demo['call']}`: the op's inputs {demo['mapping']}, on the same inputs as the reference "
+             "and V0 in every case.",
+             f"- **Signature**: `{demo['signature']}` (line {demo['line']})" if demo["signature"] else
+             f"- **Signature**: not readable without running it (`{demo['function']}` is assigned or imported there)",
+             f"- **Needs**: {', '.join(f'`{p}`' for p in demo['packages']) or 'nothing outside its folder'} (a package "
+             "missing on the GPU machine makes its cases MISSING_PACKAGE; V0's flow goes on)"]
+    triton = demo.get("triton")
+    if triton:
+        lines.append("- **Triton, as written** (read with `ast`):")
+        for jit in triton["jit"]:
+            lines.append(f"  - `@triton.jit {jit['name']}` (line {jit['line']}): constexpr "
+                         f"{', '.join(f'`{c}`' for c in jit['constexprs']) or 'none'}; {len(jit['params'])} parameters"
+                         + (f"; autotune configs {'; '.join(f'`{c}`' for c in jit['autotune'])}" if jit["autotune"] else ""))
+        for launch in triton["launches"]:
+            meta = ", ".join(f"`{k}={v}`" for k, v in launch["meta"].items()) or "no meta-parameters"
+            lines.append(f"  - launched in `{launch['caller']}` (line {launch['line']}): `{launch['kernel']}"
+                         f"[{launch['grid']}]`, {meta}")
+        if triton["constants"]:
+            lines.append("  - module constants: " + ", ".join(f"`{k} = {v}`" for k, v in triton["constants"].items()))
+    lines.append(f"- **What V0 does differently**: your demo is {DEMO_KINDS.get(demo['kind'], demo['kind'])}"
+                 + (" (one program per launch-grid cell, block sizes as above)" if triton else "")
+                 + f"; V0 is `kernel.py` in {op['framework']} for `{op['target']}`: {op['baseline_summary']}.")
+    return lines
+
+
+def demo_report_lines(op: dict, results: dict | None) -> list[str]:
+    """The report's section on the kernel demo: per case, its agreement and, where timed, its two times beside V0's
+    and torch's (one process, the same inputs)."""
+    demo = op.get("demo")
+    if not demo:
+        return []
+    lines = ["## Your kernel demo", "",
+             f"`{demo['function']}` (`{demo['file']}`, {DEMO_KINDS.get(demo['kind'], demo['kind'])}), called as "
+             f"`{demo['call']}`; role: {'peer' if demo['role'] == 'peer' else 'the reference (no PyTorch function)'}.",
+             ""]
+    if not results or not results.get("ran"):
+        return lines + ["Not run: nothing ran on this machine, so the demo was neither checked nor timed. "
+                        "`python tools/run_baseline.py` on the GPU runs it beside V0.", ""]
+    summary = results.get("demo") or {}
+    rows = []
+    for r in results["cases"]:
+        d = r.get("demo")
+        if not d:
+            continue
+        rows.append([r["name"], d["status"], _fmt(d.get("rel_err"), ".2e"), _fmt(d.get("v0_rel_err"), ".2e"),
+                     _fmt(r.get("latency_us"), ".1f"), _fmt(r.get("demo_latency_us"), ".1f"),
+                     _fmt(r.get("torch_latency_us"), ".1f"),
+                     f"{r['speedup_vs_demo']:.2f}x" if r.get("speedup_vs_demo") else "-",
+                     _fmt(r.get("call_us"), ".1f"), _fmt(r.get("demo_call_us"), ".1f"), _fmt(r.get("torch_call_us"), ".1f"),
+                     (d.get("error") or r.get("demo_timing_error") or "").replace("|", "/")[:160]])
+    disagree = summary.get("disagree", 0)
+    failed = sum(summary.get(k, 0) for k in ("error", "timeout", "missing_package"))
+    verdict = (f"It agrees with the reference on {summary.get('agree', 0)} of {len(rows)} case(s)"
+               + (f"; it DISAGREES on {disagree}" if disagree else "")
+               + (f"; it gave no output on {failed} (see the status)" if failed else "") + ".")
+    if demo["role"] == "peer":
+        verdict += " A disagreement is your kernel's, not a V0 failure: V0 is judged against the reference alone."
+    else:
+        verdict += (" It is the reference here: V0's status above is judged against the demo's output where the demo "
+                    "ran, and against the op's PyTorch expression where it did not.")
+    lines += [verdict, "",
+              _table(["case", "demo", "demo rel_err vs reference", "V0 rel_err vs demo", "V0 GPU (us)",
+                      "demo GPU (us)", "torch GPU (us)", "V0 vs demo", "V0 call (us)", "demo call (us)",
+                      "torch call (us)", "note"], rows), "",
+              "GPU time: median of CUDA events with a cold L2; call: warm back-to-back calls, host included. The demo, "
+              "V0 and torch are timed in the same process on the same inputs, so 'V0 vs demo' (demo time / V0 time) "
+              "is one of like measurements. Statuses: AGREE / DISAGREE (rel_err against the reference, the same "
+              "tolerance), ERROR (it raised), TIMEOUT (TEST_TIMEOUT_SEC), MISSING_PACKAGE.", ""]
+    return lines
 
 
 def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None = None,
@@ -165,6 +302,7 @@ def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None
         f"- **Accuracy**: rel_err = ||out - ref|| / ||ref|| < {op['tolerance']:g} against the reference in float64; "
         f"NaN or an unwritten element fails. **Special values**: {p1['special']}",
         f"- **Reference**: {op['reference']['description']}",
+        *demo_plan_lines(op),
         "",
         "## Target and framework",
         "",
@@ -191,6 +329,7 @@ def write_plan(ws: Path, op: dict, config: dict | str | None, route: dict | None
         "",
         *route_lines(route, op),
         "",
+        *reference_kernel_lines(op, route),
         "Cited hardware sources (`reference/gpu_specs.json`, and the gpu-wiki where it gives a figure ours lacks):",
         "",
         *[f"- {r['note']}: {r['path']}" for r in spec_sources(op, specs)],
@@ -309,6 +448,8 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
                          f"{u['tflops_peak_utilization_pct']:.2f}", f"{u['bandwidth_peak_utilization_pct']:.1f}",
                          _fmt(u.get("copy_bandwidth_utilization_pct"), ".1f"),
                          f"{u['torch_latency_us']:.1f}", f"{u['speedup_vs_torch']:.2f}x",
+                         _fmt(u.get("torch_compile_latency_us"), ".1f"),
+                         f"{u['speedup_vs_torch_compile']:.2f}x" if u.get("speedup_vs_torch_compile") else "-",
                          _fmt(u.get("waves"), ".1f"), u["bound"], _fmt(u.get("call_us"), ".1f"),
                          _fmt(u.get("torch_call_us"), ".1f"), u.get("call_bound") or "-",
                          _fmt(u.get("first_call_s"), ".2f")])
@@ -316,7 +457,7 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         copy = results.get("device_copy")
         lines += [
             _table(["case", "GPU time (us)", "TFLOPS", "GB/s", "TFLOPS % of peak", "BW % of peak", "BW % of copy",
-                    "torch eager GPU (us)", "speedup", "waves", "bound", "call (us)", "torch call (us)",
+                    "torch eager GPU (us)", "speedup", "torch.compile GPU (us)", "vs compile", "waves", "bound", "call (us)", "torch call (us)",
                     "call bound by", "first call (s)"], rows),
             "",
             (f"Measured ceiling in the same run: a 1 GiB device-to-device copy moved {copy['gbps']:.0f} GB/s "
@@ -331,6 +472,10 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
             "case's first run() with its sync: it includes compiling any kernel variant that case is the first to "
             f"need (importing kernel.py and its DSL took {_fmt(results.get('kernel_import_s'), '.2f')} s more, once).",
             "",
+            *(["torch.compile (default mode, compiled per case) is the second baseline; where it could not run: "
+               + "; ".join(f"{n}: {u['torch_compile_error']}" for n, u in utilization.items()
+                           if u.get("torch_compile_error")), ""]
+              if any(u.get("torch_compile_error") for u in utilization.values()) else []),
             "Reproduce one row with the workflow's command:",
             "",
             "```",
@@ -339,7 +484,7 @@ def write_report(ws: Path, op: dict, results: dict | None, utilization: dict[str
         ]
         if any_u.get("citations"):  # with a gpu-wiki: its source beside each peak above
             lines += ["", "Peaks against the gpu-wiki:", "", *[f"- {line}" for line in any_u["citations"]]]
-    lines += ["", *roofline_section(roofline), *isa_section(isa)]
+    lines += ["", *demo_report_lines(op, results), *roofline_section(roofline), *isa_section(isa)]
     return files.write_doc(ws, "baseline_report.md", "\n".join(lines) + "\n")
 
 

@@ -6,7 +6,8 @@ Ceilings: the cited dense peak for op.json's dtype and the cited HBM bandwidth (
 the device copy measured in the same run (results.json `device_copy.gbps`, else gpu_specs.json
 `measured`), and a measured library matmul rate for this dtype where gpu_specs.json has one. Points: each
 timed case, at its arithmetic intensity (op.json formulas, evaluated safely with the case's vars) and
-its achieved TFLOP/s (FLOP / median latency); torch eager on the same case as a hollow marker. With no
+its achieved TFLOP/s (FLOP / median latency); torch eager on the same case as a hollow marker, the user's kernel
+demo (op.json `demo`) as a hollow diamond. With no
 run there are no points, and the plot and this module's note say so.
 """
 
@@ -58,7 +59,8 @@ def points(op: dict, results: dict | None) -> list[dict]:
             continue
         flops, nbytes = compute_utilization.case_work(op, cases[rec["name"]])
         out.append({"case": rec["name"], "intensity": flops / nbytes, "tflops": flops / (rec["latency_us"] * 1e6),
-                    "torch_tflops": flops / (rec["torch_latency_us"] * 1e6) if rec.get("torch_latency_us") else None})
+                    "torch_tflops": flops / (rec["torch_latency_us"] * 1e6) if rec.get("torch_latency_us") else None,
+                    "demo_tflops": flops / (rec["demo_latency_us"] * 1e6) if rec.get("demo_latency_us") else None})
     return out
 
 
@@ -97,9 +99,13 @@ def draw(path: Path, title: str, ceils: list[dict], pts: list[dict], op: dict) -
         ax.annotate(p["case"], (p["intensity"], p["tflops"]), textcoords="offset points", xytext=(6, -10), fontsize=7)
         if p["torch_tflops"]:
             ax.plot(p["intensity"], p["torch_tflops"], "o", mfc="none", color="gray")
+        if p.get("demo_tflops"):  # the user's kernel demo, same case, same run
+            ax.plot(p["intensity"], p["demo_tflops"], "D", mfc="none", color="tab:purple")
     if pts:
         ax.plot([], [], "o", color="black", label="kernel (measured)")
         ax.plot([], [], "o", mfc="none", color="gray", label="torch eager (measured)")
+    if any(p.get("demo_tflops") for p in pts):
+        ax.plot([], [], "D", mfc="none", color="tab:purple", label=f"your kernel demo `{op['demo']['function']}` (measured)")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP/byte)",
            ylabel="TFLOP/s", title=title)
     ax.grid(True, which="both", alpha=0.3)
@@ -118,7 +124,8 @@ def plot(ws: Path, op: dict, results: dict | None, specs: dict | None = None, no
     ran = bool(results and results.get("ran"))
     reason = not_run_reason or (results or {}).get("not_run_reason") or "no results/results.json"
     if pts:
-        note = f"{len(pts)} measured case(s) on {results.get('device')}; hollow markers: torch eager, same run."
+        note = f"{len(pts)} measured case(s) on {results.get('device')}; hollow markers: torch eager, same run" + (
+            "; hollow diamonds: your kernel demo, same run." if any(p.get("demo_tflops") for p in pts) else ".")
     elif ran:
         note = "No points: no case was timed (timed cases failed correctness)."
     else:

@@ -40,6 +40,7 @@ import gpu_detect
 import isa_metrics
 import memory_manager
 import readme
+import reference_kernels
 import report
 import roofline
 import wiki_route
@@ -90,12 +91,18 @@ def kernel_config(op: dict, case: dict) -> dict | None:
 # test_kernel.py's call-latency figures (warm back-to-back calls, host included), carried as measured
 CALL_FIELDS = ("call_us", "host_us", "call_bound", "torch_call_us", "torch_host_us", "torch_call_bound",
                "call_speedup_vs_torch")
+# the second baseline, torch.compile of the reference (test_kernel.time_compiled), carried as measured
+# the user's kernel demo (test_kernel.time_demo), carried as measured; memory keeps them per case and for the headline
+DEMO_FIELDS = ("demo_latency_us", "demo_call_us", "speedup_vs_demo", "call_speedup_vs_demo")
+COMPILE_FIELDS = ("torch_compile_latency_us", "speedup_vs_torch_compile", "torch_compile_call_us",
+                  "call_speedup_vs_torch_compile", "torch_compile_s", "torch_compile_error")
 
 
 # what memory/v0.json keeps of each timed case, and, for the headline case, beside it in `performance`
 PER_CASE_FIELDS = ("latency_us", "tflops", "bandwidth_gbps", "tflops_peak_utilization_pct",
                    "bandwidth_peak_utilization_pct", "torch_latency_us", "speedup_vs_torch", "call_us", "torch_call_us",
-                   "call_bound", "first_call_s")
+                   "call_bound", "first_call_s", "torch_compile_latency_us", "speedup_vs_torch_compile",
+                   "torch_compile_call_us")
 HEADLINE_FIELDS = (*PER_CASE_FIELDS, "arithmetic_intensity", "bound", "copy_bandwidth_utilization_pct")
 
 
@@ -111,9 +118,10 @@ def utilization_rows(op: dict, results: dict) -> dict[str, dict]:
         flops, nbytes = compute_utilization.case_work(op, case)
         time_ms = rec["latency_us"] / 1e3
         u = compute_utilization.compute(op["gpu"], op["dtype"], flops, nbytes, time_ms, cfg.get("grid_blocks"), copy_gbps)
-        u.update({k: rec[k] for k in CALL_FIELDS if k in rec}, torch_latency_us=rec["torch_latency_us"],
+        u.update({k: rec[k] for k in (*CALL_FIELDS, *COMPILE_FIELDS) if k in rec}, torch_latency_us=rec["torch_latency_us"],
                  speedup_vs_torch=rec["speedup_vs_torch"], first_call_s=rec.get("first_call_s"),
                  command=compute_utilization.command(op, case, time_ms, cfg.get("grid_blocks"), copy_gbps))
+        u.update({k: rec[k] for k in DEMO_FIELDS if k in rec})
         rows[rec["name"]] = u
     return rows
 
@@ -164,7 +172,11 @@ def write_memory(ws: Path, op: dict, results: dict | None, util: dict, isa_rows:
         values["performance.case"] = head_name
     values["performance.device"] = results.get("device")
     values["performance.kernel_import_s"] = results.get("kernel_import_s")
-    values["performance.per_case"] = [{"case": n, **{k: u[k] for k in PER_CASE_FIELDS if u.get(k) is not None}}
+    if results.get("demo"):  # the kernel demo: its agreement, and its times beside V0's for the headline case
+        values["correctness.demo"] = results["demo"]
+        values.update({f"performance.{k}": util[head_name][k] for k in DEMO_FIELDS if k in util.get(head_name, {})})
+    values["performance.per_case"] = [{"case": n, **{k: u[k] for k in (*PER_CASE_FIELDS, *DEMO_FIELDS)
+                                                     if u.get(k) is not None}}
                                       for n, u in util.items()]
     if failed:
         gate, why = "FAIL", f"{len(failed)} case(s) not PASS: {', '.join(failed)}"
@@ -200,6 +212,7 @@ def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None 
             "--not-run REASON`, which imports the kernel's DSL"
     config = f"not described at bake time: {later}" if quick else kernel_config(op, head)
     route = wiki_route.route(op)  # Phase 2, read once: the plan, the report, the memory and every peak cite it
+    route["kernels"] = reference_kernels.find(op, route)  # the wiki's reference kernels of this arch, DSL, pattern
     specs = wiki_route.cited_specs(compute_utilization.load_specs(ws / "reference" / "gpu_specs.json"), op, route)
     util = utilization_rows(op, results) if ran else {}
     if util:
@@ -214,11 +227,12 @@ def record(ws: Path, op: dict, results: dict | None, not_run_reason: str | None 
     write_memory(ws, op, results, util, isa["rows"], reason, route, specs)
 
 
-def run_tests(ws: Path, timeout: float) -> dict | None:
+def run_tests(ws: Path, timeout: float, torch_compile: bool = True) -> dict | None:
     """Steps 1-2 in a child process, so a hang that even the watchdog misses cannot stop the flow."""
     subprocess.run([sys.executable, "test_kernel.py", "--compile-only"], cwd=ws, timeout=600)
     try:
-        subprocess.run([sys.executable, "test_kernel.py", "--timeout", str(timeout)], cwd=ws, timeout=timeout + 120)
+        subprocess.run([sys.executable, "test_kernel.py", "--timeout", str(timeout),
+                        *([] if torch_compile else ["--no-torch-compile"])], cwd=ws, timeout=timeout + 120)
     except subprocess.TimeoutExpired:
         print(f"run_baseline: test_kernel.py killed after {timeout + 120:.0f} s", file=sys.stderr)
     results = report.load_json(ws / "results" / "results.json")
@@ -305,6 +319,7 @@ def main(argv=None) -> int:
     p.add_argument("--bake", action="store_true", help="the template's post-gen step (README, scaffold commit, V0)")
     p.add_argument("--timeout", type=float, default=1800, help="whole test run budget in seconds")
     p.add_argument("--no-commit", action="store_true", help="leave the results uncommitted")
+    p.add_argument("--no-torch-compile", action="store_true", help="time torch eager only, not torch.compile too")
     args = p.parse_args(argv)
     if args.bake:
         return bake(WS)
@@ -312,7 +327,7 @@ def main(argv=None) -> int:
     if args.not_run:
         record(WS, op, None, args.not_run)
         return 2
-    results = run_tests(WS, args.timeout)
+    results = run_tests(WS, args.timeout, not args.no_torch_compile)
     if not results or not results.get("ran"):
         reason = (results or {}).get("not_run_reason", "test_kernel.py produced no results")
         record(WS, op, results, reason)

@@ -6,6 +6,8 @@ of the pattern is ``{{cookiecutter.op_name}}/patterns/reduction/`` (reference.py
 
 from __future__ import annotations
 
+import math
+
 from tools import shapes
 from tools.catalog import InputError
 
@@ -13,7 +15,8 @@ PROMPT = "Reduction over the last dim (sum, mean, max, softmax, rmsnorm)"
 DEFAULT_OP = "softmax"
 DTYPES = ["bf16", "fp16", "fp32"]
 SHAPES_HELP = ("MxN shapes separated by ';', each optionally '@S' for a row stride S >= N, "
-               "e.g. '32768x8192;1000x4096@4160'")
+               "e.g. '32768x8192;1000x4096@4160'; your function's rows of rank 3 or more as all their dims "
+               "(RoPE's q, '1x8192x32x128')")
 
 # `out` names the output's shape; `params` are fixed op parameters frozen into op.json; ops whose output is as
 # large as the input also stream their stores (`isa_targets`).
@@ -60,12 +63,15 @@ DEFAULT_SHAPES = {
 
 
 def cases(text: str, role: str, dtype: str) -> list[dict]:
-    """`MxN` or `MxN@S` items (S: the row stride in elements) -> cases with M, N, numel (and row_stride)."""
+    """`MxN` or `MxN@S` items (S: the row stride in elements) -> cases with M, N, numel (and row_stride); an item of
+    rank 3 or more (`BxSxHxD`, a lowered function's N-D rows) is M = B*S*H rows of N = D, its leading dims kept as
+    ``lead``."""
     out = []
     for item in shapes.items(text):
         shape, _, stride = item.partition("@")
-        m, n = shapes.dims(shape, (2,), "32768x8192 or 1000x4096@4160")
-        extra = {}
+        found = shapes.dims(shape, (2, 3, 4, 5), "32768x8192, 1000x4096@4160 or 1x8192x32x128")
+        m, n = math.prod(found[:-1]), found[-1]
+        extra = {"lead": found[:-1]} if len(found) > 2 else {}
         if stride:
             if not shapes.DIM.match(stride) or int(stride) < n:
                 raise InputError(f"shapes: '{item}': the row stride after '@' must be an integer >= N ({n}); "

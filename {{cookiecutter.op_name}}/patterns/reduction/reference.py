@@ -9,7 +9,8 @@
   (``x``, and a lowered op's other [M, N] inputs) with a padded row stride when the case has one (the kernel must
   honour ``x.stride(0)``), each vector (``weight`` [N]; a lowered op's ``kinds`` say which are), and a lowered op's
   scalars and boolean masks (host.lowered_input), in the function's own parameter order; a case with ``lead``
-  makes its rows [*lead, N] (rank 3 or more).
+  makes its rows [*lead, N] (rank 3 or more), and an input broadcast over some of x's dims its own shape (cos
+  [S, D] beside q [B, S, H, D]). A case's N is the output row's length (host.lowered_lengths).
 """
 
 from __future__ import annotations
@@ -42,9 +43,13 @@ def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: 
         return [randn(m, case.get("row_stride") or n)[:, :n] if BUILT_IN_KINDS.get(name, "row") == "row" else randn(n)
                 for name in inputs or host.OP["inputs"]]
     lead = case.get("lead")  # a case of rank 3 or more: the rows as [*lead, N] (M = their product)
+    n, length = host.lowered_lengths(n)  # the kernel's row length, and a row input's per unit of width
 
-    def row(width: int):
-        t = randn(m, max(case.get("row_stride") or 0, width * n))[:, :width * n]
-        return t.reshape(*lead, width * n) if lead else t
+    def row(width: int, names=None):
+        if names:  # broadcast over some of x's dims (cos [S, D] beside q [B, S, H, D]): its own dims' sizes
+            sizes = dict(zip(host.lowered_names()[:-1], lead))
+            return randn(*(1 if d == "1" else sizes[d] for d in names[:-1]), width * length)
+        t = randn(m, max(case.get("row_stride") or 0, width * length))[:, :width * length]
+        return t.reshape(*lead, width * length) if lead else t
 
     return [host.lowered_input(randn, name, row, n) for name in inputs or host.OP["inputs"]]

@@ -428,7 +428,8 @@ def lowered_values() -> int:
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
-    """Vector idx of a row: rows are (VEC, NV, M) views, [N] vectors (VEC, NV) ones."""
+    """Vector idx of a row: rows are (VEC, NV, M) views (a broadcast input's M mode nested, (L2, L1, L0) : its
+    strides, 0 where it is broadcast: the layout finds its row), [N] vectors (VEC, NV) ones."""
     return t[None, idx] if kind == "vector" else t[None, idx, row]
 
 
@@ -451,6 +452,22 @@ def _plan_loads(args, kinds):
 
 
 _LOADS, _OF_ARG, _SCALARS = _plan_loads(lowered.ARGS, lowered.KINDS) if LOWERED else ([], [], [])
+
+
+# Where compute()'s results go: a row output is stored from one register fragment per store ("whole"; a wide output
+# r*N wide ([M, r*N]: RoPE's), one per half j at column j*N ("part"), or ONE fragment r*VEC wide per chunk that its r
+# results fill with stride r, stored with 128-bit accesses ("lane")); a reduced output by the row's thread 0.
+def _plan_stores(outputs, widths, hows):
+    stores, first, k = [], [], 0
+    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
+        first.append(k)
+        if kind == "row":
+            stores += [(o, how, 0)] if how in ("whole", "lane") else [(o, how, j) for j in range(r)]
+        k += r
+    return stores, first
+
+
+_STORES, _FIRST = _plan_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW) if LOWERED else ([], [])
 _X = lowered.KINDS.index("row") if LOWERED else 0
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] != "scalar"), 0)  # an argument of the values' shape
 
@@ -538,7 +555,8 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
 @cute.jit
 def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
                   chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
-    """_load_chunks the other way: the row outputs' fragments to their vectors first + k*TPR of the row."""
+    """_load_chunks the other way: each store's fragment (_STORES) to its vectors first + k*TPR of the row (r*VEC
+    elements for a wide output's lanes, r 128-bit accesses)."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for dst, src in zip(outputs, frags):
@@ -561,27 +579,34 @@ def _load_widths():
 
 
 def _split(tensors):
-    """The launcher's views: the loads, the scalar inputs, the outputs."""
-    a, b = len(_LOADS), len(_LOADS) + len(_SCALARS)
-    return tensors[:a], tensors[a:b], tensors[b:]
+    """The launcher's views: the loads, the scalar inputs, the row outputs' stores (_STORES), the reduced outputs."""
+    a, b, c = len(_LOADS), len(_LOADS) + len(_SCALARS), len(_LOADS) + len(_SCALARS) + len(_STORES)
+    return tensors[:a], tensors[a:b], tensors[b:c], tensors[c:]
 
 
-def _rows_of(per_output):
-    """The entries of a per-output sequence (tensors, compute's results) that belong to "row" outputs."""
-    return [v for v, kind in zip(per_output, lowered.OUTPUTS) if kind == "row"]
+def _store_widths():
+    """Each store's fragment width in VECs: r for a wide output's lanes, 1 otherwise."""
+    return [lowered.OUT_WIDTHS[o] if how == "lane" else 1 for o, how, _ in _STORES]
 
 
-def _round_into(frags, results):
-    """compute()'s row results rounded once into the row outputs' fragments."""
-    for f, v in zip(frags, _rows_of(results)):
-        f.store(v.to(f.element_type))
+def _round_into(frags, results, vec: int, chunks: int):
+    """compute()'s row results rounded once into the stores' fragments: a lane j of a wide output into its
+    fragment viewed with stride r from j (the interleave in registers, before one wide store)."""
+    for f, (o, how, j) in zip(frags, _STORES):
+        if const_expr(how == "lane"):
+            r = lowered.OUT_WIDTHS[o]
+            for lane in range(r):
+                view = cute.make_tensor(f.iterator + lane, cute.make_layout((vec, chunks), stride=(r, r * vec)))
+                view.store(results[_FIRST[o] + lane].to(f.element_type))
+        else:
+            f.store(results[_FIRST[o] + j].to(f.element_type))
 
 
 def _store_reduced(outputs, results, row):
     """The "reduced" outputs of compute's results: one scalar per row (the caller picks the one thread)."""
-    for t, v, kind in zip(outputs, results, lowered.OUTPUTS):
-        if const_expr(kind != "row"):
-            t[row] = v.to(t.element_type)
+    reduced = [o for o, kind in enumerate(lowered.OUTPUTS) if kind != "row"]
+    for t, o in zip(outputs, reduced):
+        t[row] = results[_FIRST[o]].to(t.element_type)
 
 
 @cute.kernel
@@ -596,8 +621,7 @@ def lowered_row_kernel(
     rows = threads // tpr
     row = bidx * rows + tidx // tpr
     t = tidx % tpr
-    loads, scalars, outputs = _split(tensors)
-    row_outputs = _rows_of(outputs)
+    loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
@@ -609,12 +633,12 @@ def lowered_row_kernel(
     values = _values(frags, scalars, vec, chunks)
     valid = None if const_expr(full) else _chunk_mask(vec, chunks, t, tpr, nv)
     results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_LIKE], tpr, buf))
-    out_frags = _fragments(row_outputs, vec, chunks)
-    _round_into(out_frags, results)
+    out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
+    _round_into(out_frags, results, vec, chunks)
     if row < m:
         _store_chunks(row_outputs, out_frags, t, row, nv, tpr, chunks, full)
         if t == 0:
-            _store_reduced(outputs, results, row)
+            _store_reduced(reduced, results, row)
 
 
 @cute.kernel
@@ -625,13 +649,12 @@ def lowered_looped_kernel(
     """Large-N path of a lowered op: one CTA per row, len(REDUCTIONS) + 1 passes over the row in slices."""
     t, _, _ = cute.arch.thread_idx()
     row, _, _ = cute.arch.block_idx()
-    loads, scalars, outputs = _split(tensors)
-    row_outputs = _rows_of(outputs)
+    loads, scalars, row_outputs, reduced = _split(tensors)
     buf = _allocate_partials(1, tpr, max(1, len(lowered.REDUCTIONS)))
     frags = _fragments(loads, vec, chunks, _load_widths())
     for f in frags:
         f.fill(0)  # once: values a slice does not load are masked (reduce) or never stored
-    out_frags = _fragments(row_outputs, vec, chunks)
+    out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     acc = cute.make_rmem_tensor((1,), Float32)
     n_f = Float32(nv * vec)
     step = tpr * chunks
@@ -652,14 +675,14 @@ def lowered_looped_kernel(
             _load_chunks(loads, frags, it * step + t, row, nv, tpr, chunks, False)
             values = _values(frags, scalars, vec, chunks)
             results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
-            _round_into(out_frags, results)
+            _round_into(out_frags, results, vec, chunks)
             _store_chunks(row_outputs, out_frags, it * step + t, row, nv, tpr, chunks, False)
     # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
     filler = cute.full((vec, chunks), 0.0, Float32)
     results = lowered.compute(*(Float32(scalars[a[1]][0].to(Float32)) if a[0] == "scalar" else filler
                                 for a in _OF_ARG), n_f, _PassReducer(None, known, acc, None, filler))
     if t == 0:
-        _store_reduced(outputs, results, row)
+        _store_reduced(reduced, results, row)
 
 
 @cute.jit
@@ -683,14 +706,20 @@ def lowered_reduction_launch(
         width = vec * lowered.WIDTHS[i] if how == "lane" else vec  # a lanes load reads r*VEC contiguous elements
         if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _lowered_vec)
             layout = cute.make_layout((width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=width)))
+        elif const_expr(kind == "broadcast"):  # [L0, L1, L2, W] with stride 0 where it is broadcast (host)
+            layout = cute.make_layout((width, nv, (t.shape[2], t.shape[1], t.shape[0])),
+                                      stride=(1, width, (t.stride[2], t.stride[1], t.stride[0])))
         else:
-            layout = cute.make_layout((vec, nv), stride=(1, vec))
+            layout = cute.make_layout((width, nv), stride=(1, width))
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
     views += [cute.make_tensor(inputs[i].iterator, cute.make_layout(1)) for i in _SCALARS]
-    for t, kind in zip(outputs, lowered.OUTPUTS):
-        views.append(cute.make_tensor(t.iterator, cute.make_layout(
-            (vec, nv, m), stride=(1, vec, cute.assume(t.stride[0], divby=vec))) if const_expr(kind == "row") else
-            cute.make_layout(m)))
+    for o, how, j in _STORES:  # a row output [M, r*N]: a half j from column j*N, or its lanes r*VEC wide
+        t = outputs[o]
+        width = vec * lowered.OUT_WIDTHS[o] if how == "lane" else vec
+        views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, cute.make_layout(
+            (width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=width)))))
+    views += [cute.make_tensor(t.iterator, cute.make_layout(m)) for t, kind in zip(outputs, lowered.OUTPUTS)
+              if kind != "row"]
     if const_expr(looped):
         lowered_looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
@@ -775,16 +804,20 @@ def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
         lanes = any(lowered.ARGS[k][1] == "lane" for k in range(len(lowered.ARGS))
                     if lowered.ARGS[k][0] == len(inputs))  # r*VEC-wide loads: stride and start r*VEC aligned
         step = vec * width if lanes else vec
-        inputs.append(rt.tensor(name, (m, n if width == 1 else rt.dim(vec * width)), (rt.dim(step), 1),
-                                align=min(16, step * eb))
-                      if kind == "row"
-                      else rt.tensor(name, (n,), (1,), align=vec * eb) if kind == "vector"
+        row = n if width == 1 else rt.dim(vec * width)
+        inputs.append(rt.tensor(name, (m, row), (rt.dim(step), 1), align=min(16, step * eb)) if kind == "row"
+                      # [L0, L1, L2, W]: host.broadcast_rows' view, stride 0 over the dims it is broadcast over
+                      else rt.tensor(name, (rt.dim(), rt.dim(), rt.dim(), row), (*(rt.dim(step) for _ in range(3)), 1),
+                                     align=min(16, step * eb)) if kind == "broadcast"
+                      else rt.tensor(name, (row,), (1,), align=min(16, step * eb)) if kind == "vector"
                       else rt.tensor(name, (1,), (1,), align=eb))
     outputs = []
-    for kind, out_dtype in zip(lowered.OUTPUTS, lowered.OUT_DTYPES):
+    for kind, out_dtype, width, how in zip(lowered.OUTPUTS, lowered.OUT_DTYPES, lowered.OUT_WIDTHS, lowered.OUT_HOW):
         name = dtype if out_dtype == "input" else out_dtype  # fp32, or a quantizer's int8 / fp8
         ob = _BYTES[name]
-        shape, stride, align = {"row": ((m, n), (n, 1), min(16, vec * ob)), "reduced": ((m,), (1,), ob),
+        row = n if width == 1 else rt.dim(vec * width)  # a wide output [M, r*N]
+        step = vec * width if how == "lane" else vec
+        shape, stride, align = {"row": ((m, row), (row, 1), min(16, step * ob)), "reduced": ((m,), (1,), ob),
                                 "reduced_keepdim": ((m, 1), (1, 1), ob)}[kind]
         outputs.append(rt.tensor(name, shape, stride, align))
     return (1, rt.STREAM, *_lowered_plan_args(vec, cfg), *inputs, *outputs)
@@ -799,11 +832,14 @@ def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     stores VEC fp32 values per vector, so its pointer must be min(16, 4 * VEC)-byte aligned."""
     rows = [o for o, kind in zip(outputs, lowered.OUTPUTS) if kind == "row"]
     loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]
+    lds = [*lds, *(s for t, kind in zip(inputs, lowered.KINDS) if kind == "broadcast" for s in t.stride()[:3])]
     vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*loaded, *rows)
                                                     if t.element_size() == elem_bytes])
     lanes = [(t, lowered.WIDTHS[i]) for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))
              if any(a[0] == i and a[1] == "lane" for a in lowered.ARGS)]
-    while vec > 1 and (any(t.stride(0) % (vec * r) or t.data_ptr() % min(16, vec * r * elem_bytes) for t, r in lanes)
+    lanes += [(o, r) for o, r, how in zip(outputs, lowered.OUT_WIDTHS, lowered.OUT_HOW) if how == "lane"]
+    while vec > 1 and (any(math.gcd(*t.stride()[:-1]) % (vec * r) or t.data_ptr() % min(16, vec * r * elem_bytes)
+                           for t, r in lanes)
                        or any(o.data_ptr() % min(16, vec * o.element_size()) for o in rows
                            if o.element_size() != elem_bytes)
                        or any(t.data_ptr() % vec for t in loaded if t.element_size() == 1)):  # a mask's VEC bytes
@@ -812,7 +848,7 @@ def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
 
 
 def _lowered_shapes(m: int, n: int) -> list:
-    return [host.OUTPUT_SHAPES[kind](m, n) for kind in lowered.OUTPUTS]
+    return host.lowered_out_shapes(lowered, m, n)
 
 
 def _prepare_lowered(inputs, out):
@@ -826,7 +862,8 @@ def _prepare_lowered(inputs, out):
         raise ValueError(f"{lowered.SOURCE}: {m}x{n} with row strides {lds} exceeds the int32 index range of this kernel")
     vec = _lowered_vec(inputs[_X].element_size(), n, lds, inputs, outputs)
     for i, width in enumerate(lowered.WIDTHS):  # a lanes load reads r elements together: the row stride keeps them
-        if width > 1 and inputs[i].stride(0) % width and any(a[0] == i and a[1] == "lane" for a in lowered.ARGS):
+        if width > 1 and math.gcd(*inputs[i].stride()[:-1]) % width and any(a[0] == i and a[1] == "lane"
+                                                                            for a in lowered.ARGS):
             raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
     cfg = plan(n, vec, lowered_values())
@@ -836,20 +873,30 @@ def _prepare_lowered(inputs, out):
 
 
 _ROW_INPUTS = [i for i, kind in enumerate(lowered.KINDS) if kind == "row"] if LOWERED else []
+_BROADCAST = [i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast"] if LOWERED else []
 _OUT_DTYPES = host.out_dtypes(lowered.OUT_DTYPES) if LOWERED else []
 
 
 def run_lowered(*inputs, out=None):
+    """lowered.compute over the rows of x (module docstring): rows of any rank, heads and broadcast inputs through
+    host.rows_nd, which hands _run_rows 2-D rows; a plain [M, N] x goes straight there."""
+    if len(inputs) == len(lowered.INPUTS) and (inputs[_X].dim() != 2 or _ND):
+        return host.rows_nd(lowered, _run_rows, inputs, out)
+    return _run_rows(*inputs, out=out)
+
+
+_ND = bool(LOWERED and (lowered.HEADS or "broadcast" in lowered.KINDS))
+
+
+def _run_rows(*inputs, out=None):
     """lowered.compute over the rows of x [M, N], on the current CUDA stream: one output tensor or a tuple of them.
 
     inputs in lowered.INPUTS order, the function's own (rows [M, N] with a contiguous last dim and any row stride,
     vectors [N], scalars of one element, masks bool); `out`
     one tensor or a tuple/list in OUTPUTS order. As run(): the signature (N, every row stride, every pointer's
     16-byte phase) picks the compiled plan, M is free, host.py runs on a signature's first call and on a refusal."""
-    if len(inputs) != len(lowered.INPUTS):
+    if len(inputs) != len(lowered.INPUTS) or inputs[_X].dim() != 2:
         _prepare_lowered(inputs, out)  # raises, in host.py's words
-    if inputs[_X].dim() != 2:  # rank 3 or more: rows of the last dim (host.rows_nd views them as 2-D)
-        return host.rows_nd(lowered, run_lowered, inputs, out)
     inputs = host.lowered_views(lowered, inputs)
     x = inputs[_X]
     m, n = x.shape
@@ -857,7 +904,8 @@ def run_lowered(*inputs, out=None):
     outputs = host.lowered_outputs(out) if out is not None else tuple(
         x.new_empty(shape, dtype=d) for shape, d in zip(_lowered_shapes(m, n), _OUT_DTYPES))
     lds = tuple(inputs[i].stride(0) if m > 1 else n for i in _ROW_INPUTS)
-    signature = ("lowered", x.dtype, n, lds, *(t.data_ptr() % 16 for t in (*inputs, *outputs)))
+    signature = ("lowered", x.dtype, n, lds, *(t.data_ptr() % 16 for t in (*inputs, *outputs)),
+                 *(inputs[i].stride()[:3] for i in _BROADCAST))
     prepared = _launches.get(signature)
     if prepared is None or not all(_in_index_range(m, n, ld) for ld in lds):  # M is not in the signature
         prepared = _launches[signature] = _prepare_lowered(inputs, out)[0]
@@ -900,10 +948,17 @@ def run(x, *args, out=None, op: str = OP, eps: float = EPS):
 
 
 def _case_mn(case: dict | None) -> tuple[int, int]:
+    """(M, N) of a case as the kernel runs it: a lowered op's rows (as host.lowered_lengths: a wide output's row is r
+    pieces of N, heads of c are rows of c)."""
     if not case:
         return 4096, 4096
     dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
-    return int(dims[0]), int(dims[-1])
+    m, n = int(dims[0]), int(dims[-1])
+    if not LOWERED:
+        return m, n
+    rows = host.lowered_lengths(n, lowered.HEADS, next((r for r, kind in zip(lowered.OUT_WIDTHS, lowered.OUTPUTS)
+                                                        if kind == "row"), 1))[0]
+    return m * n // rows if lowered.HEADS else m, rows
 
 
 def _case_plan(op: str, n: int, vec: int) -> dict:
