@@ -1,7 +1,8 @@
 """FlyDSL cells on the lowered op: each lowered_examples/ file compiles, in its cell, to gfx942 and gfx950 ISA on
 the CPU with the cell's data movement intact (128-bit buffer accesses, no scratch, the reductions' barriers), and so
-does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask), and
-QUANT, a quantizer whose row output is int8 or fp8 e4m3fn (converted by the store, 8 bytes per access).
+does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask),
+QUANT, a quantizer whose row output is int8 or fp8 e4m3fn (converted by the store, 8 bytes per access), ROPE (halves
+or lanes of q, cos and sin broadcast over q's rows, a row output written in two pieces) and HEADS (rows of a head).
 
 A workspace is baked for the cell's built-in op, then turned into a lowered-op workspace as the template does
 (op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
@@ -19,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flydsl_batch
-from lowered_sources import (LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_ELEMENTWISE,
-                             QUANT_FP8, QUANT_FP8_ELEMENTWISE)
+from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_ELEMENTWISE,
+                             QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
 from conftest import ROOT
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
@@ -32,12 +33,15 @@ LOWERED_UNROLL = 2  # the elementwise cell's dwordx4 accesses per lane per tenso
 
 SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE,  # beside EXAMPLES' files
            "parts": PARTS, "lanes": LANES, "quant": QUANT, "quant_fp8": QUANT_FP8,
-           "quant_elementwise": QUANT_ELEMENTWISE, "quant_fp8_elementwise": QUANT_FP8_ELEMENTWISE}
+           "quant_elementwise": QUANT_ELEMENTWISE, "quant_fp8_elementwise": QUANT_FP8_ELEMENTWISE, "rope": ROPE,
+           "rope_lanes": ROPE_LANES, "heads": HEADS}
 NARROW = ("int8", "fp8")  # OUT_DTYPES stored as one byte: vec bytes per access (dwordx2 beside a bf16 x)
 
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
 # vector input then gathers one element at a time), the reduction examples on a register-path row and a
-# looped one; MASK_SCALAR in each cell and on each path; PARTS and LANES (dims: [M, N], x [M, 2N]) on each path.
+# looped one; MASK_SCALAR in each cell and on each path; PARTS and LANES (dims: [M, N], x [M, 2N]) on each path;
+# ROPE (dims: [M, D], the output row: q's halves of D/2) on each path, ROPE_LANES on the register path; HEADS with
+# [64, 4096]: 2048 rows of 128.
 VARIANTS = [
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [8192, 8192], "vector loads"),
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [1000, 1001], "vector gathers"),
@@ -52,8 +56,14 @@ VARIANTS = [
     *[("reduction", quant, "bf16", [64, 8192], "rows") for quant in ("quant", "quant_fp8")],
     *[("elementwise", quant, "bf16", [8192, 8192], "vector loads")
       for quant in ("quant_elementwise", "quant_fp8_elementwise")],
+    ("reduction", "rope", "bf16", [64, 128], "rows"),
+    ("reduction", "rope_lanes", "bf16", [64, 128], "rows"),
+    ("reduction", "rope", "bf16", [4, 131072], "looped"),
+    ("reduction", "heads", "bf16", [64, 4096], "rows"),
 ]
 MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]
+ROPE_VARIANTS = [v for v in VARIANTS if v[1].startswith("rope")]
+HEADS_VARIANTS = [v for v in VARIANTS if v[1] == "heads"]
 WIDE_VARIANTS = [v for v in VARIANTS if v[1] in ("parts", "lanes")]
 QUANT_VARIANTS = [v for v in VARIANTS if v[1].startswith("quant")]
 ARCHS = ("gfx942", "gfx950")
@@ -84,8 +94,8 @@ def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: 
 
 
 @pytest.fixture(scope="module")
-def isa(tmp_path_factory):
-    """Every (variant, arch)'s ISA, compiled once: one child per target, both cores at once."""
+def compiled(tmp_path_factory):
+    """Every (variant, arch)'s ISA and describe() plan, compiled once: one child per target, both cores at once."""
     if not HAVE_FLYDSL:
         return {}
     spaces = {(i, arch): lowered_workspace(tmp_path_factory.mktemp("lowered"), v[0], v[1], v[2], arch)
@@ -93,19 +103,28 @@ def isa(tmp_path_factory):
     jobs = {arch: [(ws, {"dims": VARIANTS[i][3], "vars": {"numel": VARIANTS[i][3][0] * VARIANTS[i][3][1]}})
                    for (i, a), ws in spaces.items() if a == arch] for arch in ARCHS}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        compiled = dict(zip(ARCHS, pool.map(flydsl_batch.isa_of, jobs.values())))
+        results = dict(zip(ARCHS, pool.map(lambda j: flydsl_batch.run(j, describe=True), jobs.values())))
+    failed = {str(ws): r["error"] for done in results.values() for ws, r in done.items() if "error" in r}
+    assert not failed, failed
     out = {}
     for (i, arch), ws in spaces.items():
         _, example, dtype, _, path = VARIANTS[i]
         files = list((ws / "build").glob(f"kernel_lowered_{dtype}*.{arch}.s"))
-        assert len(files) == 1 and files[0].read_text() == compiled[arch][ws], files
-        out[(example, path, arch)] = compiled[arch][ws]
+        assert len(files) == 1 and files[0].read_text() == results[arch][ws]["isa"], files
+        out[(example, path, arch)] = results[arch][ws]
     return out
+
+
+@pytest.fixture(scope="module")
+def isa(compiled):
+    """Every (variant, arch)'s ISA text."""
+    return {key: result["isa"] for key, result in compiled.items()}
 
 
 @needs_flydsl
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), VARIANTS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"),
+                         [v for v in VARIANTS if v not in HEADS_VARIANTS])  # a head's row is in one wave
 def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
     """128-bit loads of the inputs and stores of the row outputs (a quantizer's int8 / fp8 row: the same vec elements,
     64-bit), no scratch or spills, the reductions' LDS step."""
@@ -218,3 +237,54 @@ def test_quantizer_outputs_are_converted_by_the_store(isa, arch, pattern, exampl
         assert text.count("v_cvt_pk_fp8_f32") == chunks * 8 // 2 * (1 if pattern == "reduction" else 2), \
             "one converter per two values (the elementwise tail converts its own)"
         assert ("v_med3_f32" in text) == (arch == "gfx942"), "gfx942's FNUZ converter needs the clamp of v / 2"
+
+
+NARROW_ACCESSES = ("dwordx2", "dword ", "dword\t", "ushort", "short", "ubyte", "byte")
+
+
+def _no_scratch(text: str) -> None:
+    assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
+    assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), ROPE_VARIANTS)
+def test_rope_reads_halves_and_broadcast_rows_and_writes_whole_rows(compiled, arch, pattern, example, dtype, dims,
+                                                                    path):
+    """RoPE (a case's N is the output row, D; the kernel's rows are its halves of D/2): q's two halves (or one 2*vec
+    register tensor of lane pairs per chunk), cos and sin broadcast over B and H, each found through its [L0, L1, L2]
+    view's runtime sizes and strides (two integer divisions of the row index per input, once per row: v_cvt_f32_u32
+    + v_rcp_f32 each), and the output row written whole: halves to two places, lanes interleaved in registers. Loads
+    6 and stores 2 per chunk either way, every access 128 bits (one chunk per lane: six loads share the registers,
+    and the looped path's iteration is one chunk); no scratch."""
+    result = compiled[(example, path, arch)]
+    text, plan = result["isa"], result["describe"]
+    _no_scratch(text)
+    assert plan["vector_elements"] == 8
+    chunks = 1 if path == "looped" else plan["chunks_per_lane"]
+    assert chunks == 1 and plan["lanes_per_row"] == (512 if path == "looped" else 8)
+    assert text.count("buffer_load_dwordx4") == 6 * chunks
+    assert text.count("buffer_store_dwordx4") == 2 * chunks
+    narrow = [w for w in NARROW_ACCESSES for op in ("load", "store") if f"buffer_{op}_{w}" in text]
+    assert not narrow, f"narrower accesses: {narrow}"
+    assert text.count("v_cvt_f32_u32") == 2 * 2, "the broadcast rows: two divisions per broadcast input"
+    assert text.count("s_barrier") == 0
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), HEADS_VARIANTS)
+def test_heads_run_rows_of_the_head(compiled, arch, pattern, example, dtype, dims, path):
+    """A QK-norm over heads of 128: a case [64, 4096] runs 2048 rows of 128 (4 lanes of 4 chunks of 8 bf16 each, 64
+    rows per workgroup), one reduction per head: DPP within the 4-lane group, no LDS and no barrier; x and the weight
+    one dwordx4 load each per chunk, the row one dwordx4 store per chunk; no scratch."""
+    result = compiled[(example, path, arch)]
+    text, plan = result["isa"], result["describe"]
+    _no_scratch(text)
+    assert plan["lanes_per_row"] * plan["vector_elements"] * plan["chunks_per_lane"] == 128
+    assert plan["grid_blocks"] * plan["rows_per_workgroup"] >= 64 * 4096 // 128
+    chunks = plan["chunks_per_lane"]
+    assert text.count("buffer_load_dwordx4") == 2 * chunks and text.count("buffer_store_dwordx4") == chunks
+    assert "quad_perm" in text, "no DPP step across the head's lanes"
+    assert text.count("s_barrier") == 0 and metadata(text, "group_segment_fixed_size") == [0]

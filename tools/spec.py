@@ -101,14 +101,21 @@ def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     return made
 
 
+SHORT_HEADS = 128  # rows this short (a QK-norm's heads) reduce inside one wave: the FlyDSL cell has no cross-row step
+
+
 def _markers(cell: dict, resolved: dict) -> dict:
     """The cell's ISA markers, less those of a reduction step when the lowered program reduces nothing (a gated MLP
-    in the row cell has no butterfly)."""
+    in the row cell has no butterfly), and less those of the cross-row steps (``only_long_rows``) when its rows are
+    heads of at most SHORT_HEADS elements."""
     logic = resolved["pytorch_logic"]
-    if resolved["op"] != LOWERED or lower.ir.reductions(logic["lowering"]["ir"]) or lower.ir.is_gemm(
-            logic["lowering"]["ir"]):
+    program = logic["lowering"]["ir"] if resolved["op"] == LOWERED else None
+    if program is None or lower.ir.is_gemm(program):
         return cell["isa_markers"]
-    return {k: [m for m in v if not m.get("only_with_reductions")] if isinstance(v, list) else v
+    drop = {"only_with_reductions"} if not lower.ir.reductions(program) else set()
+    if program.get("heads") and program["heads"] <= SHORT_HEADS:
+        drop.add("only_long_rows")
+    return {k: [m for m in v if not any(m.get(flag) for flag in drop)] if isinstance(v, list) else v
             for k, v in cell["isa_markers"].items()}
 
 

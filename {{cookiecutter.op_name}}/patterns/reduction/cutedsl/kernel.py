@@ -427,6 +427,21 @@ def lowered_values() -> int:
     return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // sum(_load_widths())))
 
 
+SHORT_ROW_VECTORS = 32  # a lowered row of at most this many vectors gets one vector per thread (lowered_plan)
+
+
+def lowered_plan(n: int, vec: int) -> dict:
+    """plan() for a lowered op: its loads share the register budget (lowered_values), except that a short row (at
+    most SHORT_ROW_VECTORS vectors: a head of 128, RoPE's half of 64) gets one vector per thread and so as many
+    threads as vectors: every load issues at once, and the row reduction takes one or two more shuffle steps.
+
+    Measured on the H200 (benchmarks/2026-12-04-h200-real-models-nd.md, sweep_row_plan.py): a QK-norm over heads
+    of 128 ([8192, 4096] bf16) ran 36.5-37.1 us with 16 threads of one vector per head against 38.9 us with 4 of
+    four; RoPE's rows of 64 already ran one vector per thread."""
+    nv = -(-n // vec)
+    return plan(n, vec, vec if nv <= SHORT_ROW_VECTORS else lowered_values())
+
+
 def _chunk(t: cute.Tensor, kind: str, idx, row):
     """Vector idx of a row: rows are (VEC, NV, M) views (a broadcast input's M mode nested, (L2, L1, L0) : its
     strides, 0 where it is broadcast: the layout finds its row), [N] vectors (VEC, NV) ones."""
@@ -866,7 +881,7 @@ def _prepare_lowered(inputs, out):
                                                                             for a in lowered.ARGS):
             raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
-    cfg = plan(n, vec, lowered_values())
+    cfg = lowered_plan(n, vec)
     key = ("lowered", dtype, *_lowered_plan_args(vec, cfg))
     launcher = rt.compiled(_compiled, key, lowered_reduction_launch, lambda: _lowered_compile_args(dtype, vec, cfg))
     return (launcher, cfg["iters"]), outputs
@@ -963,7 +978,7 @@ def _case_mn(case: dict | None) -> tuple[int, int]:
 
 def _case_plan(op: str, n: int, vec: int) -> dict:
     """plan() of a row of n elements for op: a lowered op's inputs share the register budget."""
-    return plan(n, vec, lowered_values()) if op == "lowered" else plan(n, vec)
+    return lowered_plan(n, vec) if op == "lowered" else plan(n, vec)
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,

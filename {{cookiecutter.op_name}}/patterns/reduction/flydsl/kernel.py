@@ -121,14 +121,19 @@ Boundaries
 
 Your own op: the lowered path (op.json "op": "lowered")
     lowered.py (written by the template from the user's PyTorch function) declares INPUTS in the user's
-    parameter order with KINDS ("row" [M, N], each with its own row stride; "vector" [N]; "scalar": one element,
-    a runtime scalar), DTYPES ("float": x's dtype; "bool": a mask), WIDTHS (a row input's last dim in units of N:
-    1, or r for a wide input [M, r*N] the function reads in r parts, as a gated MLP's x.chunk(2, -1)), ARGS
-    (compute()'s value arguments in order: an input "whole", or "part" j / "lane" j of a wide one), OUTPUTS
-    ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) and compute(*values, n, reduce), straight-line fp32
-    math with reduce(kind, v) calls (REDUCTIONS: sum, max, min). x, whose rows the plan takes, is the first "row"
-    input (host.lowered_x), not necessarily the first input; N is its last dim over its width. The cell's data
-    movement stays; compute() runs between the loads and the stores:
+    parameter order with KINDS ("row" [M, N], each with its own row stride; "broadcast": rows paired with x's
+    through a [L0, L1, L2, N] view, stride 0 over the dims it is broadcast over, as RoPE's cos [S, D] against q
+    [B, S, H, D]; "vector" [N]; "scalar": one element, a runtime scalar), DTYPES ("float": x's dtype; "bool": a
+    mask), WIDTHS (an input's last dim in units of N: 1, or r for a wide row, broadcast or vector input the
+    function reads in r parts, as a gated MLP's x.chunk(2, -1) or RoPE's halves), ARGS (compute()'s value
+    arguments in order: an input "whole", or "part" j / "lane" j of a wide one), OUTPUTS ("row" [M, N],
+    "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_WIDTHS and OUT_HOW (a row output [M, r*N] made of r pieces:
+    "part"s side by side, piece j at column j*N, or interleaved "lane"s, piece j at columns j, j + r, ...), HEADS
+    (None, or c: x [T, H*c] is rows of c, host-side) and compute(*values, n, reduce), straight-line fp32 math
+    with reduce(kind, v) calls (REDUCTIONS: sum, max, min) that returns a flat tuple: OUT_WIDTHS[o] results per
+    output, its pieces in order. x, whose rows the plan takes, is the first "row" input (host.lowered_x), not
+    necessarily the first input; N is its last dim over its width. The cell's data movement stays; compute()
+    runs between the loads and the stores:
 
         loads:      every row and vector input's chunks, as above (a vector input's chunk k of lane t is its
                     vector j = k*TPR + t, the columns of the row's chunk beside it); a bool mask is launched as
@@ -140,7 +145,12 @@ Your own op: the lowered path (op.json "op": "lowered")
                     column j*N (vector j*NV of the row), vec elements per chunk like any row; its "lane"s share
                     one load of r*vec contiguous elements per chunk (vectors r*v .. r*v + r-1 for the chunk's
                     vector v: r dwordx4 loads) and lane j is the fp32 values j, j + r, ... of it (a register
-                    shuffle, no move), so every byte of x is read once with 128-bit loads either way. The
+                    shuffle, no move), so every byte of x is read once with 128-bit loads either way. A broadcast
+                    input is loaded like a row from the start of the row its view pairs with x's row r:
+                    (r % L2)*s2 + (r / L2 % L1)*s1 + r / (L2*L1)*s0, the sizes and strides the view's runtime
+                    layout (FlyDSL passes a tensor's dynamic sizes and strides with it), two integer divisions
+                    once per row (before the looped path's passes); its buffer descriptor spans the view's cosize
+                    (_storage_vectors). A wide vector [r*N] is read in parts or lanes like a wide row. The
                     register budget VALUES_PER_LANE is divided among the loads by their registers (a row or
                     vector input 1, a part 1, a lanes load r; 3 at bf16: 21 values, two chunks per lane: more
                     lanes per row; a scalar takes no share), so every load's row stays in VGPRs through every
@@ -150,7 +160,11 @@ Your own op: the lowered path (op.json "op": "lowered")
                     = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
                     negated), DPP across the wave, one LDS step with its own slot per call (no slot is
                     reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
-        stores:     row outputs like softmax's, reduced outputs one scalar per row from lane 0, each in its
+        stores:     row outputs like softmax's, a wide one [M, r*N] per piece (_plan_stores): each "part" j from
+                    its own register tensor to column j*N, its "lane"s interleaved in ONE register tensor of
+                    r*vec elements per chunk (piece j at j, j + r, ...: register moves) and stored with r 128-bit
+                    stores per chunk, the loads' lanes the other way; reduced outputs one scalar per row from lane
+                    0 (compute()'s result at the output's first index), each in its
                     OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 e4m3fn (the function's final .to(),
                     converted once here: int8 truncates toward zero, v_cvt_i32_f32; fp8 rounds to nearest even
                     through v_cvt_pk_fp8_f32, OCP bytes on gfx942 too: flydsl_lowered.e4m3fn_bytes); an int8 / fp8
@@ -162,9 +176,12 @@ Your own op: the lowered path (op.json "op": "lowered")
     slot p. The last pass stores the outputs (a reduced one once, at the first slice); when no output is a
     row, compute() runs once on zeros instead (a reduced output is a function of the row results).
     vec is 128 bits of the widest element among the row and vector inputs and the row outputs, narrowed until it
-    divides N, the row strides and the addresses (a mask's: vec bytes); run(*inputs, out=None) returns a tensor
-    for one output, a tuple for several. Rows of rank 3 or more ([B, S, H, D]: rows of the last dim) arrive as
-    2-D: host.rows_nd views the row inputs and outputs as [M, N] and reshapes the outputs back.
+    divides N, the row strides (a broadcast view's three too) and the addresses (a mask's: vec bytes);
+    run(*inputs, out=None) returns a tensor for one output, a tuple for several. Rows of rank 3 or more ([B, S, H, D]: rows of the last dim), heads
+    (HEADS c: x [T, H*c] as T*H rows of c, one reduction per head) and broadcast inputs arrive as 2-D rows:
+    host.rows_nd views the row inputs and outputs as [M, N] (a broadcast input as host.broadcast_rows' [L0, L1,
+    L2, N] view, no copy) and reshapes the outputs back; compile_only and describe take a case [M, N] of a HEADS
+    program as M*N/c rows of c, and of a program with a wide row output as rows of N / r (host.lowered_lengths).
 
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
 math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
@@ -185,8 +202,12 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -499,6 +520,80 @@ def reduction_launch(
 # The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
 # ------------------------------------------------------------------------------------------------
 
+@cache
+def _facts() -> SimpleNamespace:
+    """lowered.py's declarations as this cell runs them, checked once: flydsl_lowered.facts()' fields (its `loads`,
+    `load_widths`, `of_arg` from lw.plan_loads) for the inputs only the row cell takes besides that shared check's
+    row / vector / scalar ones -- "broadcast" inputs (host.broadcast_rows' [L0, L1, L2, W] views) and wide vectors
+    ([r*N]: parts or lanes like a wide row) -- and the row outputs' stores (`stores`, `first`: _plan_stores)."""
+    import lowered
+
+    kinds, widths, args = tuple(lowered.KINDS), tuple(lowered.WIDTHS), tuple(tuple(a) for a in lowered.ARGS)
+    f = SimpleNamespace(module=lowered, inputs=tuple(lowered.INPUTS), kinds=kinds, dtypes=tuple(lowered.DTYPES),
+                        widths=widths, args=args, outputs=tuple(lowered.OUTPUTS), out_dtypes=tuple(lowered.OUT_DTYPES),
+                        out_widths=tuple(lowered.OUT_WIDTHS), out_how=tuple(lowered.OUT_HOW),
+                        reductions=tuple(lowered.REDUCTIONS), x=kinds.index("row") if "row" in kinds else 0,
+                        loaded=tuple(i for i, kind in enumerate(kinds) if kind != "scalar"),
+                        key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
+    _check_facts(f)
+    f.loads, f.load_widths, f.of_arg = lw.plan_loads(args, kinds, widths)
+    f.like = next((k for k, a in enumerate(f.of_arg) if a[0] != "scalar"), 0)  # an argument of the values' shape
+    f.stores, f.first = _plan_stores(f.outputs, f.out_widths, f.out_how)
+    return f
+
+
+def _check_facts(f: SimpleNamespace) -> None:
+    """flydsl_lowered.facts()' checks of a row cell's lowered.py, with its broadcast inputs, wide vectors and wide
+    outputs: raises ValueError in the words of that check."""
+    if len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar", "broadcast"}:
+        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector' or 'scalar' per input, "
+                         "one 'row' at least (x: the first)")
+    if len(f.widths) != len(f.kinds) or any(w < 1 or w > 1 and kind == "scalar" for w, kind in zip(f.widths, f.kinds)):
+        raise ValueError(f"lowered.py: WIDTHS {f.widths} must give 1 per input, or r > 1 for an input read in parts")
+    for i, how, j in f.args:
+        if not (0 <= i < len(f.kinds) and how in ("whole", "part", "lane") and ((how == "whole") == (f.widths[i] == 1))
+                and (0 <= j < f.widths[i] if how != "whole" else j == 0)):
+            raise ValueError(f"lowered.py: ARGS entry {(i, how, j)} must be (input, 'whole', 0) for an input of width "
+                             "1, (input, 'part' | 'lane', j < its width) for a wide one")
+    if len(f.dtypes) != len(f.kinds) or set(f.dtypes) - {"float", "bool"} or f.dtypes[f.x] != "float":
+        raise ValueError(f"lowered.py: DTYPES {f.dtypes} must give 'float' or 'bool' per input, x a 'float'")
+    if (not f.outputs or len({len(f.outputs), len(f.out_dtypes), len(f.out_widths), len(f.out_how)}) != 1
+            or set(f.out_dtypes) - set(lw.OUT_DTYPES)):
+        raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} / OUT_WIDTHS / OUT_HOW do not "
+                         "match")
+    if any((how == "whole") != (r == 1) or how not in ("whole", "part", "lane") or r > 1 and kind != "row"
+           for kind, r, how in zip(f.outputs, f.out_widths, f.out_how)):
+        raise ValueError(f"lowered.py: OUT_WIDTHS {f.out_widths} / OUT_HOW {f.out_how}: a 'row' output r > 1 pieces "
+                         "wide is 'part' or 'lane', every other output 1 'whole'")
+    if set(f.outputs) - {"row", "reduced", "reduced_keepdim"} or set(f.reductions) - {"sum", "max", "min"}:
+        raise ValueError(f"lowered.py: unknown output or reduction kind in {f.outputs} / {f.reductions}")
+    if len(f.inputs) + len(f.outputs) > lw.SLOTS:
+        raise ValueError(f"lowered op: {len(f.inputs)} inputs + {len(f.outputs)} outputs exceed the launcher's "
+                         f"{lw.SLOTS} tensor slots (flydsl_lowered.SLOTS)")
+
+
+def _plan_stores(outputs, widths, hows) -> tuple[tuple, tuple]:
+    """(stores, first): where compute()'s flat results go. compute() returns OUT_WIDTHS[o] results per output o, its
+    pieces in order, from results[first[o]]; `stores` has one (o, how, j) per register tensor a row output is stored
+    from: a "whole" output's one, a wide output's (RoPE's [M, r*N] row) "part" j from its own (at column j*N), or
+    its "lane"s (o, "lane", 0), ONE tensor of r*vec elements per chunk that its r results fill interleaved (piece j
+    at j, j + r, ...), stored with r 128-bit accesses per chunk: the loads' lanes, the other way."""
+    stores, first, k = [], [], 0
+    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
+        first.append(k)
+        if kind == "row":
+            stores += [(o, how, j) for j in range(r)] if how == "part" else [(o, how, 0)]
+        k += r
+    return tuple(stores), tuple(first)
+
+
+def _compute(values, n, reduce) -> tuple:
+    """lowered.compute(*values, n, reduce) under fastmath 'afn' (as lw.compute): its flat tuple of results, each
+    output's OUT_WIDTHS pieces in order."""
+    with fx.fastmath("afn"):
+        return tuple(_facts().module.compute(*values, n, reduce))
+
+
 def _lane_partial(kind: str, v, masks, vec: int):
     """One lane's part of reduce(kind, v): its values, the not-loaded ones replaced by the identity, folded.
 
@@ -546,17 +641,42 @@ class _Reduce:
 
 def _lowered_scalars(tensors) -> dict:
     """Every scalar input's one value as an fp32 scalar (by input index), loaded once per lane (lw.scalar)."""
-    return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)) if kind == "scalar"}
+    return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, _facts().kinds)) if kind == "scalar"}
 
 
-def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, row_ok):
+def _broadcast_starts(tensors, row, vec: int) -> dict:
+    """Every broadcast input's start of row `row` (by input index), in vectors of its storage, once per row (before
+    the looped path's passes): its [L0, L1, L2, W] view (host.broadcast_rows: x's rows row-major over L0, L1, L2,
+    stride 0 over the dims it is broadcast over) holds x's row r at (r % L2)*s2 + (r / L2 % L1)*s1 + r / (L2*L1)*s0:
+    two integer divisions by the view's runtime sizes (FlyDSL passes a tensor's dynamic layout with it), the
+    remainders by a multiply; vec divides the strides (_prepare_lowered)."""
+    starts = {}
+    for i, (T, kind) in enumerate(zip(tensors, _facts().kinds)):
+        if kind == "broadcast":
+            l1, l2 = fx.get_scalar(T.shape[1]), fx.get_scalar(T.shape[2])
+            s0, s1, s2 = (fx.get_scalar(T.stride[d]) for d in range(3))
+            q2 = row // l2
+            q1 = q2 // l1
+            starts[i] = ((row - q2 * l2) * s2 + (q2 - q1 * l1) * s1 + q1 * s0) // vec
+    return starts
+
+
+def _storage_vectors(T, vec: int):
+    """A broadcast input's storage as 1-D vectors (lw.vectors): its view's cosize, every element a row can read
+    (the buffer descriptor's num_records, stride-0 dims counted once)."""
+    return lw.vectors(fx.make_view(fx.get_iter(T), fx.make_layout(fx.get_scalar(fx.cosize(T.layout)), 1)), vec)
+
+
+def _lowered_inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int,
+                    full: bool, row_ok):
     """compute()'s values in ARGS order, from the loads (flydsl_lowered.plan_loads), each this lane's chunks k as
     fp32 register vectors: a row or vector input's vector j = j0 + k*lanes + t of its row (a mask's vec bytes per
-    access, as 0.0 / 1.0); a part p of a wide input its vector p*NV + j (columns [p*N, (p+1)*N)); the lanes of a
-    wide input [M, r*N] its r vectors r*j .. r*j + r-1 (r*vec contiguous elements, r 128-bit loads), lane l the
-    values l, l + r, ... of them (a shuffle of the fp32 registers: no move); each scalar input its value from
-    `scalars` (_lowered_scalars, loaded once per lane, outside any loop)."""
-    f = lw.facts()
+    access, as 0.0 / 1.0), a broadcast input's of the row `starts` found; a part p of a wide input (a row, a
+    broadcast input or a vector [r*N]) its vector p*NV + j (columns [p*N, (p+1)*N)); the lanes of a wide input its r
+    vectors r*j .. r*j + r-1 (r*vec contiguous elements, r 128-bit loads), lane l the values l, l + r, ... of them
+    (a shuffle of the fp32 registers: no move); each scalar input its value from `scalars` (_lowered_scalars,
+    loaded once per lane, outside any loop)."""
+    f = _facts()
     loaded = []
     for (i, how, part), width in zip(f.loads, f.load_widths):
         T, ldv, kind = tensors[i], ldvs[i], f.kinds[i]
@@ -564,11 +684,13 @@ def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t,
         r, v = _regs(vec, chunks * width, dtype)
         r.fill(0.0 if dtype.is_float else 0)
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
-        gmem = _vectors(T, vec)
-        base = row * ldv if kind == "row" else 0  # traced after the view: the order that keeps non-wide ISA as it was
+        gmem = _storage_vectors(T, vec) if kind == "broadcast" else _vectors(T, vec)
+        # traced after the view: the order that keeps non-wide ISA as it was
+        base = row * ldv if kind == "row" else starts[i] if kind == "broadcast" else 0
         if const_expr(how == "part"):
             base = base + part * nv  # column part*N of the row
-        _move_if(row_ok if kind == "row" else True, atom, gmem, v, base, j0, lanes, chunks, t, nv, full, True, width)
+        _move_if(row_ok if kind in ("row", "broadcast") else True, atom, gmem, v, base, j0, lanes, chunks, t, nv,
+                 full, True, width)
         loaded.append(r.load().to(fx.Float32))
     values = []
     for how, k, j in f.of_arg:
@@ -582,54 +704,94 @@ def _lowered_inputs(tensors, ldvs, scalars, row, j0, lanes: int, chunks: int, t,
     return values
 
 
-def _lowered_store(T, kind: str, value, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok):
-    """Store one output: a row output's chunks (when `ok`: the row exists), a reduced value by lane 0 only; in the
-    output's dtype (x's, fp32, a quantizer's int8 / fp8: lw.to_storage), vec elements per access (int8 / fp8
-    beside a bf16 x: 8 bytes, dwordx2)."""
+def _lowered_stores(tensors, results, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok,
+                    reduced_ok):
+    """compute()'s flat results to the outputs (the tensors after the inputs): each of _facts().stores when `ok`
+    (the row exists), each reduced output's results[first[o]] by lane 0 when `reduced_ok`. A row output [M, r*N]
+    (r = OUT_WIDTHS) has rows r*NV vectors apart: its part j from column j*N, its lanes interleaved in registers
+    (_interleave) and stored r vectors per chunk, like a wide input's loads."""
+    f = _facts()
+    outputs = tensors[len(f.kinds):]
+    for o, how, j in f.stores:
+        r, first = f.out_widths[o], f.first[o]
+        if const_expr(how == "lane"):
+            _store_row(outputs[o], _interleave(results[first:first + r], vec, chunks), row * (r * nv), j0, lanes,
+                       chunks, t, nv, vec, full, ok, r)
+        else:
+            base = row * nv if const_expr(r == 1) else row * (r * nv) + j * nv
+            _store_row(outputs[o], results[first + j], base, j0, lanes, chunks, t, nv, vec, full, ok, 1)
+    for o, kind in enumerate(f.outputs):
+        if const_expr(kind != "row"):
+            _store_reduced(outputs[o], results[f.first[o]], row, t, reduced_ok)
+
+
+def _interleave(pieces, vec: int, chunks: int):
+    """r fp32 register vectors (a wide output's lanes, vec*chunks values each) as one of r*vec*chunks values: chunk
+    c's r*vec contiguous columns, piece l's value e at c*r*vec + e*r + l (register moves, no data movement)."""
+    r = len(pieces)
+    return fx.Vector.from_elements([pieces[q][c * vec + e] for c in range(chunks) for e in range(vec)
+                                    for q in range(r)], fx.Float32)
+
+
+def _store_row(T, value, base, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok, width: int):
+    """One row store (when `ok`: the row exists): this lane's chunks of `value` (width*vec values per chunk) to the
+    row's vectors from `base`, in the output's dtype (x's, fp32, a quantizer's int8 / fp8: lw.to_storage), vec
+    elements per access (int8 / fp8 beside a bf16 x: 8 bytes, dwordx2)."""
     dtype = T.element_type
-    if kind == "row":
-        r, v = _regs(vec, chunks, dtype)
-        r.store(lw.to_storage(value, dtype))
-        atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
-        _move_if(ok, atom, _vectors(T, vec), v, row * nv, j0, lanes, chunks, t, nv, full, False)
-    else:
-        lane0 = (t == 0) if ok is True else ok & (t == 0)
-        value = fx.Float32(value) if isinstance(value, (int, float)) else value
-        if const_expr(dtype is fx.Float8E4M3FN):  # converted here: _store_scalar's .to() has no fp8
-            value = lw.to_storage(value, dtype)
-        _store_scalar_if(lane0, T, row, value, dtype)
+    r, v = _regs(vec, chunks * width, dtype)
+    r.store(lw.to_storage(value, dtype))
+    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
+    _move_if(ok, atom, _vectors(T, vec), v, base, j0, lanes, chunks, t, nv, full, False, width)
+
+
+def _store_reduced(T, value, row, t, ok):
+    """A reduced output's value of the row by lane 0 (when `ok`), in its dtype (fp8: lw.to_storage)."""
+    dtype = T.element_type
+    lane0 = (t == 0) if ok is True else ok & (t == 0)
+    value = fx.Float32(value) if isinstance(value, (int, float)) else value
+    if const_expr(dtype is fx.Float8E4M3FN):  # converted here: _store_scalar's .to() has no fp8
+        value = lw.to_storage(value, dtype)
+    _store_scalar_if(lane0, T, row, value, dtype)
 
 
 @flyc.jit
 def _move_if(ok, atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, load: bool, width: int = 1):
-    """_move when `ok` (a branch around the accesses; True: none); width > 1: _load_lanes."""
+    """_move when `ok` (a branch around the accesses; True: none); width > 1: _move_lanes."""
     if const_expr(ok is True):
         if const_expr(width == 1):
             _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
         else:
-            _load_lanes(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, width)
+            _move_lanes(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, width, load)
     else:
         if ok:
             if const_expr(width == 1):
                 _move(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, load)
             else:
-                _load_lanes(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, width)
+                _move_lanes(atom, gmem, regs, base, j0, lanes, chunks, t, nv, full, width, load)
 
 
 @flyc.jit
-def _load_lanes(atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, width: int):
-    """A wide input's lanes: for chunk k (row vector j = j0 + k*lanes + t of the N-wide rows), its `width` vectors
-    width*j .. width*j + width-1 (width*vec contiguous elements) into regs vectors k*width ...; skipped when j >= nv
+def _move_lanes(atom, gmem, regs, base, j0, lanes: int, chunks: int, t, nv, full: bool, width: int, load: bool):
+    """A wide tensor's lanes: for chunk k (row vector j = j0 + k*lanes + t of the N-wide rows), its `width` vectors
+    width*j .. width*j + width-1 (width*vec contiguous elements) <-> regs vectors k*width ...; skipped when j >= nv
     (unless `full`)."""
     for k in range_constexpr(chunks):
         j = j0 + k * lanes + t
         if const_expr(full):
             for q in range_constexpr(width):
-                fx.copy(atom, gmem[None, base + j * width + q], regs[None, k * width + q])
+                _copy(atom, gmem[None, base + j * width + q], regs[None, k * width + q], load)
         else:
             if j < nv:
                 for q in range_constexpr(width):
-                    fx.copy(atom, gmem[None, base + j * width + q], regs[None, k * width + q])
+                    _copy(atom, gmem[None, base + j * width + q], regs[None, k * width + q], load)
+
+
+def _copy(atom, gmem_vector, regs_vector, load: bool):
+    """One buffer access of a vector: gmem -> registers (a load) or back (a store)."""
+    if load:
+        fx.copy(atom, gmem_vector, regs_vector)
+    else:
+        fx.copy(atom, regs_vector, gmem_vector)
 
 
 @flyc.jit
@@ -656,43 +818,39 @@ def lowered_rows_kernel(
     tid = fx.thread_idx.x
     row = fx.block_idx.x * (threads // tpr) + tid // tpr
     t = tid % tpr
-    f = lw.facts()
+    f = _facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     lds = None
     if const_expr(lds_floats > 0):
         lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
     row_ok = row < m
-    values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _lowered_scalars(tensors), row, 0, tpr,
-                             chunks, t, nv, vec, full, row_ok)
+    values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _broadcast_starts(tensors, row, vec),
+                             _lowered_scalars(tensors), row, 0, tpr, chunks, t, nv, vec, full, row_ok)
     reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.like],
                      lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
                                                           lds, slot, tid))
-    outs = lw.compute(values, fx.Float32(nv * vec), reduce)
-    for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
-        _lowered_store(T, kind, value, row, 0, tpr, chunks, t, nv, vec, full, row_ok)
+    results = _compute(values, fx.Float32(nv * vec), reduce)
+    _lowered_stores(tensors, results, row, 0, tpr, chunks, t, nv, vec, full, row_ok, row_ok)
 
 
 @flyc.jit
-def _lowered_pass(tensors, ldvs, scalars: dict, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc,
-                  known: list, p: int):
+def _lowered_pass(tensors, ldvs, starts: dict, scalars: dict, row, iters, nv, vec: int, threads: int, chunks: int,
+                  tid, acc, known: list, p: int):
     """One pass of the looped path over the row, `threads * chunks` vectors per iteration (see _Reduce)."""
     for it in range(iters):
-        _lowered_slice(tensors, ldvs, scalars, row, it * (threads * chunks), nv, vec, threads, chunks, tid, acc,
-                       known, p,
-                       it == 0)
+        _lowered_slice(tensors, ldvs, starts, scalars, row, it * (threads * chunks), nv, vec, threads, chunks, tid,
+                       acc, known, p, it == 0)
 
 
-def _lowered_slice(tensors, ldvs, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc, known: list,
-                   p: int, first):
+def _lowered_slice(tensors, ldvs, starts: dict, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc,
+                   known: list, p: int, first):
     """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once)."""
-    f = lw.facts()
-    values = _lowered_inputs(tensors, ldvs, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
+    f = _facts()
+    values = _lowered_inputs(tensors, ldvs, starts, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
     masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
-    outs = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=p))
+    results = _compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=p))
     if const_expr(p == len(f.reductions)):
-        for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
-            _lowered_store(T, kind, value, row, j0, threads, chunks, tid, nv, vec, False, True if kind == "row"
-                           else first)
+        _lowered_stores(tensors, results, row, j0, threads, chunks, tid, nv, vec, False, True, first)
 
 
 @flyc.kernel
@@ -711,7 +869,7 @@ def lowered_looped_kernel(
     outputs (functions of the row results only)."""
     tid = fx.thread_idx.x
     row = fx.block_idx.x
-    f = lw.facts()
+    f = _facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
     lds = None
@@ -719,24 +877,24 @@ def lowered_looped_kernel(
         lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
     acc = fx.make_rmem_tensor(1, fx.Float32)
     scalars = _lowered_scalars(tensors)  # once, before every pass
+    starts = _broadcast_starts(tensors, row, vec)
     known = []
     for p, kind in enumerate(f.reductions):
         acc[0] = fx.Float32(0.0 if kind == "sum" else -math.inf)
-        _lowered_pass(tensors, ldvs, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
+        _lowered_pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
         val = _row_reduce(acc[0], "sum" if kind == "sum" else "max", threads, threads, lds, p, tid)
         known.append(-val if kind == "min" else val)
     if const_expr("row" in f.outputs):
-        _lowered_pass(tensors, ldvs, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known,
+        _lowered_pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known,
                       len(f.reductions))
     else:
         zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
         zeros.fill(0.0)
         values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
         masks = _chunk_masks(0, threads, chunks, tid, nv, True)
-        outs = lw.compute(values, fx.Float32(nv * vec),
-                          _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=len(f.reductions)))
-        for T, kind, value in zip(tensors[len(f.kinds):], f.outputs, outs):
-            _lowered_store(T, kind, value, row, 0, threads, chunks, tid, nv, vec, True, True)
+        results = _compute(values, fx.Float32(nv * vec),
+                           _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=len(f.reductions)))
+        _lowered_stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
 
 
 @flyc.jit
@@ -815,7 +973,7 @@ def _prepare(op: str, x, args, out):
 def _lowered_loads() -> int:
     """The row values a lane holds per chunk vector of x, in vectors: one per load (a row or vector input, a part of
     a wide input), r for a wide input's lanes (r*vec elements); a scalar input is one register, not a row's."""
-    return max(1, sum(lw.facts().load_widths))
+    return max(1, sum(_facts().load_widths))
 
 
 def _lowered_values_per_lane() -> int:
@@ -827,41 +985,63 @@ def _lowered_values_per_lane() -> int:
 
 def _lowered_plan(n: int, vec: int) -> dict:
     cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // _lowered_loads()))
-    cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
+    cfg["lds_floats"] = len(_facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
     return cfg
 
 
 def _lowered_constexprs(vec: int, cfg: dict) -> tuple:
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["lds_floats"],
-            lw.facts().key)
+            _facts().key)
 
 
 def _lowered_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
-    """What run() and compile_only compile for the lowered op: 1-D placeholders in the tensor slots, the row
-    strides (in vectors) of the slots, M, N / vec, the loop count, then the constexprs."""
-    tensors = [rt.placeholder(d, 4096) for d in (*in_dtypes, *out_dtypes)]
+    """What run() and compile_only compile for the lowered op: 1-D placeholders in the tensor slots (a broadcast
+    input's a [L0, L1, L2, W] one: its sizes and strides are runtime values the kernel reads), the row strides (in
+    vectors) of the slots, M, N / vec, the loop count, then the constexprs."""
+    kinds = [*_facts().kinds, *["output"] * len(out_dtypes)]
+    tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
+               else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
     return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_lowered_constexprs(vec, cfg))
+
+
+def _placeholder_dtypes(x_dtype: str) -> tuple[list[str], list[str]]:
+    """lw.placeholder_dtypes for this cell's facts: the inputs' op.json dtype names (x's; a mask's bytes lw.MASK),
+    then the outputs'."""
+    f = _facts()
+    return [lw.MASK if d == "bool" else x_dtype for d in f.dtypes], [lw.out_dtype_name(d, x_dtype)
+                                                                      for d in f.out_dtypes]
+
+
+def _compile_vec(x_dtype: str) -> int:
+    """lw.compile_vec for this cell's facts: 128 bits of the widest element among the inputs and the row outputs."""
+    ins, outs = _placeholder_dtypes(x_dtype)
+    rows = [d for d, kind in zip(outs, _facts().outputs) if kind == "row"]
+    return lw.ACCESS_BYTES // max(DTYPE_BYTES.get(d, 1) for d in ins + rows)
 
 
 def _prepare_lowered(inputs, out):
     """A lowered signature's first call, or a refused one: the checks, the vector width, the plan, the launch.
 
     Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
-    f = lw.facts()
+    f = _facts()
     host.check_count(f.module.SOURCE, inputs, len(f.inputs))
     x = inputs[f.x]
     m, n, _ = host.rows_of("lowered", x)
     n //= f.widths[f.x]  # the row length N: a wide x is [M, r*N]
-    _, outs = host.lowered_operands(f.module, inputs, out, [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs],
+    _, outs = host.lowered_operands(f.module, inputs, out, host.lowered_out_shapes(f.module, m, n),
                                     rows_contiguous=False)
     rows = [(name, t, w) for name, kind, t, w in zip(f.inputs, f.kinds, inputs, f.widths) if kind == "row"]
     lds = [host.rows_of(f"lowered ({name})", t)[2] for name, t, _ in rows]
     for (name, t, w), ld in zip(rows, lds):
         if ((m - 1) * ld + w * n) * t.element_size() >= MAX_BYTES:
             raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
-    lw.check_buffer_range((*inputs, *outs))
+    broadcast = [t for t, kind in zip(inputs, f.kinds) if kind == "broadcast"]  # a view's span, not its numel
+    if any(_span(t) * t.element_size() >= MAX_BYTES for t in broadcast):
+        raise ValueError("lowered: a broadcast input spans 2 GiB or more; buffer accesses address under 2 GiB")
+    lw.check_buffer_range([*(t for t, kind in zip(inputs, f.kinds) if kind != "broadcast"), *outs])
     wide = [*(inputs[i] for i in f.loaded), *(o for o, k in zip(outs, f.outputs) if k == "row")]  # a mask: vec bytes
-    vec = lw.pick_vec(lw.widest_bytes(wide), n, lds, [(t.data_ptr(), t.element_size()) for t in wide])
+    strides = [*lds, *(s for t in broadcast for s in t.stride()[:3])]  # a broadcast row starts at a vector too
+    vec = lw.pick_vec(lw.widest_bytes(wide), n, strides, [(t.data_ptr(), t.element_size()) for t in wide])
     cfg = _lowered_plan(n, vec)
     dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
     fn = rt.compiled(_compiled, ("lowered", *dtypes, *_lowered_constexprs(vec, cfg)), lowered_launch,
@@ -873,18 +1053,32 @@ def _prepare_lowered(inputs, out):
     return rt.Launch("lowered", fn, _lowered_constexprs(vec, cfg), x.get_device(), facts)
 
 
+def _span(t) -> int:
+    """Elements from a view's first to its last one (a stride-0 dim adds none)."""
+    return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+
+
 def _run_lowered(inputs, out):
     """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order).
 
     inputs in lowered.INPUTS order, the function's own (x the first row input, [M, N] or of rank 3 or more: rows of
-    its last dim); a mask bool, a scalar one element."""
+    its last dim); a mask bool, a scalar one element. Rows of any rank, heads (HEADS) and broadcast inputs go
+    through host.rows_nd, which hands _run_rows 2-D rows (and broadcast_rows' views); a plain [M, N] x goes
+    straight there."""
+    f = _facts()
+    if len(inputs) == len(f.kinds) and (inputs[f.x].dim() != 2 or f.module.HEADS or "broadcast" in f.kinds):
+        return host.rows_nd(f.module, _run_rows, inputs, out)
+    return _run_rows(*inputs, out=out)
+
+
+def _run_rows(*inputs, out=None):
+    """_run_lowered on x [M, N] (as host.rows_nd calls a row cell's run: the inputs positional, `out` by name): the
+    signature's prepared launch, the per-call checks, the launch."""
     import torch
 
-    f = lw.facts()
-    if len(inputs) != len(f.kinds):
+    f = _facts()
+    if len(inputs) != len(f.kinds) or inputs[f.x].dim() != 2:
         _prepare_lowered(inputs, out)  # raises, in host.py's words
-    if inputs[f.x].dim() != 2:  # rank 3 or more: rows of the last dim (host.rows_nd views them as 2-D)
-        return host.rows_nd(f.module, _run_lowered_2d, inputs, out)
     inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
     x = inputs[f.x]
     m, n = x.shape
@@ -900,13 +1094,14 @@ def _run_lowered(inputs, out):
     if launch is None:
         launch = _launches[signature] = _prepare_lowered(inputs, out)
     limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
-    shapes = [host.OUTPUT_SHAPES[k](m, n) for k in f.outputs]
+    shapes = host.lowered_out_shapes(f.module, m, n)
     if out is None:
         outs = tuple(torch.empty(s, dtype=d, device=x.device) for s, d in zip(shapes, out_dtypes))
     else:
         outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
     spans = [(m - 1) * (t.stride(0) if m > 1 else n) + w * n for t, w in zip(rows, widths)]
-    if not (0 < m and all(tuple(t.shape) == (m, w * n) for t, w in zip(rows, widths)) and max(spans) < limit and len(outs) == len(shapes)
+    if not (0 < m and all(tuple(t.shape) == (m, w * n) for t, w in zip(rows, widths)) and max(spans) < limit
+            and len(outs) == len(shapes)
             and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
                     for o, s, d in zip(outs, shapes, out_dtypes))):
         launch = _prepare_lowered(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
@@ -915,11 +1110,6 @@ def _run_lowered(inputs, out):
     flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
     launch(*lw.slots([*flat, *(o.view(-1) for o in outs)]), *slot_ldvs, m, nv, iters)
     return outs[0] if len(outs) == 1 else outs
-
-
-def _run_lowered_2d(*inputs, out=None):
-    """_run_lowered as host.rows_nd calls a row cell's run: the inputs (now 2-D rows) positional, `out` by name."""
-    return _run_lowered(inputs, out)
 
 
 def run(x, *args, out=None, op: str = OP, eps: float = EPS):
@@ -956,12 +1146,20 @@ def run(x, *args, out=None, op: str = OP, eps: float = EPS):
     return out
 
 
-def _case_shape(case: dict | None) -> tuple[int, int, int]:
-    """(M, N, row stride) of a case; no case means the headline 32768 x 8192."""
+def _case_shape(case: dict | None, op: str = OP) -> tuple[int, int, int]:
+    """(M, N, row stride) of a case as the kernel runs it; no case means the headline 32768 x 8192. A lowered op's
+    rows as host.lowered_lengths makes them: a case [M, N] of a program with a wide first row output (RoPE's row of
+    N = r pieces) runs rows of N / r, one that views x's rows as heads of c (HEADS) M*N/c rows of c."""
     if not case:
         return 32768, 8192, 8192
     dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
     m, n = int(dims[0]), int(dims[-1])
+    if op == "lowered":
+        f = _facts()
+        heads = f.module.HEADS
+        rows = host.lowered_lengths(n, heads, next((r for r, kind in zip(f.out_widths, f.outputs) if kind == "row"),
+                                                   1))[0]
+        m, n = m * n // rows if heads else m, rows
     return m, n, int(case.get("row_stride") or n)
 
 
@@ -983,19 +1181,19 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     dtype = dtype or OP_SPEC["dtype"]
     if op not in (*OPS, "lowered"):
         raise ValueError(f"compile_only: unknown reduction op {op!r}; expected one of {OPS} or 'lowered'")
-    _, n, ld = _case_shape(case)
+    _, n, ld = _case_shape(case, op)
     tag = (_lowered_variant if op == "lowered" else _variant)(n, ld, dtype)[2]
     return rt.compile_isa(__file__, f"{op}_{dtype}_{tag}", [op, dtype, n, ld], arch, out_dir)
 
 
 def _lowered_variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
-    """_variant for the lowered op: compile_only's dtypes (lw.placeholder_dtypes), 16-byte-aligned tensors."""
-    vec = lw.compile_vec(dtype)
+    """_variant for the lowered op: compile_only's dtypes (_placeholder_dtypes), 16-byte-aligned tensors."""
+    vec = _compile_vec(dtype)
     while vec > 1 and (n % vec or ld % vec):
         vec //= 2
     cfg = _lowered_plan(n, vec)
     tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
-    if vec < lw.compile_vec(dtype):
+    if vec < _compile_vec(dtype):
         tag += f"_vec{vec}"
     return vec, cfg, tag
 
@@ -1004,7 +1202,7 @@ def _emit_isa(op: str, dtype: str, n: str, ld: str) -> None:
     """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
     if op == "lowered":
         vec, cfg, _ = _lowered_variant(int(n), int(ld), dtype)
-        flyc.compile(lowered_launch, *_lowered_compile_args(*lw.placeholder_dtypes(dtype), vec, cfg))
+        flyc.compile(lowered_launch, *_lowered_compile_args(*_placeholder_dtypes(dtype), vec, cfg))
         return
     vec, cfg, _ = _variant(int(n), int(ld), dtype)
     flyc.compile(reduction_launch, *_compile_args(op, dtype, vec, cfg))
@@ -1021,7 +1219,7 @@ def describe(case: dict) -> dict:
     waves_per_row = max(1, cfg["tpr"] // WAVE)
     bits = vec * _BYTES[dtype] * 8
     return {
-        "path": (f"looped (one workgroup per row, {len(lw.facts().reductions) + 1 if lowered else 2} passes)"
+        "path": (f"looped (one workgroup per row, {len(_facts().reductions) + 1 if lowered else 2} passes)"
                  if cfg["looped"] else "register-resident rows"),
         "vector_elements": vec,
         "vector_bits": bits,
@@ -1040,25 +1238,32 @@ def describe(case: dict) -> dict:
         + ", then VGPRs -> HBM"
         + ("; the row is read twice (the second pass is expected to hit L2 / Infinity Cache)" if two_pass
            else "; x is read once" if not lowered else
-           f"; every input is read {len(lw.facts().reductions) + 1} times, one pass per reduce() and the stores "
-           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] and lw.facts().reductions else
+           f"; every input is read {len(_facts().reductions) + 1} times, one pass per reduce() and the stores "
+           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] and _facts().reductions else
            "; every input is read once, in one pass (no reduce())" if cfg["looped"] else
            "; every input is read once and kept in VGPRs through every reduce()")
-        + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in lw.facts().dtypes else "")
-        + ("; scalar inputs one load per lane" if lowered and "scalar" in lw.facts().kinds else "")
+        + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in _facts().dtypes else "")
+        + ("; scalar inputs one load per lane" if lowered and "scalar" in _facts().kinds else "")
         + (_wide_movement(vec) if lowered else ""),
     }
 
 
 def _wide_movement(vec: int) -> str:
-    """describe()'s words for the wide inputs' loads (flydsl_lowered.plan_loads), "" when there are none."""
-    f = lw.facts()
-    words = []
+    """describe()'s words for the wide inputs' loads (flydsl_lowered.plan_loads), the broadcast inputs' rows and the
+    wide outputs' stores (_plan_stores), "" when there are none."""
+    f = _facts()
+    words = [f"; {f.inputs[i]} broadcast over x's rows: its row found by two integer divisions per row"
+             for i, kind in enumerate(f.kinds) if kind == "broadcast"]
     for i, how in dict.fromkeys((i, how) for i, how, _ in f.loads if how != "whole"):
         r = f.widths[i]
-        words.append(f"; {f.inputs[i]} [M, {r}N] " + (
+        words.append(f"; {f.inputs[i]} {r}N wide " + (
             "in parts, each its own load from column j*N" if how == "part" else
             f"as {r} lanes: {r * vec} contiguous elements per chunk ({r} loads), deinterleaved in registers"))
+    for o, how in dict.fromkeys((o, how) for o, how, _ in f.stores if how != "whole"):
+        r = f.out_widths[o]
+        words.append(f"; output {o} [M, {r}N] " + (
+            "in parts, each its own store to column j*N" if how == "part" else
+            f"as {r} lanes interleaved in registers: {r * vec} contiguous elements per chunk ({r} stores)"))
     return "".join(words)
 
 
