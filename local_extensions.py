@@ -47,7 +47,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 os.environ["KBASELINE_ROOT"] = ROOT  # for the post-gen hook (a child of this process); never pasted into its code
 
-from tools import demo, detect, interrupts, overwrite, registry, spec, validate  # noqa: E402
+from tools import detect, interrupts, overwrite, registry, spec, validate  # noqa: E402
 from tools.catalog import InputError  # noqa: E402
 
 COOKIECUTTER_JSON = json.loads(Path(ROOT, "cookiecutter.json").read_text())
@@ -199,7 +199,7 @@ def kb_op_json(ctx) -> str:
     ws = Path(ctx["_output_dir"]) / ctx["op_name"]
     _BAKE.update(ws=ws, made=bool(cli) and not any(ws.iterdir()))  # empty: cookiecutter made it for this bake
     try:
-        op = demo.attach(spec.build(ctx), ctx)  # the kernel demo's block (tools/demo.py)
+        op = spec.build(ctx)
         moved = overwrite.prepare(ws, cli.get("overwrite_if_exists", True), cli.get("skip_if_file_exists", False))
     except InputError as err:
         if cli and not cli["overwrite_if_exists"]:

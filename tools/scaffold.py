@@ -79,7 +79,7 @@ def workspace(dest: Path, ctx: dict) -> Path:
     for a full context (see tests/conftest.py), the template's files arranged as a bake would."""
     from tools import spec
 
-    op = demo.attach(spec.build(ctx), ctx)
+    op = spec.build(ctx)
     shutil.copytree(ROOT / "{{cookiecutter.op_name}}", dest, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "op.json").write_text(json.dumps(op, indent=2) + "\n")
     arrange(dest, op)

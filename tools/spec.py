@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from tools import catalog, lower, registry, shapes
+from tools import catalog, demo, lower, registry, shapes
 from tools.catalog import ARCHS, DTYPES, GPUS, output_torch_dtype, torch_dtype
 from tools.validate import CHECKS as INPUTS
 from tools.validate import LOWERED, check, default_op_name, validate
@@ -120,13 +120,14 @@ def _markers(cell: dict, resolved: dict) -> dict:
 
 
 def build(ctx: dict) -> dict:
-    """Validate a cookiecutter context and return its op.json (raises catalog.InputError on bad input)."""
+    """Validate a cookiecutter context and return its op.json, the kernel demo's block included (raises
+    catalog.InputError on bad input)."""
     resolved = validate(ctx)
     pattern, dsl, cell, gpu, op = (resolved[k] for k in ("pattern", "dsl", "cell", "gpu", "op"))
     spec = lower.op_spec(resolved["pytorch_logic"]["lowering"]["ir"]) if op == LOWERED else pattern.OPS[op]
     dtype = resolved["dtype"]
     spec = {**spec, **spec.get("by_dtype", {}).get(dtype, {})}  # e.g. gemm's fp8: the scales, 1-byte inputs
-    return {
+    op = {
         "op_name": resolved["op_name"], "pattern": resolved["pattern_name"], "op": op,
         "gpu": resolved["gpu_name"], "vendor": gpu["vendor"], "arch": gpu["arch"], "target": gpu["target"],
         "framework": dsl.NAME, "compute_units": gpu["compute_units"],
@@ -153,6 +154,7 @@ def build(ctx: dict) -> dict:
         "lowering_rule": {"vector_names": list(lower.ir.VECTOR_NAMES), "per_row_names": list(lower.ir.PER_ROW_NAMES)},
         **_lowering(resolved, pattern, cell),
     }
+    return demo.attach(op, ctx)  # the kernel demo's block, when one was given (tools/demo.py)
 
 
 def context(**values) -> dict:

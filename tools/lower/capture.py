@@ -338,7 +338,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.overrides import TorchFunctionMode
 
-    from tools.lower.convert import DECOMPOSE, Refused
+    from tools.lower.convert import DECOMPOSE, SELECTIONS, Refused
 
     names = [i["name"] for i in inputs]
     state = {"transposes": [], "matmuls": 0, "operands": None}
@@ -352,6 +352,10 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
             if loc:
                 fx_traceback.current_meta["stack_trace"] = loc
             name = getattr(func, "__name__", "")
+            if name.removesuffix("_") in SELECTIONS or name == "embedding":  # before it runs on traced values
+                raise Refused(f"torch.{name} selects, orders or draws elements (not a pointwise map or a row "
+                              "reduction), which these kernels do not lower: keep it in PyTorch and lower the rest "
+                              "as its own function", loc)
             if name == "prelu" and not gemm:  # F.prelu's own decomposition fails on symbolic sizes (numel())
                 x, weight = (list(args) + list((kwargs or {}).values()))[:2]
                 if weight.dim() == 1 and x.dim() > 2:  # one weight per channel, dim 1: not the row's last dim
@@ -448,6 +452,8 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
             gm, lines = trace(fn, inputs, constants, folder)
     except MatmulFound:
         gemm = True
+    except Refused as err:  # a call the trace refuses by name (a selection, F.prelu per channel)
+        return {**refused(err, folder), "near": None}
     except Exception as err:  # noqa: BLE001 -- whatever the user's function raised while traced
         gemm = calls_a_matmul(fn, inputs, constants)  # it may have failed on a GEMM operand named like a vector
         gm = None
@@ -521,8 +527,9 @@ def called(function: str, inputs: list[dict], folder: str, err: Exception) -> di
     ranks = "unpack" in message or "dimension" in message.lower() or "index" in message.lower() or \
         "invalid for input" in message
     hint = ("the parameters are traced as [M, N] rows, [N] vectors (by name or `w: \"[N]\"`) and one-element scalars "
-            "(`alpha: \"[]\"`); an input read in parts beside [N] vectors is annotated `x: \"[M, 2N]\"`; tensors "
-            "of rank 3 or more do not lower yet"
+            "(`alpha: \"[]\"`); an input read in parts beside [N] vectors is annotated `x: \"[M, 2N]\"`; a function "
+            "of rank 3 or more names x's dims (`q: \"[B, S, H, D]\"`) and those of each input it broadcasts "
+            "(`cos: \"[S, D]\"`)"
             if ranks else "if a parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`; a "
             "one-element scalar, `alpha: \"[]\"`")
     return {"ok": False, "stage": "call",

@@ -384,6 +384,9 @@ class Converter:
         if wide and base != "sym_size":
             return self.componentwise(base, node, wide)
         shape = self.shape_class(val)
+        if shape == "other" and isinstance(val, (list, tuple)):
+            self.refuse(f"torch.{base} splits a tensor into {len(val)} pieces of shape {self.words(val[0].shape)}, "
+                        f"which are neither x's rows {self.words(self.xshape)} nor its halves or lanes")
         if shape == "other":
             self.refuse(f"torch.{base} makes a tensor of shape {self.words(val.shape)}, which is neither x's "
                         f"{self.words(self.xshape)}, a vector [N] over the last dim, nor one value per row")

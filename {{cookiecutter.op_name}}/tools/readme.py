@@ -188,9 +188,33 @@ def input_rows(program: dict) -> list[str]:
             how = f"[..., {width}N], read in parts: {read or 'none used'}"
         else:
             how = "[..., N], one row per row of the output, any rank (M = the product of the leading dims)"
+        how = _named(program, i, how)
         lines.append(f"- `{i['name']}`{' (bool mask, one byte per element)' if i.get('dtype') == 'bool' else ''}: "
                      f"{how}")
+    if program.get("heads"):
+        lines.append(f"- the function views x's rows as heads of {program['heads']}: the kernel's rows are the heads "
+                     f"(M = x's rows x N / {program['heads']}), and its [N] vectors are one head long")
+    for k, o in enumerate(program.get("outputs", [])):
+        if isinstance(o["value"], list):
+            lines.append(f"- output {k} is written whole from its {len(o['value'])} "
+                         + ("halves, side by side" if o["how"] == "part" else "interleaved lanes") +
+                         " (a case's N is this row's length)")
     return lines
+
+
+def _named(program: dict, spec: dict, how: str) -> str:
+    """An input's line with its dim names when x was annotated with them (an N-D function): which of x's dims a
+    broadcast input leaves out, and so which rows of it each row of x reads."""
+    x = next((i for i in program.get("inputs", []) if i["kind"] == "row"), {})
+    if "names" not in spec or "names" not in x:
+        return how
+    dims, names = x["names"], spec["names"]
+    if names == dims:
+        return f"[{', '.join(dims)}]: " + how.removeprefix("[..., N], ")
+    left = [d for d in dims[:-1] if d not in names]
+    return (f"[{', '.join(names)}], broadcast over {', '.join(left)}: row r of x reads its row of "
+            f"({', '.join(d for d in dims[:-1] if d in names)}), found by strides (0 over {', '.join(left)}); no copy"
+            + (f"; {how.split(', read in parts: ')[1]}" if ", read in parts: " in how else ""))
 
 
 def user_logic_section(op: dict, inputs: str) -> list[str]:
@@ -227,6 +251,14 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "or `mask_*`, or annotated with `bool` (`keep: \"[M, N] bool\"`); `\"[M, N] float\"` keeps a float mask "
         "of that name;",
         "- `*args`/`**kwargs` are refused: each input needs a name;",
+        "- tensors of any rank are rows of their last dim; annotate x with its dims' names (`q: \"[B, S, H, D]\"`) "
+        "and each input the function broadcasts with the names it has (`cos: \"[S, D]\"`: a subset of x's, in "
+        "x's order, ending in x's last; `1` for a dim of size 1): the kernel reads its rows through strides, 0 over "
+        "the dims it leaves out; a view of x's rows as heads (`q.view(*q.shape[:-1], -1, head_dim)`) runs rows of "
+        "`head_dim`, with its [N] vectors one head long;",
+        "- a row read in halves or interleaved lanes (`x.chunk(2, -1)`, `rotate_half`, `x[..., ::2]`) is loaded as "
+        "those pieces, and an output built of them (`torch.cat`, `torch.stack(..., -1).flatten(-2)`) is written "
+        "whole, piece by piece; annotate `x: \"[M, 2N]\"` when x is twice as wide as the output;",
         "- a GEMM (a function that calls a matmul): its first two tensor parameters are the operands, a [M, K] and "
         "b [N, K] (both K-major, nn.Linear's layout), whatever their names; the others are epilogue inputs on "
         "C = a @ b^T [M, N]: C's shape by default, a vector [N] by the names above or `\"[N]\"`, one value per row "
@@ -242,7 +274,8 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "`torch.matmul(a, b.t())`, `torch.mm`, `F.linear(a, b)`, `F.linear(a, b, bias)`), then the pointwise ops "
         "above on its result (bias, activation, residual, column or row scale, a cast), one output C [M, N]. A "
         "function that uses anything else (a reduction over rows, a cumulative op, a selection such as `topk`/`sort`/"
-        "`argmax`, tensors of rank 3 or more, slices of the last dim; in a GEMM a second matmul, a "
+        "`argmax`/`gather`/`embedding`, a transpose of the output, slices other than halves or lanes of the "
+        "row, inputs with dims x does not have (a GQA k beside q); in a GEMM a second matmul, a "
         "matmul after other work, a reduction, a non-K-major `a @ b`, a batched matmul, several outputs) is refused "
         "at bake time with the torch op and your line; with `pattern=auto` the bake stops there, with a named "
         "pattern it keeps that pattern's built-in kernel.", "",
