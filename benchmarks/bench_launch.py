@@ -18,7 +18,8 @@ run_baseline=no`), then, for each workspace, two child processes, each timing ev
 The sides: our kernel.run (with out= given), the same kernel through host.torch_op's custom op (what a
 torch.compile'd model calls; it allocates its output), the workspace's torch baseline (reference.baseline: eager
 torch, cuBLAS, SDPA), and quack (benchmarks only: never imported by the template) where it has the op (rmsnorm, softmax, GEMM).
-Inputs are the workspace's own reference.make_inputs on the same seed. Writes JSON rows and prints a table.
+Inputs are the workspace's own reference.make_inputs on the same seed, at SHAPES, or for a lowered workspace its own
+representative cases (own_cases). Writes JSON rows and prints a table.
 """
 
 from __future__ import annotations
@@ -107,6 +108,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def own_cases(op: dict) -> list:
+    """A lowered workspace's own representative cases (its function's shapes: RoPE's q [B, S, H, D] with cos [S, D]
+    cannot be made from a 2-D label), the smallest first, as (label, case)."""
+    timed = sorted((c for c in op["cases"] if c["role"] == "representative"), key=lambda c: c["vars"]["numel"])
+    return [(c["name"][4:], c) for c in timed[:3]]
+
+
 def bake(dest: Path) -> list[Path]:
     """One workspace per (pattern, op) of CELLS, baked for the H200 through this template."""
     out = []
@@ -129,10 +137,11 @@ def main(argv=None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="kb-launch-") as tmp:
         for ws in args.workspaces or bake(Path(tmp)):
-            pattern = json.loads((ws / "op.json").read_text())["pattern"]
+            op = json.loads((ws / "op.json").read_text())
+            shapes = own_cases(op) if op["op"] == "lowered" else SHAPES[op["pattern"]]
             halves = []
             for mode in ("host", "gpu"):
-                done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(SHAPES[pattern]), mode], cwd=ws,
+                done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(shapes), mode], cwd=ws,
                                       capture_output=True, text=True, timeout=900)
                 if done.returncode != 0:
                     print(f"{ws.name} ({mode}): failed\n{done.stderr[-3000:]}", file=sys.stderr)
