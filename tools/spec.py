@@ -77,7 +77,8 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
             "output_dtypes": [o["dtype"] for o in program["outputs"]], "phase1": phase1,
             "lowering": {"status": "lowered", "function": program["function"], "file": program["file"],
                          "class": program["class"], "steps": len(program["nodes"]),
-                         "reductions": lower.ir.reductions(program)},
+                         "reductions": lower.ir.reductions(program),
+                         "rounded_thresholds": lower.ir.rounded_thresholds(program)},
             "baseline_summary": f"{cell['summary']}; its compute is the user's `{program['function']}` "
                                 f"({program['file']}), traced and generated into lowered.py"}
 

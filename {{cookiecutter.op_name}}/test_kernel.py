@@ -72,20 +72,45 @@ def _on_alarm(signum, frame):
 # Correctness
 # --------------------------------------------------------------------------------------------
 
-def rel_err(out, ref) -> float:
-    """||out - ref|| / ||ref|| in float64 over the finite elements; NaN (a FAIL) when out has a NaN or an infinity
-    where ref has none, or lacks one ref has. A reference may be NaN on purpose (var of one element, softmax of an
-    all -inf row): the kernel must then be NaN at exactly those elements."""
+# A lowered function that decides by a threshold on a value it rounded (op.json lowering.rounded_thresholds: min-p
+# sampling's `probs < min_p * probs.max()` on a bf16 softmax) may see an element within one rounding of its threshold
+# decided the other way by the kernel, which rounds where the function does, than by the float64 reference, which
+# does not: those elements may differ in NaN / infinity, at most this share of the output (at least one element), and
+# each case counts them. Every other function gets none. The share that flips was measured on the H200 (kbaseline's
+# benchmarks/2026-12-03-h200-real-models.md, min_p_mask).
+THRESHOLD_FLIP_SHARE = 1e-3
+
+
+def special_mismatches(out, ref) -> int:
+    """Elements where out and ref differ in being NaN, +inf or -inf."""
     import torch
 
     out64, ref64 = out.double(), ref.double()
-    if not (torch.equal(torch.isnan(out64), torch.isnan(ref64)) and torch.equal(torch.isposinf(out64), torch.isposinf(ref64))
-            and torch.equal(torch.isneginf(out64), torch.isneginf(ref64))):
+    return int((torch.isnan(out64) != torch.isnan(ref64)).sum() + (torch.isposinf(out64) != torch.isposinf(ref64)).sum()
+               + (torch.isneginf(out64) != torch.isneginf(ref64)).sum())
+
+
+def rel_err(out, ref, allowed: int = 0) -> float:
+    """||out - ref|| / ||ref|| in float64 over the elements finite in both; NaN (a FAIL) when out has a NaN or an
+    infinity where ref has none, or lacks one ref has, at more than `allowed` elements (0 but for a threshold on a
+    rounded value: THRESHOLD_FLIP_SHARE). A reference may be NaN on purpose (var of one element, softmax of an all
+    -inf row): the kernel must then be NaN at exactly those elements."""
+    import torch
+
+    out64, ref64 = out.double(), ref.double()
+    if special_mismatches(out64, ref64) > allowed:
         return float("nan")
-    finite = torch.isfinite(ref64)
+    finite = torch.isfinite(ref64) & torch.isfinite(out64)
     denom = ref64[finite].norm().item()
     diff = (out64[finite] - ref64[finite]).norm().item()
     return diff / denom if denom > 0 else diff
+
+
+def allowed_flips(ref) -> int:
+    """Elements of an output that may be decided the other way at a threshold on a rounded value (see above)."""
+    if not (OP.get("lowering") or {}).get("rounded_thresholds"):
+        return 0
+    return max(1, int(THRESHOLD_FLIP_SHARE * ref.numel()))
 
 
 def output_dtypes(torch_dtype, count: int) -> list:
@@ -122,13 +147,14 @@ def run_case(case: dict, kernel_run, reference, make_inputs, device: str, torch_
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     first_call_s = time.perf_counter() - started
-    unwritten = sum(int((torch.isnan(o) != torch.isnan(r)).sum() + (torch.isinf(o) != torch.isinf(r)).sum())
-                    for o, r in ((o.double(), r.double()) for o, r in zip(outs, refs)))  # (fp8 has no isinf)
-    errs = [rel_err(o, r) for o, r in zip(outs, refs)]
+    unwritten = sum(special_mismatches(o, r) for o, r in zip(outs, refs))
+    errs = [rel_err(o, r, allowed_flips(r)) for o, r in zip(outs, refs)]
     err = float("nan") if any(math.isnan(e) for e in errs) else max(errs)
     passed = not math.isnan(err) and err < tolerance
     record = {"rel_err": None if math.isnan(err) else err, "status": "PASS" if passed else "FAIL",
               "first_call_s": round(first_call_s, 4)}
+    if any(allowed_flips(r) for r in refs):  # the count is evidence either way: a PASS says how many flipped
+        record["threshold_flips"] = unwritten
     if not passed:
         record["error"] = (
             f"{unwritten} output element(s) NaN or infinite where the reference is not, or the other way round "
