@@ -6,11 +6,13 @@ Its one job is the glue between the user's compute (lowered.py at the workspace 
 from the user's PyTorch function, see its CONTRACT) and a cell's hand-written data movement. The cell keeps
 its own tiling, loads, reductions and stores; this module gives it:
 
-    facts()             lowered.py's INPUTS / KINDS / DTYPES / WIDTHS / ARGS / OUTPUTS / OUT_DTYPES / REDUCTIONS (a
+    facts()             lowered.py's INPUTS / KINDS / DTYPES / WIDTHS / ARGS / OUTPUTS / OUT_DTYPES / OUT_WIDTHS /
+                        OUT_HOW / REDUCTIONS (a
                         GEMM's KINDS: "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x:
                         the first "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices
-                        of the row and vector inputs: a "scalar" input is one value, never a row), the loads that
-                        serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`: plan_loads), and a
+                        of the row, broadcast and vector inputs: a "scalar" input is one value, never a row), the
+                        loads that serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`:
+                        plan_loads), the row outputs' stores (`stores`, `first`: plan_stores), and a
                         `key` (a hash of lowered.py) that every compiled variant carries as a Constexpr, so a
                         re-baked lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
@@ -78,22 +80,25 @@ def facts() -> SimpleNamespace:
     f = SimpleNamespace(module=lowered, inputs=tuple(lowered.INPUTS), kinds=kinds,
                         dtypes=tuple(lowered.DTYPES), widths=widths, args=args,
                         outputs=tuple(lowered.OUTPUTS), out_dtypes=tuple(lowered.OUT_DTYPES),
+                        out_widths=tuple(lowered.OUT_WIDTHS), out_how=tuple(lowered.OUT_HOW),
                         reductions=tuple(lowered.REDUCTIONS),
                         x=0 if kinds[:2] == ("a", "b") or "row" not in kinds else kinds.index("row"),
-                        loaded=tuple(i for i, kind in enumerate(kinds) if kind in ("row", "vector")),
+                        loaded=tuple(i for i, kind in enumerate(kinds) if kind in ("row", "vector", "broadcast")),
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
     f.loads, f.load_widths, f.of_arg = plan_loads(args, kinds, widths)
     f.like = next((k for k, a in enumerate(f.of_arg) if a[0] != "scalar"), 0)  # an argument of the values' shape
+    f.stores, f.first = plan_stores(f.outputs, f.out_widths, f.out_how)
     if f.kinds[:2] == ("a", "b"):  # a GEMM's epilogue (CONTRACT_GEMM.md): a, b, then its inputs; one C
         if (len(f.inputs) != len(f.kinds) or set(f.kinds[2:]) - {"row", "vector", "per_row"}
                 or f.outputs != ("row",) or f.reductions):
             raise ValueError(f"lowered.py: a GEMM's KINDS {f.kinds} must be 'a', 'b', then 'row' | 'vector' | "
                              f"'per_row', with one 'row' output and no reductions (has {f.outputs}, {f.reductions})")
-    elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar"}:
-        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'vector' or 'scalar' per input, one 'row' "
-                         "at least (x: the first)")
-    if len(widths) != len(kinds) or any(w != 1 and (kind != "row" or w < 1) for w, kind in zip(widths, kinds)):
-        raise ValueError(f"lowered.py: WIDTHS {widths} must give 1 per input, or r > 1 for a 'row' input read in parts")
+    elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar",
+                                                                                   "broadcast"}:
+        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector' or 'scalar' per input, "
+                         "one 'row' at least (x: the first)")
+    if len(widths) != len(kinds) or any(w < 1 or w > 1 and kind == "scalar" for w, kind in zip(widths, kinds)):
+        raise ValueError(f"lowered.py: WIDTHS {widths} must give 1 per input, or r > 1 for an input read in parts")
     for i, how, j in args:
         if not (0 <= i < len(kinds) and how in ("whole", "part", "lane")
                 and ((how == "whole") == (widths[i] == 1)) and (0 <= j < widths[i] if how != "whole" else j == 0)):
@@ -104,8 +109,14 @@ def facts() -> SimpleNamespace:
                          f"(tools/lower/ir.arguments), got {args}")
     if len(f.dtypes) != len(f.kinds) or set(f.dtypes) - {"float", "bool"} or f.dtypes[f.x] != "float":
         raise ValueError(f"lowered.py: DTYPES {f.dtypes} must give 'float' or 'bool' per input, x a 'float'")
-    if len(f.outputs) != len(f.out_dtypes) or not f.outputs or set(f.out_dtypes) - set(OUT_DTYPES):
-        raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} do not match")
+    if (not f.outputs or len({len(f.outputs), len(f.out_dtypes), len(f.out_widths), len(f.out_how)}) != 1
+            or set(f.out_dtypes) - set(OUT_DTYPES)):
+        raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} / OUT_WIDTHS / OUT_HOW do not "
+                         "match")
+    if any((how == "whole") != (r == 1) or how not in ("whole", "part", "lane") or r > 1 and kind != "row"
+           for kind, r, how in zip(f.outputs, f.out_widths, f.out_how)):
+        raise ValueError(f"lowered.py: OUT_WIDTHS {f.out_widths} / OUT_HOW {f.out_how}: a 'row' output r > 1 pieces "
+                         "wide is 'part' or 'lane', every other output 1 'whole'")
     if gemm and set(f.out_dtypes) - {"input", "fp32"}:
         raise ValueError(f"lowered.py: a GEMM's C is x's dtype or fp32, not {f.out_dtypes[0]} (a quantizer's "
                          "int8 / fp8 output is stored by the elementwise and reduction cells only)")
@@ -115,6 +126,21 @@ def facts() -> SimpleNamespace:
         raise ValueError(f"lowered op: {len(f.inputs)} inputs + {len(f.outputs)} outputs exceed the launcher's "
                          f"{SLOTS} tensor slots (flydsl_lowered.SLOTS)")
     return f
+
+
+def plan_stores(outputs, widths, hows) -> tuple[tuple, tuple]:
+    """(stores, first): where compute()'s flat results go. compute() returns OUT_WIDTHS[o] results per output o, its
+    pieces in order, from results[first[o]]; `stores` has one (o, how, j) per register tensor a row output is stored
+    from: a "whole" output's one, a wide output's (RoPE's [M, r*N] row) "part" j from its own (at column j*N), or
+    its "lane"s (o, "lane", 0), ONE tensor of r*vec elements per chunk that its r results fill interleaved (piece j
+    at j, j + r, ...), stored with r 128-bit accesses per chunk: the loads' lanes, the other way."""
+    stores, first, k = [], [], 0
+    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
+        first.append(k)
+        if kind == "row":
+            stores += [(o, how, j) for j in range(r)] if how == "part" else [(o, how, 0)]
+        k += r
+    return tuple(stores), tuple(first)
 
 
 def plan_loads(args, kinds, widths) -> tuple[tuple, tuple, tuple]:
@@ -272,7 +298,8 @@ def e4m3fn_bytes(value):
 
 
 def compute(values, n, reduce) -> tuple:
-    """lowered.compute(*values, n, reduce) under fastmath 'afn', as a tuple of one value per output."""
+    """lowered.compute(*values, n, reduce) under fastmath 'afn', as a flat tuple: each output's OUT_WIDTHS pieces in
+    order (one value for every output but a wide row's)."""
     with fx.fastmath("afn"):
         result = facts().module.compute(*values, n, reduce)
     return tuple(result)

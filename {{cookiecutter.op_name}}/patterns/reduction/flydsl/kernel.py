@@ -160,8 +160,9 @@ Your own op: the lowered path (op.json "op": "lowered")
                     = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
                     negated), DPP across the wave, one LDS step with its own slot per call (no slot is
                     reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
-        stores:     row outputs like softmax's, a wide one [M, r*N] per piece (_plan_stores): each "part" j from
-                    its own register tensor to column j*N, its "lane"s interleaved in ONE register tensor of
+        stores:     row outputs like softmax's, a wide one [M, r*N] per piece (flydsl_lowered.plan_stores):
+                    each "part" j from its own register tensor to column j*N, its "lane"s interleaved in ONE
+                    register tensor of
                     r*vec elements per chunk (piece j at j, j + r, ...: register moves) and stored with r 128-bit
                     stores per chunk, the loads' lanes the other way; reduced outputs one scalar per row from lane
                     0 (compute()'s result at the output's first index), each in its
@@ -202,12 +203,8 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
-from functools import cache
-from pathlib import Path
-from types import SimpleNamespace
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -520,80 +517,6 @@ def reduction_launch(
 # The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
 # ------------------------------------------------------------------------------------------------
 
-@cache
-def _facts() -> SimpleNamespace:
-    """lowered.py's declarations as this cell runs them, checked once: flydsl_lowered.facts()' fields (its `loads`,
-    `load_widths`, `of_arg` from lw.plan_loads) for the inputs only the row cell takes besides that shared check's
-    row / vector / scalar ones -- "broadcast" inputs (host.broadcast_rows' [L0, L1, L2, W] views) and wide vectors
-    ([r*N]: parts or lanes like a wide row) -- and the row outputs' stores (`stores`, `first`: _plan_stores)."""
-    import lowered
-
-    kinds, widths, args = tuple(lowered.KINDS), tuple(lowered.WIDTHS), tuple(tuple(a) for a in lowered.ARGS)
-    f = SimpleNamespace(module=lowered, inputs=tuple(lowered.INPUTS), kinds=kinds, dtypes=tuple(lowered.DTYPES),
-                        widths=widths, args=args, outputs=tuple(lowered.OUTPUTS), out_dtypes=tuple(lowered.OUT_DTYPES),
-                        out_widths=tuple(lowered.OUT_WIDTHS), out_how=tuple(lowered.OUT_HOW),
-                        reductions=tuple(lowered.REDUCTIONS), x=kinds.index("row") if "row" in kinds else 0,
-                        loaded=tuple(i for i, kind in enumerate(kinds) if kind != "scalar"),
-                        key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
-    _check_facts(f)
-    f.loads, f.load_widths, f.of_arg = lw.plan_loads(args, kinds, widths)
-    f.like = next((k for k, a in enumerate(f.of_arg) if a[0] != "scalar"), 0)  # an argument of the values' shape
-    f.stores, f.first = _plan_stores(f.outputs, f.out_widths, f.out_how)
-    return f
-
-
-def _check_facts(f: SimpleNamespace) -> None:
-    """flydsl_lowered.facts()' checks of a row cell's lowered.py, with its broadcast inputs, wide vectors and wide
-    outputs: raises ValueError in the words of that check."""
-    if len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar", "broadcast"}:
-        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector' or 'scalar' per input, "
-                         "one 'row' at least (x: the first)")
-    if len(f.widths) != len(f.kinds) or any(w < 1 or w > 1 and kind == "scalar" for w, kind in zip(f.widths, f.kinds)):
-        raise ValueError(f"lowered.py: WIDTHS {f.widths} must give 1 per input, or r > 1 for an input read in parts")
-    for i, how, j in f.args:
-        if not (0 <= i < len(f.kinds) and how in ("whole", "part", "lane") and ((how == "whole") == (f.widths[i] == 1))
-                and (0 <= j < f.widths[i] if how != "whole" else j == 0)):
-            raise ValueError(f"lowered.py: ARGS entry {(i, how, j)} must be (input, 'whole', 0) for an input of width "
-                             "1, (input, 'part' | 'lane', j < its width) for a wide one")
-    if len(f.dtypes) != len(f.kinds) or set(f.dtypes) - {"float", "bool"} or f.dtypes[f.x] != "float":
-        raise ValueError(f"lowered.py: DTYPES {f.dtypes} must give 'float' or 'bool' per input, x a 'float'")
-    if (not f.outputs or len({len(f.outputs), len(f.out_dtypes), len(f.out_widths), len(f.out_how)}) != 1
-            or set(f.out_dtypes) - set(lw.OUT_DTYPES)):
-        raise ValueError(f"lowered.py: OUTPUTS {f.outputs} / OUT_DTYPES {f.out_dtypes} / OUT_WIDTHS / OUT_HOW do not "
-                         "match")
-    if any((how == "whole") != (r == 1) or how not in ("whole", "part", "lane") or r > 1 and kind != "row"
-           for kind, r, how in zip(f.outputs, f.out_widths, f.out_how)):
-        raise ValueError(f"lowered.py: OUT_WIDTHS {f.out_widths} / OUT_HOW {f.out_how}: a 'row' output r > 1 pieces "
-                         "wide is 'part' or 'lane', every other output 1 'whole'")
-    if set(f.outputs) - {"row", "reduced", "reduced_keepdim"} or set(f.reductions) - {"sum", "max", "min"}:
-        raise ValueError(f"lowered.py: unknown output or reduction kind in {f.outputs} / {f.reductions}")
-    if len(f.inputs) + len(f.outputs) > lw.SLOTS:
-        raise ValueError(f"lowered op: {len(f.inputs)} inputs + {len(f.outputs)} outputs exceed the launcher's "
-                         f"{lw.SLOTS} tensor slots (flydsl_lowered.SLOTS)")
-
-
-def _plan_stores(outputs, widths, hows) -> tuple[tuple, tuple]:
-    """(stores, first): where compute()'s flat results go. compute() returns OUT_WIDTHS[o] results per output o, its
-    pieces in order, from results[first[o]]; `stores` has one (o, how, j) per register tensor a row output is stored
-    from: a "whole" output's one, a wide output's (RoPE's [M, r*N] row) "part" j from its own (at column j*N), or
-    its "lane"s (o, "lane", 0), ONE tensor of r*vec elements per chunk that its r results fill interleaved (piece j
-    at j, j + r, ...), stored with r 128-bit accesses per chunk: the loads' lanes, the other way."""
-    stores, first, k = [], [], 0
-    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
-        first.append(k)
-        if kind == "row":
-            stores += [(o, how, j) for j in range(r)] if how == "part" else [(o, how, 0)]
-        k += r
-    return tuple(stores), tuple(first)
-
-
-def _compute(values, n, reduce) -> tuple:
-    """lowered.compute(*values, n, reduce) under fastmath 'afn' (as lw.compute): its flat tuple of results, each
-    output's OUT_WIDTHS pieces in order."""
-    with fx.fastmath("afn"):
-        return tuple(_facts().module.compute(*values, n, reduce))
-
-
 def _lane_partial(kind: str, v, masks, vec: int):
     """One lane's part of reduce(kind, v): its values, the not-loaded ones replaced by the identity, folded.
 
@@ -641,7 +564,7 @@ class _Reduce:
 
 def _lowered_scalars(tensors) -> dict:
     """Every scalar input's one value as an fp32 scalar (by input index), loaded once per lane (lw.scalar)."""
-    return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, _facts().kinds)) if kind == "scalar"}
+    return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)) if kind == "scalar"}
 
 
 def _broadcast_starts(tensors, row, vec: int) -> dict:
@@ -651,7 +574,7 @@ def _broadcast_starts(tensors, row, vec: int) -> dict:
     two integer divisions by the view's runtime sizes (FlyDSL passes a tensor's dynamic layout with it), the
     remainders by a multiply; vec divides the strides (_prepare_lowered)."""
     starts = {}
-    for i, (T, kind) in enumerate(zip(tensors, _facts().kinds)):
+    for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)):
         if kind == "broadcast":
             l1, l2 = fx.get_scalar(T.shape[1]), fx.get_scalar(T.shape[2])
             s0, s1, s2 = (fx.get_scalar(T.stride[d]) for d in range(3))
@@ -676,7 +599,7 @@ def _lowered_inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, c
     vectors r*j .. r*j + r-1 (r*vec contiguous elements, r 128-bit loads), lane l the values l, l + r, ... of them
     (a shuffle of the fp32 registers: no move); each scalar input its value from `scalars` (_lowered_scalars,
     loaded once per lane, outside any loop)."""
-    f = _facts()
+    f = lw.facts()
     loaded = []
     for (i, how, part), width in zip(f.loads, f.load_widths):
         T, ldv, kind = tensors[i], ldvs[i], f.kinds[i]
@@ -706,11 +629,11 @@ def _lowered_inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, c
 
 def _lowered_stores(tensors, results, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok,
                     reduced_ok):
-    """compute()'s flat results to the outputs (the tensors after the inputs): each of _facts().stores when `ok`
+    """compute()'s flat results to the outputs (the tensors after the inputs): each of lw.facts().stores when `ok`
     (the row exists), each reduced output's results[first[o]] by lane 0 when `reduced_ok`. A row output [M, r*N]
     (r = OUT_WIDTHS) has rows r*NV vectors apart: its part j from column j*N, its lanes interleaved in registers
     (_interleave) and stored r vectors per chunk, like a wide input's loads."""
-    f = _facts()
+    f = lw.facts()
     outputs = tensors[len(f.kinds):]
     for o, how, j in f.stores:
         r, first = f.out_widths[o], f.first[o]
@@ -818,7 +741,7 @@ def lowered_rows_kernel(
     tid = fx.thread_idx.x
     row = fx.block_idx.x * (threads // tpr) + tid // tpr
     t = tid % tpr
-    f = _facts()
+    f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     lds = None
     if const_expr(lds_floats > 0):
@@ -829,7 +752,7 @@ def lowered_rows_kernel(
     reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.like],
                      lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
                                                           lds, slot, tid))
-    results = _compute(values, fx.Float32(nv * vec), reduce)
+    results = lw.compute(values, fx.Float32(nv * vec), reduce)
     _lowered_stores(tensors, results, row, 0, tpr, chunks, t, nv, vec, full, row_ok, row_ok)
 
 
@@ -845,10 +768,10 @@ def _lowered_pass(tensors, ldvs, starts: dict, scalars: dict, row, iters, nv, ve
 def _lowered_slice(tensors, ldvs, starts: dict, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc,
                    known: list, p: int, first):
     """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once)."""
-    f = _facts()
+    f = lw.facts()
     values = _lowered_inputs(tensors, ldvs, starts, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
     masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
-    results = _compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=p))
+    results = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=p))
     if const_expr(p == len(f.reductions)):
         _lowered_stores(tensors, results, row, j0, threads, chunks, tid, nv, vec, False, True, first)
 
@@ -869,7 +792,7 @@ def lowered_looped_kernel(
     outputs (functions of the row results only)."""
     tid = fx.thread_idx.x
     row = fx.block_idx.x
-    f = _facts()
+    f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
     lds = None
@@ -892,7 +815,7 @@ def lowered_looped_kernel(
         zeros.fill(0.0)
         values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
         masks = _chunk_masks(0, threads, chunks, tid, nv, True)
-        results = _compute(values, fx.Float32(nv * vec),
+        results = lw.compute(values, fx.Float32(nv * vec),
                            _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=len(f.reductions)))
         _lowered_stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
 
@@ -973,7 +896,7 @@ def _prepare(op: str, x, args, out):
 def _lowered_loads() -> int:
     """The row values a lane holds per chunk vector of x, in vectors: one per load (a row or vector input, a part of
     a wide input), r for a wide input's lanes (r*vec elements); a scalar input is one register, not a row's."""
-    return max(1, sum(_facts().load_widths))
+    return max(1, sum(lw.facts().load_widths))
 
 
 def _lowered_values_per_lane() -> int:
@@ -985,45 +908,30 @@ def _lowered_values_per_lane() -> int:
 
 def _lowered_plan(n: int, vec: int) -> dict:
     cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // _lowered_loads()))
-    cfg["lds_floats"] = len(_facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
+    cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
     return cfg
 
 
 def _lowered_constexprs(vec: int, cfg: dict) -> tuple:
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["lds_floats"],
-            _facts().key)
+            lw.facts().key)
 
 
 def _lowered_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
     """What run() and compile_only compile for the lowered op: 1-D placeholders in the tensor slots (a broadcast
     input's a [L0, L1, L2, W] one: its sizes and strides are runtime values the kernel reads), the row strides (in
     vectors) of the slots, M, N / vec, the loop count, then the constexprs."""
-    kinds = [*_facts().kinds, *["output"] * len(out_dtypes)]
+    kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
     tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
                else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
     return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_lowered_constexprs(vec, cfg))
-
-
-def _placeholder_dtypes(x_dtype: str) -> tuple[list[str], list[str]]:
-    """lw.placeholder_dtypes for this cell's facts: the inputs' op.json dtype names (x's; a mask's bytes lw.MASK),
-    then the outputs'."""
-    f = _facts()
-    return [lw.MASK if d == "bool" else x_dtype for d in f.dtypes], [lw.out_dtype_name(d, x_dtype)
-                                                                      for d in f.out_dtypes]
-
-
-def _compile_vec(x_dtype: str) -> int:
-    """lw.compile_vec for this cell's facts: 128 bits of the widest element among the inputs and the row outputs."""
-    ins, outs = _placeholder_dtypes(x_dtype)
-    rows = [d for d, kind in zip(outs, _facts().outputs) if kind == "row"]
-    return lw.ACCESS_BYTES // max(DTYPE_BYTES.get(d, 1) for d in ins + rows)
 
 
 def _prepare_lowered(inputs, out):
     """A lowered signature's first call, or a refused one: the checks, the vector width, the plan, the launch.
 
     Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
-    f = _facts()
+    f = lw.facts()
     host.check_count(f.module.SOURCE, inputs, len(f.inputs))
     x = inputs[f.x]
     m, n, _ = host.rows_of("lowered", x)
@@ -1065,7 +973,7 @@ def _run_lowered(inputs, out):
     its last dim); a mask bool, a scalar one element. Rows of any rank, heads (HEADS) and broadcast inputs go
     through host.rows_nd, which hands _run_rows 2-D rows (and broadcast_rows' views); a plain [M, N] x goes
     straight there."""
-    f = _facts()
+    f = lw.facts()
     if len(inputs) == len(f.kinds) and (inputs[f.x].dim() != 2 or f.module.HEADS or "broadcast" in f.kinds):
         return host.rows_nd(f.module, _run_rows, inputs, out)
     return _run_rows(*inputs, out=out)
@@ -1076,7 +984,7 @@ def _run_rows(*inputs, out=None):
     signature's prepared launch, the per-call checks, the launch."""
     import torch
 
-    f = _facts()
+    f = lw.facts()
     if len(inputs) != len(f.kinds) or inputs[f.x].dim() != 2:
         _prepare_lowered(inputs, out)  # raises, in host.py's words
     inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
@@ -1155,7 +1063,7 @@ def _case_shape(case: dict | None, op: str = OP) -> tuple[int, int, int]:
     dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
     m, n = int(dims[0]), int(dims[-1])
     if op == "lowered":
-        f = _facts()
+        f = lw.facts()
         heads = f.module.HEADS
         rows = host.lowered_lengths(n, heads, next((r for r, kind in zip(f.out_widths, f.outputs) if kind == "row"),
                                                    1))[0]
@@ -1188,12 +1096,12 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 
 def _lowered_variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
     """_variant for the lowered op: compile_only's dtypes (_placeholder_dtypes), 16-byte-aligned tensors."""
-    vec = _compile_vec(dtype)
+    vec = lw.compile_vec(dtype)
     while vec > 1 and (n % vec or ld % vec):
         vec //= 2
     cfg = _lowered_plan(n, vec)
     tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
-    if vec < _compile_vec(dtype):
+    if vec < lw.compile_vec(dtype):
         tag += f"_vec{vec}"
     return vec, cfg, tag
 
@@ -1202,7 +1110,7 @@ def _emit_isa(op: str, dtype: str, n: str, ld: str) -> None:
     """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
     if op == "lowered":
         vec, cfg, _ = _lowered_variant(int(n), int(ld), dtype)
-        flyc.compile(lowered_launch, *_lowered_compile_args(*_placeholder_dtypes(dtype), vec, cfg))
+        flyc.compile(lowered_launch, *_lowered_compile_args(*lw.placeholder_dtypes(dtype), vec, cfg))
         return
     vec, cfg, _ = _variant(int(n), int(ld), dtype)
     flyc.compile(reduction_launch, *_compile_args(op, dtype, vec, cfg))
@@ -1219,7 +1127,7 @@ def describe(case: dict) -> dict:
     waves_per_row = max(1, cfg["tpr"] // WAVE)
     bits = vec * _BYTES[dtype] * 8
     return {
-        "path": (f"looped (one workgroup per row, {len(_facts().reductions) + 1 if lowered else 2} passes)"
+        "path": (f"looped (one workgroup per row, {len(lw.facts().reductions) + 1 if lowered else 2} passes)"
                  if cfg["looped"] else "register-resident rows"),
         "vector_elements": vec,
         "vector_bits": bits,
@@ -1238,20 +1146,20 @@ def describe(case: dict) -> dict:
         + ", then VGPRs -> HBM"
         + ("; the row is read twice (the second pass is expected to hit L2 / Infinity Cache)" if two_pass
            else "; x is read once" if not lowered else
-           f"; every input is read {len(_facts().reductions) + 1} times, one pass per reduce() and the stores "
-           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] and _facts().reductions else
+           f"; every input is read {len(lw.facts().reductions) + 1} times, one pass per reduce() and the stores "
+           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] and lw.facts().reductions else
            "; every input is read once, in one pass (no reduce())" if cfg["looped"] else
            "; every input is read once and kept in VGPRs through every reduce()")
-        + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in _facts().dtypes else "")
-        + ("; scalar inputs one load per lane" if lowered and "scalar" in _facts().kinds else "")
+        + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in lw.facts().dtypes else "")
+        + ("; scalar inputs one load per lane" if lowered and "scalar" in lw.facts().kinds else "")
         + (_wide_movement(vec) if lowered else ""),
     }
 
 
 def _wide_movement(vec: int) -> str:
     """describe()'s words for the wide inputs' loads (flydsl_lowered.plan_loads), the broadcast inputs' rows and the
-    wide outputs' stores (_plan_stores), "" when there are none."""
-    f = _facts()
+    wide outputs' stores (flydsl_lowered.plan_stores), "" when there are none."""
+    f = lw.facts()
     words = [f"; {f.inputs[i]} broadcast over x's rows: its row found by two integer divisions per row"
              for i, kind in enumerate(f.kinds) if kind == "broadcast"]
     for i, how in dict.fromkeys((i, how) for i, how, _ in f.loads if how != "whole"):
