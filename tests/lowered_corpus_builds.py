@@ -27,17 +27,25 @@ HAVE_FLYDSL = importlib.util.find_spec("flydsl") is not None
 _started: dict = {}
 
 
+# Real model code with N-D rows (annotated.py over real_models.py): RoPE read and written in halves and in
+# interleaved lanes with cos/sin broadcast over the heads, and a QK-norm over heads of 128; shapes as on the H200.
+N_D = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024"}
+ANNOTATED = CORPUS.parent / "annotated.py"
+
+
 def names() -> list[str]:
     sys.path.insert(0, str(CORPUS.parent))
     import ops
 
-    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"]
+    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(N_D)
 
 
 def workspace(root: Path, name: str, target: str) -> Path:
-    lower.lower_here(str(CORPUS), name)
-    return scaffold.workspace(root / target / name, spec.context(pytorch_logic=f"{CORPUS}:{name}",
-                                                                 gpu=TARGETS[target], run_baseline="no"))
+    path = ANNOTATED if name in N_D else CORPUS
+    lower.lower_here(str(path), name)
+    shapes = {"shapes": N_D[name]} if name in N_D else {}
+    return scaffold.workspace(root / target / name, spec.context(pytorch_logic=f"{path}:{name}",
+                                                                 gpu=TARGETS[target], run_baseline="no", **shapes))
 
 
 def start() -> dict:
