@@ -5,6 +5,9 @@
     python3 benchmarks/bench_demo.py --out /tmp/demo --bake-only                               # bake only (any CPU)
     python3 benchmarks/bench_demo.py --out /tmp/demo --summarize                               # re-render a run
 
+--out holds the five workspaces as well as summary.md and summary.json: on the device machine give it a folder
+outside $OUT and copy the two summaries into $OUT (a run's returned files are limited in number).
+
 The bakes (`cookiecutter --no-input ... run_baseline=no`, gpu=H200, bf16):
   triton_fused_add_rmsnorm  a Triton fused add + RMSNorm (tests/demos/fused_add_rmsnorm_triton.py) beside its PyTorch
                             function (tests/demos/fused_add_rmsnorm_torch.py, lowered into the row cell): a peer

@@ -27,6 +27,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +74,9 @@ def summary(ws: Path, codes: dict) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path, help="the logs, records, reports, plot and summary")
+    p.add_argument("--work", type=Path, help="where the workspace is baked (default: a new temporary folder), so "
+                                               "that --out holds only what is worth bringing back")
     p.add_argument("--pattern", default="elementwise")
     p.add_argument("--op", default="silu_mul")
     p.add_argument("--shapes", default="16777216;4096x14336", help="the workspace's timed shapes (its grammar)")
@@ -81,10 +84,12 @@ def main() -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     name = f"iter_{args.op}"
-    ws = out / name
+    work = (args.work or Path(tempfile.mkdtemp(prefix="kb-iterate-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    ws = work / name
     if ws.exists():
-        sys.exit(f"bench_iterate: error: {ws} exists; give another --out (nothing was changed)")
-    done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(out),
+        sys.exit(f"bench_iterate: error: {ws} exists; give another --work (nothing was changed)")
+    done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(work),
                            f"pattern={args.pattern}", f"op={args.op}", "gpu=H200", "run_baseline=no",
                            f"op_name={name}", f"shapes={args.shapes}"], capture_output=True, text=True)
     (out / "bake.log").write_text(done.stdout + done.stderr)
