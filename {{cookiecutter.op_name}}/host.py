@@ -132,6 +132,22 @@ def out_dtypes(names) -> list:
     return [None if name == "input" else getattr(torch, TORCH_DTYPES.get(name, "float8_e4m3fn")) for name in names]
 
 
+def lowered_stores(outputs, widths, hows) -> tuple[tuple, tuple]:
+    """(stores, first) of a lowered op's outputs (lowered.OUTPUTS, OUT_WIDTHS, OUT_HOW), for every row cell: compute()
+    returns OUT_WIDTHS[o] results per output o, its pieces in order, from results[first[o]]; `stores` has one
+    (o, how, j) per register fragment a row output is stored from: a "whole" output's one, a wide output's (RoPE's
+    [M, r*N] row) "part" j from its own (at column j*N), or its "lane"s (o, "lane", 0), ONE fragment r*VEC wide per
+    chunk that its r results fill interleaved (piece j at j, j + r, ...), stored with 128-bit accesses: the loads'
+    lanes, the other way."""
+    stores, first, k = [], [], 0
+    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
+        first.append(k)
+        if kind == "row":
+            stores += [(o, how, j) for j in range(r)] if how == "part" else [(o, how, 0)]
+        k += r
+    return tuple(stores), tuple(first)
+
+
 def lowered_x(lowered) -> int:
     """The index of x among a lowered op's inputs: the first "row" input in the user's parameter order."""
     return lowered.KINDS.index("row")

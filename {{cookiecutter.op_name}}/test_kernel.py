@@ -328,11 +328,18 @@ def time_compiled(case: dict, baseline, make_inputs, torch_dtype, seed: int, ker
     fn(*inputs)  # compiles
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - started
-    t = bench(lambda: fn(*inputs))
-    tc = call_latency(lambda: fn(*inputs), t["median_us"])
-    return {"torch_compile_latency_us": t["median_us"], "speedup_vs_torch_compile": t["median_us"] / kernel["latency_us"],
-            "torch_compile_call_us": tc["call_us"], "call_speedup_vs_torch_compile": tc["call_us"] / kernel["call_us"],
-            "torch_compile_s": round(compile_s, 2)}
+    return {**time_peer(lambda: fn(*inputs), kernel, "torch_compile"), "torch_compile_s": round(compile_s, 2)}
+
+
+def time_peer(call, kernel: dict, name: str) -> dict:
+    """A peer of the kernel (torch.compile, the user's demo) with the kernel's two timers, and the kernel's ratios
+    against it (`kernel` is time_case's record): <name>_latency_us (cold-L2 GPU time), <name>_call_us and
+    <name>_host_us (back-to-back calls), speedup_vs_<name> and call_speedup_vs_<name>."""
+    t = bench(call)
+    c = call_latency(call, t["median_us"])
+    return {f"{name}_latency_us": t["median_us"], f"speedup_vs_{name}": t["median_us"] / kernel["latency_us"],
+            f"{name}_call_us": c["call_us"], f"{name}_host_us": c["host_us"], f"{name}_call_bound": c["call_bound"],
+            f"call_speedup_vs_{name}": c["call_us"] / kernel["call_us"]}
 
 
 def copy_ceiling(nbytes: int = 1 << 30) -> dict:
@@ -458,15 +465,7 @@ def judge_by_demo(rec: dict, tolerance: float) -> None:
 def time_demo(case: dict, fn, make_inputs, torch_dtype, seed: int, kernel: dict) -> dict:
     """The demo on the case's timing inputs (the seed V0's timing used), both timers, V0's ratios against it."""
     inputs = make_inputs(case, torch_dtype, "cuda", seed)
-
-    def theirs():
-        demo_call(fn, inputs)
-
-    t = bench(theirs)
-    tc = call_latency(theirs, t["median_us"])
-    return {"demo_latency_us": t["median_us"], "speedup_vs_demo": t["median_us"] / kernel["latency_us"],
-            "demo_call_us": tc["call_us"], "demo_host_us": tc["host_us"], "demo_call_bound": tc["call_bound"],
-            "call_speedup_vs_demo": tc["call_us"] / kernel["call_us"]}
+    return time_peer(lambda: demo_call(fn, inputs), kernel, "demo")
 
 
 def run_demo(records: list[dict], cases: list[dict], kernel_run, reference, make_inputs, torch_dtype, tolerance: float,

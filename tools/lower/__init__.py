@@ -211,7 +211,7 @@ def split_rows(m: int, parts: int) -> list[int]:
     """M rows as `parts` leading dims, the inner ones small (2, 3, 4, ... where they divide M), the first the rest:
     the rank an N-D function's rows need, with dims that differ where M allows."""
     made = []
-    for want in range(parts - 1):
+    for _ in range(parts - 1):
         size = next((d for d in (4, 3, 2) if m % d == 0 and d not in made), 1)
         made.insert(0, size)
         m //= size

@@ -96,6 +96,11 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
 NAME = re.compile(r"[A-Za-z_]\w*")
 
 
+def _shape(note: str) -> str:
+    """An annotation's shape alone, without the dtype words it may carry ("[M, N] bool" -> "[M,N]")."""
+    return note.replace("bool", "").replace("float", "")
+
+
 def _names(shape: str) -> list[str] | None:
     """The dim names of a shape annotation, "[B,S,H,D]" -> ["B", "S", "H", "D"] (the user's own names, at least two
     of them, none a number or "..."), or None: what N-D inputs are declared with (the module docstring's rule)."""
@@ -118,7 +123,7 @@ def _mask_name(name: str) -> bool:
 def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tuple[str, str]:
     """(kind, why) of a tensor parameter (not a GEMM operand): its annotation first, then its name, else `default`;
     `per_row` (a GEMM's epilogue input) may be one value per row."""
-    shape = note.replace("bool", "").replace("float", "")
+    shape = _shape(note)
     if shape in VECTOR_ANNOTATIONS:
         return "vector", f"annotated {note!r}"
     if shape in SCALAR_ANNOTATIONS and not per_row:
@@ -153,8 +158,8 @@ def parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
             " by its name" if "bool" not in note else "") if mask else ""), "dtype": "bool" if mask else "float"}
         if kind == "scalar":  # a 0-d tensor, or one of shape [1]: the shape the function takes it in
             spec["dims"] = [1] if "[1]" in note or default is not None and default.dim() == 1 else []
-        if _width(note.replace("bool", "").replace("float", "")) > 1:  # traced [M, rN]; the output's rows are N
-            spec["width"] = _width(note.replace("bool", "").replace("float", ""))
+        if _width(_shape(note)) > 1:  # traced [M, rN]; the output's rows are N
+            spec["width"] = _width(_shape(note))
         inputs.append(spec)
     if not any(i["kind"] == "row" for i in inputs):
         raise ValueError("no parameter has x's shape [M, N] (every tensor parameter is a [N] vector or a scalar by its "
@@ -171,9 +176,9 @@ def named(inputs: list[dict], notes: dict) -> None:
     otherwise fails there or in the float64 check), and a dim written 1 is one of size 1 (an attention mask's
     ``"[B, 1, S, N]"``), broadcast the same way; ``[D]`` alone is a vector. Each such input keeps its ``names``."""
     x = next(i for i in inputs if i["kind"] == "row")
-    dims = _names(notes.get(x["name"], "").replace("bool", "").replace("float", ""))
+    dims = _names(_shape(notes.get(x["name"], "")))
     for spec in inputs:
-        names = _names(notes.get(spec["name"], "").replace("bool", "").replace("float", ""))
+        names = _names(_shape(notes.get(spec["name"], "")))
         if names is None or spec is x:
             continue
         if dims is None:
@@ -202,18 +207,21 @@ def named(inputs: list[dict], notes: dict) -> None:
                 spec["names"] = dims
 
 
-def sizes_of(inputs: list[dict], constants: dict, check: bool = False) -> dict:
+def _lengths(constants: dict) -> list[int]:
+    """The function's integer constants that may be lengths along the row (``head_dim=128``), longest first."""
+    return sorted({v for v in constants.values() if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 1024},
+                  reverse=True)
+
+
+def sizes_of(inputs: list[dict], constants: dict, check: bool = False, heads: int | None = None) -> dict:
     """The sizes an example is made at: M and N, each of x's named dims its own (2, 3, 5, 7 in the trace; 4, 3, 2, 5
-    in the check: no two alike, so a broadcast over the wrong dim cannot pass), and N a multiple of the function's
-    integer constants (``head_dim=64``: a view that splits the row into heads works at both sizes)."""
-    multiple = 8
-    for v in constants.values():
-        if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 1024:
-            multiple = math.lcm(multiple, v)
+    in the check: no two alike, so a broadcast over the wrong dim cannot pass), N a multiple of the function's
+    integer constants (``head_dim=64``: a view that splits the row into heads works at both sizes), and with
+    `heads` its [N] vectors one head long ("V")."""
+    multiple = math.lcm(8, *_lengths(constants))
     multiple = multiple if multiple <= 4096 else 8
-    m, n = CHECK_SHAPE if check else TRACE_SHAPE
-    n = 5 * multiple if check else 2 * multiple
-    made = {"M": m, "N": n, "1": 1}
+    m, n = (CHECK_SHAPE if check else TRACE_SHAPE)[0], (5 if check else 2) * multiple
+    made = {"M": m, "N": n, "1": 1, **({"V": heads} if heads else {})}
     x = next(i for i in inputs if i["kind"] == "row")
     for k, name in enumerate(x.get("names", [])[:-1]):
         made[name] = (4, 3, 2, 5)[k] if check else (2, 3, 5, 7)[k]
@@ -323,10 +331,7 @@ def head_sizes(inputs: list[dict], constants: dict) -> list[int]:
     """The head lengths a function may view its rows as (its integer constants, ``head_dim=128``), longest first:
     the [N] vectors of a function that normalises heads are one head long ([c]), so the first trace, which makes
     them x's row long, fails, and the trace is tried again with them [c] (Converter.split_heads finds the view)."""
-    if not any(i["kind"] == "vector" for i in inputs):
-        return []
-    return sorted({v for v in constants.values() if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 1024},
-                  reverse=True)
+    return _lengths(constants) if any(i["kind"] == "vector" for i in inputs) else []
 
 
 def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | None = None):
@@ -383,7 +388,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
         with SourceLines():
             return fn(**dict(zip(names, tensors)), **constants)
 
-    sizes = GEMM_TRACE if gemm else {**sizes_of(inputs, constants), **({"V": heads} if heads else {})}
+    sizes = GEMM_TRACE if gemm else sizes_of(inputs, constants, heads=heads)
     args = list(example(inputs, sizes, torch.bfloat16, 0).values())
     with fx_traceback.preserve_node_meta():
         gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
@@ -542,8 +547,7 @@ def verify(fn, program, inputs, constants) -> str | None:
 
     from tools.lower import ir
 
-    sizes = GEMM_CHECK if ir.is_gemm(program) else {**sizes_of(inputs, constants, check=True),
-                                                     **({"V": program["heads"]} if program.get("heads") else {})}
+    sizes = GEMM_CHECK if ir.is_gemm(program) else sizes_of(inputs, constants, check=True, heads=program.get("heads"))
     values = example(inputs, sizes, torch.float64, 1)
     want = fn(**values, **constants)
     got = ir.interpret(program, values)

@@ -133,7 +133,7 @@ class _Writer:
         first = ir.ACC if self.gemm else self.names[next(a for a in ir.arguments(self.p) if a not in scalars)]
         values = []
         for out in self.p["outputs"]:
-            for value in out["value"] if isinstance(out["value"], list) else [out["value"]]:  # a wide one: pieces
+            for value in ir.output_refs(out):  # a wide output's pieces, in order
                 ref = self.operand(value)
                 element = value in self.names or value == first or kinds.get(value) == "element"
                 values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")

@@ -30,7 +30,7 @@ import operator
 
 import torch
 
-from tools.lower.ir import ACC, ATEN, VOCABULARY
+from tools.lower.ir import ACC, ATEN, VOCABULARY, output_refs
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -276,7 +276,7 @@ class Converter:
         args = list(node.args) + [None] * 3
         val = node.meta.get("val")
         rank = len((val[0] if isinstance(val, (list, tuple)) else val).shape) if val is not None else 0
-        dim = args[2] if getattr(getattr(node.target, "overloadpacket", None), "__name__", "") in ("split", "split_with_sizes") else args[1]
+        dim = args[2] if Converter._packet(node) in ("split", "split_with_sizes") else args[1]
         dim = 0 if dim is None else dim
         return rank > 0 and dim % rank == rank - 1
 
@@ -782,8 +782,7 @@ def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict
         return [f(v) for v in value] if isinstance(value, list) else f(value)
 
     nodes, outputs = merged, [{**o, "value": each(o["value"], lambda v: alias.get(v, v))} for o in outputs]
-    live = {v for o in outputs for v in (o["value"] if isinstance(o["value"], list) else [o["value"]])
-            if isinstance(v, str)}
+    live = {v for o in outputs for v in output_refs(o) if isinstance(v, str)}
     for node in reversed(nodes):
         if node["id"] in live:
             live |= {a for a in node["args"] if isinstance(a, str)}
@@ -805,8 +804,7 @@ def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False) -
     if gemm and not any(o["value"] == ACC for o in outputs) and not any(ACC in n["args"] for n in nodes):
         raise Refused("does not use its matmul's result in its output; a GEMM's output is C = a @ b^T with a "
                       "pointwise epilogue")
-    used = {a for n in nodes for a in n["args"] if isinstance(a, str)} | {
-        ref for o in outputs for ref in (o["value"] if isinstance(o["value"], list) else [o["value"]])}
+    used = {a for n in nodes for a in n["args"] if isinstance(a, str)} | {ref for o in outputs for ref in output_refs(o)}
     order = {i["name"]: k for k, i in enumerate(inputs)}
     views = sorted((v for v in converter.views.values() if v["name"] in used),
                    key=lambda v: (order[v["input"]], v["how"], v["index"]))

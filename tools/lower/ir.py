@@ -181,9 +181,14 @@ def broadcast(program: dict, spec: dict) -> bool:
     return spec["kind"] == "row" and names is not None and spec.get("names", names) != names
 
 
+def output_refs(out: dict) -> list:
+    """An output's values: its one reference (or constant), or a wide output's r pieces."""
+    return out["value"] if isinstance(out["value"], list) else [out["value"]]
+
+
 def out_width(out: dict) -> int:
     """An output's width in N: r for a wide output (its r pieces), else 1."""
-    return len(out["value"]) if isinstance(out["value"], list) else 1
+    return len(output_refs(out))
 
 
 def is_gemm(program: dict) -> bool:
@@ -322,7 +327,6 @@ def check(program: dict) -> None:
             raise ValueError(f"{node['id']}: a constant is NaN")
         known.add(node["id"])
     for out in program["outputs"]:
-        refs = out["value"] if isinstance(out["value"], list) else [out["value"]]
-        if out["shape"] not in OUTPUT_SHAPES or any(isinstance(v, str) and v not in known for v in refs) or (
+        if out["shape"] not in OUTPUT_SHAPES or any(isinstance(v, str) and v not in known for v in output_refs(out)) or (
                 isinstance(out["value"], list) and (out["shape"] != "row" or out.get("how") not in ("part", "lane"))):
             raise ValueError(f"bad output {out}")

@@ -32,7 +32,6 @@ listed with the citations in this op's DSL; a cited file that exists in the wiki
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
@@ -241,17 +240,10 @@ def describe(kernel: dict, limit: int = 6) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="List the gpu-wiki's reference kernels for this workspace's op.")
-    p.add_argument("--op", type=Path, default=Path(__file__).resolve().parent.parent / "op.json")
-    p.add_argument("--wiki", help="another gpu-wiki path than op.json's gpu_wiki")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    try:
-        op = files.load_json(args.op)
-    except files.FileProblem as err:
-        return files.refuse("reference_kernels", f"--op: {err}; give a workspace's op.json")
-    if args.wiki:
-        op["gpu_wiki"] = args.wiki
+    args, op = wiki_route.op_from_cli("reference_kernels", "List the gpu-wiki's reference kernels for this "
+                                                           "workspace's op.", argv)
+    if args is None:
+        return op
     found = find(op, wiki_route.route(op))
     if args.json:
         print(json.dumps(found, indent=2, default=str))

@@ -610,8 +610,10 @@ def workspace_op(ws: Path, gpu: str) -> dict | None:
     return op if isinstance(op, dict) and op.get("gpu", "").lower() == gpu.strip().lower() and "wiki" in op else None
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Print this workspace's gpu-wiki route (Phase 2) and the wiki's peaks.")
+def op_from_cli(tool: str, description: str, argv=None) -> tuple:
+    """(args, op) of a Phase-2 tool's command line (--op, --wiki, --json): the workspace's op.json, its gpu_wiki
+    replaced by --wiki when given; or (None, the exit code) after a one-line refusal of a bad --op."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--op", type=Path, default=Path(__file__).resolve().parent.parent / "op.json")
     p.add_argument("--wiki", help="another gpu-wiki path than op.json's gpu_wiki")
     p.add_argument("--json", action="store_true")
@@ -619,12 +621,19 @@ def main(argv=None) -> int:
     try:
         op = files.load_json(args.op)
     except files.FileProblem as err:
-        return files.refuse("wiki_route", f"--op: {err}; give a workspace's op.json")
+        return None, files.refuse(tool, f"--op: {err}; give a workspace's op.json")
     if not isinstance(op, dict) or not isinstance(op.get("gpu_wiki"), str):
-        return files.refuse("wiki_route", f"--op: {args.op} is JSON but not a workspace's op.json (no gpu_wiki); give "
-                                          "a workspace's op.json")
+        return None, files.refuse(tool, f"--op: {args.op} is JSON but not a workspace's op.json (no gpu_wiki); give "
+                                        "a workspace's op.json")
     if args.wiki:
         op["gpu_wiki"] = args.wiki
+    return args, op
+
+
+def main(argv=None) -> int:
+    args, op = op_from_cli("wiki_route", "Print this workspace's gpu-wiki route (Phase 2) and the wiki's peaks.", argv)
+    if args is None:
+        return op
     routed = route(op)
     peaks = wiki_peaks(op, routed)
     if args.json:

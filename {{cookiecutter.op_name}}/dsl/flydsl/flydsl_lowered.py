@@ -12,7 +12,7 @@ its own tiling, loads, reductions and stores; this module gives it:
                         the first "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices
                         of the row, broadcast and vector inputs: a "scalar" input is one value, never a row), the
                         loads that serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`:
-                        plan_loads), the row outputs' stores (`stores`, `first`: plan_stores), and a
+                        plan_loads), the row outputs' stores (`stores`, `first`: host.lowered_stores), and a
                         `key` (a hash of lowered.py) that every compiled variant carries as a Constexpr, so a
                         re-baked lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
@@ -87,7 +87,7 @@ def facts() -> SimpleNamespace:
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
     f.loads, f.load_widths, f.of_arg = plan_loads(args, kinds, widths)
     f.like = next((k for k, a in enumerate(f.of_arg) if a[0] != "scalar"), 0)  # an argument of the values' shape
-    f.stores, f.first = plan_stores(f.outputs, f.out_widths, f.out_how)
+    f.stores, f.first = host.lowered_stores(f.outputs, f.out_widths, f.out_how)
     if f.kinds[:2] == ("a", "b"):  # a GEMM's epilogue (CONTRACT_GEMM.md): a, b, then its inputs; one C
         if (len(f.inputs) != len(f.kinds) or set(f.kinds[2:]) - {"row", "vector", "per_row"}
                 or f.outputs != ("row",) or f.reductions):
@@ -126,21 +126,6 @@ def facts() -> SimpleNamespace:
         raise ValueError(f"lowered op: {len(f.inputs)} inputs + {len(f.outputs)} outputs exceed the launcher's "
                          f"{SLOTS} tensor slots (flydsl_lowered.SLOTS)")
     return f
-
-
-def plan_stores(outputs, widths, hows) -> tuple[tuple, tuple]:
-    """(stores, first): where compute()'s flat results go. compute() returns OUT_WIDTHS[o] results per output o, its
-    pieces in order, from results[first[o]]; `stores` has one (o, how, j) per register tensor a row output is stored
-    from: a "whole" output's one, a wide output's (RoPE's [M, r*N] row) "part" j from its own (at column j*N), or
-    its "lane"s (o, "lane", 0), ONE tensor of r*vec elements per chunk that its r results fill interleaved (piece j
-    at j, j + r, ...), stored with r 128-bit accesses per chunk: the loads' lanes, the other way."""
-    stores, first, k = [], [], 0
-    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
-        first.append(k)
-        if kind == "row":
-            stores += [(o, how, j) for j in range(r)] if how == "part" else [(o, how, 0)]
-        k += r
-    return tuple(stores), tuple(first)
 
 
 def plan_loads(args, kinds, widths) -> tuple[tuple, tuple, tuple]:

@@ -469,20 +469,9 @@ def _plan_loads(args, kinds):
 _LOADS, _OF_ARG, _SCALARS = _plan_loads(lowered.ARGS, lowered.KINDS) if LOWERED else ([], [], [])
 
 
-# Where compute()'s results go: a row output is stored from one register fragment per store ("whole"; a wide output
-# r*N wide ([M, r*N]: RoPE's), one per half j at column j*N ("part"), or ONE fragment r*VEC wide per chunk that its r
-# results fill with stride r, stored with 128-bit accesses ("lane")); a reduced output by the row's thread 0.
-def _plan_stores(outputs, widths, hows):
-    stores, first, k = [], [], 0
-    for o, (kind, r, how) in enumerate(zip(outputs, widths, hows)):
-        first.append(k)
-        if kind == "row":
-            stores += [(o, how, 0)] if how in ("whole", "lane") else [(o, how, j) for j in range(r)]
-        k += r
-    return stores, first
-
-
-_STORES, _FIRST = _plan_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW) if LOWERED else ([], [])
+# Where compute()'s results go (host.lowered_stores): one register fragment per store of a row output, a wide one's
+# halves from column j*N or its lanes as ONE fragment r*VEC wide; a reduced output by the row's thread 0.
+_STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW) if LOWERED else ((), ())
 _X = lowered.KINDS.index("row") if LOWERED else 0
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] != "scalar"), 0)  # an argument of the values' shape
 

@@ -160,7 +160,7 @@ Your own op: the lowered path (op.json "op": "lowered")
                     = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
                     negated), DPP across the wave, one LDS step with its own slot per call (no slot is
                     reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
-        stores:     row outputs like softmax's, a wide one [M, r*N] per piece (flydsl_lowered.plan_stores):
+        stores:     row outputs like softmax's, a wide one [M, r*N] per piece (host.lowered_stores):
                     each "part" j from its own register tensor to column j*N, its "lane"s interleaved in ONE
                     register tensor of
                     r*vec elements per chunk (piece j at j, j + r, ...: register moves) and stored with r 128-bit
@@ -1158,7 +1158,7 @@ def describe(case: dict) -> dict:
 
 def _wide_movement(vec: int) -> str:
     """describe()'s words for the wide inputs' loads (flydsl_lowered.plan_loads), the broadcast inputs' rows and the
-    wide outputs' stores (flydsl_lowered.plan_stores), "" when there are none."""
+    wide outputs' stores (host.lowered_stores), "" when there are none."""
     f = lw.facts()
     words = [f"; {f.inputs[i]} broadcast over x's rows: its row found by two integer divisions per row"
              for i, kind in enumerate(f.kinds) if kind == "broadcast"]
