@@ -72,6 +72,15 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
                                                  "source": "kbaseline bake"}]}
     program = logic["lowering"]["ir"]
     phase1 = lower.phase1(program, pattern.PHASE1)
+    if lower.decode.is_decode(program):
+        return {"lowered": program, "kinds": {i["name"]: i["role"] for i in program["inputs"]},
+                "input_dtypes": {i["name"]: "int32" if i["role"] == "lens" else "float" for i in program["inputs"]},
+                "output_dtypes": ["input"], "phase1": phase1,
+                "lowering": {"status": "lowered", "function": program["function"], "file": program["file"],
+                             "class": program["class"], "steps": len(program["nodes"]), "reductions": [],
+                             "rounded_thresholds": 0},
+                "baseline_summary": f"{cell['summary']}; its scores, masks, key range and sinks are the user's "
+                                    f"`{program['function']}` ({program['file']}), traced and generated into lowered.py"}
     return {"lowered": program, "kinds": {i["name"]: i["kind"] for i in program["inputs"]},
             "input_dtypes": {i["name"]: i.get("dtype", "float") for i in program["inputs"]},
             "output_dtypes": [o["dtype"] for o in program["outputs"]], "phase1": phase1,
@@ -92,6 +101,8 @@ def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     if program and resolved["pattern_name"] == "elementwise" and any(i["kind"] == "vector" for i in program["inputs"]):
         # a function with [N] vectors takes rows: a 1-D case is one row [1, n] (F.prelu on a 1-D x is another op)
         made = [pattern.cases(f"1x{c['dims'][0]}", c["role"], dtype)[0] if len(c["dims"]) == 1 else c for c in made]
+    if program and lower.decode.is_decode(program):
+        return [lower.fit_case(program, c) for c in made]
     if resolved["op"] == LOWERED and resolved["pattern_name"] == "reduction":
         nd = pattern.cases("24x1000", "boundary", dtype)[0]
         made.append({**nd, "name": "bou_4x6x1000", "lead": [4, 6]})
@@ -111,7 +122,7 @@ def _markers(cell: dict, resolved: dict) -> dict:
     heads of at most SHORT_HEADS elements."""
     logic = resolved["pytorch_logic"]
     program = logic["lowering"]["ir"] if resolved["op"] == LOWERED else None
-    if program is None or lower.ir.is_gemm(program):
+    if program is None or lower.ir.is_gemm(program) or lower.decode.is_decode(program):
         return cell["isa_markers"]
     drop = {"only_with_reductions"} if not lower.ir.reductions(program) else set()
     if program.get("heads") and program["heads"] <= SHORT_HEADS:

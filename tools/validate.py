@@ -27,8 +27,9 @@ MAX_OP_NAME = 64  # it names a folder, a git repository and every record; 255 by
 RUN_BASELINE = ("auto", "yes", "no")
 AUTO = "auto"  # pattern=auto: the pattern of the traced function
 LOWERED = "lowered"  # the op of a workspace whose kernel computes the user's own function
-LOWERABLE = ("elementwise", "reduction", "gemm")  # the patterns whose cells take a lowered compute
-CLASS_WORDS = {"elementwise": "elementwise", "reduction": "a row reduction", "gemm": "a matmul with an epilogue"}
+LOWERABLE = ("elementwise", "reduction", "gemm", "decode_attention")  # the patterns whose cells take a lowered compute
+CLASS_WORDS = {"elementwise": "elementwise", "reduction": "a row reduction", "gemm": "a matmul with an epilogue",
+               "decode_attention": "decode attention"}
 
 
 def _one_of(key: str, value: str, choices, what: str) -> None:
@@ -222,6 +223,8 @@ def lowering_note(got: dict) -> str:
     logic = got["pytorch_logic"]
     if got["op"] == LOWERED:
         program = logic["lowering"]["ir"]
+        if lower.decode.is_decode(program):
+            return f"lowered `{logic['function']}` into the decode_attention kernel: {lower.decode.summary(program)} (lowered.py)"
         reductions = lower.ir.reductions(program)
         return (f"lowered `{logic['function']}` into the {got['pattern']} kernel: {len(program['inputs'])} input(s), "
                 f"{len(program['outputs'])} output(s), {len(program['nodes'])} steps"

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.lower import ir
+from tools.lower import decode, ir
 
 TIMEOUT_S = float(os.environ.get("KBASELINE_TRACE_TIMEOUT", "120"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,6 +162,8 @@ def _words(program: dict) -> dict:
 
 def op_spec(program: dict) -> dict:
     """The lowered op in the form of a built-in op's OPS entry (tools/patterns/<pattern>/__init__.py)."""
+    if decode.is_decode(program):
+        return decode.op_spec(program)
     if ir.is_gemm(program):
         return {**_gemm_spec(program), **_words(program)}
     # Bytes per case, in the case's variables: numel = M*N elements of the output's rows (a wide output's N is r
@@ -223,6 +225,8 @@ def fit_case(program: dict, case: dict) -> dict:
     M when the case has none), its N a whole number of heads of c for a function that views rows as heads, or of
     a wide output's r pieces (the label follows), and the named dims as formula variables (RoPE's S, for cos
     [S, D]'s bytes)."""
+    if decode.is_decode(program):
+        return decode.fit_case(program, case)
     names = ir.x_input(program).get("names")
     case = dict(case)
     m, n = case["dims"]
@@ -246,6 +250,8 @@ def fit_case(program: dict, case: dict) -> dict:
 def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
     """Every tensor a case of the lowered op allocates: name -> (elements, bytes per element)."""
     v = case["vars"]
+    if decode.is_decode(program):
+        return decode.tensors(case, program)
     if ir.is_gemm(program):
         size = {"M": v["M"], "N": v["N"], "K": v["K"]}
         found = {i["name"]: (math.prod(size[d] if isinstance(d, str) else d for d in i["dims"]), v["elem_bytes"])
@@ -276,6 +282,8 @@ def phase1(program: dict, base: dict) -> dict:
     entries (`base`) stand for what the cell decides (shapes it takes, boundaries it handles)."""
     if ir.is_gemm(program):
         return _gemm_phase1(program, base)
+    if decode.is_decode(program):
+        return decode.phase1(program, base)
     shapes_of = {"row": "x's shape [M, N]", "vector": "[N], broadcast over the rows",
                  "scalar": "one value (a runtime scalar, loaded once)"}
     inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]}" + (", boolean" if i.get("dtype") == "bool" else "")

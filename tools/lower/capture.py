@@ -440,6 +440,11 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
                      Path(path).name)
         return {"ok": False, "stage": "import", "error": f"importing {Path(path).name} failed at {where}: "
                                                          f"{type(err).__name__}: {err}".strip()}
+    from tools.lower import attention
+
+    decode = attention.lower(fn, function, path, folder, hints)  # decode attention has its own rule (its docstring)
+    if decode is not None:
+        return decode
     try:
         inputs, constants = parameters(fn, hints)
         rule_error = None

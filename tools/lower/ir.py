@@ -171,6 +171,8 @@ def pattern(program: dict) -> str:
     """The cell a program runs in: its class, except that an elementwise program with wide inputs, inputs broadcast
     over some of x's dims or rows viewed as heads runs in the row (reduction) cell, whose rows carry their own
     strides, column offsets and layouts; the flat elementwise cell cannot."""
+    if program["class"] == "decode_attention":
+        return program["class"]
     rows = any(i.get("width", 1) > 1 or broadcast(program, i) for i in program["inputs"]) or program.get("heads")
     return "reduction" if rows and program["class"] == "elementwise" else program["class"]
 

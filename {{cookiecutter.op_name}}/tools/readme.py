@@ -134,9 +134,10 @@ def render(ws: Path, op: dict) -> str:
         "```", "",
         "From PyTorch, `kernel.run(*inputs, out=None)` takes the op's inputs in the order above and runs on the "
         "current stream, so it works inside `torch.cuda.stream(...)` and CUDA-graph capture. To call it from a "
-        "`torch.compile`d model, register it once as a custom op: `op = host.torch_op(kernel.run, "
-        f"reference.reference)`, then `op([{', '.join(op['inputs'])}])` (it is also `torch.ops.kbaseline."
-        f"{op['op_name']}`).", "",
+        "`torch.compile`d model, import this workspace as a package from its parent folder (`import "
+        f"{op['op_name']}`) and call its custom op, registered on import: `torch.ops.{op['op_name']}.run("
+        f"{', '.join(op['inputs'])})` (kernel.run on CUDA; `torch.compile(fullgraph=True)` and CUDA graphs take it; "
+        "`__init__.py` says how).", "",
     ]
     if h["peak_tflops"]:
         lines += ["Measure one result by hand with the workflow's command. Here it is filled in with the headline case "
@@ -221,6 +222,8 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
     """"Your own op": how pytorch_logic becomes this kernel (or why it did not), and the rule for its parameters."""
     lines = ["## Your own op", ""]
     low = op.get("lowering", {})
+    if op["pattern"] == "decode_attention":
+        return lines + decode_logic_section(op, low)
     if low.get("status") == "lowered":
         program = "a matmul head and a pointwise epilogue" if low.get("class") == "gemm" else \
             "a small pointwise/reduction program"
@@ -283,6 +286,55 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "parameters carry those names, otherwise by position, in that order.", "",
     ]
     return lines
+
+
+DECODE_ROLES = {"q": "q [B, Hq, D], one query token per sequence", "k": "the key cache [B, S, Hkv, D]",
+                "v": "the value cache [B, S, Hkv, D]", "lens": "seq_lens [B] int32 (the query sits at len - 1)",
+                "head": "one value per query head [Hq], read once per head", "batch": "one value per sequence [B]"}
+
+
+def decode_logic_section(op: dict, low: dict) -> list[str]:
+    """"Your own op" of a decode-attention workspace: the variant lowered into the decode kernel, and the rule."""
+    lines = []
+    if low.get("status") == "lowered":
+        program = op["lowered"]
+        lines += [f"This kernel computes your `{low['function']}` ({low['file']}, copied here as `user_logic.py`). It "
+                  "was traced (torch.fx `make_fx` at small prime sizes, so that every view of B, Hkv, G, S and D is "
+                  "told apart) and recognised as decode attention; its variant was lowered into `lowered.py`: the "
+                  "scale kernel.py folds into q, `score()` (the work on each score), `keep()` (per-key masks), "
+                  "`key_range()` (the keys a sequence can attend: the kernel never reads the others) and `sink()` "
+                  "(a logit that joins the softmax denominator), each line beside the line of yours it came from. "
+                  "`kernel.py` keeps the split-KV data movement, the GQA head groups and the merge. Edit your "
+                  "function and re-bake to change the kernel; `lowered.py` is not meant to be edited.", "",
+                  "Its inputs, in your parameters' order (what `kernel.run` takes):", "",
+                  *[f"- `{i['name']}`: {DECODE_ROLES[i['role']]}" for i in program["inputs"]], ""]
+    elif low:
+        lines += [f"`{low['function']}` is this workspace's reference, but the kernel is the built-in "
+                  f"`{op['op']}`: {low['reason']}. Its cases FAIL wherever the two differ.", ""]
+    return lines + [
+        "How a decode-attention function lowers (`pytorch_logic=file.py:function`, `pattern=auto`):", "",
+        "- its tensors are q [B, Hq, D], k_cache and v_cache [B, S, Hkv, D] (the usual cache layout) and seq_lens "
+        "[B] int32, in any order and under any names: K is the cache q meets in the first product, V the one the "
+        "probabilities meet; other tensors are vectors with one value per query head [Hq] (ALiBi slopes, sinks), or "
+        "per sequence when annotated `\"[B]\"`; parameters with defaults are constants;",
+        "- the forms users write are read alike: `einsum`, `matmul` with `view`/`transpose`, GQA by "
+        "`repeat_interleave` (transformers' `repeat_kv`) or a grouped view, `masked_fill`/`where` with `-inf` or "
+        "the dtype's min, additive masks, `F.scaled_dot_product_attention` (with `scale=`, `enable_gqa=True` and a "
+        "boolean or additive `attn_mask` built from positions), a softmax in fp32 or in the dtype;",
+        "- the function must mask the keys at or past seq_lens[b] (stale cache slots): the kernel never reads them;",
+        "- a mask that bounds the key positions by the sequence alone (a sliding window `kpos > len - 1 - W`, a "
+        "prefix) becomes a key range, so the skipped keys are never loaded; other masks apply per key;",
+        "- a sink is a logit per head concatenated to the scores before the softmax and dropped after it "
+        "(gpt-oss); a max subtracted before the softmax is dropped (the softmax does not see it).", "",
+        "Refused in one line, with the torch op and your line: a second softmax, a softmax over another dim, a "
+        "reduction of the scores, a table lookup (a learned [S, S] bias), random ops (dropout in training), "
+        "work on q or the cache before q.k^T (RoPE: apply it before the call), an output epilogue after P.V.", "",
+        "Not served yet: paged KV caches (a block table) and prefill (many query tokens). With a paged cache, gather "
+        "the pages into the [B, S, Hkv, D] layout (or bake one workspace per page size with the pages as the batch); "
+        "for prefill, use FlexAttention or a flash-attention library: this kernel is one query token per sequence.", "",
+        f"With a built-in op, the harness passes this op's inputs ({', '.join(op['inputs'])}) to your function by name "
+        "when your parameters carry those names, otherwise by position, in that order.", "",
+    ]
 
 
 def write(ws: Path, op: dict) -> Path:

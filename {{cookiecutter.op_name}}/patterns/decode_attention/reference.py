@@ -54,11 +54,20 @@ baseline = sdpa if host.OP.get("reference", {}).get("source") != "user" else ref
 
 
 def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int) -> list:
-    randn = host.randn(torch.Generator(device=device).manual_seed(seed), dtype, device)
+    """q, k_cache, v_cache, seq_lens; a lowered variant's inputs in its own order (op.json `kinds`: each input's role),
+    its vectors in fp32, one value per query head or per sequence, in [0.1, 0.6) (ALiBi slopes, sinks, biases)."""
+    generator = torch.Generator(device=device).manual_seed(seed)
+    randn = host.randn(generator, dtype, device)
     batch, hq, hkv, s_max, d = case["dims"]
     seq_lens = torch.tensor(case["seq_lens"], dtype=torch.int32, device=device)
     k_cache, v_cache = randn(batch, s_max, hkv, d), randn(batch, s_max, hkv, d)
     stale = torch.arange(s_max, device=device)[None, :] >= seq_lens[:, None]  # slots past each length
     k_cache[stale] = 8.0  # stale cache slots hold large values: reading them ruins the result, so a leak fails
     v_cache[stale] = 1000.0
-    return [randn(batch, hq, d), k_cache, v_cache, seq_lens]
+    made = {"q": randn(batch, hq, d), "k": k_cache, "v": v_cache, "lens": seq_lens}
+    roles = host.OP.get("kinds") if host.OP.get("op") == "lowered" else None
+    if not roles:
+        return [made[r] for r in ("q", "k", "v", "lens")]
+    size = {"head": hq, "batch": batch}
+    return [made[r] if r in made else torch.rand(size[r], generator=generator, device=device) * 0.5 + 0.1
+            for r in roles.values()]
