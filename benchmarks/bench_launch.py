@@ -15,9 +15,10 @@ run_baseline=no`), then, for each workspace, two child processes, each timing ev
   - GPU µs: torch.profiler's CUDA kernel time over the calls, per call (all of the call's kernels);
   - do_bench µs: triton.testing.do_bench (L2 flushed between calls; its flush hides host cost up to ~80 µs,
     so on its own it can mislead both ways: it is here for comparison with other projects' numbers).
-The sides: our kernel.run (with out= given), the same kernel through host.torch_op's custom op (what a
-torch.compile'd model calls; it allocates its output), the workspace's torch baseline (reference.baseline: eager
-torch, cuBLAS, SDPA), and quack (benchmarks only: never imported by the template) where it has the op (rmsnorm, softmax, GEMM).
+The sides: our kernel.run (with out= given), the same kernel through the workspace package's custom op
+`torch.ops.<op_name>.run` (side "torch_op": what a torch.compile'd model calls; it allocates its output), the
+workspace's torch baseline (reference.baseline: eager torch, cuBLAS, SDPA), and quack (benchmarks only: never
+imported by the template) where it has the op (rmsnorm, softmax, GEMM).
 Inputs are the workspace's own reference.make_inputs on the same seed, at SHAPES, or for a lowered workspace its own
 representative cases (own_cases). Writes JSON rows and prints a table.
 """
@@ -47,10 +48,13 @@ SHAPES = {  # pattern -> (label, case in op.json's case form): the tiny ones fir
 }
 
 CHILD = textwrap.dedent("""
-    import json, sys, time
+    import importlib, json, sys, time
+    from pathlib import Path
     import torch
-    sys.path.insert(0, ".")
-    import host, kernel, reference, test_kernel
+    sys.path.insert(0, "..")
+    ws = importlib.import_module(Path.cwd().name)  # the workspace as a package (its folder's name), with its op
+    kernel, reference, test_kernel = ws.kernel, ws.reference, ws.test_kernel
+    custom_op = getattr(torch.ops, ws.NAMESPACE).run
     from triton.testing import do_bench
     op = json.load(open("op.json"))
     dtype = getattr(torch, op["torch_dtype"])
@@ -90,9 +94,8 @@ CHILD = textwrap.dedent("""
         out = kernel.run(*inputs)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
-        torch_op = host.torch_op(kernel.run, reference.reference)
         sides = {"kbaseline": lambda: kernel.run(*inputs, out=out), "torch": lambda: reference.baseline(*inputs),
-                 "torch_op": lambda: torch_op(list(inputs))}
+                 "torch_op": lambda: custom_op(*inputs)}
         q = quack_side(inputs)
         if q is not None:
             sides["quack"] = q

@@ -36,11 +36,12 @@ def test_workspace_passes_on_the_gpu(tmp_path, pattern, op, dtype):
 
 
 GRAPH_CHILD = """
-import json, math, sys
+import math, sys
 import torch
-sys.path.insert(0, ".")
-import host, kernel, reference
-op = json.load(open("op.json"))
+sys.path.insert(0, "..")
+import ws  # the workspace as a package: its modules, and its custom op torch.ops.ws.run
+from ws import kernel, reference
+op = ws.OP
 dtype = getattr(torch, op["torch_dtype"])
 case = min(op["cases"], key=lambda c: math.prod(c["dims"]))
 inputs = reference.make_inputs(case, dtype, "cuda", 0)
@@ -69,8 +70,7 @@ for t in inputs:  # new values in the captured buffers: the replay must read the
 graph.replay()
 torch.cuda.synchronize()
 check(out_graph, "graph replay")
-torch_op = host.torch_op(kernel.run, reference.reference)  # registered once, outside any compiled code
-compiled = torch.compile(lambda *xs: torch_op(list(xs)), fullgraph=True)
+compiled = torch.compile(lambda *xs: torch.ops.ws.run(*xs), fullgraph=True)
 check(compiled(*inputs), "torch.compile through the custom op")
 bad_calls = {"a CPU tensor": lambda: kernel.run(*[t.cpu() if i == 0 else t for i, t in enumerate(inputs)]),
              "an out of the wrong shape": lambda: kernel.run(*inputs, out=torch.empty(3, dtype=dtype, device="cuda"))}
@@ -88,8 +88,8 @@ print("ok", case["name"])
 @pytest.mark.parametrize("pattern", ["elementwise", "reduction", "gemm", "decode_attention"])
 def test_run_is_capturable_in_a_cuda_graph(tmp_path, pattern):
     """Every Hopper cell's run(): correct eagerly, on a side stream, replayed from a CUDA graph with new inputs, and
-    inside torch.compile(fullgraph=True) as host.torch_op's custom op; a bad call is refused in host.py's words (the
-    TVM-FFI wrapper's refusal is re-explained)."""
+    inside torch.compile(fullgraph=True) as the workspace package's custom op (torch.ops.ws.run); a bad call is
+    refused in host.py's words (the TVM-FFI wrapper's refusal is re-explained)."""
     done = bake_cli(tmp_path, f"pattern={pattern}", "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
     run = subprocess.run([sys.executable, "-c", GRAPH_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,

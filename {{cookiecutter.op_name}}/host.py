@@ -360,6 +360,22 @@ def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
     return dtype, B, Hq, Hkv, S, D, out
 
 
+def decode_operands(op: str, lowered, inputs, out, access: str):
+    """A lowered decode variant's run(*inputs) arguments by their ROLES (tests/lowered_examples/CONTRACT_DECODE.md):
+    (dtype, B, Hq, Hkv, S, D, out, (q, k_cache, v_cache, seq_lens), vectors), each vector checked [Hq] ("head") or
+    [B] ("batch"), contiguous, on q's device; vectors keep their own float dtype (the kernels convert on load)."""
+    check_count(op, inputs, len(lowered.INPUTS))
+    by_role = {role: t for role, t in zip(lowered.ROLES, inputs) if role in ("q", "k", "v", "lens")}
+    q, k_cache, v_cache, seq_lens = (by_role[r] for r in ("q", "k", "v", "lens"))
+    dtype, B, Hq, Hkv, S, D, out = decode_dims(op, q, k_cache, v_cache, seq_lens, out, access)
+    vectors = [t for role, t in zip(lowered.ROLES, inputs) if role in ("head", "batch")]
+    for name, role, t in zip(lowered.VECTORS, [r for r in lowered.ROLES if r in ("head", "batch")], vectors):
+        want = (Hq,) if role == "head" else (B,)
+        if tuple(t.shape) != want or not t.is_floating_point() or not t.is_contiguous() or t.device != q.device:
+            raise ValueError(f"{op}: {name} must be a contiguous float tensor of shape {want} ({'one value per query head' if role == 'head' else 'one value per sequence'}) on {q.device}, got {t.dtype} {tuple(t.shape)} on {t.device}")
+    return dtype, B, Hq, Hkv, S, D, out, (q, k_cache, v_cache, seq_lens), vectors
+
+
 def reference_for(built_in: dict):
     """The workspace's reference function: the user's own (op.json reference.source == "user"), else the built-in
     one of op.json's op.
@@ -384,40 +400,6 @@ def reference_for(built_in: dict):
 
     user_reference.__doc__ = f"The user's `{ref['function']}` ({ref['original']}), given {', '.join(names)} {ref['mapping']}."
     return user_reference
-
-
-def torch_op(kernel_run, reference, name: str | None = None):
-    """Opt-in: kernel_run as the custom op torch.ops.kbaseline.<op_name>, so a torch.compile'd model can call it.
-
-        op = host.torch_op(kernel.run, reference.reference)    # once; then, inside any compiled function:
-        y = op([x, weight])                                     # the op's inputs, in op.json's order, as a list
-
-    Dynamo cannot trace into a DSL launcher: a compiled model that calls run() directly breaks its graph there
-    (or fails with fullgraph=True). Registered as a custom op, the kernel is one opaque node that torch.compile
-    calls as it is. Its fake-tensor rule, which tells the compiler the output's shape and dtype without running
-    anything, is the reference itself run on fake tensors: the reference is the op's definition, so there is no
-    second shape rule to keep in step (the output takes the first input's dtype, as run() does). The price is the
-    dispatcher's work on every call; benchmarks/ has it measured beside run()."""
-    import torch
-
-    qualname = f"kbaseline::{name or OP['op_name']}"
-    if qualname in _TORCH_OPS:  # torch.library registers a name once per process
-        return _TORCH_OPS[qualname]
-
-    @torch.library.custom_op(qualname, mutates_args=(), schema="(Tensor[] inputs) -> Tensor")
-    def op(inputs):  # the schema is spelled out: this module imports torch lazily, so annotations could not name it
-        return kernel_run(*inputs)
-
-    @op.register_fake
-    def _(inputs):
-        out = reference(*inputs)
-        return out.new_empty(out.shape, dtype=inputs[0].dtype)
-
-    _TORCH_OPS[qualname] = op
-    return op
-
-
-_TORCH_OPS: dict = {}  # qualified name -> the op torch_op registered
 
 
 def lowered_lengths(n: int, heads: int | None = None, r: int | None = None) -> tuple[int, int]:
