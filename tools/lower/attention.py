@@ -72,14 +72,17 @@ SHAPE_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand"
              "repeat", "_reshape_alias", "broadcast_to", "slice", "select", "numpy_T"}
 CONSTANT_MAKERS = {"full", "full_like", "zeros", "zeros_like", "ones", "ones_like", "scalar_tensor", "new_full",
                    "new_zeros", "new_ones", "empty_like"}
-PRODUCTS = {"bmm", "mm"}
+PRODUCTS = {"bmm", "mm", "baddbmm"}  # baddbmm(bias, q, k): beta * bias + alpha * q.k (BLOOM's ALiBi)
 REDUCTIONS = ("amax", "amin", "max", "min", "sum", "mean", "logsumexp", "prod", "var", "std", "cumsum")
 RANDOM = ("rand", "randn", "bernoulli", "dropout", "native_dropout", "randint", "normal", "uniform", "multinomial")
 
 
 def _name(node) -> str:
+    """An aten node's op name, an in-place form by its functional name (`add_` -> `add`: on values the function
+    made, which is all a trace has)."""
     target = node.target
-    return getattr(getattr(target, "overloadpacket", None), "__name__", getattr(target, "__name__", str(target)))
+    name = getattr(getattr(target, "overloadpacket", None), "__name__", getattr(target, "__name__", str(target)))
+    return name[:-1] if name.endswith("_") and not name.startswith("_") else name
 
 
 # --- which parameter is which ------------------------------------------------------------------------------------
@@ -122,9 +125,13 @@ def example(roles: list[str], sizes: dict, dtype, seed: int, lens: list[int] | N
             made.append(cache.to(dtype))
         elif role == "lens":
             made.append(seq.clone())
-        else:
+        elif role.startswith("table:"):
+            named = {"B": b, "Hq": hkv * g, "H": hkv * g, "Hkv": hkv, "S": s, "D": d}
+            dims = [named.get(x.strip(), 1) for x in role[len("table:"):].strip("[]").split(",")]
+            made.append(torch.randn(*dims, generator=gen, dtype=torch.float64).to(dtype))
+        else:  # a vector in q's dtype, as a model holds it
             made.append((torch.rand(hkv * g if role == "head" else b, generator=gen, dtype=torch.float64) * 0.5
-                         + 0.1).to(torch.float32 if dtype != torch.float64 else dtype))
+                         + 0.1).to(dtype))
     return made
 
 
@@ -165,6 +172,8 @@ def roles(fn, hints: dict | None = None) -> tuple[list[dict], dict] | None:
 
 def _vector_kinds(note: str) -> tuple[str, ...]:
     shape = note.replace(" ", "")
+    if shape.count(",") >= 1:  # a tensor of 2+ dims beside the four: a table ([S, S] biases), refused by name later
+        return ("table:" + shape,)
     if shape in ("[B]", "B", "batch", "per_batch"):
         return ("batch",)
     if shape in ("[Hq]", "[H]", "Hq", "head", "per_head"):
@@ -227,11 +236,12 @@ def trace(fn, inputs: list[dict], constants: dict, folder: str, d: int):
             try:
                 if name == "scaled_dot_product_attention":
                     return sdpa_math(*args, **kwargs)
-                if name in ("dropout", "dropout1d", "dropout2d") and kwargs.get("training", args[2] if len(args) > 2
-                                                                               else True) and \
-                        (kwargs.get("p", args[1] if len(args) > 1 else 0.5)) > 0:
-                    raise Refused(f"torch.{name} in training mode draws random numbers, which a decode kernel does "
-                                  "not; pass training=False (inference)")
+                if name in ("dropout", "dropout1d", "dropout2d", "alpha_dropout"):
+                    training = kwargs.get("training", args[2] if len(args) > 2 else True)
+                    if training and kwargs.get("p", args[1] if len(args) > 1 else 0.5) > 0:
+                        raise Refused(f"torch.{name} in training mode draws random numbers, which a decode kernel "
+                                      "does not; pass training=False (inference)")
+                    return args[0] if args else kwargs["input"]  # inference: the identity
                 if name.removesuffix("_") in RANDOM:
                     raise Refused(f"torch.{name} draws random numbers, which a decode kernel does not")
                 if name.removesuffix("_") in ("topk", "sort", "argsort", "gather", "take_along_dim", "index_select",
@@ -276,6 +286,7 @@ class Converter:
         self.nodes: list[dict] = []
         self.memo: dict = {}
         self.scale = 1.0
+        self.q_factors: list = []  # graph nodes that multiply q: per-sequence or per-head factors (llama4's)
         self.users = {n: list(n.users) for n in gm.graph.nodes}
 
     def refuse(self, text: str, node=None):
@@ -349,10 +360,14 @@ class Converter:
             elif name in ("mul", "div") and leaf is self.q:
                 other = node.args[1]
                 factor = self.constant(other)
-                if factor is None:
-                    self.refuse("work on q before q.k^T other than a constant scale (RoPE, a norm) is not part of "
-                                "the decode kernel: apply it before the call", node)
-                self.scale *= factor if name == "mul" else 1.0 / factor
+                if factor is None and hasattr(other, "op") and not ({self.q, self.k, self.v} & self.ancestors(other)) \
+                        and _shape(other)[-1:] in ((), (1,)):  # one value per (sequence, head): a factor on the score
+                    self.q_factors.append(other if name == "mul" else ("reciprocal", other))
+                elif factor is None:
+                    self.refuse("work on q before q.k^T other than a scale per sequence or head (RoPE, a norm) is "
+                                "not part of the decode kernel: apply it before the call", node)
+                else:
+                    self.scale *= factor if name == "mul" else 1.0 / factor
                 node = node.args[0]
             else:
                 what = "q" if leaf is self.q else "the keys" if leaf is self.k else "the values"
@@ -378,6 +393,10 @@ class Converter:
     # the score region as a program
     def emit(self, op: str, args: list, node) -> object:
         spec = VOCABULARY[op]
+        if op in ORDER and isinstance(args[0], str) and not isinstance(args[1], str):
+            folded = self.decided(op, args, node)
+            if folded is not None:
+                return folded
         if all(not isinstance(a, str) for a in args) and spec.fold is not None:
             try:
                 return float(spec.fold(*args))
@@ -388,6 +407,19 @@ class Converter:
         self.nodes.append({"id": ident, "op": op, "args": args, "line": self.lines.get(node.name) if node is not
                            None else None, "kind": "const" if const else "element"})
         return ident
+
+    def decided(self, op: str, args: list, node):
+        """where(c, a, b) <op> t with constants a, b, t is c itself or its negation (Falcon compares its own
+        additive mask: `causal_mask < -1`), so that the mask stays a condition on the positions."""
+        where = _node(self.nodes, args[0])
+        if where is None or where["op"] != "where" or any(isinstance(x, str) for x in where["args"][1:]):
+            return None
+        a, b = (ORDER[op](x, args[1]) for x in where["args"][1:])
+        if a and not b:
+            return where["args"][0]
+        if b and not a:
+            return _not(self.nodes, where["args"][0])
+        return None
 
     def value(self, arg):
         """An aten argument as a program reference or a float."""
@@ -403,13 +435,27 @@ class Converter:
     def _value(self, node):
         name = _name(node)
         if node is self.p1:
-            return "s"
+            ref = "s"
+            for factor in self.q_factors:  # (c q) . k = c (q . k): a per-sequence or per-head factor on q
+                if isinstance(factor, tuple):
+                    ref = self.emit("div", [ref, self.value(factor[1])], node)
+                else:
+                    ref = self.emit("mul", [ref, self.value(factor)], node)
+            if _name(node) == "baddbmm":  # beta * bias + alpha * (q . k)
+                beta, alpha = node.kwargs.get("beta", 1.0), node.kwargs.get("alpha", 1.0)
+                ref = self.emit("add", [self.emit("mul", [self.value(node.args[0]), float(beta)], node),
+                                        self.emit("mul", [ref, float(alpha)], node)], node)
+            return ref
         if node.op == "placeholder":
             role = self.role[node]
             if role == "lens":
                 return "length"
             if role in ("head", "batch"):
                 return self.input_name[node]
+            if role.startswith("table:"):
+                self.refuse(f"`{self.input_name[node]}` {role[6:]} is a table of the scores (a learned [S, S] or "
+                            "per-position bias): a decode kernel computes its scores from positions, per-head or "
+                            "per-sequence vectors and constants, not a table lookup", node)
             self.refuse(f"{self.input_name[node]} is used outside its product", node)
         if name == "arange":
             return self.arange(node)
@@ -539,7 +585,9 @@ class Converter:
         node = node[0] if isinstance(node, (tuple, list)) else node
         while node is not self.p2:
             name = _name(node)
-            if name not in SHAPE_OPS - {"slice", "select"}:
+            whole = name == "select" and _shape(node.args[0])[node.args[1]] == 1 or name == "slice" and \
+                _shape(node.args[0]) == _shape(node)  # the query's dim of size 1, or a slice that keeps all
+            if name not in SHAPE_OPS - {"slice", "select"} and not whole:
                 self.refuse(f"an output epilogue ({name} after P.v) is not lowered into the decode kernel: apply it "
                             "after the call", node)
             node = node.args[0]
@@ -584,8 +632,15 @@ def peel(nodes: list[dict], root) -> tuple[object, list]:
             root = args[2]
         elif op == "add" and any(_mask_term(nodes, a) is not None for a in args):
             k = next(i for i, a in enumerate(args) if _mask_term(nodes, a) is not None)
-            conjuncts.append(_mask_term(nodes, args[k]))
-            root = args[1 - k]
+            keep, rest = _mask_term(nodes, args[k])
+            conjuncts.append(keep)
+            root = args[1 - k] if rest == 0.0 else _emit(nodes, "add", [args[1 - k], rest])
+        elif op in ("mul", "div") and not isinstance(args[1], str) and args[1] > 0:  # a positive factor keeps -inf
+            inner, more = peel(nodes, args[0])
+            if not more:
+                return root, conjuncts
+            conjuncts += more
+            root = _emit(nodes, op, [inner, args[1]])
         else:
             return root, conjuncts
 
@@ -594,6 +649,8 @@ def _minus_inf(a) -> bool:
     return not isinstance(a, str) and a <= MINUS_INF
 
 
+ORDER = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+         "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 
 
@@ -614,15 +671,16 @@ def _not(nodes: list[dict], ref) -> str:
 
 
 def _mask_term(nodes: list[dict], ref):
-    """The keep condition of an additive mask term where(c, 0, -inf) (or where(c, -inf, 0)), else None."""
+    """(keep condition, the term where kept) of an additive term that is -inf where a key is dropped: where(c, y,
+    -inf) or where(c, -inf, y) (an additive mask has y = 0; Falcon's ALiBi bias is masked in place), else None."""
     node = _node(nodes, ref)
     if node is None or node["op"] != "where":
         return None
     c, a, b = node["args"]
-    if a == 0.0 and _minus_inf(b):
-        return c
-    if b == 0.0 and _minus_inf(a):
-        return _not(nodes, c)
+    if _minus_inf(b) and not _minus_inf(a):
+        return c, a
+    if _minus_inf(a) and not _minus_inf(b):
+        return _not(nodes, c), b
     return None
 
 
@@ -750,23 +808,29 @@ def _emit(nodes: list[dict], op: str, args: list):
 
 
 def fold_scale(nodes: list[dict], score) -> tuple[object, float]:
-    """(score root, factor): a constant factor applied to s alone (s * c, s / c, c * s) is folded out of the
-    program into the kernel's q pre-scale. Only when s is used exactly once (the scaled score is then s)."""
-    users = [n for n in nodes if "s" in n["args"]]
-    if len(users) != 1 or users[0]["op"] not in ("mul", "div"):
-        return score, 1.0
-    node = users[0]
-    other = node["args"][1 - node["args"].index("s")]
-    if isinstance(other, str) or node["op"] == "div" and node["args"][0] != "s" or other == 0.0:
-        return score, 1.0
-    factor = 1.0 / other if node["op"] == "div" else other
-    if factor <= 0.0:
-        return score, 1.0
-    # every use of this node now reads s
-    for n in nodes:
-        n["args"] = ["s" if a == node["id"] else a for a in n["args"]]
-    node["op"], node["args"] = "mul", ["s", 1.0]  # left dead (pruned)
-    return ("s" if score == node["id"] else score), factor
+    """(score root, factor): the constant factors of the chain of multiplications and divisions that starts at s
+    (s * c, s / c, c * s, (s * x) * c: they commute) are folded out of the program into the kernel's q pre-scale.
+    The chain goes on while each step has one user; a folded step reads its operand instead."""
+    factor, ref = 1.0, "s"
+    while True:
+        users = [n for n in nodes if ref in n["args"]]
+        if len(users) != 1 or users[0]["op"] not in ("mul", "div") or users[0]["args"] == [ref, ref]:
+            break
+        node = users[0]
+        k = node["args"].index(ref)
+        other = node["args"][1 - k]
+        if node["op"] == "div" and k == 1:
+            break
+        if not isinstance(other, str) and other > 0.0:  # fold it: this step becomes its operand
+            factor *= other if node["op"] == "mul" else 1.0 / other
+            for n in nodes:
+                n["args"] = [ref if a == node["id"] else a for a in n["args"]]
+            score = ref if score == node["id"] else score
+            node["args"] = [ref, 1.0]  # dead (pruned)
+            node["op"] = "mul"
+            continue
+        ref = node["id"]
+    return score, factor
 
 
 def prune(nodes: list[dict], roots: list) -> list[dict]:

@@ -55,7 +55,8 @@ baseline = sdpa if host.OP.get("reference", {}).get("source") != "user" else ref
 
 def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int) -> list:
     """q, k_cache, v_cache, seq_lens; a lowered variant's inputs in its own order (op.json `kinds`: each input's role),
-    its vectors in fp32, one value per query head or per sequence, in [0.1, 0.6) (ALiBi slopes, sinks, biases)."""
+    its vectors in the dtype (as a model holds them), one value per query head or per sequence, in [0.1, 0.6) (ALiBi
+    slopes, sinks, biases)."""
     generator = torch.Generator(device=device).manual_seed(seed)
     randn = host.randn(generator, dtype, device)
     batch, hq, hkv, s_max, d = case["dims"]
@@ -69,5 +70,5 @@ def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int) -> list:
     if not roles:
         return [made[r] for r in ("q", "k", "v", "lens")]
     size = {"head": hq, "batch": batch}
-    return [made[r] if r in made else torch.rand(size[r], generator=generator, device=device) * 0.5 + 0.1
+    return [made[r] if r in made else (torch.rand(size[r], generator=generator, device=device) * 0.5 + 0.1).to(dtype)
             for r in roles.values()]
