@@ -151,6 +151,36 @@ Boundary handling
       4 splits x 208, V rows loaded with dwordx2; Hq16 Hkv2 S1000 D256: G = 8, 4 x 256, two V dwordx4 per
       row, 16 M-tiles; G > 16 (e.g. Hq64 Hkv1): ceil(G / 16) chunks on grid x, the last one padded.
 
+Your own variant: the lowered path (op.json "op": "lowered", tests/lowered_examples/CONTRACT_DECODE.md)
+    The template traces the user's decode attention into lowered.py: scale(D), score(s, b, h, kpos, len,
+    *vectors), keep(...), key_range(b, len), sink(b, h, *vectors), the VECTORS ([Hq] "head" or [B] "batch"
+    values, any float dtype) and the flags SCORE, MASK, RANGE, WINDOW, SINK. Both kernels' bodies are shared by
+    the built-in op and a variant (_split_body, _merge_body, rewritten by FlyDSL's AST rewriter as a kernel is);
+    the flags are compile-time conditions (const_expr), all false for the built-in op, so its ISA is the one
+    without them. The variant's kernels (lowered_split_kernel, lowered_merge_kernel) add VEC_SLOTS tensor slots
+    for the vectors (the unused ones never read) and the hash of lowered.py and pointwise.py as a Constexpr.
+    - Scale: qscale = scale(D) * log2(e) as before (a custom scale alone costs nothing), or scale(D) alone when
+      SCORE: score() takes natural-log units, and its result is multiplied by log2(e).
+    - score() and keep() run in _attend on each of the lane's 4 scores of a tile, after q.K^T and before the tile
+      max: t = score(s, b, h, kpos, len_b, *values) * log2(e), then t = keep(...) ? t : -inf (a select), then the
+      split-end select as before. b, len_b and h = head0 + j (the lane's column) are converted to fp32, and the
+      vectors' values (vector[h] or vector[b], converted to fp32) loaded, once per wave before the key loop; per
+      key only kpos = k0 + 4g + i is converted (v_cvt_f32_i32).
+    - Key range (RANGE): both kernels compute (lo, hi) = key_range(b, len_b) in fp32, lo_b = max(0, trunc lo),
+      hi_b = min(len_b, trunc hi), moved to scalar registers (v_readfirstlane). Split j covers [lo_b +
+      j*split_size, min(lo_b + (j+1)*split_size, hi_b)), and the K/V descriptors end at row hi_b, so no key
+      outside [lo_b, hi_b) is read (tiles past s1 point at hi_b and read 0). The merge reads min(ceil((hi_b -
+      lo_b) / split_size), splits) splits: exactly those kernel 1 wrote. With WINDOW, plan() sizes the split grid
+      over min(S_max, WINDOW) keys: a 1024-key window over S = 4096 gets a quarter of the splits (16 -> 4 x 256
+      when MIN_SPLIT_KEYS caps the count, B4 Hq32 Hkv8 on 304 CUs) and reads a quarter of the cache.
+    - Fully masked keys: with SCORE or MASK a whole split may score -inf. m stays NEG_BIG (finite: alpha = 1, p =
+      2^(-inf) = 0, no NaN), l = 0, and the split writes an empty partial: o = 0 (1/l selected to 0, not 0 *
+      inf) and lse = -inf, whose merge weight 2^(-inf - M) is 0. The merge selects 1/den to 0 when den = 0 (no
+      split, or empty ones only, and no sink): such a row is 0, not NaN.
+    - Sinks (SINK) enter in the merge, which always runs (every path goes through it, one split or many): s_h =
+      sink(b, h, *values) * log2(e) with the head's values loaded once per lane, M = max(max_s lse_s, s_h), and
+      the denominator gains 2^(s_h - M): out = sum_s 2^(lse_s - M) o_s / (sum_s 2^(lse_s - M) + 2^(s_h - M)).
+
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. A lane-level numpy
 model of exactly these formulas (MFMA layouts, buffer range checks, masks, ping-pong loop, merge),
 benchmarks/models/decode_attention_flydsl.py in the template repository, runs the harness cases with the
@@ -162,17 +192,23 @@ Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   ROCm torch tensors ("cuda" device); compiles one
                                                           kernel pair per dtype, D and arch, and prepares a
                                                           launch (plan, workspace) once per argument signature
+    run(*lowered.INPUTS, out=None) -> out                 op "lowered": the inputs in lowered.INPUTS order
+                                                          (host.decode_operands); one kernel pair per dtype, D,
+                                                          arch and the vectors' dtypes
     compile_only(case, out_dir) -> ISA text               compile both kernels for op.json's target with no GPU,
                                                           in a child process (flydsl_runtime.py,
                                                           tools/rocm_env.py); writes
                                                           kernel_<op>_<dtype>_d<D>_g<G>.<gfx>.s
     describe(case) -> dict                                grid, waves, splits and data movement
+    (compile_only takes vec_dtype, the vectors' torch dtype name for a variant: "float32" unless given)
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+from pathlib import Path
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -180,12 +216,37 @@ import flydsl_runtime as rt
 import host
 import torch
 from flydsl._mlir import ir
-from flydsl.expr import rocdl
+from flydsl.compiler.ast_rewriter import ASTRewriter
+from flydsl.expr import const_expr, rocdl
 from flydsl_runtime import COMPUTE_UNITS, MAX_BYTES, WAVE, target
 
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
 SCALE = (OP_SPEC.get("params") or {}).get("scale")  # None -> 1/sqrt(D)
+
+# A variant (op "lowered": lowered.py beside this file, CONTRACT_DECODE.md). Its flags are compile-time conditions of
+# the kernels, all false for the built-in op.
+if OP == "lowered":
+    import lowered as LOWERED
+else:
+    LOWERED = None
+SCORE = bool(LOWERED and LOWERED.SCORE)     # score() on every (key, head) score
+MASK = bool(LOWERED and LOWERED.MASK)       # keep(): a select to -inf
+RANGE = bool(LOWERED and LOWERED.RANGE)     # key_range(): the splits cover [lo_b, hi_b) only
+SINK = bool(LOWERED and LOWERED.SINK)       # sink(): a logit in the merge's denominator
+WINDOW = LOWERED.WINDOW if RANGE else None  # hi - lo <= WINDOW: the plan sizes the splits over min(S, WINDOW)
+EMPTY = SCORE or MASK                       # a split's scores may all be -inf: empty partials
+EMPTY_ROWS = EMPTY or RANGE                 # a row may have no keys: the merge's den may be 0
+ROLES = tuple(LOWERED.ROLES) if LOWERED else ("q", "k", "v", "lens")
+VECTOR_ROLES = tuple(r for r in ROLES if r in ("head", "batch"))  # "head": [Hq], "batch": [B], in VECTORS order
+VEC_SLOTS = 4             # the variant launchers' vector tensor slots (a FlyDSL launcher has a fixed signature)
+# the variant kernels' Constexpr: FlyDSL's disk cache keys a kernel by this file's code, not by lowered.py's (or the
+# pw functions' it calls), so a re-generated lowered.py is never served a kernel compiled from the old one
+KEY = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (LOWERED, getattr(LOWERED, "pw", None))
+                              if m)).hexdigest()[:16] if LOWERED else ""
+if LOWERED and (len(VECTOR_ROLES) > VEC_SLOTS or len(VECTOR_ROLES) != len(LOWERED.VECTORS)):
+    raise ValueError(f"lowered.py: {len(LOWERED.VECTORS)} VECTORS with roles {VECTOR_ROLES}; this cell takes at most "
+                     f"{VEC_SLOTS}, one 'head' or 'batch' role each")
 
 # WAVE (64) lanes of a CDNA wavefront = the threads of a split workgroup
 TILE = 16                 # keys per MFMA tile (M of q.K^T, K of P.V); a loop step takes two tiles
@@ -305,12 +366,17 @@ def _pv(acc, vs, p16, alpha, fp16: bool):
     return out
 
 
-def _attend(ks, vs, k0, state, qv, qscale, s1, g, dtype, fp16: bool, kdim: int):
-    """One 16-key tile: scores, masked base-2 online softmax, P.V. state = (m, l, acc) of this lane's head."""
+def _attend(ks, vs, k0, state, qv, qscale, s1, g, dtype, fp16: bool, kdim: int, mod=None):
+    """One 16-key tile: scores, masked base-2 online softmax, P.V. state = (m, l, acc) of this lane's head.
+
+    mod: a variant's score() / keep() (_score_mod), applied to each score before the split-end select."""
     m, lsum, acc = state
     s = _qk(ks, qv, fp16, kdim)
     key = k0 + g * 4
-    tt = [(key + i < s1).select(s[i] * qscale, -math.inf) for i in range(4)]  # keys >= s1 -> -inf (select)
+    if mod is None:
+        tt = [(key + i < s1).select(s[i] * qscale, -math.inf) for i in range(4)]  # keys >= s1 -> -inf (select)
+    else:
+        tt = [(key + i < s1).select(mod(s[i] * qscale, key + i), -math.inf) for i in range(4)]
     mt = fx.arith.maxnumf(fx.arith.maxnumf(tt[0], tt[1]), fx.arith.maxnumf(tt[2], tt[3]))
     mt = fx.arith.maxnumf(mt, mt.shuffle_xor(16, WAVE))  # max over the 4 lane groups of head j
     mt = fx.arith.maxnumf(mt, mt.shuffle_xor(32, WAVE))
@@ -323,15 +389,61 @@ def _attend(ks, vs, k0, state, qv, qscale, s1, g, dtype, fp16: bool, kdim: int):
 
 
 # ------------------------------------------------------------------------------------------------
+# A variant's device helpers (op "lowered"; traced only where its flags ask)
+# ------------------------------------------------------------------------------------------------
+
+def _vector_values(vecs, b, h):
+    """The VECTORS' values of query head h ("head": vector[h]) or sequence b ("batch": vector[b]) as fp32: one
+    buffer load each in the vector's own dtype (a padded head past Hq reads 0: it is never written)."""
+    vals = []
+    for t, role in zip(vecs, VECTOR_ROLES):
+        et = t.element_type
+        off = (h if role == "head" else b) * (et.width // 8)
+        vals.append(et(rocdl.raw_ptr_buffer_load(et.ir_type, _rsrc(t), fx.Int32(off), 0, 0)).to(fx.Float32))
+    return vals
+
+
+def _key_range(b, seqlen):
+    """(lo_b, hi_b) of sequence b: lowered.key_range(b, len_b) in fp32, truncated to integers, clamped to [0, len_b]
+    and moved to scalar registers (the wave agrees on them; they feed descriptors, loop bounds and branches)."""
+    lo, hi = LOWERED.key_range(fx.Float32(b), fx.Float32(seqlen))
+    lo = fx.max(fx.Int32(fx.Float32(lo)), 0)
+    hi = fx.min(fx.Int32(fx.Float32(hi)), seqlen)
+    i32 = ir.IntegerType.get_signless(32)
+    return (fx.Int32(rocdl.readfirstlane(i32, lo.ir_value())), fx.Int32(rocdl.readfirstlane(i32, hi.ir_value())))
+
+
+def _score_mod(vecs, b, h, seqlen):
+    """A variant's work on one score, as _attend applies it: mod(s, kpos) -> the base-2 score (-inf: dropped).
+
+    s arrives as q.k * qscale: natural-log units when SCORE (score() then times log2(e)), base 2 otherwise (keep()
+    alone does not touch it). b, h (this lane's query head), len_b and the vectors' values are the wave's: converted
+    and loaded once here, before the key loop; per key only kpos is converted."""
+    bf, hf, lenf = fx.Float32(b), fx.Float32(h), fx.Float32(seqlen)
+    vals = _vector_values(vecs, b, h)
+
+    def mod(s, kpos):
+        kf = fx.Float32(kpos)
+        with fx.fastmath("afn"):  # as the row cells trace compute(): a `/` is v_rcp_f32 and a multiply
+            if SCORE:
+                s = fx.Float32(LOWERED.score(s, bf, hf, kf, lenf, *vals)) * LOG2E
+            if MASK:
+                keep = LOWERED.keep(bf, hf, kf, lenf, *vals)
+                if isinstance(keep, bool):  # a constant condition
+                    s = s if keep else fx.Float32(-math.inf)
+                else:
+                    s = keep.select(s, -math.inf)
+        return s
+
+    return mod
+
+
+# ------------------------------------------------------------------------------------------------
 # Kernel 1: one wave per (head chunk, split, sequence x KV head)
 # ------------------------------------------------------------------------------------------------
 
-@flyc.kernel
-def split_kernel(
-    Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor,
-    hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32,
-    d: fx.Constexpr[int], kdim: fx.Constexpr[int],
-):
+def _split_body(Q, K, V, Lens, Opart, Lse, vecs, hq, hkv, seq_max, splits, split_size, qscale, d, kdim):
+    """split_kernel's body, shared with lowered_split_kernel (vecs: a variant's vector tensors, () otherwise)."""
     dtype = Q.element_type
     fp16 = dtype is fx.Float16
     lane = fx.Int32(fx.thread_idx.x)
@@ -347,14 +459,18 @@ def split_kernel(
     n_heads = fx.min(group - chunk * MFMA_N, MFMA_N)       # real query heads of this chunk
     seqlen = fx.min(rocdl.s_buffer_load(fx.get_iter(rocdl.make_buffer_tensor(Lens, max_size=False)), b), seq_max)
     s0 = split * split_size
+    kend = seqlen                                           # the end of the keys read: len_b (a variant: hi_b)
+    if const_expr(RANGE):                                   # a variant's key range: the splits start at lo_b
+        lo, kend = _key_range(b, seqlen)
+        s0 = lo + s0
     dv = d // 16
     row_bytes = d * 2
-    if s0 < seqlen:  # splits past this sequence's length have nothing to do (the merge skips them)
-        s1 = fx.min(s0 + split_size, seqlen)
+    if s0 < kend:  # splits past this sequence's length have nothing to do (the merge skips them)
+        s1 = fx.min(s0 + split_size, kend)
         kv_stride = hkv * row_bytes                         # bytes between consecutive keys of a sequence
         seq_elems = fx.Int64(b) * fx.Int64(seq_max * hkv * d)
-        rk = _rsrc(K, seq_elems, seqlen * kv_stride)        # rows >= len_b read as 0
-        rv = _rsrc(V, seq_elems, seqlen * kv_stride)
+        rk = _rsrc(K, seq_elems, kend * kv_stride)          # rows >= len_b (hi_b) read as 0
+        rv = _rsrc(V, seq_elems, kend * kv_stride)
         # q of head head0 + j, chunks g + 4u: the B operand of q.K^T, loaded once (0 for padded heads)
         rq = _rsrc(Q)
         q_off = ((b * hq + head0 + j) * d + g * 8) * 2
@@ -363,11 +479,14 @@ def split_kernel(
         k_lane = kvh * row_bytes + g * 16
         v_lane = kvh * row_bytes + j * (dv * 2)
         n_pairs = (s1 - s0 + 2 * TILE - 1) // (2 * TILE)   # loop steps of two tiles (A, B)
+        mod = None
+        if const_expr(EMPTY):                               # a variant's score() / keep(), its values loaded once
+            mod = _score_mod(vecs, b, head0 + j, seqlen)
 
         def tile(k0):
             # a tile at or past s1 (the B tile of an odd count, or the prefetch after the last step) is pointed
-            # at key len_b: its loads read 0 and all its keys are masked
-            return _load_tile(rk, rv, (k0 < s1).select(k0, seqlen), j, g, kv_stride, k_lane, v_lane, d)
+            # at key len_b (hi_b): its loads read 0 and all its keys are masked
+            return _load_tile(rk, rv, (k0 < s1).select(k0, kend), j, g, kv_stride, k_lane, v_lane, d)
 
         m = fx.Float32(NEG_BIG)
         lsum = fx.Float32(0.0)
@@ -382,16 +501,18 @@ def split_kernel(
         for t in range(0, n_pairs):
             k0 = s0 + t * (2 * TILE)
             kb, vb = tile(k0 + TILE)
-            m, lsum, acc = _attend(ka, va, k0, (m, lsum, acc), qv, qscale, s1, g, dtype, fp16, kdim)
+            m, lsum, acc = _attend(ka, va, k0, (m, lsum, acc), qv, qscale, s1, g, dtype, fp16, kdim, mod)
             rocdl.sched_barrier(0)
             ka, va = tile(k0 + 2 * TILE)
             if k0 + TILE < s1:
-                m, lsum, acc = _attend(kb, vb, k0 + TILE, (m, lsum, acc), qv, qscale, s1, g, dtype, fp16, kdim)
+                m, lsum, acc = _attend(kb, vb, k0 + TILE, (m, lsum, acc), qv, qscale, s1, g, dtype, fp16, kdim, mod)
         # softmax sum of head j over its 4 lane groups, then the normalised partial and its log-sum-exp
         lsum = lsum + lsum.shuffle_xor(16, WAVE)
         lsum = lsum + lsum.shuffle_xor(32, WAVE)
         with fx.fastmath("afn"):
             inv = 1.0 / lsum
+        if const_expr(EMPTY):  # every score -inf (l = 0): an empty partial, o = 0 (not 0 * inf) and lse = -inf
+            inv = (lsum > 0.0).select(inv, 0.0)
         if j < n_heads:
             row = (b * hq + head0 + j) * splits + split
             ro = _rsrc(Opart)
@@ -402,18 +523,41 @@ def split_kernel(
             if g == 0:
                 with fx.fastmath("afn"):
                     lse = m + fx.log2(lsum)
+                if const_expr(EMPTY):
+                    lse = (lsum > 0.0).select(lse, -math.inf)
                 _store(fx.Float32(lse), _rsrc(Lse), row * 4)
+
+
+_split_body = ASTRewriter.transform(_split_body)  # its `if`s and loop become scf ops, as in a @flyc.kernel
+
+
+@flyc.kernel
+def split_kernel(
+    Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor,
+    hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32,
+    d: fx.Constexpr[int], kdim: fx.Constexpr[int],
+):
+    _split_body(Q, K, V, Lens, Opart, Lse, (), hq, hkv, seq_max, splits, split_size, qscale, d, kdim)
+
+
+@flyc.kernel
+def lowered_split_kernel(
+    Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor,
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor,
+    hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32,
+    d: fx.Constexpr[int], kdim: fx.Constexpr[int], key: fx.Constexpr[str],
+):
+    """A variant's kernel 1: its VECTORS in slots T0.. (the unused ones never read); key = KEY (lowered.py's hash)."""
+    vecs = (T0, T1, T2, T3)[:len(VECTOR_ROLES)]
+    _split_body(Q, K, V, Lens, Opart, Lse, vecs, hq, hkv, seq_max, splits, split_size, qscale, d, kdim)
 
 
 # ------------------------------------------------------------------------------------------------
 # Kernel 2: one wave per (256/D query heads, sequence); lane t merges dims 4c..4c+3 of one head
 # ------------------------------------------------------------------------------------------------
 
-@flyc.kernel
-def merge_kernel(
-    Opart: fx.Tensor, Lse: fx.Tensor, Lens: fx.Tensor, Out: fx.Tensor,
-    hq: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, d: fx.Constexpr[int],
-):
+def _merge_body(Opart, Lse, Lens, Out, vecs, hq, seq_max, splits, split_size, d):
+    """merge_kernel's body, shared with lowered_merge_kernel (vecs: a variant's vector tensors, () otherwise)."""
     lane = fx.Int32(fx.thread_idx.x)
     hb = fx.Int32(fx.block_idx.x)
     b = fx.Int32(fx.block_idx.y)
@@ -421,7 +565,11 @@ def merge_kernel(
     head = hb * (MERGE_THREADS // cpr) + lane // cpr
     c = lane % cpr
     seqlen = fx.min(rocdl.s_buffer_load(fx.get_iter(rocdl.make_buffer_tensor(Lens, max_size=False)), b), seq_max)
-    n = (seqlen + split_size - 1) // split_size        # the splits kernel 1 wrote for this sequence
+    if const_expr(RANGE):  # the splits kernel 1 wrote: those starting below hi_b, from lo_b on
+        lo, kend = _key_range(b, seqlen)
+        n = fx.min((fx.max(kend - lo, 0) + split_size - 1) // split_size, splits)
+    else:
+        n = (seqlen + split_size - 1) // split_size        # the splits kernel 1 wrote for this sequence
     if head < hq:
         ro = _rsrc(Opart)
         rl = _rsrc(Lse)
@@ -429,16 +577,47 @@ def merge_kernel(
         mx = fx.Float32(NEG_BIG)
         for s in range(0, n):
             mx = fx.arith.maxnumf(mx, _load_f32(rl, (row0 + s) * 4))
+        if const_expr(SINK):  # the head's sink logit (base 2) joins the max, and below the denominator
+            vals = _vector_values(vecs, b, head)
+            sink = fx.Float32(LOWERED.sink(fx.Float32(b), fx.Float32(head), *vals)) * LOG2E
+            mx = fx.arith.maxnumf(mx, sink)
         num = fx.Vector.filled(4, 0.0, fx.Float32)
         den = fx.Float32(0.0)
         for s in range(0, n):
             w = fx.exp2(_load_f32(rl, (row0 + s) * 4) - mx, fastmath="afn")
             num = num + _load(ro, ((row0 + s) * d + c * 4) * 4, 16).bitcast(fx.Float32) * w
             den = den + w
+        if const_expr(SINK):
+            den = den + fx.exp2(sink - mx, fastmath="afn")
         with fx.fastmath("afn"):
             inv = 1.0 / den
+        if const_expr(EMPTY_ROWS):  # no split or empty ones only (and no sink): out = 0, not 0 / 0
+            inv = (den > 0.0).select(inv, 0.0)
         res = (num * inv).to(Out.element_type).bitcast(fx.Int32)   # 4 x 16-bit = one dwordx2 store
         _store(res, _rsrc(Out), ((b * hq + head) * d + c * 4) * 2)
+
+
+_merge_body = ASTRewriter.transform(_merge_body)
+
+
+@flyc.kernel
+def merge_kernel(
+    Opart: fx.Tensor, Lse: fx.Tensor, Lens: fx.Tensor, Out: fx.Tensor,
+    hq: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, d: fx.Constexpr[int],
+):
+    _merge_body(Opart, Lse, Lens, Out, (), hq, seq_max, splits, split_size, d)
+
+
+@flyc.kernel
+def lowered_merge_kernel(
+    Opart: fx.Tensor, Lse: fx.Tensor, Lens: fx.Tensor, Out: fx.Tensor,
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor,
+    hq: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, d: fx.Constexpr[int],
+    key: fx.Constexpr[str],
+):
+    """A variant's kernel 2 (its sinks, its key range); slots and key as lowered_split_kernel's."""
+    vecs = (T0, T1, T2, T3)[:len(VECTOR_ROLES)]
+    _merge_body(Opart, Lse, Lens, Out, vecs, hq, seq_max, splits, split_size, d)
 
 
 @flyc.jit
@@ -456,11 +635,28 @@ def decode_launch(
         grid=((hq + hpw - 1) // hpw, batch, 1), block=(MERGE_THREADS, 1, 1), stream=stream)
 
 
+@flyc.jit
+def lowered_launch(
+    Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor, Out: fx.Tensor,
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor,
+    batch: fx.Int32, hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, chunks: fx.Int32, splits: fx.Int32,
+    split_size: fx.Int32, qscale: fx.Float32, d: fx.Constexpr[int], kdim: fx.Constexpr[int],
+    key: fx.Constexpr[str], stream: fx.Stream = fx.Stream(None),
+):
+    """decode_launch of a variant: the same grids, the vector slots T0.. and lowered.py's hash besides."""
+    lowered_split_kernel(Q, K, V, Lens, Opart, Lse, T0, T1, T2, T3, hq, hkv, seq_max, splits, split_size, qscale, d,
+                         kdim, key).launch(grid=(chunks, splits, batch * hkv), block=(WAVE, 1, 1), stream=stream)
+    hpw = MERGE_THREADS // (d // 4)
+    lowered_merge_kernel(Opart, Lse, Lens, Out, T0, T1, T2, T3, hq, seq_max, splits, split_size, d, key).launch(
+        grid=((hq + hpw - 1) // hpw, batch, 1), block=(MERGE_THREADS, 1, 1), stream=stream)
+
+
 # ------------------------------------------------------------------------------------------------
 # Python entry points
 # ------------------------------------------------------------------------------------------------
 
-_compiled: dict = {}   # (dtype, D, qk MFMA K) -> CompiledFunction; every other size is a runtime argument
+_compiled: dict = {}   # (dtype, D, qk MFMA K[, vector dtypes, lowered.py hash]) -> CompiledFunction; every other
+                       # size is a runtime argument
 _workspace: dict = {}  # (device, partial rows, D) -> fp32 partial outputs and log-sum-exps, reused across calls
 _launches: dict = {}   # run()'s signature (shapes, dtypes, devices of all five tensors) -> rt.Launch
 
@@ -471,7 +667,19 @@ def _qk_kdim(arch: str) -> int:
 
 
 def _softmax_scale(d: int) -> float:
+    if LOWERED is not None:
+        return float(LOWERED.scale(d))
     return float(SCALE) if SCALE is not None else 1.0 / math.sqrt(d)
+
+
+def _qscale(d: int) -> float:
+    """What multiplies q.k in kernel 1: scale * log2(e) (base-2 scores), or scale alone for a variant's score()."""
+    return _softmax_scale(d) * (1.0 if SCORE else LOG2E)
+
+
+def _plan_keys(S: int) -> int:
+    """The keys a sequence's splits span at most: S_max, or a variant's window."""
+    return min(S, WINDOW) if WINDOW else S
 
 
 def _compile_args(dtype: str, D: int, kdim: int, p: dict) -> tuple:
@@ -480,7 +688,19 @@ def _compile_args(dtype: str, D: int, kdim: int, p: dict) -> tuple:
     x = rt.placeholder(dtype, 16)
     f32 = rt.placeholder("float32", 16)
     return (x, x.clone(), x.clone(), rt.placeholder("int32", 1), f32, f32.clone(), x.clone(), p["B"], p["Hq"],
-            p["Hkv"], p["S"], p["chunks"], p["splits"], p["split_size"], _softmax_scale(D) * LOG2E, D, kdim)
+            p["Hkv"], p["S"], p["chunks"], p["splits"], p["split_size"], _qscale(D), D, kdim)
+
+
+def _lowered_compile_args(dtype: str, D: int, kdim: int, p: dict, vec_dtypes: tuple) -> tuple:
+    """_compile_args of a variant's lowered_launch: the vector slots (each vector's torch dtype name; the unused
+    slots hold seq_lens) after Out, lowered.py's hash after the constexprs."""
+    q, k, v, lens, o_part, lse, out, *scalars = _compile_args(dtype, D, kdim, p)
+    vecs = [rt.placeholder(name, 16) for name in vec_dtypes]
+    return (q, k, v, lens, o_part, lse, out, *_slots(vecs, lens), *scalars, KEY)
+
+
+def _slots(vectors, seq_lens) -> list:
+    return [*vectors, *[seq_lens] * (VEC_SLOTS - len(vectors))]
 
 
 def _prepare(q, k_cache, v_cache, seq_lens, out):
@@ -488,15 +708,29 @@ def _prepare(q, k_cache, v_cache, seq_lens, out):
     device's CU count), the workspace and the launch. Its facts: the launch's runtime scalars and the workspace,
     which the signature (every shape) fixes."""
     dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "dwordx4 loads")
+    return _prepared(dtype, B, Hq, Hkv, S, D, (q, k_cache, v_cache, seq_lens, out), ())
+
+
+def _prepare_lowered(inputs, out):
+    """_prepare of a variant: host.decode_operands finds q, k, v, seq_lens and the vectors by lowered.ROLES and
+    checks them (each vector [Hq] or [B], contiguous, on q's GPU)."""
+    dtype, B, Hq, Hkv, S, D, out, (q, k_cache, v_cache, seq_lens), vectors = host.decode_operands(
+        OP, LOWERED, inputs, out, "dwordx4 loads")
+    return _prepared(dtype, B, Hq, Hkv, S, D, (q, k_cache, v_cache, seq_lens, out), tuple(vectors))
+
+
+def _prepared(dtype, B, Hq, Hkv, S, D, tensors, vectors):
+    """The checks FlyDSL needs beyond host.py's, the plan, the workspace and the launch of checked arguments."""
+    q = tensors[0]
     if (S + 2 * TILE) * Hkv * D * 2 >= MAX_BYTES or q.numel() * 2 >= MAX_BYTES:
         raise ValueError(f"{OP}: one sequence's K (or V) or q is >= 2 GiB; buffer offsets are 32-bit")
     if B * Hkv > 65535:
         raise ValueError(f"{OP}: B*Hkv = {B * Hkv} exceeds the grid's z limit (65535)")
-    tensors = (q, k_cache, v_cache, seq_lens, out)
-    if len({t.get_device() for t in tensors}) != 1:
-        raise ValueError(f"{OP}: q, k_cache, v_cache, seq_lens and out must be on one GPU")
+    if len({t.get_device() for t in (*tensors, *vectors)}) != 1:
+        raise ValueError(f"{OP}: q, k_cache, v_cache, seq_lens{', the vectors' if vectors else ''} and out must be "
+                         "on one GPU")
     device = q.get_device()
-    p = {**plan(B, Hq, Hkv, S, D, rt.device_compute_units(device)), "B": B, "Hq": Hq, "Hkv": Hkv, "S": S}
+    p = {**plan(B, Hq, Hkv, _plan_keys(S), D, rt.device_compute_units(device)), "B": B, "Hq": Hq, "Hkv": Hkv, "S": S}
     n_part = B * Hq * p["splits"]
     if n_part * D * 4 >= MAX_BYTES:
         raise ValueError(f"{OP}: the fp32 partials ({n_part} x {D}) exceed 2 GiB")
@@ -504,8 +738,13 @@ def _prepare(q, k_cache, v_cache, seq_lens, out):
     if key not in _workspace:
         _workspace[key] = (q.new_empty(n_part * D, dtype=torch.float32), q.new_empty(n_part, dtype=torch.float32))
     kdim = _qk_kdim(rt.device_target(OP))
+    scalars = (B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _qscale(D))
+    if LOWERED is not None:
+        vec_dtypes = tuple(str(t.dtype).removeprefix("torch.") for t in vectors)
+        fn = rt.compiled(_compiled, (dtype, D, kdim, vec_dtypes, KEY), lowered_launch,
+                         lambda: _lowered_compile_args(dtype, D, kdim, p, vec_dtypes))
+        return rt.Launch(OP, fn, (D, kdim, KEY), device, (_workspace[key], scalars))
     fn = rt.compiled(_compiled, (dtype, D, kdim), decode_launch, lambda: _compile_args(dtype, D, kdim, p))
-    scalars = (B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _softmax_scale(D) * LOG2E)
     return rt.Launch(OP, fn, (D, kdim), device, (_workspace[key], scalars))
 
 
@@ -532,30 +771,72 @@ def run(q, k_cache, v_cache, seq_lens, out=None):
     return out
 
 
+TENSORS_AT = tuple(ROLES.index(r) for r in ("q", "k", "v", "lens"))  # a variant's run(): q, k, v, seq_lens
+VECTORS_AT = tuple(i for i, r in enumerate(ROLES) if r in ("head", "batch"))  # ... and its vectors
+
+
+def run_lowered(*inputs, out=None):
+    """run(*lowered.INPUTS, out=None) of a variant (op "lowered"): run()'s path, the inputs found by lowered.ROLES,
+    the vectors in the launcher's slots; the signature holds every input's shape, dtype and device."""
+    if len(inputs) != len(ROLES):
+        _prepare_lowered(inputs, out)  # raises, in host.py's words
+    q, k_cache, v_cache, seq_lens = (inputs[i] for i in TENSORS_AT)
+    vectors = [inputs[i] for i in VECTORS_AT]
+    if out is None:
+        out = torch.empty_like(q)
+    signature = (*((t.shape, t.dtype, t.get_device()) for t in inputs), out.shape, out.dtype, out.get_device())
+    launch = _launches.get(signature)
+    if launch is None:
+        launch = _launches[signature] = _prepare_lowered(inputs, out)
+    if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and seq_lens.is_contiguous()
+            and out.is_contiguous() and all(t.is_contiguous() for t in vectors)
+            and not (q.data_ptr() | k_cache.data_ptr() | v_cache.data_ptr() | out.data_ptr()) & 15):
+        launch = _prepare_lowered(inputs, out)  # raises, in host.py's words (or prepares this call)
+    (o_part, lse_part), scalars = launch.facts
+    launch(q.view(-1), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1),
+           *_slots(vectors, seq_lens), *scalars)
+    return out
+
+
+if LOWERED is not None:
+    run = run_lowered  # noqa: F811 -- a variant's run() takes lowered.INPUTS
+
+
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
-                 dtype: str | None = None, arch: str | None = None) -> str:
+                 dtype: str | None = None, arch: str | None = None, vec_dtype: str = "float32") -> str:
     """Compile both kernels run() would launch for `case` for `arch` (default op.json's target), with no GPU.
 
-    Writes and returns the AMDGPU ISA (split kernel + merge kernel) as kernel_<op>_<dtype>_d<D>_g<G>.<arch>.s."""
+    Writes and returns the AMDGPU ISA (split kernel + merge kernel) as kernel_<op>_<dtype>_d<D>_g<G>.<arch>.s.
+    A variant (op "lowered") compiles its own pair, every vector in vec_dtype (a torch dtype name)."""
     dtype = dtype or OP_SPEC["dtype"]
     arch = target(arch)
     v = (case or OP_SPEC["cases"][0])["vars"]
-    args = [dtype, arch, *(v[k] for k in ("B", "Hq", "Hkv", "S", "D"))]
+    args = [dtype, arch, *(v[k] for k in ("B", "Hq", "Hkv", "S", "D")), *([vec_dtype] if LOWERED else [])]
     return rt.compile_isa(__file__, f"{op}_{dtype}_d{v['D']}_g{v['Hq'] // v['Hkv']}", args, arch, out_dir)
 
 
-def _emit_isa(dtype: str, arch: str, B: str, Hq: str, Hkv: str, S: str, D: str) -> None:
+def _emit_isa(dtype: str, arch: str, B: str, Hq: str, Hkv: str, S: str, D: str, vec_dtype: str = "float32") -> None:
     """Child side of compile_only: compile what run() compiles for this D and arch (COMPILE_ONLY: nothing launched)."""
     B, Hq, Hkv, S, D = (int(x) for x in (B, Hq, Hkv, S, D))
-    p = {**plan(B, Hq, Hkv, S, D, COMPUTE_UNITS), "B": B, "Hq": Hq, "Hkv": Hkv, "S": S}
+    p = {**plan(B, Hq, Hkv, _plan_keys(S), D, COMPUTE_UNITS), "B": B, "Hq": Hq, "Hkv": Hkv, "S": S}
+    if LOWERED is not None:
+        vec_dtypes = (vec_dtype,) * len(VECTOR_ROLES)
+        flyc.compile(lowered_launch, *_lowered_compile_args(dtype, D, _qk_kdim(arch), p, vec_dtypes))
+        return
     flyc.compile(decode_launch, *_compile_args(dtype, D, _qk_kdim(arch), p))
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case (on op.json's compute_units), for the plan and the report."""
     v = case["vars"]
-    p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"], COMPUTE_UNITS)
+    p = plan(v["B"], v["Hq"], v["Hkv"], _plan_keys(v["S"]), v["D"], COMPUTE_UNITS)
     hpw = MERGE_THREADS // (v["D"] // 4)
+    variant = {} if LOWERED is None else {"variant": {
+        "source": LOWERED.SOURCE, "scale": _softmax_scale(v["D"]), "score": SCORE, "mask": MASK, "range": RANGE,
+        "window": WINDOW, "sink": SINK, "vectors": dict(zip(LOWERED.VECTORS, VECTOR_ROLES)),
+        "keys_planned": _plan_keys(v["S"]),
+        "where": "score()/keep() on each score in kernel 1 before the online softmax (vectors loaded once per wave); "
+                 "key_range() narrows each sequence's splits to [lo, hi) (both kernels); sink() in the merge"}}
     return {
         "grid": p["grid"],
         "grid_blocks": p["grid"][0] * p["grid"][1] * p["grid"][2],
@@ -579,6 +860,7 @@ def describe(case: dict) -> dict:
         "into MFMA operands through per-sequence buffer descriptors (rows >= len read 0), ping-pong prefetch; "
         "q.K^T and P.V on v_mfma 16x16x16 with P kept in registers, online softmax in fp32 (v_exp_f32), "
         "fp32 partials + log-sum-exp to global with buffer_store_dwordx4, merged by a second kernel; no LDS",
+        **variant,
     }
 
 
