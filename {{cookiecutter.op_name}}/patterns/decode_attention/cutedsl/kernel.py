@@ -138,6 +138,45 @@ Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core spl
     D64 0.88x -> 0.96x SDPA, MQA B32 Hq16 Hkv1 0.88x -> 0.91-0.94x); on unchunked items 3 stages cost 1-2% on
     long single-split streams (B32 S32768), so they keep 2.
 
+Your variant (op.json "op": "lowered")
+    The template traces the user's decode function into lowered.py (tests/lowered_examples/CONTRACT_DECODE.md):
+    scale(d), score(), keep(), key_range(), sink() and the flags SCORE, MASK, RANGE, WINDOW, SINK. The cell imports
+    it and traces each function into the same two kernels, every piece under const_expr on its flag: the built-in
+    op's code is unchanged, and a variant of a custom scale alone compiles to the built-in's PTX (its scale is the
+    runtime qscale). The variant's code is _qscale, the _Variant class and _key_range; where the kernels use it:
+    Scale      q . k is multiplied by lowered.scale(D) * log2(e) (the pre-scaled q on CUDA cores, the fp32 S
+               accumulator on the tensor cores), or by lowered.scale(D) alone when SCORE: score() takes natural
+               units, and its result is multiplied by log2(e).
+    score()    on each (key, head) score as soon as it is complete, before the online softmax: after the butterfly
+    keep()     sum in _attend_step (CUDA cores), on the S accumulator fragment after the mma (tensor cores); keep()
+               is a select to -inf, then the kernel's own bound kpos < s1 as always. b, h (the query head), kpos
+               (the key's position in the cache) and len_b go in as fp32; the vectors' values of each head (VECTORS:
+               vector[h], or vector[b] of a "batch" vector) are loaded and converted to fp32 once per CTA before
+               the key loop (a CUDA-core thread holds them for its <= 8 heads, a tensor-core lane for its 2 head
+               rows, 4 for MQA's 32 heads; zero-padded rows take the last head's).
+    key range  per CTA, lo_b = max(0, int(lo)) and hi_b = min(len_b, int(hi)) of key_range(b, len_b); split j reads
+               keys [lo_b + j*split_size, min(lo_b + (j+1)*split_size, hi_b)) and the merge counts the n = ceil((hi_b
+               - lo_b) / split_size) splits that have keys: a key outside the range is never loaded (a step's tail
+               re-reads key s1 - 1, inside it). With WINDOW, plan() sizes the grid over min(S_max, WINDOW) keys: a
+               1024-key window over S = 4096 at B1 Hq32 Hkv8 plans 8 splits of 128 keys, 64 CTAs, where the whole
+               cache takes 32 splits, 256 CTAs.
+    sinks      sink(b, h) * log2(e) joins a head's denominator where that is final: the fused merge takes M =
+               max(max_s lse_s, sink) and adds 2^(sink - M) to sum_s 2^(lse_s - M); a sequence of one split divides
+               its direct write by l + 2^(sink - m) (both scaled by 2^-max(m, sink)). Read where it is used.
+    No key. A step, a split or a whole range whose every score is -inf keeps the running max at NEG_BIG (finite),
+    every weight 2^(-inf - m) = 0 and l = 0: its partial is written as o = 0, lse = -inf and weighs 0 in the
+    merge. An empty range runs one split with no key, and a head with no kept key (and no sink) is written 0,
+    not NaN. These guards (a few selects per output element) are traced only for a variant that can drop keys or
+    has sinks.
+    Registers. With only .reqntid, ptxas picks a register count at an occupancy step (80, 128, 168 per thread)
+    and spills a few bytes to stay on it when a variant's per-key work takes it just past one (8 bytes at G = 1
+    and G = 2 for the examples). The CUDA-core kernel of such a variant carries .minnctapersm 1 (CC_MIN_CTAS): it
+    takes what it needs (the examples: 89-250 registers, no spill; the plan counts on 2 CTAs per SM, and at <= 4
+    heads the K/V slots' 66 KB of shared memory hold 3 at most anyway). The tensor-core kernel keeps ptxas's
+    choice: 168 registers for the examples, as the built-in, 130 at D = 64, no spill.
+    Host. run(*inputs, out=None) takes lowered.INPUTS in order; the vectors (any float dtype) are more arguments of
+    the same launch, with their dtypes in the prepared-launch cache's key; there is no per-call conversion.
+
 Limits
     G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
     tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 32 splits of 4 heads,
@@ -161,12 +200,14 @@ Host side (the launch path itself is described in cutedsl_runtime.py)
 
 Interface (the same in every kbaseline cell):
     run(q, k_cache, v_cache, seq_lens, out=None) -> out   compiles and caches on first use
+    run(*inputs, out=None) -> out                          a lowered variant: lowered.INPUTS in order
     compile_only(case, out_dir) -> PTX text                 compile for sm_90a with no GPU (fake tensors)
     describe(case) -> dict                                  grid, threads, splits and data movement
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -181,6 +222,19 @@ from cutlass.memory import SmemAllocator
 OP_SPEC = host.OP
 OP = OP_SPEC["op"]
 SCALE = (OP_SPEC.get("params") or {}).get("scale")  # None -> 1/sqrt(D)
+LOWERED = OP == "lowered"  # a lowered variant: see "Your variant" in the module docstring
+if LOWERED:
+    import lowered  # the user's variant, generated at the workspace root (tests/lowered_examples/CONTRACT_DECODE.md)
+SCORE_MOD = LOWERED and bool(lowered.SCORE)   # score() on every (key, head) score
+KEEP_MOD = LOWERED and bool(lowered.MASK)     # keep() on every (key, head) score
+KEY_RANGE = LOWERED and bool(lowered.RANGE)   # key_range(): the splits cover [lo_b, hi_b) only
+SINKS = LOWERED and bool(lowered.SINK)        # sink(): one more logit in every head's denominator
+WINDOW = lowered.WINDOW if KEY_RANGE else None  # hi - lo <= WINDOW: the plan sizes the splits over min(S, WINDOW)
+KEY_MODS = SCORE_MOD or KEEP_MOD                  # per-key work in the key loops
+MAY_BE_EMPTY = KEY_MODS or KEY_RANGE              # a split may have no finite score: its partial is guarded
+FINISH_MODS = MAY_BE_EMPTY or SINKS               # the partial, direct write and merge change (a scale alone: not)
+VECTOR_ROLES = tuple(r for r in lowered.ROLES if r in ("head", "batch")) if LOWERED else ()
+CC_MIN_CTAS = 1 if FINISH_MODS else 0  # .minnctapersm of a variant's CUDA-core kernel (0: none): "Your variant"
 
 NUM_SMS = OP_SPEC["compute_units"]  # SMs of the target GPU (op.json); sizes the split grid
 
@@ -224,7 +278,10 @@ def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     m16n8k16, padded to 16), everything else (G <= 3, D = 256) on CUDA cores. From G = 4 on the padded mma is
     cheaper than the CUDA cores' 2*G fp32 FMAs and butterfly shuffles per K/V element: the tensor cores do the
     same padded work at G = 4 as at G = 16, and G = 8 on them streamed 88% of the copy bandwidth where G = 4 on
-    CUDA cores streamed 82%. The split count comes from `_splits`: see it for the regimes."""
+    CUDA cores streamed 82%. The split count comes from `_splits`: see it for the regimes.
+    A variant with a key window (lowered.WINDOW) reads at most WINDOW keys of a sequence: S is min(S, WINDOW)."""
+    if WINDOW:
+        S = min(S, WINDOW)
     group = Hq // Hkv
     if group >= MMA_MIN_GROUP and D <= 128:
         return _plan_mma(B, Hq, Hkv, S, D)
@@ -308,8 +365,91 @@ def _row_sum(x, tpk: int):
     return x
 
 
-def _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, key0, rows, s1, tpk, nch, heads, unroll):
-    """One step of `unroll` keys (key0, key0 + rows, ...) for this thread: scores, online softmax, P.V."""
+# ------------------------------------------------------------------------------------------------
+# A lowered variant inside a split CTA (op.json "op": "lowered"; traced only then: "Your variant")
+# ------------------------------------------------------------------------------------------------
+
+def _to_int(x):
+    """int(x) of a key_range() bound (truncation, as Python's int): a traced fp32 value or a Python number."""
+    return cutlass.Int32(int(x)) if isinstance(x, (int, float)) else cutlass.Int32(x)
+
+
+def _key_range(b, seqlen, split_size):
+    """(lo_b, hi_b, n_valid): key_range(b, len_b) clamped to [0, len_b) (lo_b = hi_b when it is empty) and the
+    count of splits that cover it, at least 1 (an empty range's one split finds no key and writes zeros). hi_b is
+    also held to the keys the grid's splits can hold: only a lowered.py that breaks its WINDOW promise needs it,
+    and with it no split is counted that the grid does not launch (the merge would wait for it)."""
+    _, n_splits, _ = cute.arch.grid_dim()
+    lo_f, hi_f = lowered.key_range(cutlass.Float32(b), cutlass.Float32(seqlen))
+    hi = cutlass.max(cutlass.min(_to_int(hi_f), seqlen), 0)
+    lo = cutlass.min(cutlass.max(_to_int(lo_f), 0), hi)
+    hi = cutlass.min(hi, lo + n_splits * split_size)
+    return lo, hi, cutlass.max((hi - lo + split_size - 1) // split_size, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Variant:
+    """lowered.py's score(), keep() and sink() in a split CTA: b and len_b in fp32, and per query head h its fp32
+    h and vector values (VECTORS in order: vector[h] of a "head" vector, vector[b] of a "batch" one), loaded once
+    per head before the key loop, never per key. Frozen: the DSL then passes it through its dynamic ifs and loops
+    as the read-only Python object it is. (Its fields' annotations are objects, not strings: a string makes
+    dataclasses look the module up in sys.modules, where a kernel.py loaded from its file path may not be.)"""
+
+    __annotations__ = {"vecs": tuple, "b": object, "bf": object, "lenf": object}
+
+    @staticmethod
+    def of(vecs, b, seqlen):
+        return _Variant(vecs, b, cutlass.Float32(b), cutlass.Float32(seqlen))
+
+    def head(self, head):
+        """(h in fp32, its vector values in fp32): what score/keep/sink take for query head `head`."""
+        return cutlass.Float32(head), [(v[head] if role == "head" else v[self.b]).to(cutlass.Float32)
+                                       for v, role in zip(self.vecs, VECTOR_ROLES)]
+
+    def heads(self, head0, heads: int):
+        return [self.head(head0 + g) for g in range(heads)]
+
+    def score(self, s, hv, kpos):
+        """The score of key kpos (an Int32) for head hv = head(h), in base 2: score() on s (natural units when
+        SCORE_MOD: q was scaled by scale alone), then keep() as a select to -inf."""
+        hf, vals = hv
+        kf = cutlass.Float32(kpos)
+        if SCORE_MOD:
+            s = cutlass.Float32(lowered.score(s, self.bf, hf, kf, self.lenf, *vals)) * LOG2E
+        if KEEP_MOD:
+            keep = lowered.keep(self.bf, hf, kf, self.lenf, *vals)
+            if isinstance(keep, bool):
+                s = s if keep else cutlass.Float32(-math.inf)
+            else:
+                s = cutlass.select_(keep, s, -math.inf)
+        return s
+
+    def sink2(self, head):
+        """sink(b, h) in base 2 (times log2 e), read where it is used: the direct write and the merge."""
+        hf, vals = self.head(head)
+        return cutlass.Float32(lowered.sink(self.bf, hf, *vals)) * LOG2E
+
+    def finish(self, o, tot, mx, head, n_valid):
+        """(value, lse) of a finished element for _write_partial, from the CTA's sum o of 2^(s - mx)-weighted values
+        and tot of weights: tot = 0 (every score -inf) is the empty partial, o = 0 and lse = -inf; a sequence of one
+        split with SINKS writes o / (tot + 2^(sink - mx)), both scaled by 2^-max(mx, sink) (no overflow; 0 when
+        every key is dropped)."""
+        some = tot > 0.0
+        value = cutlass.select_(some, o / tot, 0.0)
+        lse = cutlass.select_(some, mx + cute.math.log2(tot, fastmath=True), -math.inf)
+        if SINKS:
+            sink2 = self.sink2(head)
+            top = cute.arch.fmax(mx, sink2)
+            a = cute.math.exp2(mx - top, fastmath=True)
+            den = tot * a + cute.math.exp2(sink2 - top, fastmath=True)
+            value = cutlass.select_(n_valid == 1, cutlass.select_(den > 0.0, o * a / den, 0.0), value)
+        return value, lse
+
+
+def _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, key0, rows, s1, tpk, nch, heads, unroll,
+                 variant=None, hvs=None):
+    """One step of `unroll` keys (key0, key0 + rows, ...) for this thread: scores, online softmax, P.V. A lowered
+    variant's score/keep run on each (key, head) score here, before the online softmax (hvs: variant.heads())."""
     rk.store(rk16.load().to(cutlass.Float32))
     rv.store(rv16.load().to(cutlass.Float32))
     n = VEC * nch  # dims this thread owns; rq/acc index them as e + VEC * k (value e of chunk k)
@@ -325,7 +465,11 @@ def _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, key0, rows, s1, tp
             x = part[0]
             for k in range(1, nch):
                 x = x + part[k]
-            rs[u, g] = cutlass.select_(key0 + u * rows < s1, _row_sum(x, tpk), -math.inf)
+            if variant is None:
+                rs[u, g] = cutlass.select_(key0 + u * rows < s1, _row_sum(x, tpk), -math.inf)
+            else:
+                s = variant.score(_row_sum(x, tpk), hvs[g], key0 + u * rows)
+                rs[u, g] = cutlass.select_(key0 + u * rows < s1, s, -math.inf)
     # online softmax, one rescale per step; scores are already in log2 units
     for g in range(heads):
         m_new = rm[g]
@@ -359,7 +503,7 @@ def _write_partial(mO: cute.Tensor, mLse: cute.Tensor, mOut: cute.Tensor, o, lse
 @cute.jit
 def _fused_merge(mO: cute.Tensor, mLse: cute.Tensor, mCnt: cute.Tensor, mOut: cute.Tensor, sW: cute.Tensor,
                  sFlag: cute.Tensor, n, item, head0, b, tidx, nt: cutlass.Constexpr[int],
-                 heads: cutlass.Constexpr[int], d: cutlass.Constexpr[int]):
+                 heads: cutlass.Constexpr[int], d: cutlass.Constexpr[int], variant=None):
     """Arrive on the item's counter; the last of its n split CTAs merges the n partials in split order.
 
     Ordering (PTX memory model): every thread fences (fence.acq_rel.gpu) after its partial stores, the CTA
@@ -371,7 +515,9 @@ def _fused_merge(mO: cute.Tensor, mLse: cute.Tensor, mCnt: cute.Tensor, mOut: cu
     over splits 0 .. n-1 in index order and a fixed lane tree, whatever order the CTAs arrived in.
     Merge: (1) the n x heads log-sum-exps into smem (sW, the freed K/V buffer); (2) per head, warp-parallel:
     M = max lse, w_s = 2^(lse_s - M) / sum_s 2^(lse_s - M); (3) out = sum_s w_s o_s, one 4-float vector of a
-    head row per thread and iteration, MERGE_UNROLL independent 128-bit L2 loads in flight per thread."""
+    head row per thread and iteration, MERGE_UNROLL independent 128-bit L2 loads in flight per thread.
+    A lowered variant (`variant`, a _Variant): with SINKS head h's sink joins M and the denominator of (2); an empty
+    partial (lse = -inf) weighs 0, and a head whose every partial is empty (and has no sink) gets weights 0, not NaN."""
     cute.arch.fence_acq_rel_gpu()
     cute.arch.sync_threads()  # every partial of this CTA is written and fenced; sAcc / sBuf are free
     if tidx == 0:
@@ -400,12 +546,21 @@ def _fused_merge(mO: cute.Tensor, mLse: cute.Tensor, mCnt: cute.Tensor, mOut: cu
                 for it in cutlass.range(rounds, unroll=1):
                     mx = cute.arch.fmax(mx, sW[cutlass.min(lane + it * 32, n - 1), g])
                 mx = _warp_reduce(mx, cute.arch.fmax)
+                if cutlass.const_expr(SINKS):
+                    sink2 = variant.sink2(head0 + g)
+                    mx = cute.arch.fmax(mx, sink2)
                 tot = cutlass.Float32(0.0)
                 for it in cutlass.range(rounds, unroll=1):
                     s = lane + it * 32
                     w = cute.math.exp2(sW[cutlass.min(s, n - 1), g] - mx, fastmath=True)
                     tot = tot + cutlass.select_(s < n, w, cutlass.Float32(0.0))
-                inv = cutlass.Float32(1.0) / _warp_reduce(tot, lambda x, y: x + y)
+                if cutlass.const_expr(FINISH_MODS):
+                    tot = _warp_reduce(tot, lambda x, y: x + y)
+                    if cutlass.const_expr(SINKS):
+                        tot = tot + cute.math.exp2(sink2 - mx, fastmath=True)
+                    inv = cutlass.select_(tot > 0.0, cutlass.Float32(1.0) / tot, 0.0)
+                else:
+                    inv = cutlass.Float32(1.0) / _warp_reduce(tot, lambda x, y: x + y)
                 for it in cutlass.range(rounds, unroll=1):  # each lane rewrites only its own entries s = lane + 32k
                     s = lane + it * 32
                     if s < n:
@@ -444,7 +599,7 @@ def split_kernel(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
     mCnt: cute.Tensor, mOut: cute.Tensor,
     hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
-    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
+    vecs, d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
     unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int],
 ):
     tidx, _, _ = cute.arch.thread_idx()
@@ -457,8 +612,16 @@ def split_kernel(
     b = bh // hkv
     h = bh - b * hkv
     seqlen = cutlass.min(mLens[b], seq_max)  # 1 <= len <= S is the contract; the clamp keeps reads in bounds
-    s0 = split * split_size
-    n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
+    variant = None
+    if cutlass.const_expr(LOWERED):
+        variant = _Variant.of(vecs, b, seqlen)
+    if cutlass.const_expr(KEY_RANGE):  # the splits cover [lo, hi) of the sequence: keys outside are never read
+        lo, hi, n_valid = _key_range(b, seqlen, split_size)
+        s0 = lo + split * split_size
+    else:
+        hi = seqlen
+        s0 = split * split_size
+        n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
     r = tidx // tpk          # which key of a step this thread reads
     c = tidx - r * tpk       # which slice of the row: chunks c, c + tpk, ... of 8 dims
     head0 = h * group + chunk * heads
@@ -478,8 +641,11 @@ def split_kernel(
         sKV = cute.make_tensor(cute.recast_ptr(sBuf.iterator, dtype=mK.element_type),
                                cute.make_layout((VEC, THREADS, nch, unroll, 2, stages)))
 
-    if s0 < seqlen:  # splits past this sequence's length have nothing to do (the merge skips them)
-        s1 = cutlass.min(s0 + split_size, seqlen)
+    live = s0 < seqlen  # splits past this sequence's length (or its key range) have nothing to do
+    if cutlass.const_expr(KEY_RANGE):
+        live = split < n_valid  # (an empty range has one split, to write zeros)
+    if live:
+        s1 = cutlass.min(s0 + split_size, hi)
         load = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), mK.element_type, num_bits_per_copy=128)
 
         # q slice of every head in the chunk, fp32, pre-scaled by scale*log2(e) (scores in base 2)
@@ -491,6 +657,11 @@ def split_kernel(
                 qf = rq16.load().to(cutlass.Float32) * qscale
                 for e in cutlass.range_constexpr(VEC):
                     rq[k * VEC + e, g] = qf[e]
+        hvs = None
+        key_variant = None
+        if cutlass.const_expr(KEY_MODS):
+            hvs = variant.heads(head0, heads)  # each head's h and vector values, once per CTA
+            key_variant = variant
 
         rm = cute.make_rmem_tensor((heads,), cutlass.Float32)
         rl = cute.make_rmem_tensor((heads,), cutlass.Float32)
@@ -515,7 +686,8 @@ def split_kernel(
                     for k in cutlass.range_constexpr(nch):
                         cute.copy(load, mK[((None, c, k), h, j, b)], rk16[(None, k, u)])
                         cute.copy(load, mV[((None, c, k), h, j, b)], rv16[(None, k, u)])
-                _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, base + r, rows, s1, tpk, nch, heads, unroll)
+                _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, base + r, rows, s1, tpk, nch, heads, unroll,
+                             key_variant, hvs)
         else:
             # cp.async path: each thread streams its own K/V slices `stages - 1` steps ahead into a private
             # slot of shared memory (no registers held by loads in flight, no CTA barrier: a thread reads back
@@ -548,7 +720,7 @@ def split_kernel(
                             cute.copy(g2s, mV[((None, c, k), h, j, b)], sKV[(None, tidx, k, u, 1, slot)])
                 cute.arch.cp_async_commit_group()
                 _attend_step(rq, rk16, rv16, rk, rv, rs, rp, rm, rl, acc, s0 + step * block + r, rows, s1, tpk,
-                             nch, heads, unroll)
+                             nch, heads, unroll, key_variant, hvs)
             cute.arch.cp_async_wait_group(0)  # (only empty groups remain) before sBuf is reused below
 
         # combine the `rows` key lanes of the CTA through shared memory (log-sum-exp rescaling)
@@ -579,11 +751,15 @@ def split_kernel(
                     mx = cute.arch.fmax(mx, sM[i, g])
                     tot = tot + sL[i, g]
                     o = o + sAcc[dd, g, i]
-                _write_partial(mO, mLse, mOut, o / tot, mx + cute.math.log2(tot, fastmath=True), dd, split,
-                               head0 + g, b, n_valid)
+                if cutlass.const_expr(FINISH_MODS):
+                    o, lse = variant.finish(o, tot, mx, head0 + g, n_valid)
+                    _write_partial(mO, mLse, mOut, o, lse, dd, split, head0 + g, b, n_valid)
+                else:
+                    _write_partial(mO, mLse, mOut, o / tot, mx + cute.math.log2(tot, fastmath=True), dd, split,
+                                   head0 + g, b, n_valid)
         if n_valid > 1:
             _fused_merge(mO, mLse, mCnt, mOut, sW, sFlag, n_valid, (bh * nchunks + chunk), head0, b, tidx, THREADS,
-                         heads, d)
+                         heads, d, variant)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -624,7 +800,7 @@ def mma_split_kernel(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
     mCnt: cute.Tensor, mOut: cute.Tensor,
     hkv: cutlass.Int32, group: cutlass.Int32, seq_max: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
-    d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
+    vecs, d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
     stages: cutlass.Constexpr[int],
 ):
     tidx, _, _ = cute.arch.thread_idx()
@@ -640,8 +816,16 @@ def mma_split_kernel(
     b = bh // hkv
     h = bh - b * hkv
     seqlen = cutlass.min(mLens[b], seq_max)
-    s0 = split * split_size
-    n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
+    variant = None
+    if cutlass.const_expr(LOWERED):
+        variant = _Variant.of(vecs, b, seqlen)
+    if cutlass.const_expr(KEY_RANGE):  # the splits cover [lo, hi) of the sequence: keys outside are never read
+        lo, hi, n_valid = _key_range(b, seqlen, split_size)
+        s0 = lo + split * split_size
+    else:
+        hi = seqlen
+        s0 = split * split_size
+        n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
     head0 = h * group + chunk * heads
     dt = mK.element_type
 
@@ -665,8 +849,11 @@ def mma_split_kernel(
                             cute.make_layout((nw, mrows, d), stride=(mrows * (d + 4), d + 4, 1)))
     sW = cute.make_tensor(cute.recast_ptr(kv_ptr, dtype=cutlass.Float32), cute.make_layout((MAX_SPLITS, heads)))
 
-    if s0 < seqlen:
-        s1 = cutlass.min(s0 + split_size, seqlen)
+    live = s0 < seqlen
+    if cutlass.const_expr(KEY_RANGE):
+        live = split < n_valid
+    if live:
+        s1 = cutlass.min(s0 + split_size, hi)
         g2s_atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
                                        dt, num_bits_per_copy=128)
         # q rows of this head chunk -> sQ (rows >= heads are zero: the M = 16 padding)
@@ -733,6 +920,9 @@ def mma_split_kernel(
         rl = cute.make_rmem_tensor((n_rows,), cutlass.Float32)
         rm.fill(NEG_BIG)
         rl.fill(0.0)
+        hvs = None
+        if cutlass.const_expr(KEY_MODS):  # h and vector values of this thread's head rows (padding rows: the last head)
+            hvs = [variant.head(head0 + cutlass.min(cS[r, 0][0], heads - 1)) for r in range(n_rows)]
 
         for step in cutlass.range(n_steps, unroll=1):
             cute.arch.cp_async_wait_group(stages - 2)   # this lane's copies of the step have landed ...
@@ -761,7 +951,11 @@ def mma_split_kernel(
             for r in cutlass.range_constexpr(n_rows):
                 mx = cutlass.Float32(-math.inf)
                 for c in cutlass.range_constexpr(n_cols):
-                    s = cutlass.select_(key0 + cS[0, c][1] < s1, s_mn[r, c] * qscale, -math.inf)
+                    if cutlass.const_expr(KEY_MODS):  # score() and keep() of the variant on each (key, head) score
+                        s = variant.score(s_mn[r, c] * qscale, hvs[r], key0 + cS[0, c][1])
+                        s = cutlass.select_(key0 + cS[0, c][1] < s1, s, -math.inf)
+                    else:
+                        s = cutlass.select_(key0 + cS[0, c][1] < s1, s_mn[r, c] * qscale, -math.inf)
                     s_mn[r, c] = s
                     mx = cute.arch.fmax(mx, s)
                 m_new = cute.arch.fmax(rm[r], _quad_reduce(mx, cute.arch.fmax))
@@ -817,11 +1011,15 @@ def mma_split_kernel(
                 for w in cutlass.range_constexpr(nw):
                     tot = tot + sL[w, row] * cute.math.exp2(sM[w, row] - mx, fastmath=True)
                     o = o + sAcc[w, row, dd]
-                _write_partial(mO, mLse, mOut, o / tot, mx + cute.math.log2(tot, fastmath=True), dd, split,
-                               head0 + row, b, n_valid)
+                if cutlass.const_expr(FINISH_MODS):
+                    o, lse = variant.finish(o, tot, mx, head0 + row, n_valid)
+                    _write_partial(mO, mLse, mOut, o, lse, dd, split, head0 + row, b, n_valid)
+                else:
+                    _write_partial(mO, mLse, mOut, o / tot, mx + cute.math.log2(tot, fastmath=True), dd, split,
+                                   head0 + row, b, n_valid)
         if n_valid > 1:
             _fused_merge(mO, mLse, mCnt, mOut, sW, sFlag, n_valid, (bh * nchunks + chunk), head0, b, tidx, nt,
-                         heads, d)
+                         heads, d, variant)
 
 
 def _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims):
@@ -852,15 +1050,17 @@ def decode_launch(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
     mCnt: cute.Tensor, mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
     stream, d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], nch: cutlass.Constexpr[int],
-    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int], stages: cutlass.Constexpr[int], *vecs,
 ):
-    """Host side: re-view the tensors (dims fastest-first) and launch the split kernel (it merges, too)."""
+    """Host side: re-view the tensors (dims fastest-first) and launch the split kernel (it merges, too). `vecs`: a
+    lowered variant's vectors (lowered.VECTORS: [Hq] or [B] each), none for the built-in op."""
     tpk = d // (VEC * nch)
     dims = ((VEC, tpk, nch), (1, VEC, VEC * tpk))  # D split into (8 contiguous values, tpk threads, nch chunks)
     (q, k, v, lens, o, lse, out), (B, Hq, Hkv, S, splits) = _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims)
-    split_kernel(q, k, v, lens, o, lse, mCnt, out, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, nch, unroll,
+    split_kernel(q, k, v, lens, o, lse, mCnt, out, Hkv, Hq // Hkv, S, split_size, qscale, vecs, d, heads, nch, unroll,
                  stages).launch(grid=[chunks, splits, B * Hkv], block=[THREADS, 1, 1],
-                                smem=_split_smem_bytes(d, heads, nch, unroll, stages), stream=stream)
+                                smem=_split_smem_bytes(d, heads, nch, unroll, stages), stream=stream,
+                                min_blocks_per_mp=CC_MIN_CTAS)
 
 
 @cute.jit
@@ -868,12 +1068,12 @@ def decode_launch_mma(
     mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mLens: cute.Tensor, mO: cute.Tensor, mLse: cute.Tensor,
     mCnt: cute.Tensor, mOut: cute.Tensor, chunks: cutlass.Int32, split_size: cutlass.Int32, qscale: cutlass.Float32,
     stream, d: cutlass.Constexpr[int], heads: cutlass.Constexpr[int], kt: cutlass.Constexpr[int],
-    stages: cutlass.Constexpr[int],
+    stages: cutlass.Constexpr[int], *vecs,
 ):
     """Host side of the tensor-core path: rows as (8 values, d/8 chunks) views, then the split kernel."""
     dims = ((VEC, d // VEC), (1, VEC))
     (q, k, v, lens, o, lse, out), (B, Hq, Hkv, S, splits) = _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims)
-    mma_split_kernel(q, k, v, lens, o, lse, mCnt, out, Hkv, Hq // Hkv, S, split_size, qscale, d, heads, kt,
+    mma_split_kernel(q, k, v, lens, o, lse, mCnt, out, Hkv, Hq // Hkv, S, split_size, qscale, vecs, d, heads, kt,
                      stages).launch(grid=[chunks, splits, B * Hkv], block=[MMA_WARPS * 32, 1, 1],
                                     smem=_mma_smem_bytes(d, heads, kt, stages), stream=stream)
 
@@ -896,10 +1096,14 @@ def _split_smem_bytes(d: int, heads: int, nch: int, unroll: int, stages: int) ->
 # Python entry points
 # ------------------------------------------------------------------------------------------------
 
-_compiled: dict = {}  # (dtype, [mma,] d, heads, ...constexprs, warps/threads) -> compiled launcher: every shape
-# (torch dtype, q.shape, k_cache.shape, device) -> (launcher, the scratch tensors, the scalars after the tensors:
-# the plan's runtime numbers chunks and split_size, and qscale); the hot path's one lookup
+_compiled: dict = {}  # (dtype, [mma,] d, heads, ...constexprs, warps/threads[, vector dtypes]) -> compiled launcher
+# (torch dtype, q.shape, k_cache.shape, device[, vector dtypes]) -> (launcher, the scratch tensors, the scalars after
+# the tensors: the plan's runtime numbers chunks and split_size, and qscale); the hot path's one lookup
 _launches: dict = {}
+# a lowered variant's run(*inputs): where q, k_cache, v_cache, seq_lens and the vectors are among the inputs (ROLES)
+_AT = tuple(lowered.ROLES.index(role) for role in ("q", "k", "v", "lens")) if LOWERED else (0, 1, 2, 3)
+_VECTORS_AT = tuple(i for i, role in enumerate(lowered.ROLES) if role in ("head", "batch")) if LOWERED else ()
+_VECTOR_DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: cutlass.Float64}
 
 
 def _variant(dtype: str, d: int, p: dict):
@@ -911,21 +1115,33 @@ def _variant(dtype: str, d: int, p: dict):
     return key, decode_launch, key[1:-2]
 
 
-def _compile_args(dtype: str, d: int, consts) -> tuple:
+def _compile_args(dtype: str, d: int, consts, vector_dtypes=()) -> tuple:
     """Fake tensors of one symbolic shape, 16-byte aligned; shared symbols let the wrapper check that they agree.
 
     B: q, caches, seq_lens, partials, out; Hq: q, partials, out; S and Hkv: the two caches; splits: the two
     partials; items: the counters. D is static (it is a constexpr of the variant). Then placeholders for
-    chunks, split_size, qscale."""
+    chunks, split_size, qscale, and a lowered variant's vectors, contiguous, [Hq] ("head") or [B] ("batch"), of
+    their own dtypes, element-aligned (each value is one scalar load)."""
     B, Hq, Hkv, S, splits, items = (rt.dim() for _ in range(6))
     q, k, v, out = (rt.tensor(dtype, shape) for shape in ((B, Hq, d), (B, S, Hkv, d), (B, S, Hkv, d), (B, Hq, d)))
     tensors = (q, k, v, rt.tensor("int32", (B,)), rt.tensor("fp32", (B, Hq, splits, d)),
                rt.tensor("fp32", (B, Hq, splits)), rt.tensor("int32", (items,)), out)
-    return (*tensors, cutlass.Int32(1), cutlass.Int32(1), cutlass.Float32(1.0), rt.STREAM, *consts)
+    align = {"fp32": 4, "bf16": 2, "fp16": 2}
+    vectors = tuple(rt.tensor(name, (Hq if role == "head" else B,), (1,), align.get(name, 8))
+                    for name, role in zip(vector_dtypes, VECTOR_ROLES))
+    return (*tensors, cutlass.Int32(1), cutlass.Int32(1), cutlass.Float32(1.0), rt.STREAM, *consts, *vectors)
 
 
 def _softmax_scale(d: int) -> float:
     return float(SCALE) if SCALE is not None else 1.0 / math.sqrt(d)
+
+
+def _qscale(d: int) -> float:
+    """What q . k is multiplied by: scale * log2(e) (scores in base 2), or a variant's lowered.scale(d) alone when
+    score() follows (it takes natural units; its result is multiplied by log2(e))."""
+    if LOWERED:
+        return float(lowered.scale(d)) * (1.0 if SCORE_MOD else LOG2E)
+    return _softmax_scale(d) * LOG2E
 
 
 def _prepare(q, k_cache, v_cache, seq_lens, out) -> tuple:
@@ -937,6 +1153,20 @@ def _prepare(q, k_cache, v_cache, seq_lens, out) -> tuple:
     at once); one stream, or graphs replayed one after the other, are fine. Made under CUDA-graph capture the
     scratch would live in the graph's private pool, so the first call of a shape must be an eager one."""
     dtype, B, Hq, Hkv, S, D, out = host.decode_dims(OP, q, k_cache, v_cache, seq_lens, out, "128-bit loads")
+    return _prepared(dtype, B, Hq, Hkv, S, D, q, k_cache, seq_lens, ())
+
+
+def _prepare_lowered(inputs, out) -> tuple:
+    """_prepare of a lowered variant: run()'s inputs by their ROLES (host.decode_operands checks the vectors too)."""
+    dtype, B, Hq, Hkv, S, D, out, (q, k_cache, _, seq_lens), vectors = host.decode_operands(
+        OP, lowered, inputs, out, "128-bit loads")
+    for name, t in zip(lowered.VECTORS, vectors):
+        if t.dtype not in _VECTOR_DTYPES:
+            raise TypeError(f"{OP}: {name} must be float32, bfloat16, float16 or float64, got {t.dtype}")
+    return _prepared(dtype, B, Hq, Hkv, S, D, q, k_cache, seq_lens, tuple(_VECTOR_DTYPES[t.dtype] for t in vectors))
+
+
+def _prepared(dtype, B, Hq, Hkv, S, D, q, k_cache, seq_lens, vector_dtypes) -> tuple:
     if k_cache.numel() >= 2**31:
         raise ValueError(f"{OP}: the KV cache has >= 2^31 elements; this kernel indexes with int32")
     host.check_aligned(OP, (seq_lens,), "seq_lens too: the kernels are compiled assuming it")
@@ -944,18 +1174,25 @@ def _prepare(q, k_cache, v_cache, seq_lens, out) -> tuple:
         raise RuntimeError(f"{OP}: the first call of a shape allocates its scratch; make it before CUDA-graph capture")
     p = plan(B, Hq, Hkv, S, D)
     ckey, launch, consts = _variant(dtype, D, p)
-    launcher = rt.compiled(_compiled, ckey, launch, lambda: _compile_args(dtype, D, consts))
+    launcher = rt.compiled(_compiled, (*ckey, *vector_dtypes), launch,
+                           lambda: _compile_args(dtype, D, consts, vector_dtypes))
     splits = p["splits"]
     scratch = (q.new_empty((B, Hq, splits, D), dtype=torch.float32), q.new_empty((B, Hq, splits), dtype=torch.float32),
                torch.zeros(p["items"], dtype=torch.int32, device=q.device))
-    return launcher, scratch, (p["chunks"], p["split_size"], _softmax_scale(D) * LOG2E)
+    return launcher, scratch, (p["chunks"], p["split_size"], _qscale(D))
 
 
-def run(q, k_cache, v_cache, seq_lens, out=None):
+def run(*inputs, out=None):
     """out[b, h] = softmax(q[b, h] . k[b, :len, h // group]^T * scale) . v[b, :len, h // group] (fp32 math).
 
-    The hot path is a dict lookup, the out allocation when none is given (torch's caching allocator), four
-    contiguity checks and one TVM-FFI call that launches the one kernel; see cutedsl_runtime.py."""
+    run(q, k_cache, v_cache, seq_lens, out=None); a lowered variant's run(*inputs, out=None) takes lowered.INPUTS
+    in order (_run_lowered). The hot path is a dict lookup, the out allocation when none is given (torch's caching
+    allocator), four contiguity checks and one TVM-FFI call that launches the one kernel; see cutedsl_runtime.py."""
+    if LOWERED:
+        return _run_lowered(inputs, out)
+    if len(inputs) != 4:
+        host.check_count(OP, inputs, 4)
+    q, k_cache, v_cache, seq_lens = inputs
     signature = (q.dtype, q.shape, k_cache.shape, q.device)
     prepared = _launches.get(signature)
     if prepared is None:
@@ -973,17 +1210,43 @@ def run(q, k_cache, v_cache, seq_lens, out=None):
     return out
 
 
-def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None) -> str:
+def _run_lowered(inputs, out):
+    """run() of a lowered variant: the same hot path, its vectors (VECTORS) appended to the launch's arguments;
+    the signature adds their dtypes (the wrapper checks their shapes against q's Hq or B, and their stride 1)."""
+    if len(inputs) != len(lowered.INPUTS):
+        _prepare_lowered(inputs, out)  # raises, in host.py's words
+    q, k_cache, v_cache, seq_lens = (inputs[i] for i in _AT)
+    vectors = [inputs[i] for i in _VECTORS_AT]
+    signature = (q.dtype, q.shape, k_cache.shape, q.device, *(t.dtype for t in vectors))
+    prepared = _launches.get(signature)
+    if prepared is None:
+        prepared = _launches[signature] = _prepare_lowered(inputs, out)
+    launcher, (o_part, lse_part, counters), scalars = prepared
+    if out is None:
+        out = torch.empty_like(q)
+    try:
+        if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):
+            raise ValueError(f"{OP}: q, k_cache, v_cache and out must be contiguous")
+        launcher(q, k_cache, v_cache, seq_lens, o_part, lse_part, counters, out, *scalars, *vectors)
+    except (TypeError, ValueError):  # refused before anything was launched (here or by the wrapper)
+        _prepare_lowered(inputs, out)  # host.py says why in the words every cell uses ...
+        raise  # ... and the refusal's own message stands if host.py finds nothing wrong
+    return out
+
+
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None,
+                 vector_dtype: str = "fp32") -> str:
     """Compile run()'s launcher of the case's path for sm_90a without a GPU (fake tensors); write and return the PTX.
 
-    One compile serves every shape of a path, so the case only picks the path (its D and the plan's constexprs)."""
+    One compile serves every shape of a path, so the case only picks the path (its D and the plan's constexprs). A
+    lowered variant compiles with its vectors (if any) of `vector_dtype`."""
     dtype = dtype or OP_SPEC["dtype"]
     case = case or OP_SPEC["cases"][0]
     v = case["vars"]
     p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])
     _, launch, consts = _variant(dtype, v["D"], p)
     path = "mma" if p["mma"] else "cc"
-    return rt.dump_ptx(launch, _compile_args(dtype, v["D"], consts), out_dir,
+    return rt.dump_ptx(launch, _compile_args(dtype, v["D"], consts, (vector_dtype,) * len(VECTOR_ROLES)), out_dir,
                        f"{OP}_{dtype}_d{v['D']}_h{p['heads']}_{path}")
 
 
@@ -1018,14 +1281,24 @@ def describe(case: dict) -> dict:
     merge = ("none: every sequence fits one split, the CTA writes out itself" if p["splits"] == 1 else
              "fused: the last of a (sequence, KV head) item's split CTAs, found with an atomic counter, merges the "
              "fp32 partials in split order (a sequence with one non-empty split writes out directly)")
-    return {
+    keys = min(S, WINDOW) if WINDOW else S
+    described = {
         "path": path, "why_path": why, "regime": regime,
         "grid": p["grid"], "grid_blocks": ctas, "threads_per_cta": threads,
         "splits": p["splits"], "split_size_keys": p["split_size"], "items": p["items"],
         "resident_slots": p["slots"], "waves": round(waves, 2), "wave_efficiency": p["wave_efficiency"],
         "modelled_us": p["model_us"],
         "why_splits": f"{p['items']} items x {p['splits']} splits = {ctas} CTAs = {waves:.2f} waves of {p['slots']} "
-                      f"slots ({NUM_SMS} SMs); the least modelled time of every split count (see _splits)",
+                      f"slots ({NUM_SMS} SMs); the least modelled time of every split count (see _splits)"
+                      + (f"; sized over the {keys}-key window, not S = {S}" if keys < S else ""),
         "query_heads_per_cta": p["heads"], "keys_per_cta_step": p["block"], "pipeline_stages": p["stages"],
         "smem_bytes_per_cta": smem, "merge": merge, "launches": 1, "data_movement": movement,
     }
+    if LOWERED:
+        parts = [f"scale {lowered.scale(D):.6g}"] + [what for on, what in (
+            (SCORE_MOD, "score() on every (key, head) score"), (KEEP_MOD, "keep() as a select to -inf"),
+            (KEY_RANGE, "splits over key_range() [lo_b, hi_b) only" + (f" (at most {WINDOW} keys)" if WINDOW else "")),
+            (SINKS, "sink() in the merge and the direct write")) if on]
+        described["variant"] = f"lowered ({lowered.SOURCE}): " + ", ".join(parts)
+        described["keys_read_per_sequence"] = f"<= {keys}" if KEY_RANGE else "len_b"
+    return described
