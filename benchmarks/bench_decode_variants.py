@@ -2,12 +2,15 @@
 V0 flow, then timed against our built-in kernel, FlexAttention and SDPA, in one process with one timer.
 
     python3 benchmarks/bench_decode_variants.py --out /tmp/dv bake              # one workspace per variant + built-in
+    python3 benchmarks/bench_decode_variants.py --out /tmp/dv check --jobs 6    # every case, correctness only
     python3 benchmarks/bench_decode_variants.py --out /tmp/dv v0 --jobs 4       # run_baseline.py in each (all cases)
     python3 benchmarks/bench_decode_variants.py --out /tmp/dv perf [NAME ...]   # the timed comparison, one child each
 
 - bake: `cookiecutter --no-input pytorch_logic=tests/lowering_corpus/decode_variants.py:NAME run_baseline=no` per
   lowered variant (pattern=auto), with decode_attention's default cases (representative and boundary, mixed
   lengths); and the built-in `gqa` workspace;
+- check: each workspace's own `python test_kernel.py --no-timing` (every representative and boundary case, variable
+  lengths), several at once (correctness only, so sharing the GPU changes nothing);
 - v0: each workspace's `python tools/run_baseline.py` (every case, the report, memory/v0.json, the V0 commit); with
   --jobs > 1 they share the GPU, so its timings are not comparisons (perf's are);
 - perf: one child per variant; in it, at B32 Hq32 Hkv8 S4096 D128 and B1 Hq32 Hkv8 S32768 D128 (every sequence
@@ -59,6 +62,21 @@ def bake(out: Path, name: str) -> dict:
     (out / f"{name}.bake.log").write_text(done.stdout + done.stderr)
     return {"name": name, "baked": (out / name / "kernel.py").is_file(),
             "lowered": (out / name / "lowered.py").is_file(), "exit": done.returncode}
+
+
+def check(out: Path, name: str) -> dict:
+    ws = out / name
+    done = subprocess.run([sys.executable, "test_kernel.py", "--no-timing"], cwd=ws, capture_output=True, text=True,
+                          timeout=1800)
+    try:
+        res = json.loads((ws / "results" / "results.json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        return {"name": name, "exit": done.returncode, "error": str(err), "tail": (done.stdout + done.stderr)[-1500:]}
+    return {"name": name, "exit": done.returncode, "all_passed": res.get("all_passed"),
+            "passed": sum(c["status"] == "PASS" for c in res["cases"]), "cases": len(res["cases"]),
+            "max_rel_err": res.get("max_rel_err"), "device": res.get("device"),
+            "failed": [{k: c.get(k) for k in ("name", "status", "rel_err", "error")} for c in res["cases"]
+                       if c["status"] != "PASS"]}
 
 
 def v0(out: Path, name: str) -> dict:
@@ -213,7 +231,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("step", choices=["bake", "v0", "perf"])
+    parser.add_argument("step", choices=["bake", "check", "v0", "perf"])
     parser.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -221,9 +239,10 @@ def main(argv=None) -> int:
     if args.step == "bake":
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             rows = list(pool.map(lambda n: bake(args.out, n), [BUILT_IN, *names]))
-    elif args.step == "v0":
+    elif args.step in ("check", "v0"):
+        step = check if args.step == "check" else v0
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            rows = list(pool.map(lambda n: v0(args.out, n), names))
+            rows = list(pool.map(lambda n: step(args.out, n), names))
     else:
         rows = [row for n in names for row in perf(args.out, n)]
     (args.out / f"{args.step}.json").write_text(json.dumps(rows, indent=1))
