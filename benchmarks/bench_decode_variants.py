@@ -19,8 +19,9 @@ V0 flow, then timed against our built-in kernel, FlexAttention and SDPA, in one 
     variant    the variant workspace's kernel.run (the package `import <name>`)
     built-in   the gqa workspace's kernel.run on q, k, v, seq_lens (the plain op: what a variant costs)
     flex       FlexAttention (torch.compile'd flex_attention) with the variant's score_mod and block mask, evaluated
-               from the same lowered program (tools/lower/attention.evaluate on the score, keep and key range), GQA
-               by enable_gqa; a sink enters as flex's lse: out * sigmoid(lse - sink) (one more small kernel)
+               in fp32 from the same lowered program (tools/lower/attention.evaluate on the score, keep and key
+               range), GQA by enable_gqa, K and V in its layout [B, Hkv, S, D] (copied before timing); a sink enters
+               through flex's lse: out * sigmoid(lse - sink) (one more small kernel)
     sdpa       F.scaled_dot_product_attention with the equivalent additive bias [B, Hq, 1, S] (a score that is s plus
                a term: ALiBi, a per-head bias, a distance function) or boolean mask (masks only); built before
                timing; none for a softcap or sinks (SDPA has no equivalent)
@@ -130,20 +131,21 @@ CHILD = textwrap.dedent("""
         def score_mod(score, b, h, q_idx, kv_idx):
             env = leaves(b, h, kv_idx)
             env["s"] = score
-            return attention.evaluate(program, program["score"], env).to(score.dtype)
+            return attention.evaluate(program, program["score"], env, torch.float32).to(score.dtype)
 
         def mask_mod(b, h, q_idx, kv_idx):
             env = leaves(b, h, kv_idx)
             keep = kv_idx < env["length"]
             for ref in program["keep"]:
-                keep = keep & attention.evaluate(program, ref, dict(env)).bool()
+                keep = keep & attention.evaluate(program, ref, dict(env), torch.float32).bool()
             if program["range"]["lo"] is not None:
-                keep = keep & (kv_idx >= attention.evaluate(program, program["range"]["lo"], dict(env)))
+                keep = keep & (kv_idx >= attention.evaluate(program, program["range"]["lo"], dict(env), torch.float32))
             if program["range"]["hi"] is not None:
-                keep = keep & (kv_idx < attention.evaluate(program, program["range"]["hi"], dict(env)))
+                keep = keep & (kv_idx < attention.evaluate(program, program["range"]["hi"], dict(env), torch.float32))
             return keep
 
         q4, k4, v4 = q.unsqueeze(2), k.transpose(1, 2), v.transpose(1, 2)
+        kf, vf = k4.contiguous(), v4.contiguous()  # flex's own layout [B, Hkv, S, D], made before timing
         block = create_block_mask(mask_mod, B, Hq, 1, S, device="cuda")
         sink = None
         if program["sink"] is not None:
@@ -154,7 +156,7 @@ CHILD = textwrap.dedent("""
             sink = attention.evaluate(program, program["sink"], env).float().expand(B, Hq)
 
         def flex_call():
-            o, lse = flex(q4, k4, v4, score_mod=score_mod, block_mask=block, scale=scale, enable_gqa=True,
+            o, lse = flex(q4, kf, vf, score_mod=score_mod, block_mask=block, scale=scale, enable_gqa=True,
                           return_lse=True)
             if sink is not None:  # the sink joins the denominator: out * l / (l + e^sink) = out * sigmoid(lse - sink)
                 return (o.squeeze(2).float() * torch.sigmoid(lse.squeeze(2) - sink)[..., None]).to(q.dtype)

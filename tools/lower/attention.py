@@ -977,27 +977,33 @@ def scale_of(program: dict, d: int) -> float:
     return program["scale"]["k"] * d ** program["scale"]["p"]
 
 
-def evaluate(program: dict, ref, env: dict):
-    """The value of a reference over broadcastable index tensors (float64)."""
+def evaluate(program: dict, ref, env: dict, dtype=torch.float64):
+    """The value of a reference over broadcastable index tensors, computed in `dtype` (float64 for the checks;
+    float32 where a peer evaluates it inside its own kernel, FlexAttention's score_mod)."""
     if not isinstance(ref, str):
-        return torch.tensor(float(ref), dtype=torch.float64)
+        return float(ref)
     if ref in env:
         return env[ref]
     node = _node(program["nodes"], ref)
-    args = [evaluate(program, a, env) for a in node["args"]]
+    args = [evaluate(program, a, env, dtype) for a in node["args"]]
     spec = VOCABULARY[node["op"]]
-    args = [a.double() if a.dtype != torch.bool and spec.boolean is False and node["op"] not in ("where",) else a
-            for a in args]
+
+    def num(a):
+        return a.to(dtype) if isinstance(a, torch.Tensor) and a.dtype != dtype else a
+
     if node["op"] == "where":
-        out = torch.where(args[0].bool(), args[1].double(), args[2].double())
-    elif node["op"] in ("and", "or"):
-        out = getattr(torch, spec.torch)(args[0].bool(), args[1].bool())
-    elif node["op"] == "not":
-        out = torch.logical_not(args[0].bool())
+        out = torch.where(args[0] if isinstance(args[0], torch.Tensor) else torch.tensor(bool(args[0])),
+                          num(args[1]), num(args[2]))
+    elif node["op"] in ("and", "or", "not"):
+        out = getattr(torch, spec.torch)(*[a if isinstance(a, torch.Tensor) else torch.tensor(bool(a)) for a in args])
     elif node["op"] == "to_float":
-        out = args[0].double()
+        out = num(args[0])
     else:
-        out = getattr(torch, spec.torch)(*[a.double() if a.dtype == torch.bool else a for a in args])
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        tensors = [num(a) if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=dtype, device=first.device
+                                                                            if first is not None else None)
+                   for a in args]
+        out = getattr(torch, spec.torch)(*tensors)
     env[ref] = out
     return out
 
