@@ -11,7 +11,9 @@ workspace instead cost ~2.3 s of imports each, 70 times.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import flydsl_batch
 from tools import lower, scaffold, spec
+from tools.lower import codegen
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
@@ -33,15 +36,48 @@ N_D = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": 
 ANNOTATED = CORPUS.parent / "annotated.py"
 
 
+# Decode attention from real model code (decode_variants.py): one workspace per distinct code path. Variants whose
+# lowered.py differ only in constants, names, comments or the scale (Granite's 1/64 and vLLM's 1/8 against
+# Llama's 1/sqrt(D)) compile the same kernel, so the first of each such group stands for the others.
+DECODE = CORPUS.parent / "decode_variants.py"
+
+
+def _code_path(text: str) -> str:
+    """lowered.py without what does not change the kernel's code: docstrings, comments, the names and order of the
+    inputs, numbers, module constants and scale()."""
+    text = re.sub(r'""".*?"""', "", text, flags=re.S)
+    text = re.sub(r"#.*", "", text)
+    text = re.sub(r"def scale\(d\):\n(    .*\n)+", "", text + "\n")
+    lines = [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith(("SOURCE", "INPUTS",
+                                                                                                    "ROLES"))]
+    return re.sub(r"^[A-Z_]+ = N$", "", re.sub(r"\b\d+(\.\d+)?(e-?\d+)?\b", "N", "\n".join(lines)), flags=re.M)
+
+
+@functools.cache
+def decode_names() -> list[str]:
+    sys.path.insert(0, str(CORPUS.parent))
+    import decode_variants
+
+    seen, picked = set(), []
+    for name, outcome in decode_variants.EXPECT.items():
+        if outcome != "lower":
+            continue
+        key = _code_path(codegen.generate(lower.lower_here(str(DECODE), name)["ir"], "bf16"))
+        if key not in seen:
+            seen.add(key)
+            picked.append(name)
+    return picked
+
+
 def names() -> list[str]:
     sys.path.insert(0, str(CORPUS.parent))
     import ops
 
-    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(N_D)
+    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(N_D) + decode_names()
 
 
 def workspace(root: Path, name: str, target: str) -> Path:
-    path = ANNOTATED if name in N_D else CORPUS
+    path = ANNOTATED if name in N_D else DECODE if name in decode_names() else CORPUS
     lower.lower_here(str(path), name)
     shapes = {"shapes": N_D[name]} if name in N_D else {}
     return scaffold.workspace(root / target / name, spec.context(pytorch_logic=f"{path}:{name}",
