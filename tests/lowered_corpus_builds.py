@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,7 +54,6 @@ def _code_path(text: str) -> str:
 
 @functools.cache
 def decode_names() -> list[str]:
-    sys.path.insert(0, str(CORPUS.parent))
     import decode_variants
 
     seen, picked = set(), []
@@ -70,7 +68,6 @@ def decode_names() -> list[str]:
 
 
 def names() -> list[str]:
-    sys.path.insert(0, str(CORPUS.parent))
     import ops
 
     return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(N_D) + decode_names()

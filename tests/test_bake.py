@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MATRIX, ROOT, WS_TEMPLATE, bake_cli, read_json
+from helpers import MATRIX, ROOT, WS_TEMPLATE, bake_cli, read_json
 from tools import registry, scaffold, spec, validate
 from tools.catalog import InputError
 

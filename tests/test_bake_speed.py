@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import read_json, user_env
+from helpers import read_json, user_env
 
 HEAVY = ("torch", "cutlass", "matplotlib", "flydsl")
 

@@ -15,7 +15,7 @@ import sys
 
 import isa_metrics
 import pytest
-from conftest import PATTERN_OPS, load_module, read_json
+from helpers import PATTERN_OPS, load_module, read_json
 from tools import registry
 
 

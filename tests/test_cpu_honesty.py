@@ -8,7 +8,7 @@ import subprocess
 
 import jsonschema
 import pytest
-from conftest import AMD_MATRIX, ROOT, bake_cli, read_json
+from helpers import AMD_MATRIX, ROOT, bake_cli, read_json
 
 
 def test_default_bake_on_cpu_is_honest(matrix):

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT, load_module, read_json
+from helpers import ROOT, load_module, read_json
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"

@@ -30,7 +30,7 @@ from pathlib import Path
 import flydsl_batch
 import pytest
 import torch
-from conftest import ROOT
+from helpers import ROOT
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
 from tools import scaffold
 
@@ -309,11 +309,7 @@ def test_run_launches_the_variant_with_its_vectors(tmp_path):
     hold q, k, v, seq_lens, the workspace, out, slopes and sinks (then seq_lens in the unused vector slots) and the
     window's plan: 4 splits of 256 over S = 4096, qscale = 1/sqrt(D) (score() takes natural units); a vector of the
     wrong shape and a missing input are refused in host.py's words."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import flydsl_launch_cpu
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    import flydsl_launch_cpu  # benchmarks/, on the tests' import path
     ws = decode_workspace(tmp_path, ALIBI, "bf16", "gfx942", "2x32x8x4096x128")
     done = subprocess.run([sys.executable, "-c", LAUNCH_CHILD, str(ROOT / "benchmarks")], cwd=ws,
                           env=flydsl_launch_cpu.child_env(ws), capture_output=True, text=True, timeout=900)

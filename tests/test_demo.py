@@ -22,11 +22,10 @@ from pathlib import Path
 
 import gpu_wiki_fixtures
 import pytest
-from conftest import ROOT, WS_TEMPLATE, bake_cli, load_module, read_json
+from helpers import ROOT, WS_TEMPLATE, bake_cli, load_module, read_json
 from tools import spec
 
 DEMOS = ROOT / "tests" / "demos"
-sys.path.insert(0, str(WS_TEMPLATE / "tools"))
 import reference_kernels  # noqa: E402
 import report  # noqa: E402
 import wiki_route  # noqa: E402

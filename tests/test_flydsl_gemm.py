@@ -13,7 +13,7 @@ import re
 
 import flydsl_gemm_builds as builds
 import pytest
-from conftest import WS_TEMPLATE, load_module
+from helpers import WS_TEMPLATE, load_module
 from test_flydsl_compile import metadata, needs_flydsl
 
 # Per 256 x 128 tile, lane and K tile: 8 dwordx4 loads of A and 4 of B; the ISA has the prologue's and the loop's.

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_flydsl_compile import FLYDSL_PATTERNS, needs_flydsl
 
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_flydsl_compile import needs_flydsl
 
 MODELS = ROOT / "benchmarks" / "models"

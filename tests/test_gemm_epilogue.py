@@ -21,7 +21,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT, load_module
+from helpers import ROOT, load_module
 from tools import lower, scaffold, spec
 
 CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"

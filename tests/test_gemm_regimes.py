@@ -15,7 +15,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import load_module
+from helpers import load_module
 
 
 def _case(shape: str) -> dict:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import bake_cli, read_json
+from helpers import bake_cli, read_json
 
 torch = pytest.importorskip("torch")
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from conftest import load_module, read_json
+from helpers import load_module, read_json
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, load_module
+from helpers import ROOT, load_module
 
 torch = pytest.importorskip("torch")
 host = load_module(ROOT / "{{cookiecutter.op_name}}" / "host.py", "host_for_lowered_tests")

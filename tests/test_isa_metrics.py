@@ -11,7 +11,7 @@ import isa_metrics
 import jsonschema
 import pytest
 from compute_utilization import load_specs
-from conftest import ROOT, SPECS_PATH, read_json
+from helpers import ROOT, SPECS_PATH, read_json
 from tools import spec
 
 SPECS = load_specs(SPECS_PATH)

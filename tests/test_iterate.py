@@ -22,7 +22,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import read_json
+from helpers import read_json
 
 FAKE_VERSIONS = textwrap.dedent('''
     import json, subprocess, sys

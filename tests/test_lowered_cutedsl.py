@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT, load_module, read_json
+from helpers import ROOT, load_module, read_json
 from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_FP8, ROPE,
                              ROPE_LANES)
 from tools import scaffold, spec

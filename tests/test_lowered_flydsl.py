@@ -23,7 +23,7 @@ import flydsl_batch
 from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_ELEMENTWISE,
                              QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
 from tools import scaffold
 

@@ -21,13 +21,12 @@ import warnings
 
 import pytest
 import torch
-from conftest import ROOT, bake_cli, read_json
+from helpers import ROOT, bake_cli, read_json
 
 from tools import lower, spec, validate
 from tools.lower import capture, codegen, ir
 
 CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
-sys.path.insert(0, str(CORPUS.parent))
 import ops  # noqa: E402
 
 LOWERED = [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"]

@@ -12,7 +12,7 @@ import json
 
 import lowered_corpus_builds as builds
 import pytest
-from conftest import load_module
+from helpers import load_module
 from test_flydsl_compile import needs_flydsl
 
 # Known short of the cell's markers: the FlyDSL cells size their vectors by the widest element of any row-wise

@@ -18,6 +18,7 @@ import sys
 import types
 from pathlib import Path
 
+import decode_variants  # tests/lowering_corpus/, on the tests' import path
 import pytest
 import torch
 
@@ -26,8 +27,6 @@ from tools.lower import attention, codegen
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "lowering_corpus" / "decode_variants.py"
-sys.path.insert(0, str(CORPUS.parent))
-import decode_variants  # noqa: E402
 
 LOWERS = [n for n, outcome in decode_variants.EXPECT.items() if outcome == "lower"]
 REFUSED = {n: outcome.split(":", 1)[1].strip() for n, outcome in decode_variants.EXPECT.items() if outcome != "lower"}
@@ -122,3 +121,24 @@ def test_not_one_decode_kernel_is_refused_in_one_line(name, lowered_programs):
     got = lowered_programs[name]
     assert not got["ok"] and "\n" not in got["error"], got
     assert REFUSED[name].lower() in got["error"].lower(), got["error"]
+
+
+PAGED = '''
+import torch
+
+
+def paged_decode(q, k_pages, v_pages, block_table, seq_lens):
+    k = k_pages[block_table].flatten(1, 2)
+    v = v_pages[block_table].flatten(1, 2)
+    s = torch.einsum("bhd,bshd->bhs", q, k)
+    return torch.einsum("bhs,bshd->bhd", torch.softmax(s, -1), v)
+'''
+
+
+def test_attention_outside_the_decode_layout_is_told_the_layout(tmp_path):
+    """A paged cache (a block table) is not one of the layouts the decode rule takes: the refusal says which it is."""
+    path = tmp_path / "paged.py"
+    path.write_text(PAGED)
+    got = lower.lower_here(str(path), "paged_decode")
+    assert not got["ok"] and "\n" not in got["error"]
+    assert "k_cache and v_cache [B, S, Hkv, D]" in got["error"] and "paged cache" in got["error"], got["error"]

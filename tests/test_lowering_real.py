@@ -11,16 +11,14 @@ the cause, never an internal error or a tracer's size symbol (s75).
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 import torch
-from conftest import ROOT
+from helpers import ROOT
 
 from tools.lower import capture, ir
 
 CORPUS = ROOT / "tests" / "lowering_corpus" / "real_models.py"
-sys.path.insert(0, str(CORPUS.parent))
 import real_models  # noqa: E402
 
 CASES = {c["fn"]: c for c in real_models.CASES}

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import memory_manager as mm
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 SCHEMA = json.loads((ROOT / "reference" / "v_iteration.schema.json").read_text())
 

@@ -10,7 +10,7 @@ import math
 
 import pytest
 import torch
-from conftest import WS_TEMPLATE, load_module
+from helpers import WS_TEMPLATE, load_module
 from tools import registry, shapes
 
 

@@ -12,7 +12,7 @@ import json
 
 import gpu_detect
 import pytest
-from conftest import ROOT, WS_TEMPLATE
+from helpers import ROOT, WS_TEMPLATE
 from tools import registry, validate
 from tools.catalog import ARCHS, GPUS
 

@@ -11,7 +11,7 @@ import pytest
 import report
 import roofline
 from compute_utilization import load_specs
-from conftest import ROOT, SPECS_PATH, WS_TEMPLATE
+from helpers import ROOT, SPECS_PATH, WS_TEMPLATE
 
 SPECS = load_specs(SPECS_PATH)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -8,7 +8,7 @@ import sys
 
 import compute_utilization
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from tools import catalog, registry, shapes
 from tools.catalog import InputError
 

@@ -7,14 +7,12 @@ keys. The GPU timing itself runs on the H200 only.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
 
 import sweep_common  # noqa: E402
 import sweep_decode  # noqa: E402

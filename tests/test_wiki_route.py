@@ -22,7 +22,7 @@ import pytest
 import report
 import run_baseline
 import wiki_route
-from conftest import SPECS_PATH
+from helpers import SPECS_PATH
 from tools import spec
 
 CASES = [("H200", "gemm"), ("MI308X", "reduction"), ("MI355X", "decode_attention")]

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, bake_cli, read_json, user_env
+from helpers import ROOT, bake_cli, read_json, user_env
 
 import run_baseline
 

@@ -421,11 +421,6 @@ def _near(gm) -> str:
 
 
 def _lower(path: str, function: str, hints: dict | None = None) -> dict:
-    import torch
-
-    from tools.lower import ir
-    from tools.lower.convert import Refused, convert
-
     folder = str(Path(path).resolve().parent) + "/"
     try:
         sys.path.insert(0, folder)
@@ -445,6 +440,23 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
     decode = attention.lower(fn, function, path, folder, hints)  # decode attention has its own rule (its docstring)
     if decode is not None:
         return decode
+    if attention.looks_like(fn, hints) and attention.mentions_softmax(fn):  # attention, but not in the decode layout
+        result = _rows(fn, function, path, folder, hints)
+        if not result["ok"] and result["stage"] == "call":
+            result["error"] += (f"; if `{function}` is decode attention, its tensors are q [B, Hq, D], k_cache and "
+                                "v_cache [B, S, Hkv, D] and seq_lens [B] int32, in any order (a paged cache or "
+                                "prefill is not served yet)")
+        return result
+    return _rows(fn, function, path, folder, hints)
+
+
+def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
+    """The row and GEMM rules (the module docstring) for a function that is not decode attention."""
+    import torch
+
+    from tools.lower import ir
+    from tools.lower.convert import Refused, convert
+
     try:
         inputs, constants = parameters(fn, hints)
         rule_error = None

@@ -1,0 +1,78 @@
+"""What the tests share besides fixtures: the template's paths, the bake matrix, a user's bake, loading a workspace file.
+
+Imported by name (`from helpers import ROOT, bake_cli`): pytest's `pythonpath` (pyproject.toml) puts tests/ on the
+import path, so no test imports conftest or edits sys.path for it. The fixtures that use these live in conftest.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tools import registry
+from tools.catalog import GPUS
+
+ROOT = Path(__file__).resolve().parent.parent
+WS_TEMPLATE = ROOT / "{{cookiecutter.op_name}}"
+SPECS_PATH = ROOT / "reference" / "gpu_specs.json"
+
+
+def _matrix() -> list[tuple[str, str, str, str]]:
+    """(gpu, pattern, op, dtype): every GPU bakes every pattern's default op, so every (GPU, pattern) cell is baked
+    once. The first GPU of each compile target bakes the pattern's first dtype (bf16); the others rotate through the
+    rest, so every dtype a pattern supports is baked somewhere."""
+    rows, seen = [], {}
+    for gpu in GPUS:
+        target = registry.gpu(gpu)["target"]
+        k = seen[target] = seen.get(target, -1) + 1
+        rows += [(gpu, name, p.DEFAULT_OP, p.DTYPES[k % len(p.DTYPES)]) for name, p in registry.patterns().items()]
+    return rows
+
+
+MATRIX = _matrix()
+AMD_MATRIX = [row for row in MATRIX if registry.gpu(row[0])["vendor"] == "amd"]
+PATTERN_OPS = {name: list(p.OPS) for name, p in registry.patterns().items()}
+PATTERN_OF = registry.all_ops()
+
+
+def user_env(**changes) -> dict:
+    """This environment as a user's shell would have it: Python's output buffered as usual (PYTHONUNBUFFERED
+    unset, so what a bake prints must be flushed to arrive in order), plus `changes`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return {**env, **changes}
+
+
+def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | None = None,
+             options: tuple[str, ...] = ("--no-input",), stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`cookiecutter <root> --no-input key=value ...` as a user would type it (`options` replace --no-input;
+    `stdin` answers the prompts)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cookiecutter", str(ROOT), *options, "-o", str(out_dir), *pairs],
+        capture_output=True, text=True, cwd=cwd or out_dir, timeout=600, env=env or user_env(), input=stdin,
+    )
+
+
+WORKSPACE_MODULES = ("host", "cutedsl_runtime", "flydsl_runtime", "reference", "kernel", "user_logic", "lowered", "pointwise")
+
+
+def load_module(path: Path, name: str, search: Path | None = None):
+    """Import a workspace file under a unique module name (workspaces share file names), with `search` (default: its
+    folder) first on sys.path and the workspace modules it imports (host.py, the runtime) loaded afresh from there."""
+    for module in WORKSPACE_MODULES:
+        sys.modules.pop(module, None)
+    sys.path.insert(0, str(search or path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(search or path.parent))
+    return module
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
