@@ -90,10 +90,9 @@ VARIANTS = [
     (WINDOW, "bf16", HEADLINE),
     (SCALE, "bf16", HEADLINE),
     (ALIBI, "fp16", "4x16x1x2048x64@mixed"),
-    (WINDOW, "fp16", "3x16x1x4096x64@mixed"),
     (SCALE, "fp16", "5x16x1x3001x64@mixed"),
     ("pw_scalars", "bf16", "2x64x4x1024x64@mixed"),
-]
+]  # the corpus's variants compile at G = 4, D = 128 too (tests/test_lowering_compiles.py), vectors in the dtype
 
 
 def source(example: str) -> str:
@@ -121,16 +120,10 @@ def decode_workspace(dest: Path, example: str, dtype: str, arch: str, shape: str
     return ws
 
 
-BF16_VECTORS = """
-import json, kernel
-print(json.dumps(kernel.compile_only(kernel.OP_SPEC["cases"][0], "build_bf16_vectors", vec_dtype="bfloat16")))
-"""
-
-
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    """Every (variant, arch)'s ISA and describe(), compiled once: one child per target, both cores at once; then the
-    pw example once more with bf16 vectors (compile_only's vec_dtype), in a child of its own."""
+    """Every (variant, arch)'s ISA and describe(), compiled once: one child per target, both cores at once. A
+    variant's vectors compile in the workspace's dtype (compile_only's default, as make_inputs draws them)."""
     if not HAVE_FLYDSL:
         return {}
     spaces = {(v, arch): decode_workspace(tmp_path_factory.mktemp("decode"), v[0], v[1], arch, v[2])
@@ -146,10 +139,6 @@ def compiled(tmp_path_factory):
         files = list((ws / "build").glob(f"kernel_{op}_{v[1]}*.{arch}.s"))
         assert len(files) == 1 and files[0].read_text() == results[arch][ws]["isa"], files
         out[(v[0], v[1], arch)] = results[arch][ws]
-    ws = spaces[(VARIANTS[-1], "gfx942")]
-    done = subprocess.run([sys.executable, "-c", BF16_VECTORS], cwd=ws, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    out["bf16 vectors"] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -210,7 +199,7 @@ def test_variant_marks(compiled, arch):
     for op in ("v_exp_f32", "v_rcp_f32"):
         assert alibi["split"].count(op) == scale["split"].count(op) + 8, op
         assert window["split"].count(op) == scale["split"].count(op), op
-    narrow = r"buffer_load_dword\s"
+    narrow = r"buffer_load_ushort\s"  # a bf16 vector value (the workspace's dtype): a 16-bit load
     assert len(re.findall(narrow, alibi["split"])) == len(re.findall(narrow, scale["split"])) + 1, "slopes: one load"
     assert len(re.findall(narrow, window["split"])) == len(re.findall(narrow, scale["split"])), "no vectors"
     for name in ("split", "merge"):
@@ -256,8 +245,7 @@ def test_every_pw_function_compiles_on_scalars(compiled):
         text = compiled[("pw_scalars", "bf16", arch)]["isa"]
         _clean(text)
         assert "s_swappc" not in text, "a call: a pw function not inlined"
-    text = compiled["bf16 vectors"]
-    _clean(text)
+    text = compiled[("pw_scalars", "bf16", "gfx942")]["isa"]
     split, merge = kernels(text).values()
     assert split.count("buffer_load_ushort") == 2 and merge.count("buffer_load_ushort") == 2
 

@@ -1235,12 +1235,14 @@ def _run_lowered(inputs, out):
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None,
-                 vector_dtype: str = "fp32") -> str:
+                 vector_dtype: str | None = None) -> str:
     """Compile run()'s launcher of the case's path for sm_90a without a GPU (fake tensors); write and return the PTX.
 
     One compile serves every shape of a path, so the case only picks the path (its D and the plan's constexprs). A
-    lowered variant compiles with its vectors (if any) of `vector_dtype`."""
+    lowered variant compiles with its vectors (if any) of `vector_dtype`: by default the workspace's dtype, as
+    reference.make_inputs draws them and a model holds them."""
     dtype = dtype or OP_SPEC["dtype"]
+    vector_dtype = vector_dtype or dtype
     case = case or OP_SPEC["cases"][0]
     v = case["vars"]
     p = plan(v["B"], v["Hq"], v["Hkv"], v["S"], v["D"])

@@ -200,7 +200,7 @@ Interface (the same in every kbaseline cell):
                                                           tools/rocm_env.py); writes
                                                           kernel_<op>_<dtype>_d<D>_g<G>.<gfx>.s
     describe(case) -> dict                                grid, waves, splits and data movement
-    (compile_only takes vec_dtype, the vectors' torch dtype name for a variant: "float32" unless given)
+    (compile_only takes vec_dtype, the vectors' torch dtype name for a variant: the workspace's unless given)
 """
 
 from __future__ import annotations
@@ -803,12 +803,14 @@ if LOWERED is not None:
 
 
 def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
-                 dtype: str | None = None, arch: str | None = None, vec_dtype: str = "float32") -> str:
+                 dtype: str | None = None, arch: str | None = None, vec_dtype: str | None = None) -> str:
     """Compile both kernels run() would launch for `case` for `arch` (default op.json's target), with no GPU.
 
     Writes and returns the AMDGPU ISA (split kernel + merge kernel) as kernel_<op>_<dtype>_d<D>_g<G>.<arch>.s.
-    A variant (op "lowered") compiles its own pair, every vector in vec_dtype (a torch dtype name)."""
+    A variant (op "lowered") compiles its own pair, every vector in vec_dtype (a torch dtype name; by default the
+    workspace's dtype, as reference.make_inputs draws them and a model holds them)."""
     dtype = dtype or OP_SPEC["dtype"]
+    vec_dtype = vec_dtype or host.TORCH_DTYPES[dtype]
     arch = target(arch)
     v = (case or OP_SPEC["cases"][0])["vars"]
     args = [dtype, arch, *(v[k] for k in ("B", "Hq", "Hkv", "S", "D")), *([vec_dtype] if LOWERED else [])]
