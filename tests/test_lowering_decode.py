@@ -142,3 +142,17 @@ def test_attention_outside_the_decode_layout_is_told_the_layout(tmp_path):
     got = lower.lower_here(str(path), "paged_decode")
     assert not got["ok"] and "\n" not in got["error"]
     assert "k_cache and v_cache [B, S, Hkv, D]" in got["error"] and "paged cache" in got["error"], got["error"]
+
+
+NOT_ATTENTION = '''
+def scaled_first(x, a, b, c):
+    """Four tensors in a file that names softmax; it runs on the probe's decode shapes, but it is not attention."""
+    return x * 2.0
+'''
+
+
+def test_a_function_that_only_runs_on_decode_shapes_is_not_taken_for_attention(tmp_path):
+    path = tmp_path / "not_attention.py"
+    path.write_text(NOT_ATTENTION)
+    got = lower.lower_here(str(path), "scaled_first")
+    assert got["ok"] and got["ir"]["class"] == "elementwise", got

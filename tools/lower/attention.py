@@ -863,6 +863,8 @@ def lower(fn, function: str, path: str, folder: str, hints: dict | None = None) 
     inputs, constants = found
     try:
         gm, lines = trace(fn, inputs, constants, folder, TRACE["D"])
+        if not is_attention(gm):  # it ran on decode-shaped inputs, but computes no softmax between two products
+            return None
         first = Converter(gm, inputs, lines, TRACE["D"])
         got = first.program()
         gm2, lines2 = trace(fn, inputs, constants, folder, SECOND_D)
@@ -888,6 +890,13 @@ def lower(fn, function: str, path: str, folder: str, hints: dict | None = None) 
     if err:
         return {"ok": False, "stage": "lower", "error": err, "near": "decode_attention"}
     return {"ok": True, "ir": program}
+
+
+def is_attention(gm) -> bool:
+    """Whether a traced graph has attention's shape at all: a softmax and two matrix products (anything else that
+    happens to run on decode-shaped inputs is left to the row and GEMM rules)."""
+    names = [_name(n) for n in gm.graph.nodes]
+    return any(n in ("_softmax", "softmax", "_log_softmax") for n in names) and sum(n in PRODUCTS for n in names) >= 2
 
 
 def assemble(got: dict, inputs: list[dict], constants: dict, function: str, path: str, folder: str) -> dict:
