@@ -42,4 +42,7 @@ def heatmap(grid, x_labels, y_labels, title: str, path: Path, bounds=(0.9, 1.0),
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    from PIL import Image  # a 256-colour palette: a third of the bytes, and the repo travels to the device
+
+    Image.open(path).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
     return Path(path)
