@@ -44,7 +44,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-import sys
 from pathlib import Path
 
 import torch
@@ -223,14 +222,12 @@ def trace(fn, inputs: list[dict], constants: dict, folder: str, d: int):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.overrides import TorchFunctionMode
 
+    from tools.lower.capture import user_line
+    from tools.lower.convert import SELECTIONS
+
     class SourceLines(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            frame = sys._getframe(1)
-            while frame is not None and not frame.f_code.co_filename.startswith(folder):
-                frame = frame.f_back
-            loc = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}" if frame is not None else None
-            if loc:
-                fx_traceback.current_meta["stack_trace"] = loc
+            loc = user_line(folder)
             name = getattr(func, "__name__", "")
             kwargs = kwargs or {}
             try:
@@ -244,8 +241,7 @@ def trace(fn, inputs: list[dict], constants: dict, folder: str, d: int):
                     return args[0] if args else kwargs["input"]  # inference: the identity
                 if name.removesuffix("_") in RANDOM:
                     raise Refused(f"torch.{name} draws random numbers, which a decode kernel does not")
-                if name.removesuffix("_") in ("topk", "sort", "argsort", "gather", "take_along_dim", "index_select",
-                                              "embedding"):
+                if name.removesuffix("_") in SELECTIONS or name == "embedding":
                     raise Refused(f"torch.{name} selects or gathers elements, which a decode kernel's scores do not "
                                   "(they are computed from positions, per-head vectors and constants)")
             except Refused as err:

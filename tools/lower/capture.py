@@ -334,6 +334,21 @@ def head_sizes(inputs: list[dict], constants: dict) -> list[int]:
     return _lengths(constants) if any(i["kind"] == "vector" for i in inputs) else []
 
 
+def user_line(folder: str) -> str | None:
+    """The user's `file:line` that made the torch call being traced (the innermost frame of a file in `folder`), also
+    set as the stack trace of the aten nodes the call makes; None when no user frame is on the stack. Called from a
+    TorchFunctionMode's __torch_function__."""
+    import torch.fx.traceback as fx_traceback
+
+    frame = sys._getframe(1)
+    while frame is not None and not frame.f_code.co_filename.startswith(folder):
+        frame = frame.f_back
+    loc = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}" if frame is not None else None
+    if loc:
+        fx_traceback.current_meta["stack_trace"] = loc
+    return loc
+
+
 def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | None = None):
     """make_fx over the function, each aten node tagged with the user's file:line that made it. Not `gemm`: a
     matmul-family call raises MatmulFound; `gemm`: each one goes through matmul_check."""
@@ -350,12 +365,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
 
     class SourceLines(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            frame = sys._getframe(1)
-            while frame is not None and not frame.f_code.co_filename.startswith(folder):
-                frame = frame.f_back
-            loc = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}" if frame is not None else None
-            if loc:
-                fx_traceback.current_meta["stack_trace"] = loc
+            loc = user_line(folder)
             name = getattr(func, "__name__", "")
             if name.removesuffix("_") in SELECTIONS or name == "embedding":  # before it runs on traced values
                 raise Refused(f"torch.{name} selects, orders or draws elements (not a pointwise map or a row "

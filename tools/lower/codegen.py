@@ -119,17 +119,29 @@ class _Writer:
                  for i in ir.epilogue_inputs(self.p) if i.get("dtype") == "bool" and i["name"] in self.names]
         if masks:  # a mask arrives as 0.0 / 1.0 like every value; the function's own logic wants it boolean
             lines.append("    # the boolean masks, which the cell loads as 0.0 / 1.0")
-        for code, loc in [*masks, *steps]:
-            comment = f"  # {loc}"
-            if loc and loc not in seen:
-                seen.add(loc)
-                text = self.p.get("source", {}).get(loc, "")
-                if text:
-                    comment += f"  {text}"
-            if len(code) + len(comment) > WIDTH:
-                comment = comment[: max(WIDTH - len(code) - 3, 4)].rstrip() + "..."
-            lines.append(code + (comment if loc else ""))
-        return lines
+        return [*lines, *(self.commented(code, loc, seen) for code, loc in [*masks, *steps])]
+
+    def commented(self, code: str, loc: str, seen: set) -> str:
+        """A statement beside the user's line it came from (`file:line`, its text the first time it is seen), cut to
+        WIDTH."""
+        if not loc:
+            return code
+        comment = f"  # {loc}"
+        if loc not in seen:
+            seen.add(loc)
+            text = self.p.get("source", {}).get(loc, "")
+            if text:
+                comment += f"  {text}"
+        if len(code) + len(comment) > WIDTH:
+            comment = comment[: max(WIDTH - len(code) - 3, 4)].rstrip() + "..."
+        return code + comment
+
+    def constant_lines(self) -> list[str]:
+        """The user's named constants as module globals (then a blank line), or nothing."""
+        if not self.constants:
+            return []
+        return [*(f"{name} = {_float(value)}  # {self.p['file']}: the default of `{name.lower().rstrip('_')}`"
+                  for value, name in sorted(self.constants.items(), key=lambda kv: kv[1])), ""]
 
     def outputs(self) -> str:
         kinds = {node["id"]: node["kind"] for node in self.p["nodes"]}
@@ -241,11 +253,7 @@ class _Writer:
             f"USES_N = {ir.uses_n(p)!r}",
             "",
         ]
-        if self.constants:
-            for value, name in sorted(self.constants.items(), key=lambda kv: kv[1]):
-                head.append(f"{name} = {_float(value)}  # {p['file']}: the default of `{name.lower().rstrip('_')}`")
-            head.append("")
-        head += ["", f"def compute({params}):"]
+        head += [*self.constant_lines(), "", f"def compute({params}):"]
         if self.gemm:
             head += [
                 '    """This thread\'s accumulator values (fp32) and each epilogue input\'s values at the same (row, '
@@ -293,17 +301,9 @@ def decode_text(program: dict, dtype: str) -> str:
         return [n for n in program["nodes"] if n["id"] in need]
 
     def body(refs, result: str) -> list[str]:
-        lines, seen = [], set()
-        for node in needed(refs):
-            code, loc = f"    {node['id']} = {w.expression(node)}", node.get("line") or ""
-            comment = f"  # {loc}" if loc else ""
-            if loc and loc not in seen:
-                seen.add(loc)
-                comment += f"  {program.get('source', {}).get(loc, '')}".rstrip()
-            if len(code) + len(comment) > WIDTH:
-                comment = comment[: max(WIDTH - len(code) - 3, 4)].rstrip() + "..."
-            lines.append(code + comment)
-        return [*lines, f"    return {result}"]
+        seen: set = set()
+        return [*(w.commented(f"    {node['id']} = {w.expression(node)}", node.get("line") or "", seen)
+                  for node in needed(refs)), f"    return {result}"]
 
     keep = program["keep"]
     keep_result = (w.operand(keep[0]) if len(keep) == 1 else _and(w, keep)) if keep else "True"
@@ -336,12 +336,13 @@ def decode_text(program: dict, dtype: str) -> str:
         "from __future__ import annotations",
         "",
     ]
-    text_body = [*body([program["score"]], w.operand(program["score"])),
-                 *body(keep, keep_result), *body([lo, hi], "")]
-    sink_body = body([sink], w.operand(sink) if sink is not None else "0.0")
+    bodies = {"score": body([program["score"]], w.operand(program["score"])), "keep": body(keep, keep_result),
+              "key_range": body([lo, hi], f"({w.operand(lo) if lo is not None else '0.0'}, "
+                                          f"{w.operand(hi) if hi is not None else 'length'})"),
+              "sink": body([sink], w.operand(sink) if sink is not None else "0.0")}
     if w.needs_math:
         out += ["import math", ""]
-    out += ["import pointwise as pw" + ("" if any("pw." in x for x in [*text_body, *sink_body]) else
+    out += ["import pointwise as pw" + ("" if any("pw." in x for x in sum(bodies.values(), [])) else
                                         "  # noqa: F401 -- every lowered.py imports it"), ""]
     out += [
         f'SOURCE = "{program["file"]}:{program["function"]}"',
@@ -355,11 +356,8 @@ def decode_text(program: dict, dtype: str) -> str:
         f"SINK = {sink is not None!r}",
         "",
     ]
-    if w.constants:
-        for value, name in sorted(w.constants.items(), key=lambda kv: kv[1]):
-            out.append(f"{name} = {_float(value)}  # {program['file']}: the default of `{name.lower().rstrip('_')}`")
-        out.append("")
     out += [
+        *w.constant_lines(),
         "",
         "def scale(d):",
         '    """The factor on q . k (d: the head dim), which the kernel folds into q."""',
@@ -368,23 +366,22 @@ def decode_text(program: dict, dtype: str) -> str:
         "",
         f"def score(s, {index_args}):",
         '    """The score of one (key, query head) from s = (q . k) * scale(d), in natural-log units."""',
-        *body([program["score"]], w.operand(program["score"])),
+        *bodies["score"],
         "",
         "",
         f"def keep({index_args}):",
         '    """False drops the key (its score becomes -inf); kpos < length is the kernel\'s own bound."""',
-        *body(keep, keep_result),
+        *bodies["keep"],
         "",
         "",
         "def key_range(b, length):",
         '    """(lo, hi), integer valued: the keys outside [lo, hi) are never kept, so the kernel never reads them."""',
-        *body([lo, hi], f"({w.operand(lo) if lo is not None else '0.0'}, "
-                        f"{w.operand(hi) if hi is not None else 'length'})"),
+        *bodies["key_range"],
         "",
         "",
         f"def sink(b, h{''.join(', ' + v for v in vec)}):",
         '    """The logit that joins head h\'s softmax denominator (no value row), or nothing when SINK is False."""',
-        *sink_body,
+        *bodies["sink"],
     ]
     return "\n".join(out) + "\n"
 
