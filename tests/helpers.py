@@ -76,3 +76,25 @@ def load_module(path: Path, name: str, search: Path | None = None):
 
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def lowered_constants(source: str) -> dict:
+    """A lowered.py's module-level constants (INPUTS, KINDS, ROLES, flags, ...), read without importing it."""
+    import ast
+
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, (ast.Tuple, ast.Constant))}
+
+
+def make_lowered(ws: Path, source: str, dsl: str) -> Path:
+    """Turn an arranged built-in workspace into a lowered-op one, as the template's bake does: op.json's op
+    "lowered" and its inputs, `source` as lowered.py, and the DSL's pointwise library beside it."""
+    import shutil
+
+    spec = read_json(ws / "op.json")
+    spec.update(op="lowered", inputs=list(lowered_constants(source)["INPUTS"]))
+    (ws / "op.json").write_text(json.dumps(spec, indent=2) + "\n")
+    (ws / "lowered.py").write_text(source)
+    shutil.copy(WS_TEMPLATE / "dsl" / dsl / "pointwise.py", ws)
+    return ws

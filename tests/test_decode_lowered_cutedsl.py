@@ -12,15 +12,13 @@ Each test workspace is the built-in op's, arranged by tools/scaffold.py, with op
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
 import shutil
 import subprocess
 
 import pytest
-from helpers import ROOT, load_module, read_json
+from helpers import ROOT, load_module, make_lowered
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"
@@ -37,12 +35,6 @@ SHAPES = {
 }
 
 
-def _constants(source: str) -> dict:
-    return {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, (ast.Tuple, ast.Constant))}
-
-
 @pytest.fixture(scope="module")
 def decode_kernel(tmp_path_factory):
     """example file name (None: the built-in gqa) -> the workspace's kernel module, arranged and loaded once."""
@@ -55,12 +47,7 @@ def decode_kernel(tmp_path_factory):
             scaffold.workspace(dest, spec.context(pattern="decode_attention", op="gqa", gpu="H200", dtype="bf16",
                                                   op_name=dest.name, run_baseline="no"))
             if example:
-                source = (EXAMPLES / example).read_text()
-                op_json = read_json(dest / "op.json")
-                op_json.update(op="lowered", inputs=list(_constants(source)["INPUTS"]))
-                (dest / "op.json").write_text(json.dumps(op_json, indent=2) + "\n")
-                (dest / "lowered.py").write_text(source)
-                shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "cutedsl" / "pointwise.py", dest)
+                make_lowered(dest, (EXAMPLES / example).read_text(), "cutedsl")
             made[example] = load_module(dest / "kernel.py", f"kernel_decode_{name}")
         return made[example]
 

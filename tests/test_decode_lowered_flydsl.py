@@ -14,12 +14,10 @@ arithmetic itself (key range, empty splits, sinks) is checked by a float64 torch
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import types
@@ -30,7 +28,7 @@ from pathlib import Path
 import flydsl_batch
 import pytest
 import torch
-from helpers import ROOT
+from helpers import ROOT, lowered_constants, make_lowered
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
 from tools import scaffold
 
@@ -101,23 +99,13 @@ def source(example: str) -> str:
 
 def declared(example: str) -> dict:
     """The example's module-level constants (INPUTS, ROLES, flags ...), read without importing it."""
-    tree = ast.parse(source(example))
-    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, (ast.Tuple, ast.Constant))}
+    return lowered_constants(source(example))
 
 
 def decode_workspace(dest: Path, example: str, dtype: str, arch: str, shape: str) -> Path:
     """A gqa workspace of the shape; for an example, turned into a lowered-op one as the template's bake does."""
     ws = scaffold.compile_workspace(dest / "ws", "decode_attention", "gqa", dtype, arch, shape)
-    if example == "gqa":
-        return ws
-    spec = json.loads((ws / "op.json").read_text())
-    spec.update(op="lowered", inputs=list(declared(example)["INPUTS"]))
-    (ws / "op.json").write_text(json.dumps(spec, indent=2))
-    (ws / "lowered.py").write_text(source(example))
-    shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "flydsl" / "pointwise.py", ws)  # a lowered bake keeps it
-    return ws
+    return ws if example == "gqa" else make_lowered(ws, source(example), "flydsl")
 
 
 @pytest.fixture(scope="module")

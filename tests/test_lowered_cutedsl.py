@@ -9,7 +9,6 @@ Python floats, booleans), and ROW_RANGE, min and max reductions with reduced out
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
 import re
@@ -17,7 +16,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import ROOT, load_module, read_json
+from helpers import ROOT, load_module, lowered_constants, make_lowered
 from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_FP8, ROPE,
                              ROPE_LANES)
 from tools import scaffold, spec
@@ -94,13 +93,6 @@ SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR,
 REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
 
 
-def _constants(source: str) -> dict:
-    """lowered.py's module-level constants (INPUTS, KINDS, OUTPUTS, REDUCTIONS ...), read without importing it."""
-    return {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, (ast.Tuple, ast.Constant))}
-
-
 @pytest.fixture(scope="module")
 def lowered_ws(tmp_path_factory):
     """(pattern, an example's file name or a SOURCES key) -> a workspace running it, arranged once per module."""
@@ -113,12 +105,7 @@ def lowered_ws(tmp_path_factory):
             op = {"elementwise": "silu_mul", "reduction": "rmsnorm"}[pattern]
             scaffold.workspace(dest, spec.context(pattern=pattern, op=op, gpu="H200", dtype="bf16", op_name=dest.name,
                                                   run_baseline="no"))
-            op_json = read_json(dest / "op.json")
-            op_json.update(op="lowered", inputs=list(_constants(source)["INPUTS"]))
-            (dest / "op.json").write_text(__import__("json").dumps(op_json, indent=2) + "\n")
-            (dest / "lowered.py").write_text(source)
-            shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "cutedsl" / "pointwise.py", dest)  # a lowered bake keeps it
-            made[(pattern, example)] = (dest, _constants(source))
+            made[(pattern, example)] = (make_lowered(dest, source, "cutedsl"), lowered_constants(source))
         return made[(pattern, example)]
 
     return get

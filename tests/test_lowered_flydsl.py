@@ -12,10 +12,7 @@ pointwise.py). Compiles run in children (FlyDSL must not share this process with
 
 from __future__ import annotations
 
-import ast
-import json
 import os
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,7 +20,7 @@ import flydsl_batch
 from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_ELEMENTWISE,
                              QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
-from helpers import ROOT
+from helpers import lowered_constants, make_lowered
 from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
 from tools import scaffold
 
@@ -76,21 +73,13 @@ def source(example: str) -> str:
 
 def declared(example: str) -> dict:
     """The example's module-level constants (INPUTS, KINDS, OUTPUTS, REDUCTIONS, ...), read without importing it."""
-    tree = ast.parse(source(example))
-    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, (ast.Tuple, ast.Constant))}
+    return lowered_constants(source(example))
 
 
 def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: str) -> Path:
     """A workspace of the cell turned into a lowered-op one, as the template's bake does."""
     ws = scaffold.compile_workspace(dest / "ws", pattern, BUILTIN[pattern], dtype, arch)
-    spec = json.loads((ws / "op.json").read_text())
-    spec.update(op="lowered", inputs=list(declared(example)["INPUTS"]))
-    (ws / "op.json").write_text(json.dumps(spec, indent=2))
-    (ws / "lowered.py").write_text(source(example))
-    shutil.copy(ROOT / "{{cookiecutter.op_name}}" / "dsl" / "flydsl" / "pointwise.py", ws)  # a lowered bake keeps it
-    return ws
+    return make_lowered(ws, source(example), "flydsl")
 
 
 @pytest.fixture(scope="module")
