@@ -374,6 +374,16 @@ def _to_int(x):
     return cutlass.Int32(int(x)) if isinstance(x, (int, float)) else cutlass.Int32(x)
 
 
+def _split_keys(b, seqlen, split, split_size):
+    """(s0, hi, n_valid) of a split CTA: its first key, the end of its sequence's keys and how many splits have
+    keys (0 .. n_valid - 1, uniform in the CTA). The splits cover [0, len_b), or a variant's [lo_b, hi_b)
+    (_key_range): keys outside are never read."""
+    if cutlass.const_expr(KEY_RANGE):
+        lo, hi, n_valid = _key_range(b, seqlen, split_size)
+        return lo + split * split_size, hi, n_valid
+    return split * split_size, seqlen, (seqlen + split_size - 1) // split_size
+
+
 def _key_range(b, seqlen, split_size):
     """(lo_b, hi_b, n_valid): key_range(b, len_b) clamped to [0, len_b) (lo_b = hi_b when it is empty) and the
     count of splits that cover it, at least 1 (an empty range's one split finds no key and writes zeros). hi_b is
@@ -615,13 +625,7 @@ def split_kernel(
     variant = None
     if cutlass.const_expr(LOWERED):
         variant = _Variant.of(vecs, b, seqlen)
-    if cutlass.const_expr(KEY_RANGE):  # the splits cover [lo, hi) of the sequence: keys outside are never read
-        lo, hi, n_valid = _key_range(b, seqlen, split_size)
-        s0 = lo + split * split_size
-    else:
-        hi = seqlen
-        s0 = split * split_size
-        n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
+    s0, hi, n_valid = _split_keys(b, seqlen, split, split_size)
     r = tidx // tpk          # which key of a step this thread reads
     c = tidx - r * tpk       # which slice of the row: chunks c, c + tpk, ... of 8 dims
     head0 = h * group + chunk * heads
@@ -819,13 +823,7 @@ def mma_split_kernel(
     variant = None
     if cutlass.const_expr(LOWERED):
         variant = _Variant.of(vecs, b, seqlen)
-    if cutlass.const_expr(KEY_RANGE):  # the splits cover [lo, hi) of the sequence: keys outside are never read
-        lo, hi, n_valid = _key_range(b, seqlen, split_size)
-        s0 = lo + split * split_size
-    else:
-        hi = seqlen
-        s0 = split * split_size
-        n_valid = (seqlen + split_size - 1) // split_size  # splits with keys: 0 .. n_valid - 1 (uniform in the CTA)
+    s0, hi, n_valid = _split_keys(b, seqlen, split, split_size)
     head0 = h * group + chunk * heads
     dt = mK.element_type
 
