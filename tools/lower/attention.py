@@ -49,6 +49,7 @@ from pathlib import Path
 import torch
 
 from tools.lower.convert import Refused
+from tools.lower.decode import ORDER, value
 from tools.lower.ir import ATEN, VOCABULARY
 
 aten = torch.ops.aten
@@ -645,8 +646,6 @@ def _minus_inf(a) -> bool:
     return not isinstance(a, str) and a <= MINUS_INF
 
 
-ORDER = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
-         "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 
 
@@ -931,20 +930,12 @@ def assemble(got: dict, inputs: list[dict], constants: dict, function: str, path
 def _at_most(nodes: list[dict], a, b) -> bool:
     """a(length) <= b(length) at every probed length (each side a reference or a function of the length): a bound
     the kernel's own (0 <= kpos < length) already implies."""
-    for length in WINDOW_PROBE:
-        env = {"length": torch.tensor(float(length), dtype=torch.float64), "b": torch.zeros((), dtype=torch.float64)}
-        values = []
-        for side in (a, b):
-            if callable(side):
-                values.append(side(length))
-            else:
-                deps = _leaves(nodes, side) - {"length", "b"}
-                if deps:
-                    return False
-                values.append(float(evaluate({"nodes": nodes}, side, dict(env))))
-        if values[0] > values[1]:
-            return False
-    return True
+    sides = [side for side in (a, b) if not callable(side)]
+    if any(_leaves(nodes, side) - {"length", "b"} for side in sides):
+        return False
+    return all((a(n) if callable(a) else value({"nodes": nodes}, a, {"length": float(n), "b": 0.0}))
+               <= (b(n) if callable(b) else value({"nodes": nodes}, b, {"length": float(n), "b": 0.0}))
+               for n in WINDOW_PROBE)
 
 
 def _reduce(nodes: list[dict], op: str, refs: list):
@@ -1054,20 +1045,15 @@ def interpret(program: dict, tensors: dict) -> torch.Tensor:
 
 def key_width(program: dict) -> int | None:
     """WINDOW: the most keys [lo, hi) can hold whatever the length, when that is a constant (a sliding window),
-    else None. Measured on the program at lengths up to 2^20."""
-    if program["range"]["lo"] is None:
+    else None (also for a bound that reads a per-sequence vector: no width is known on the host). Measured on the
+    program at lengths up to 2^20."""
+    lo, hi = program["range"]["lo"], program["range"]["hi"]
+    if lo is None or any(i["role"] == "batch" for i in program["inputs"]):
         return None
-    widths = []
-    for length in WINDOW_PROBE:
-        env = {"b": torch.zeros((), dtype=torch.float64), "length": torch.tensor(float(length), dtype=torch.float64)}
-        batch = [i["name"] for i in program["inputs"] if i["role"] == "batch"]
-        if batch:
-            return None  # a bound that reads a per-sequence vector has no width known on the host
-        lo = float(evaluate(program, program["range"]["lo"], dict(env)))
-        hi = float(evaluate(program, program["range"]["hi"], dict(env))) if program["range"]["hi"] is not None \
-            else float(length)
-        widths.append(hi - lo)
-    return int(widths[0]) if all(w == widths[0] for w in widths) and widths[0] >= 1 else None
+    widths = {(value(program, hi, {"b": 0.0, "length": float(n)}) if hi is not None else float(n))
+              - value(program, lo, {"b": 0.0, "length": float(n)}) for n in WINDOW_PROBE}
+    width = widths.pop()
+    return int(width) if not widths and width >= 1 else None
 
 
 def verify(fn, program: dict, inputs: list[dict], constants: dict) -> str | None:

@@ -21,6 +21,12 @@ ROLE_WORDS = {"q": "q [B, Hq, D], one query token per sequence", "k": "the key c
               "head": "one value per query head [Hq]", "batch": "one value per sequence [B]"}
 
 
+# The comparisons on plain numbers (the vocabulary folds arithmetic; a comparison's result is a condition, which the
+# row converter keeps as a node): a key range evaluated on the host, and attention.py's where-on-constants rule.
+ORDER = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+         "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
+
+
 def is_decode(program: dict) -> bool:
     return program.get("class") == "decode_attention"
 
@@ -34,8 +40,7 @@ def value(program: dict, ref, env: dict) -> float:
     node = next(n for n in program["nodes"] if n["id"] == ref)
     spec = ir.VOCABULARY[node["op"]]
     args = [value(program, a, env) for a in node["args"]]
-    got = spec.fold(*args) if spec.fold is not None else {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
-                                                          "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}[node["op"]](*args)
+    got = spec.fold(*args) if spec.fold is not None else ORDER[node["op"]](*args)
     env[ref] = float(got)
     return env[ref]
 
