@@ -78,7 +78,8 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
                 "output_dtypes": ["input"], "phase1": phase1,
                 "lowering": {"status": "lowered", "function": program["function"], "file": program["file"],
                              "class": program["class"], "steps": len(program["nodes"]), "reductions": [],
-                             "rounded_thresholds": 0},
+                             "rounded_thresholds": 0,
+                             "input_words": {i["name"]: lower.decode.ROLE_WORDS[i["role"]] for i in program["inputs"]}},
                 "baseline_summary": f"{cell['summary']}; its scores, masks, key range and sinks are the user's "
                                     f"`{program['function']}` ({program['file']}), traced and generated into lowered.py"}
     return {"lowered": program, "kinds": {i["name"]: i["kind"] for i in program["inputs"]},

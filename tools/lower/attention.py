@@ -55,7 +55,6 @@ from tools.lower.ir import ATEN, VOCABULARY
 aten = torch.ops.aten
 
 ROLES = ("q", "k", "v", "lens")
-LEAVES = ("s", "b", "h", "kpos", "length")  # the index leaves of a decode program (and the score)
 TRACE = {"B": 3, "Hkv": 2, "G": 5, "S": 7, "D": 11}  # primes: every product of a subset is a distinct size
 SECOND_D = 13  # the second trace's head dim: a constant that changes with it is fitted as k * D^p
 CHECKS = [  # verify's sizes: G = 1, 4, 8, 16; D = 64, 128; mixed lengths, one full, one of length 1
@@ -274,8 +273,8 @@ def _shape(node) -> tuple:
 class Converter:
     """The decode structure of one traced graph (module docstring), as a program over the index leaves."""
 
-    def __init__(self, gm, inputs: list[dict], lines: dict, d: int):
-        self.gm, self.lines, self.d = gm, lines, d
+    def __init__(self, gm, inputs: list[dict], lines: dict):
+        self.gm, self.lines = gm, lines
         self.sizes = {"S": TRACE["S"], "Hq": TRACE["Hkv"] * TRACE["G"], "B": TRACE["B"]}
         places = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.role = {p: i["role"] for p, i in zip(places, inputs)}
@@ -284,7 +283,6 @@ class Converter:
         self.memo: dict = {}
         self.scale = 1.0
         self.q_factors: list = []  # graph nodes that multiply q: per-sequence or per-head factors (llama4's)
-        self.users = {n: list(n.users) for n in gm.graph.nodes}
 
     def refuse(self, text: str, node=None):
         raise Refused(text, self.lines.get(node.name) if node is not None else None)
@@ -860,10 +858,10 @@ def lower(fn, function: str, path: str, folder: str, hints: dict | None = None) 
         gm, lines = trace(fn, inputs, constants, folder, TRACE["D"])
         if not is_attention(gm):  # it ran on decode-shaped inputs, but computes no softmax between two products
             return None
-        first = Converter(gm, inputs, lines, TRACE["D"])
+        first = Converter(gm, inputs, lines)
         got = first.program()
         gm2, lines2 = trace(fn, inputs, constants, folder, SECOND_D)
-        again = Converter(gm2, inputs, lines2, SECOND_D).program()
+        again = Converter(gm2, inputs, lines2).program()
     except Refused as err:
         from tools.lower.capture import refused
 

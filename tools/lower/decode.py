@@ -140,11 +140,6 @@ def phase1(program: dict, base: dict) -> dict:
     }
 
 
-def input_lines(program: dict) -> list[str]:
-    """The README's lines on the inputs of a variant."""
-    return [f"- `{i['name']}`: {ROLE_WORDS[i['role']]}" for i in program["inputs"]]
-
-
 def summary(program: dict) -> str:
     """The bake's one line on the lowered variant."""
     parts = op_spec(program)["math"].split(": ", 1)[1]

@@ -288,16 +288,10 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
     return lines
 
 
-DECODE_ROLES = {"q": "q [B, Hq, D], one query token per sequence", "k": "the key cache [B, S, Hkv, D]",
-                "v": "the value cache [B, S, Hkv, D]", "lens": "seq_lens [B] int32 (the query sits at len - 1)",
-                "head": "one value per query head [Hq], read once per head", "batch": "one value per sequence [B]"}
-
-
 def decode_logic_section(op: dict, low: dict) -> list[str]:
     """"Your own op" of a decode-attention workspace: the variant lowered into the decode kernel, and the rule."""
     lines = []
     if low.get("status") == "lowered":
-        program = op["lowered"]
         lines += [f"This kernel computes your `{low['function']}` ({low['file']}, copied here as `user_logic.py`). It "
                   "was traced (torch.fx `make_fx` at small prime sizes, so that every view of B, Hkv, G, S and D is "
                   "told apart) and recognised as decode attention; its variant was lowered into `lowered.py`: the "
@@ -307,7 +301,7 @@ def decode_logic_section(op: dict, low: dict) -> list[str]:
                   "`kernel.py` keeps the split-KV data movement, the GQA head groups and the merge. Edit your "
                   "function and re-bake to change the kernel; `lowered.py` is not meant to be edited.", "",
                   "Its inputs, in your parameters' order (what `kernel.run` takes):", "",
-                  *[f"- `{i['name']}`: {DECODE_ROLES[i['role']]}" for i in program["inputs"]], ""]
+                  *[f"- `{name}`: {words}" for name, words in low["input_words"].items()], ""]
     elif low:
         lines += [f"`{low['function']}` is this workspace's reference, but the kernel is the built-in "
                   f"`{op['op']}`: {low['reason']}. Its cases FAIL wherever the two differ.", ""]
