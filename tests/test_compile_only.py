@@ -108,7 +108,7 @@ DECODE_PATHS = [
     ("32x16x1x4096x128", "mma", 16, 2),   # MQA G = 16, 32 pairs < 132 SMs: two CTAs of 8 heads per item
     ("256x32x1x1024x128", "mma", 16, 2),  # MQA G = 32, 256 pairs: all 32 heads in one CTA, two m16 tiles
     ("32x32x8x4096x64", "mma", 32, 2),    # D = 64: 32-key warp tiles
-    ("3x8x8x777x64", "cc", 0, 2),         # MHA on CUDA cores
+    ("3x8x8x777x64", "mma", 32, 2),       # MHA: its one head padded to an m16 tile on the tensor cores
     ("2x16x2x1000x256", "cc", 0, 2),      # D = 256 on CUDA cores
 ]
 
@@ -142,7 +142,7 @@ def test_decode_attention_plan_regimes(workspace_of):
     mha = kernel.plan(32, 8, 8, 4096, 128)
     assert small["splits"] * small["items"] >= 0.9 * small["slots"] and small["splits"] > 16  # ~one full wave
     assert middle["splits"] == 1 and middle["items"] >= 0.9 * middle["slots"]  # 256 items fill a wave: no merge
-    assert mha["splits"] == 1 and not mha["mma"]
+    assert mha["splits"] == 1 and mha["mma"] and mha["rows"] == 16  # G = 1 padded to an m16 tile
     mqa = kernel.plan(32, 16, 1, 4096, 128)  # fewer (b, kv head) pairs than SMs: chunks of 8 heads side by side
     assert (mqa["heads"], mqa["chunks"], mqa["grid"][0]) == (8, 2, 2) and mqa["items"] == 32 * 2
     wide = kernel.plan(32, 128, 8, 4096, 128)  # 256 pairs: the group of 16 heads stays in one CTA

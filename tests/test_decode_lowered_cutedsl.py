@@ -1,8 +1,8 @@
 """The CuTe DSL decode-attention cell runs a lowered decode variant (tests/lowered_examples/CONTRACT_DECODE.md).
 
-Each example compiles for sm_90a on the CPU on both paths (CUDA cores, G <= 3; tensor cores, G >= 4) at D = 64 and
-128, with the variant in its PTX (the soft cap's tanh.approx, the key range's int(lo)), no local memory, and no more
-ptxas spill than the built-in's; a custom scale alone compiles to the built-in's PTX; a 1024-key window over a
+Each example compiles for sm_90a on the CPU on both paths (tensor cores, D <= 128; CUDA cores, D = 256), with the
+variant in its PTX (the soft cap's tanh.approx, the key range's int(lo)), no local memory, and no more ptxas spill
+than the built-in's; a custom scale alone compiles to the built-in's PTX; a 1024-key window over a
 4096-key cache plans a quarter of the grid. A pure-torch emulation of the kernel's key range, splits, online softmax
 and merge (sinks, fully masked splits, an empty range) checks that arithmetic against a plain softmax.
 
@@ -29,8 +29,8 @@ WINDOW = "lowered_decode_window.py"
 # (B, Hq, Hkv, S, D) -> the path it takes: one shape per distinct compile of each path (G = 4, D = 128 on the tensor
 # cores: every corpus variant compiles there, tests/test_lowering_compiles.py)
 SHAPES = {
-    (3, 8, 8, 777, 64): "cc",        # MHA, G = 1, D = 64 on CUDA cores
-    (4, 16, 8, 4096, 128): "cc",     # G = 2, D = 128 on CUDA cores
+    (3, 8, 8, 777, 64): "mma",       # MHA, G = 1, D = 64: one head padded to an m16 tile
+    (4, 16, 8, 4096, 256): "cc",     # G = 2, D = 256 on CUDA cores
     (32, 32, 8, 4096, 64): "mma",    # G = 4, D = 64: 32-key warp tiles
 }
 

@@ -5,8 +5,8 @@ decides for the shape (NUM_SMS is op.json's compute_units); each split CTA strea
 with cp.async, runs an online softmax for all the query heads of its GQA group at once and writes an fp32
 partial output plus its log-sum-exp; the last CTA of a (sequence, KV head) pair to finish, found with an
 atomic counter, merges the partials in split order. A sequence that fits one split writes `out` directly.
-Groups of G <= 3 heads (and D = 256) run on CUDA cores (fp32 FMAs and lane shuffles); G >= 4 with D <= 128
-puts the group's heads on the M dimension of mma.sync m16n8k16.
+Every group with D <= 128, MHA's G = 1 included, puts its heads on the M dimension of mma.sync m16n8k16; D = 256
+(and any D without a warp tile) runs on CUDA cores (fp32 FMAs and lane shuffles).
 
 What it computes
     out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
@@ -40,7 +40,7 @@ How many splits (plan() and _splits(); NUM_SMS = op.json's compute_units, the ex
     the least modelled time: streaming time / wave efficiency + a fixed cost per wave + the fused merge's
     cost (one CTA reads splits x heads x D x 4 bytes). Its docstring works the regimes: B1 Hkv8 G4 S8192 ->
     32 splits of 256 keys (256 CTAs, 0.97 of a wave of 264 slots), B32 Hkv8 G4 S4096 -> 1 split, no merge
-    (256 CTAs), MQA B32 Hkv1 G16 -> 2 head chunks x 4 x 1024 (256 CTAs), B32 Hq8 Hkv8 (MHA, CUDA cores) ->
+    (256 CTAs), MQA B32 Hkv1 G16 -> 2 head chunks x 4 x 1024 (256 CTAs), B32 Hq8 Hkv8 (MHA, G = 1 padded on the tensor cores) ->
     1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
     Why 2 tensor-core slots per SM when 3 CTAs of one m16 tile fit (<= 168 registers): two CTAs of 4 warps
     already keep 64 KiB of K/V in flight per SM (a tile of 8 KiB per warp), above the ~36 KiB that Little's
@@ -82,11 +82,14 @@ Data movement: a private cp.async pipeline
     48 KiB per CTA, ~96 KiB per SM (2 CTAs, 66 KB smem each), above the ~36 KiB per SM that Little's law
     asks for (4.8 TB/s x ~1 us of latency over 132 SMs). q is read once with 128-bit ld.global.v4.
 
-Tensor-core path (G >= 4 and D <= 128; plan() dispatches by G, the CUDA-core split kernel above keeps G <= 3)
+Tensor-core path (D <= 128, every G; the CUDA-core split kernel above keeps D = 256)
     Why: on CUDA cores every K/V element feeds 2*G fp32 FMAs plus its share of the shuffles, so from G = 8
     on the split kernel is bound by FMAs and shuffles rather than by HBM, and MQA (G = 32) most of all; at
-    G = 4 it streamed 82% of the copy bandwidth where G = 8 on the tensor cores streamed 88%, and the padded
-    tensor-core work per K/V byte is the same for every G <= 16, so G >= 4 (MMA_MIN_GROUP) takes this path.
+    G = 4 it streamed 82% of the copy bandwidth where G = 8 on the tensor cores streamed 88%. Even at G = 1
+    the padded mma (1 useful row of 16) beats the CUDA cores: the tensor cores are idle in decode anyway, and
+    the per-warp tiles keep more bytes in flight than the CUDA-core pipeline. So MMA_MIN_GROUP = 1: every group
+    at D <= 128 takes this path; only short latency-bound caches lose a little (the H200 sweep over G = 1 and 2:
+    benchmarks/2026-12-04-h200-decode-variants.md, "MHA and the built-in regimes").
     mma.sync does that work on the tensor cores: per 16 keys and 16 heads q.K^T + P.V at D = 128 are 32
     m16n8k16 instructions per warp instead of ~8K FMAs + shuffles.
     Shapes: S = Q.K^T has M = the query heads of the CTA (largest divisor of G <= MMA_MAX_HEADS = 32, or <=
@@ -178,8 +181,7 @@ Your variant (op.json "op": "lowered")
     the same launch, with their dtypes in the prepared-launch cache's key; there is no per-call conversion.
 
 Limits
-    G <= 3 stays on CUDA cores. D = 256 also stays on CUDA cores (acc_O would be 128 registers per m16
-    tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 32 splits of 4 heads,
+    D = 256 stays on CUDA cores (acc_O would be 128 registers per m16 tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 32 splits of 4 heads,
     64 KB of partials) it is a visible tail, which the plan's merge term trades against wave efficiency.
     The KV cache must have < 2^31 elements (int32 indexing). Scratch is per signature: two calls of one
     shape must not run concurrently on two streams.
@@ -248,7 +250,7 @@ CHUNKS_MANY_HEADS = 1    # ... and when it holds 5-8 (q and the accumulator take
 UNROLL_FEW_HEADS = 2     # keys per thread per step when a CTA holds <= 4 query heads
 UNROLL_MANY_HEADS = 2    # ... and when it holds 5-8
 CC_CTAS_PER_SM = 2       # resident CUDA-core split CTAs per SM (204 registers x 128 threads; see the docstring)
-MMA_MIN_GROUP = 4        # G >= this (and D <= 128) takes the tensor-core path
+MMA_MIN_GROUP = 1        # G >= this (and D <= 128) takes the tensor-core path: every group (see its docstring)
 MMA_M = 16               # rows of an m16n8k16 atom: query heads of the group, zero-padded
 MMA_MAX_HEADS = 32       # query heads per tensor-core CTA (the largest divisor of G that is <= this) ...
 MMA_FEW_PAIRS_HEADS = 8  # ... and when B * Hkv < NUM_SMS: a large group is split into side-by-side chunks
@@ -274,11 +276,10 @@ NEG_BIG = -1.0e30        # "minus infinity" for running maxima: finite, so exp2(
 def plan(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     """Path, heads per CTA, tile and split plan of one shape.
 
-    Path: G = Hq / Hkv >= MMA_MIN_GROUP with D <= 128 runs on the tensor cores (the group's heads are the M rows of
-    m16n8k16, padded to 16), everything else (G <= 3, D = 256) on CUDA cores. From G = 4 on the padded mma is
-    cheaper than the CUDA cores' 2*G fp32 FMAs and butterfly shuffles per K/V element: the tensor cores do the
-    same padded work at G = 4 as at G = 16, and G = 8 on them streamed 88% of the copy bandwidth where G = 4 on
-    CUDA cores streamed 82%. The split count comes from `_splits`: see it for the regimes.
+    Path: D <= 128 runs on the tensor cores (the group's heads are the M rows of m16n8k16, padded to 16), D = 256
+    on CUDA cores: the padded mma is cheaper than the CUDA cores' 2*G fp32 FMAs and butterfly shuffles per K/V
+    element at every G, MHA's G = 1 included (the "Tensor-core path" docstring gives the measurements). The split
+    count comes from `_splits`: see it for the regimes.
     A variant with a key window (lowered.WINDOW) reads at most WINDOW keys of a sequence: S is min(S, WINDOW)."""
     if WINDOW:
         S = min(S, WINDOW)
@@ -767,7 +768,7 @@ def split_kernel(
 
 
 # ------------------------------------------------------------------------------------------------
-# Split kernel, tensor-core variant (G >= 4): warp-level mma.sync m16n8k16, query heads as the M rows
+# Split kernel, tensor-core variant (D <= 128): warp-level mma.sync m16n8k16, query heads as the M rows
 # ------------------------------------------------------------------------------------------------
 
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
@@ -1255,10 +1256,9 @@ def describe(case: dict) -> dict:
     v = case["vars"]
     B, Hq, Hkv, S, D = (v[k] for k in ("B", "Hq", "Hkv", "S", "D"))
     p = plan(B, Hq, Hkv, S, D)
-    group = Hq // Hkv
     if p["mma"]:
         path = "tensor cores (mma.sync m16n8k16, fp32 accumulate)"
-        why = (f"G = {group} >= {MMA_MIN_GROUP} and D = {D} <= 128: the {p['heads']} heads of a CTA are the M rows "
+        why = (f"D = {D} <= 128: the {p['heads']} heads of a CTA are the M rows "
                f"({p['rows']} with the zero padding), {p['unroll']}-key warp tiles")
         threads, smem = MMA_WARPS * 32, _mma_smem_bytes(D, p["heads"], p["unroll"], p["stages"])
         movement = (f"each warp streams its own {p['unroll']}-key K and V tiles global -> shared with 16-byte "
@@ -1267,8 +1267,8 @@ def describe(case: dict) -> dict:
                     "the 4 warps merge through shared memory")
     else:
         path = "CUDA cores (fp32 FMA + shuffles)"
-        why = (f"G = {group} < {MMA_MIN_GROUP}" if D <= 128 else f"D = {D} (the mma path's fp32 O tile would not fit "
-               "the registers)") + f": {p['heads']} heads per CTA, {p['nch']} 128-bit chunks of a row per thread"
+        why = (f"D = {D} (the mma path's fp32 O tile would not fit the registers): {p['heads']} heads per CTA, "
+               f"{p['nch']} 128-bit chunks of a row per thread")
         threads, smem = THREADS, _split_smem_bytes(D, p["heads"], p["nch"], p["unroll"], p["stages"])
         movement = (f"K/V rows in {p['nch']} x 128-bit chunks per thread, global -> shared with 16-byte cp.async.cg, "
                     f"a per-thread pipeline {p['stages']} steps deep; fp32 dot products + butterfly shuffles, online "
