@@ -150,7 +150,7 @@ class Layer:
         h = run("rmsnorm_bf16")(x, self.w_in)
         q, k, v = self._split(run("qkv_gemm")(h, self.wqkv))
         self._cache(k, v)
-        a = run("gqa_decode")(q.contiguous(), self.k_cache, self.v_cache, self.seq_lens)
+        a = run("gqa_decode")(q, self.k_cache, self.v_cache, self.seq_lens)  # q: a view of qkv, read in place
         o = run("o_gemm")(a.reshape(x.shape[0], -1), self.wo)
         h2, n = run("fused_add_rmsnorm")(o, x, self.w_post)
         m = run("silu_mul_bf16")(run("gate_up_gemm")(n, self.wg), run("gate_up_gemm")(n, self.wu))

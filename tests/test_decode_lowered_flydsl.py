@@ -264,6 +264,12 @@ abi = []
 for seq_lens in (lens, lens2):  # the second call: a signature hit (lengths are device data)
     kernel.run(q, k, v, seq_lens, slopes, sinks, out=out)
     abi.append(fl.same_abi(stubs.abi, abi_of(seq_lens)))
+qkv = torch.randn(B, (Hq + 2 * Hkv) * D, dtype=bf16)  # q as a model has it: a view of the fused QKV output
+qs = qkv[:, :Hq * D].view(B, Hq, D)
+kernel.run(qs, k, v, lens, slopes, sinks, out=out)
+(o_part, lse), strided = kernel._launches[list(kernel._launches)[-1]].facts
+abi.append(fl.same_abi(stubs.abi, fl.expect_abi(qkv.view(-1)[:(B - 1) * qkv.stride(0) + Hq * D], k.view(-1), v.view(-1),
+                                                lens, o_part, lse, out.view(-1), slopes, sinks, lens, lens, *strided)))
 checks, launches = len(calls), stubs.launches
 refusals = []
 for args, words in (((q, k, v, lens, slopes[:8], sinks), "slopes must be a contiguous float tensor of shape (32,)"),
@@ -274,14 +280,16 @@ for args, words in (((q, k, v, lens, slopes[:8], sinks), "slopes must be a conti
         refusals.append(words in str(exc))
 scalars = next(iter(kernel._launches.values())).facts[1]
 print(json.dumps({"launches": launches, "checks": checks, "compiled": len(kernel._compiled), "scalars": list(scalars),
-                  "abi": abi, "refusals": refusals, "refused_launches": stubs.launches - launches}))
+                  "strided": list(strided), "abi": abi, "refusals": refusals,
+                  "refused_launches": stubs.launches - launches}))
 """
 
 
 @needs_flydsl
 def test_run_launches_the_variant_with_its_vectors(tmp_path):
     """run(*lowered.INPUTS) on a CPU with the HIP call stubbed (benchmarks/flydsl_launch_cpu.py's Stubs): one compile,
-    one host.decode_operands check, a launch per call (the second, other lengths, a signature hit); the ABI slots
+    one host.decode_operands check, a launch per call (the second, other lengths, a signature hit; a third with q a
+    view of a fused QKV output, its batch stride a launch scalar and no copy, a second check); the ABI slots
     hold q, k, v, seq_lens, the workspace, out, slopes and sinks (then seq_lens in the unused vector slots) and the
     window's plan: 4 splits of 256 over S = 4096, qscale = 1/sqrt(D) (score() takes natural units); a vector of the
     wrong shape and a missing input are refused in host.py's words."""
@@ -291,10 +299,12 @@ def test_run_launches_the_variant_with_its_vectors(tmp_path):
                           env=flydsl_launch_cpu.child_env(ws), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (got["launches"], got["checks"], got["compiled"]) == (2, 1, 1), got
-    assert got["scalars"][:7] == [2, 32, 8, 4096, 1, 4, 256], got["scalars"]  # B Hq Hkv S, chunks, splits, size
-    assert abs(got["scalars"][7] - 128 ** -0.5) < 1e-12, "qscale: scale(D) alone (score() takes natural units)"
-    assert got["abi"] == [True, True], got
+    assert (got["launches"], got["checks"], got["compiled"]) == (3, 2, 1), got
+    # B, q's batch stride, Hq Hkv S, chunks, splits, size
+    assert got["scalars"][:8] == [2, 32 * 128, 32, 8, 4096, 1, 4, 256], got["scalars"]
+    assert abs(got["scalars"][8] - 128 ** -0.5) < 1e-12, "qscale: scale(D) alone (score() takes natural units)"
+    assert got["strided"][:2] == [2, (32 + 2 * 8) * 128], got["strided"]  # a view of qkv: its row stride, no copy
+    assert got["abi"] == [True, True, True], got
     assert got["refusals"] == [True, True] and got["refused_launches"] == 0, got
 
 

@@ -95,3 +95,42 @@ def test_run_is_capturable_in_a_cuda_graph(tmp_path, pattern):
     run = subprocess.run([sys.executable, "-c", GRAPH_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
+
+
+STRIDED_Q_CHILD = """
+import sys
+import torch
+sys.path.insert(0, "..")
+import ws
+from ws import kernel, reference
+case = {"dims": [5, 32, 8, 3001, 128], "seq_lens": [1, 2494, 1023, 1897, 3001]}
+q, k, v, lens = reference.make_inputs(case, torch.bfloat16, "cuda", 0)
+B, Hq, D = q.shape
+qkv = torch.randn(B, (Hq + 2 * k.shape[2]) * D, dtype=q.dtype, device="cuda")  # a fused QKV projection's output
+qkv[:, :Hq * D] = q.reshape(B, -1)
+view = qkv[:, :Hq * D].view(B, Hq, D)
+want = kernel.run(q, k, v, lens)
+for _ in range(2):  # the view's first call prepares its signature, the second takes the hot path
+    got = kernel.run(view, k, v, lens)
+    assert torch.equal(got, want) and got.is_contiguous()
+assert torch.equal(torch.ops.ws.run(view, k, v, lens), want)
+heads_apart = q.transpose(0, 1).contiguous().transpose(0, 1)  # strides (D, B * D, 1): heads not contiguous
+try:
+    kernel.run(heads_apart, k, v, lens)
+except ValueError as err:
+    assert str(err).startswith(ws.OP["op"]) and "strides" in str(err), err
+else:
+    raise AssertionError("a q whose heads are not contiguous was not refused")
+print("ok")
+"""
+
+
+def test_decode_takes_q_as_a_view_of_the_fused_qkv_output(tmp_path):
+    """Decode attention reads q through its batch stride: a view of a fused QKV output gives the same bits as the
+    contiguous q (mixed lengths), eagerly and through the custom op, with no copy; a q whose heads are not
+    contiguous is refused in host.py's words."""
+    done = bake_cli(tmp_path, "pattern=decode_attention", "op_name=ws", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([sys.executable, "-c", STRIDED_Q_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr

@@ -340,7 +340,10 @@ def fp8_format(op: str, tensors, fp8) -> None:
 
 
 def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
-    """(dtype, B, Hq, Hkv, S, D, out) of decode attention: q[B, Hq, D], k/v_cache[B, S, Hkv, D], seq_lens[B] int32."""
+    """(dtype, B, Hq, Hkv, S, D, out) of decode attention: q[B, Hq, D], k/v_cache[B, S, Hkv, D], seq_lens[B] int32.
+
+    q may have any batch stride that keeps its rows on 16 bytes (its heads and D contiguous): a model's q is often
+    a view into the fused QKV projection's output, qkv[:, :Hq * D].view(B, Hq, D), and a copy would cost a launch."""
     if q.dim() != 3 or k_cache.dim() != 4 or v_cache.shape != k_cache.shape:
         raise ValueError(f"{op}: expects q[B, Hq, D], k_cache/v_cache[B, S, Hkv, D], seq_lens[B]")
     (B, Hq, D), (Bk, S, Hkv, Dk) = q.shape, k_cache.shape
@@ -353,8 +356,12 @@ def decode_dims(op: str, q, k_cache, v_cache, seq_lens, out, access: str):
                          "64/128/256, Hq a multiple of Hkv")
     if tuple(seq_lens.shape) != (B,) or str(seq_lens.dtype) != "torch.int32":
         raise ValueError(f"{op}: seq_lens must be int32 of shape ({B},), got {seq_lens.dtype} {tuple(seq_lens.shape)}")
-    if not all(t.is_cuda and t.is_contiguous() for t in (q, k_cache, v_cache, seq_lens)):
-        raise ValueError(f"{op}: every input must be a contiguous GPU tensor")
+    if not all(t.is_cuda and t.is_contiguous() for t in (k_cache, v_cache, seq_lens)) or not q.is_cuda:
+        raise ValueError(f"{op}: every input must be a contiguous GPU tensor (q: heads and D contiguous)")
+    if q.stride(2) != 1 or q.stride(1) != D or q.stride(0) % (16 // q.element_size()):
+        raise ValueError(f"{op}: q{tuple(q.shape)} has strides {q.stride()}: need ({16 // q.element_size()}k, {D}, 1), "
+                         "its heads and D contiguous with 16-byte rows (a view of a fused QKV output is fine); "
+                         "pass q.clone(memory_format=torch.contiguous_format)")
     out = out_tensor(op, out, q.shape, q)
     check_aligned(op, (q, k_cache, v_cache, out), access)
     return dtype, B, Hq, Hkv, S, D, out

@@ -10,7 +10,8 @@ Every group with D <= 128, MHA's G = 1 included, puts its heads on the M dimensi
 
 What it computes
     out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
-    with q[B, Hq, D], k_cache/v_cache[B, S_max, Hkv, D] (contiguous), seq_lens[B] int32 (1 <= len <= S_max),
+    with q[B, Hq, D] (heads and D contiguous, any batch stride: a view of a fused QKV output needs no copy),
+    k_cache/v_cache[B, S_max, Hkv, D] (contiguous), seq_lens[B] int32 (1 <= len <= S_max),
     G = Hq / Hkv query heads per KV head (MHA: G = 1, MQA: Hkv = 1), D in {64, 128, 256}, bf16/fp16 in and
     out, all math in fp32. scale = op.json params.scale, or 1/sqrt(D) when null.
 
@@ -1023,9 +1024,10 @@ def mma_split_kernel(
 
 def _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims):
     """The launcher's tensors as the kernels index them: dims fastest-first, `dims` splitting each row of D
-    into the path's vectors. Every tensor is rebuilt from its data pointer and shape values (q, the caches,
-    seq_lens and out are contiguous: run() and the wrapper check it; the partials are the scratch _prepare
-    allocates contiguous), with the divisibility facts the kernels were written for. The partial o is
+    into the path's vectors. Every tensor is rebuilt from its data pointer and shape values (the caches, seq_lens
+    and out are contiguous: run() and the wrapper check it; the partials are the scratch _prepare allocates
+    contiguous; q keeps its own batch stride, a multiple of VEC the wrapper checks, so that a view into a fused
+    QKV output needs no copy), with the divisibility facts the kernels were written for. The partial o is
     ((4, d/4), splits, Hq, B): a split CTA stores it by dim, the fused merge reads it 4 floats (128 bits) at once."""
     B, Hq, _ = mQ.shape
     _, S, Hkv, _ = mK.shape
@@ -1033,7 +1035,8 @@ def _views(mQ, mK, mV, mLens, mO, mLse, mOut, d, dims):
     hd = cute.assume(Hkv * d, divby=d)
     qd = cute.assume(Hq * d, divby=d)
     sd = cute.assume(splits * d, divby=d)
-    q = cute.make_tensor(mQ.iterator, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qd)))
+    qb = cute.assume(mQ.stride[0], divby=VEC)  # q's batch stride (its heads and D are contiguous)
+    q = cute.make_tensor(mQ.iterator, cute.make_layout((dims[0], Hq, B), stride=(dims[1], d, qb)))
     kv_layout = cute.make_layout((dims[0], Hkv, S, B), stride=(dims[1], d, hd, cute.assume(S * hd, divby=d)))
     o = cute.make_tensor(mO.iterator, cute.make_layout(((4, d // 4), splits, Hq, B),
                                                        stride=((1, 4), d, sd, cute.assume(Hq * sd, divby=d))))
@@ -1118,11 +1121,13 @@ def _compile_args(dtype: str, d: int, consts, vector_dtypes=()) -> tuple:
     """Fake tensors of one symbolic shape, 16-byte aligned; shared symbols let the wrapper check that they agree.
 
     B: q, caches, seq_lens, partials, out; Hq: q, partials, out; S and Hkv: the two caches; splits: the two
-    partials; items: the counters. D is static (it is a constexpr of the variant). Then placeholders for
+    partials; items: the counters. D is static (it is a constexpr of the variant), and so are q's head and dim
+    strides (D, 1): its batch stride is free, a multiple of VEC. Then placeholders for
     chunks, split_size, qscale, and a lowered variant's vectors, contiguous, [Hq] ("head") or [B] ("batch"), of
     their own dtypes, element-aligned (each value is one scalar load)."""
     B, Hq, Hkv, S, splits, items = (rt.dim() for _ in range(6))
-    q, k, v, out = (rt.tensor(dtype, shape) for shape in ((B, Hq, d), (B, S, Hkv, d), (B, S, Hkv, d), (B, Hq, d)))
+    q = rt.tensor(dtype, (B, Hq, d), (rt.dim(VEC), d, 1))  # any batch stride of whole 128-bit chunks
+    k, v, out = (rt.tensor(dtype, shape) for shape in ((B, S, Hkv, d), (B, S, Hkv, d), (B, Hq, d)))
     tensors = (q, k, v, rt.tensor("int32", (B,)), rt.tensor("fp32", (B, Hq, splits, d)),
                rt.tensor("fp32", (B, Hq, splits)), rt.tensor("int32", (items,)), out)
     align = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -1186,7 +1191,8 @@ def run(*inputs, out=None):
 
     run(q, k_cache, v_cache, seq_lens, out=None); a lowered variant's run(*inputs, out=None) takes lowered.INPUTS
     in order (_run_lowered). The hot path is a dict lookup, the out allocation when none is given (torch's caching
-    allocator), four contiguity checks and one TVM-FFI call that launches the one kernel; see cutedsl_runtime.py."""
+    allocator), three contiguity checks and one TVM-FFI call that launches the one kernel (its wrapper checks q's
+    strides: (any multiple of VEC, D, 1)); see cutedsl_runtime.py."""
     if LOWERED:
         return _run_lowered(inputs, out)
     if len(inputs) != 4:
@@ -1198,10 +1204,10 @@ def run(*inputs, out=None):
         prepared = _launches[signature] = _prepare(q, k_cache, v_cache, seq_lens, out)
     launcher, (o_part, lse_part, counters), scalars = prepared
     if out is None:
-        out = torch.empty_like(q)
+        out = q.new_empty(q.shape)  # contiguous, whatever q's batch stride
     try:
-        if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):
-            raise ValueError(f"{OP}: q, k_cache, v_cache and out must be contiguous")
+        if not (k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):  # q: the wrapper
+            raise ValueError(f"{OP}: k_cache, v_cache and out must be contiguous")
         launcher(q, k_cache, v_cache, seq_lens, o_part, lse_part, counters, out, *scalars)
     except (TypeError, ValueError):  # refused before anything was launched (here or by the wrapper)
         _prepare(q, k_cache, v_cache, seq_lens, out)  # host.py says why in the words every cell uses ...
@@ -1222,10 +1228,10 @@ def _run_lowered(inputs, out):
         prepared = _launches[signature] = _prepare_lowered(inputs, out)
     launcher, (o_part, lse_part, counters), scalars = prepared
     if out is None:
-        out = torch.empty_like(q)
+        out = q.new_empty(q.shape)  # contiguous, whatever q's batch stride
     try:
-        if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):
-            raise ValueError(f"{OP}: q, k_cache, v_cache and out must be contiguous")
+        if not (k_cache.is_contiguous() and v_cache.is_contiguous() and out.is_contiguous()):  # q: the wrapper
+            raise ValueError(f"{OP}: k_cache, v_cache and out must be contiguous")
         launcher(q, k_cache, v_cache, seq_lens, o_part, lse_part, counters, out, *scalars, *vectors)
     except (TypeError, ValueError):  # refused before anything was launched (here or by the wrapper)
         _prepare_lowered(inputs, out)  # host.py says why in the words every cell uses ...

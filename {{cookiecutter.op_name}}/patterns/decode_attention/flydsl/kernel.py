@@ -10,7 +10,8 @@ the other is computed.
 
 What it computes
     out[b, h] = softmax(q[b, h] . K[b, :len_b, h // G]^T * scale) . V[b, :len_b, h // G]
-    with q[B, Hq, D], k_cache/v_cache[B, S_max, Hkv, D] (contiguous), seq_lens[B] int32 on the GPU
+    with q[B, Hq, D] (heads and D contiguous, any batch stride: a view of a fused QKV output needs no copy),
+    k_cache/v_cache[B, S_max, Hkv, D] (contiguous), seq_lens[B] int32 on the GPU
     (1 <= len_b <= S_max), G = Hq / Hkv query heads per KV head (MHA: G = 1, MQA: Hkv = 1), D in {64, 128, 256},
     bf16/fp16 in and out, all math in fp32. scale = op.json params.scale, or 1/sqrt(D) when null.
 
@@ -442,7 +443,7 @@ def _score_mod(vecs, b, h, seqlen):
 # Kernel 1: one wave per (head chunk, split, sequence x KV head)
 # ------------------------------------------------------------------------------------------------
 
-def _split_body(Q, K, V, Lens, Opart, Lse, vecs, hq, hkv, seq_max, splits, split_size, qscale, d, kdim):
+def _split_body(Q, K, V, Lens, Opart, Lse, vecs, q_stride, hq, hkv, seq_max, splits, split_size, qscale, d, kdim):
     """split_kernel's body, shared with lowered_split_kernel (vecs: a variant's vector tensors, () otherwise)."""
     dtype = Q.element_type
     fp16 = dtype is fx.Float16
@@ -473,7 +474,7 @@ def _split_body(Q, K, V, Lens, Opart, Lse, vecs, hq, hkv, seq_max, splits, split
         rv = _rsrc(V, seq_elems, kend * kv_stride)
         # q of head head0 + j, chunks g + 4u: the B operand of q.K^T, loaded once (0 for padded heads)
         rq = _rsrc(Q)
-        q_off = ((b * hq + head0 + j) * d + g * 8) * 2
+        q_off = (b * q_stride + (head0 + j) * d + g * 8) * 2  # q's rows keep their batch stride (a QKV view)
         zero = fx.Vector.filled(4, 0, fx.Int32)
         qv = [(j < n_heads).select(_load(rq, q_off + u * 64, 16), zero).bitcast(fx.Int16) for u in range(d // 32)]
         k_lane = kvh * row_bytes + g * 16
@@ -533,23 +534,23 @@ _split_body = ASTRewriter.transform(_split_body)  # its `if`s and loop become sc
 
 @flyc.kernel
 def split_kernel(
-    Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor,
+    Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor, q_stride: fx.Int32,
     hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32,
     d: fx.Constexpr[int], kdim: fx.Constexpr[int],
 ):
-    _split_body(Q, K, V, Lens, Opart, Lse, (), hq, hkv, seq_max, splits, split_size, qscale, d, kdim)
+    _split_body(Q, K, V, Lens, Opart, Lse, (), q_stride, hq, hkv, seq_max, splits, split_size, qscale, d, kdim)
 
 
 @flyc.kernel
 def lowered_split_kernel(
     Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor,
-    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor,
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, q_stride: fx.Int32,
     hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32,
     d: fx.Constexpr[int], kdim: fx.Constexpr[int], key: fx.Constexpr[str],
 ):
     """A variant's kernel 1: its VECTORS in slots T0.. (the unused ones never read); key = KEY (lowered.py's hash)."""
     vecs = (T0, T1, T2, T3)[:len(VECTOR_ROLES)]
-    _split_body(Q, K, V, Lens, Opart, Lse, vecs, hq, hkv, seq_max, splits, split_size, qscale, d, kdim)
+    _split_body(Q, K, V, Lens, Opart, Lse, vecs, q_stride, hq, hkv, seq_max, splits, split_size, qscale, d, kdim)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -623,12 +624,13 @@ def lowered_merge_kernel(
 @flyc.jit
 def decode_launch(
     Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor, Out: fx.Tensor,
-    batch: fx.Int32, hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, chunks: fx.Int32, splits: fx.Int32,
-    split_size: fx.Int32, qscale: fx.Float32, d: fx.Constexpr[int], kdim: fx.Constexpr[int],
+    batch: fx.Int32, q_stride: fx.Int32, hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, chunks: fx.Int32,
+    splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32, d: fx.Constexpr[int], kdim: fx.Constexpr[int],
     stream: fx.Stream = fx.Stream(None),
 ):
-    """Host side: the split grid, then the merge grid, on one stream (tensors are flat 1-D views)."""
-    split_kernel(Q, K, V, Lens, Opart, Lse, hq, hkv, seq_max, splits, split_size, qscale, d, kdim).launch(
+    """Host side: the split grid, then the merge grid, on one stream (tensors are flat 1-D views; q's rows are
+    q_stride elements apart)."""
+    split_kernel(Q, K, V, Lens, Opart, Lse, q_stride, hq, hkv, seq_max, splits, split_size, qscale, d, kdim).launch(
         grid=(chunks, splits, batch * hkv), block=(WAVE, 1, 1), stream=stream)
     hpw = MERGE_THREADS // (d // 4)
     merge_kernel(Opart, Lse, Lens, Out, hq, seq_max, splits, split_size, d).launch(
@@ -639,12 +641,12 @@ def decode_launch(
 def lowered_launch(
     Q: fx.Tensor, K: fx.Tensor, V: fx.Tensor, Lens: fx.Tensor, Opart: fx.Tensor, Lse: fx.Tensor, Out: fx.Tensor,
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor,
-    batch: fx.Int32, hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, chunks: fx.Int32, splits: fx.Int32,
-    split_size: fx.Int32, qscale: fx.Float32, d: fx.Constexpr[int], kdim: fx.Constexpr[int],
+    batch: fx.Int32, q_stride: fx.Int32, hq: fx.Int32, hkv: fx.Int32, seq_max: fx.Int32, chunks: fx.Int32,
+    splits: fx.Int32, split_size: fx.Int32, qscale: fx.Float32, d: fx.Constexpr[int], kdim: fx.Constexpr[int],
     key: fx.Constexpr[str], stream: fx.Stream = fx.Stream(None),
 ):
     """decode_launch of a variant: the same grids, the vector slots T0.. and lowered.py's hash besides."""
-    lowered_split_kernel(Q, K, V, Lens, Opart, Lse, T0, T1, T2, T3, hq, hkv, seq_max, splits, split_size, qscale, d,
+    lowered_split_kernel(Q, K, V, Lens, Opart, Lse, T0, T1, T2, T3, q_stride, hq, hkv, seq_max, splits, split_size, qscale, d,
                          kdim, key).launch(grid=(chunks, splits, batch * hkv), block=(WAVE, 1, 1), stream=stream)
     hpw = MERGE_THREADS // (d // 4)
     lowered_merge_kernel(Opart, Lse, Lens, Out, T0, T1, T2, T3, hq, seq_max, splits, split_size, d, key).launch(
@@ -687,8 +689,8 @@ def _compile_args(dtype: str, D: int, kdim: int, p: dict) -> tuple:
     values: any will do; these are the plan's), then the constexprs D and the q.K^T MFMA K."""
     x = rt.placeholder(dtype, 16)
     f32 = rt.placeholder("float32", 16)
-    return (x, x.clone(), x.clone(), rt.placeholder("int32", 1), f32, f32.clone(), x.clone(), p["B"], p["Hq"],
-            p["Hkv"], p["S"], p["chunks"], p["splits"], p["split_size"], _qscale(D), D, kdim)
+    return (x, x.clone(), x.clone(), rt.placeholder("int32", 1), f32, f32.clone(), x.clone(), p["B"], p["Hq"] * D,
+            p["Hq"], p["Hkv"], p["S"], p["chunks"], p["splits"], p["split_size"], _qscale(D), D, kdim)
 
 
 def _lowered_compile_args(dtype: str, D: int, kdim: int, p: dict, vec_dtypes: tuple) -> tuple:
@@ -701,6 +703,16 @@ def _lowered_compile_args(dtype: str, D: int, kdim: int, p: dict, vec_dtypes: tu
 
 def _slots(vectors, seq_lens) -> list:
     return [*vectors, *[seq_lens] * (VEC_SLOTS - len(vectors))]
+
+
+def _q_extent(q) -> int:
+    """Elements from q's first to its last: B x Hq x D contiguous, more for a batch-strided view (a QKV slice)."""
+    return (q.shape[0] - 1) * q.stride(0) + q.shape[1] * q.shape[2]
+
+
+def _flat_q(q):
+    """q as the kernels take it, a flat 1-D view from its first element to its last (gaps between rows included)."""
+    return q.view(-1) if q.is_contiguous() else q.as_strided((_q_extent(q),), (1,))
 
 
 def _prepare(q, k_cache, v_cache, seq_lens, out):
@@ -722,7 +734,7 @@ def _prepare_lowered(inputs, out):
 def _prepared(dtype, B, Hq, Hkv, S, D, tensors, vectors):
     """The checks FlyDSL needs beyond host.py's, the plan, the workspace and the launch of checked arguments."""
     q = tensors[0]
-    if (S + 2 * TILE) * Hkv * D * 2 >= MAX_BYTES or q.numel() * 2 >= MAX_BYTES:
+    if (S + 2 * TILE) * Hkv * D * 2 >= MAX_BYTES or _q_extent(q) * 2 >= MAX_BYTES:
         raise ValueError(f"{OP}: one sequence's K (or V) or q is >= 2 GiB; buffer offsets are 32-bit")
     if B * Hkv > 65535:
         raise ValueError(f"{OP}: B*Hkv = {B * Hkv} exceeds the grid's z limit (65535)")
@@ -738,7 +750,7 @@ def _prepared(dtype, B, Hq, Hkv, S, D, tensors, vectors):
     if key not in _workspace:
         _workspace[key] = (q.new_empty(n_part * D, dtype=torch.float32), q.new_empty(n_part, dtype=torch.float32))
     kdim = _qk_kdim(rt.device_target(OP))
-    scalars = (B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _qscale(D))
+    scalars = (B, q.stride(0), Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], _qscale(D))
     if LOWERED is not None:
         vec_dtypes = tuple(str(t.dtype).removeprefix("torch.") for t in vectors)
         fn = rt.compiled(_compiled, (dtype, D, kdim, vec_dtypes, KEY), lowered_launch,
@@ -751,23 +763,22 @@ def _prepared(dtype, B, Hq, Hkv, S, D, tensors, vectors):
 def run(q, k_cache, v_cache, seq_lens, out=None):
     """out[b, h] = softmax(q[b, h] . k[b, :len, h // G]^T * scale) . v[b, :len, h // G] (fp32 math).
 
-    The hot path is a dict lookup (the signature holds every shape, so the plan, the workspace and the launch
-    scalars are fixed by it), contiguity and alignment checks (FlyDSL's call makes none), 1-D views and the
+    The hot path is a dict lookup (the signature holds every shape and q's strides, so the plan, the workspace and
+    the launch scalars are fixed by it), contiguity and alignment checks (FlyDSL's call makes none), 1-D views and the
     two launches; see flydsl_runtime.py. seq_lens stay on the GPU: no sync."""
     if out is None:
-        out = torch.empty_like(q)
-    signature = (q.shape, k_cache.shape, v_cache.shape, seq_lens.shape, out.shape, q.dtype, k_cache.dtype,
+        out = q.new_empty(q.shape)  # contiguous, whatever q's batch stride
+    signature = (q.shape, q.stride(), k_cache.shape, v_cache.shape, seq_lens.shape, out.shape, q.dtype, k_cache.dtype,
                  v_cache.dtype, seq_lens.dtype, out.dtype, q.get_device(), k_cache.get_device(), v_cache.get_device(),
                  seq_lens.get_device(), out.get_device())
     launch = _launches.get(signature)
     if launch is None:
         launch = _launches[signature] = _prepare(q, k_cache, v_cache, seq_lens, out)
-    if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and seq_lens.is_contiguous()
-            and out.is_contiguous() and not (q.data_ptr() | k_cache.data_ptr() | v_cache.data_ptr() | out.data_ptr())
-            & 15):
+    if not (k_cache.is_contiguous() and v_cache.is_contiguous() and seq_lens.is_contiguous() and out.is_contiguous()
+            and not (q.data_ptr() | k_cache.data_ptr() | v_cache.data_ptr() | out.data_ptr()) & 15):
         launch = _prepare(q, k_cache, v_cache, seq_lens, out)  # raises, in host.py's words (or prepares this call)
-    (o_part, lse_part), scalars = launch.facts
-    launch(q.view(-1), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1), *scalars)
+    (o_part, lse_part), scalars = launch.facts  # q's strides are in the signature: _prepare checked them
+    launch(_flat_q(q), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1), *scalars)
     return out
 
 
@@ -783,17 +794,18 @@ def run_lowered(*inputs, out=None):
     q, k_cache, v_cache, seq_lens = (inputs[i] for i in TENSORS_AT)
     vectors = [inputs[i] for i in VECTORS_AT]
     if out is None:
-        out = torch.empty_like(q)
-    signature = (*((t.shape, t.dtype, t.get_device()) for t in inputs), out.shape, out.dtype, out.get_device())
+        out = q.new_empty(q.shape)  # contiguous, whatever q's batch stride
+    signature = (*((t.shape, t.dtype, t.get_device()) for t in inputs), q.stride(), out.shape, out.dtype,
+                 out.get_device())
     launch = _launches.get(signature)
     if launch is None:
         launch = _launches[signature] = _prepare_lowered(inputs, out)
-    if not (q.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous() and seq_lens.is_contiguous()
-            and out.is_contiguous() and all(t.is_contiguous() for t in vectors)
+    if not (k_cache.is_contiguous() and v_cache.is_contiguous() and seq_lens.is_contiguous() and out.is_contiguous()
+            and all(t.is_contiguous() for t in vectors)
             and not (q.data_ptr() | k_cache.data_ptr() | v_cache.data_ptr() | out.data_ptr()) & 15):
         launch = _prepare_lowered(inputs, out)  # raises, in host.py's words (or prepares this call)
-    (o_part, lse_part), scalars = launch.facts
-    launch(q.view(-1), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1),
+    (o_part, lse_part), scalars = launch.facts  # q's strides are in the signature: _prepare checked them
+    launch(_flat_q(q), k_cache.view(-1), v_cache.view(-1), seq_lens, o_part, lse_part, out.view(-1),
            *_slots(vectors, seq_lens), *scalars)
     return out
 
