@@ -29,8 +29,9 @@ FORMULA_NOTES = {"flops": "q.k and p.v: 2 FLOP each per (query head, key, d)",
                           "written once, seq_lens as int32"}
 
 PHASE1 = {
-    "inputs": "`q` [B, Hq, D]; `k_cache`, `v_cache` [B, S_max, Hkv, D] (contiguous, the usual KV-cache "
-              "layout); `seq_lens` [B] int32, 1 <= len <= S_max. Output `out` [B, Hq, D].",
+    "inputs": "`q` [B, Hq, D] (heads and D contiguous; any batch stride, so a view of a fused QKV output needs no "
+              "copy); `k_cache`, `v_cache` [B, S_max, Hkv, D] (contiguous, the usual KV-cache layout); `seq_lens` "
+              "[B] int32, 1 <= len <= S_max. Output `out` [B, Hq, D].",
     "shapes": "Hq a multiple of Hkv (GQA; MHA when equal, MQA when Hkv = 1); D in {64, 128, 256}; the cases below.",
     "precision": "inputs and output in the dtype; scores, the online softmax (running max and sum) and the "
                  "P.V accumulation in fp32.",
