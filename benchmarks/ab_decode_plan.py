@@ -5,6 +5,7 @@ input sets (sweep_common.gpu_us): what set MMA_MIN_GROUP = 1 and left the window
     python3 benchmarks/ab_decode_plan.py --out /tmp/ab window    # a 1024-key window variant: forced split counts
     python3 benchmarks/ab_decode_plan.py --out /tmp/ab mha       # G = 1 and 2 over B x S x D: CUDA vs tensor cores
     python3 benchmarks/ab_decode_plan.py --out /tmp/ab b64       # B64 S2048 G4 and neighbours: stages, warps, tiles
+    python3 benchmarks/ab_decode_plan.py --out /tmp/ab waves     # grids of 1-2 waves of 2 CTAs/SM: 2 vs 3 stages
 
 Each row: the configuration (kernel.py globals overridden, and/or a forced split count wrapping plan()'s _splits;
 "default" in the mha part is the CUDA-core path, MMA_MIN_GROUP = 4 as it was before), its time in us, the plan it
@@ -80,7 +81,7 @@ def measure(rows, tag, kernel, reference, dims, configs, peer=None):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("part", choices=["regimes", "window", "mha", "b64"])
+    p.add_argument("part", choices=["regimes", "window", "mha", "b64", "waves"])
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="kb-ab-decode-"))
@@ -116,6 +117,12 @@ def main() -> int:
                         for s in (1024, 8192, 32768):
                             if b * s * 8 * d < 2**31:
                                 measure(rows, "mha_sweep", kernel, reference, (b, 8 * g, 8, s, d), paths, peer)
+        elif args.part == "waves":  # one split per item, items between 1 and 2 waves of 264 slots (and one each side)
+            configs = [("default", {}, None), ("stages3", {"MMA_STAGES": 3}, None)]
+            for b, s, g, d in [(64, 2048, 4, 128), (64, 4096, 4, 128), (64, 1024, 4, 128), (48, 4096, 4, 128),
+                               (64, 2048, 8, 128), (64, 4096, 8, 64), (64, 2048, 4, 64), (40, 8192, 4, 128),
+                               (32, 4096, 4, 128), (128, 2048, 4, 128)]:
+                measure(rows, "waves", kernel, reference, (b, 8 * g, 8, s, d), configs, peer)
         else:
             configs = [("default", {}, None), ("stages3", {"MMA_STAGES": 3}, None), ("warps8", {"MMA_WARPS": 8}, None),
                        ("keys32", {"MMA_KEYS": {128: 32}}, None), ("default_again", {}, None)]

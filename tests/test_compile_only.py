@@ -148,7 +148,10 @@ def test_decode_attention_plan_regimes(workspace_of):
     wide = kernel.plan(32, 128, 8, 4096, 128)  # 256 pairs: the group of 16 heads stays in one CTA
     assert (wide["heads"], wide["chunks"]) == (16, 1)
     # chunk CTAs read the same K/V twice over: one more slot per warp in flight; unchunked items keep two
-    assert mqa["stages"] == kernel.MMA_STAGES_CHUNKED > wide["stages"] == middle["stages"] == kernel.MMA_STAGES
+    assert mqa["stages"] == kernel.MMA_STAGES_DEEP > wide["stages"] == middle["stages"] == kernel.MMA_STAGES
+    # a grid of one to two waves (B64 Hkv8: 512 CTAs for 264 slots) runs as two full rounds of 2 deeper CTAs per SM
+    assert kernel.plan(64, 32, 8, 2048, 128)["stages"] == kernel.MMA_STAGES_DEEP
+    assert kernel.plan(128, 32, 8, 2048, 128)["stages"] == kernel.MMA_STAGES  # four waves: 2 stages
     for B, Hq, Hkv, S, D in [(1, 32, 8, 8192, 128), (32, 16, 1, 4096, 128), (4, 32, 8, 32768, 64), (3, 8, 8, 777, 64)]:
         p = kernel.plan(B, Hq, Hkv, S, D)
         assert p["split_size"] % p["block"] == 0 and p["splits"] * p["split_size"] >= S

@@ -136,11 +136,16 @@ Tensor-core path (D <= 128, every G; the CUDA-core split kernel above keeps D = 
     many pairs, chunks lose (the second read goes to HBM); 4 heads per CTA loses with few pairs too.
     Pipeline depth. A CTA of an unchunked item keeps MMA_STAGES = 2 slots per warp (one tile in flight while it
     computes on the other). The chunk CTAs of an item ask the memory system for twice the bytes per HBM byte (the
-    second read is an L2 hit, but it is a request in flight all the same), so they take MMA_STAGES_CHUNKED = 3
+    second read is an L2 hit, but it is a request in flight all the same), so they take MMA_STAGES_DEEP = 3
     slots: two tiles, 16 KiB per warp, in flight. At 8 heads that is ~101 KB of shared memory, still 2 CTAs per
     SM, the 2 slots the plan fills. Measured (benchmarks/2026-12-02-h200-round5.md): chunked points gain up to 10% (B4 S32768 G16
     D64 0.88x -> 0.96x SDPA, MQA B32 Hq16 Hkv1 0.88x -> 0.91-0.94x); on unchunked items 3 stages cost 1-2% on
-    long single-split streams (B32 S32768), so they keep 2.
+    long single-split streams (B32 S32768), so they keep 2 - except in a grid of one to two waves (slots < CTAs
+    <= 2 x slots, e.g. B64 Hkv8: 512 CTAs). With 2 stages 3 CTAs fit an SM, so 512 CTAs run as 396 and then a
+    tail of 116, one per SM, too few bytes in flight; 3 stages fit 2 per SM, and the grid runs as two full
+    rounds of 264 and 248 CTAs, each warp with two tiles in flight. Measured on the H200: faster at every such
+    point (B64 S1024-4096, G 4 and 8, D 64 and 128), the same or slower just outside the band (B32: one wave;
+    B48: 768 CTAs; B128: four waves), bitwise the same output (benchmarks/2026-12-04-h200-decode-variants.md).
 
 Your variant (op.json "op": "lowered")
     The template traces the user's decode function into lowered.py (tests/lowered_examples/CONTRACT_DECODE.md):
@@ -258,7 +263,8 @@ MMA_FEW_PAIRS_HEADS = 8  # ... and when B * Hkv < NUM_SMS: a large group is spli
 MMA_WARPS = 4            # warps of a tensor-core CTA; each streams its own key tiles
 MMA_KEYS = {64: 32, 128: 16}    # keys per warp tile by D: 4 KiB of K + V per tile and stage either way
 MMA_STAGES = 2           # per-warp cp.async slots (K + V tile each) ...
-MMA_STAGES_CHUNKED = 3   # ... and when an item's group is split into chunk CTAs that read the same K/V
+MMA_STAGES_DEEP = 3      # ... and when an item's group is split into chunk CTAs that read the same K/V, or the
+                         # grid is one to two waves ("Pipeline depth" in the docstring)
 MMA_CTAS_PER_SM = {1: 2, 2: 2}  # tensor-core CTAs per SM the plan fills, by m16 tiles (see "How many splits")
 MMA_MIN_SPLIT_KEYS = 128 # a tensor-core split reads at least this many keys
 HBM_BYTES_PER_US = 4.0e6 # plan()'s model: K/V streamed at ~4 TB/s (83% of the H200's cited 4.8 TB/s) ...
@@ -310,9 +316,11 @@ def _plan_mma(B: int, Hq: int, Hkv: int, S: int, D: int) -> dict:
     kt = MMA_KEYS[D]
     block = kt * MMA_WARPS              # keys per CTA step (each warp one tile)
     items = B * Hkv * chunks
-    stages = MMA_STAGES_CHUNKED if chunks > 1 else MMA_STAGES  # see "Pipeline depth" in the docstring
-    split = _splits(items, S, block, NUM_SMS * MMA_CTAS_PER_SM[tiles], MMA_MIN_SPLIT_KEYS, 4 * B * Hkv * S * D,
-                    4 * heads * D)
+    slots = NUM_SMS * MMA_CTAS_PER_SM[tiles]
+    split = _splits(items, S, block, slots, MMA_MIN_SPLIT_KEYS, 4 * B * Hkv * S * D, 4 * heads * D)
+    ctas = items * split["splits"]
+    deep = chunks > 1 or slots < ctas <= 2 * slots  # see "Pipeline depth" in the docstring
+    stages = MMA_STAGES_DEEP if deep else MMA_STAGES
     return {"group": group, "heads": heads, "chunks": chunks, "nch": 0, "tpk": D // VEC, "rows": MMA_M * tiles,
             "unroll": kt, "block": block, "stages": stages, "mma": True, "items": items, **split,
             "grid": [chunks, split["splits"], B * Hkv]}
