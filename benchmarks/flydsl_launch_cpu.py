@@ -246,7 +246,8 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         q, k = torch.randn(B, Hq, D, dtype=bf16), torch.randn(B, S, Hkv, D, dtype=bf16)
         v, lens, out = torch.randn_like(k), torch.full((B,), S, dtype=torch.int32), torch.empty(B, Hq, D, dtype=bf16)
         p = kernel.plan(B, Hq, Hkv, S, D, kernel.COMPUTE_UNITS)
-        scalars = (B, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"], kernel._softmax_scale(D) * kernel.LOG2E)
+        scalars = (B, Hq * D, Hq, Hkv, S, p["chunks"], p["splits"], p["split_size"],  # Hq * D: q's batch stride
+                   kernel._softmax_scale(D) * kernel.LOG2E)
 
         def launch_args():
             (o_part, lse), _ = next(iter(kernel._launches.values())).facts
@@ -259,6 +260,8 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         refused(stubs, lambda: kernel.run(q, k, v[:, :512], lens, out=out), "expects q[B, Hq, D]")
         refused(stubs, lambda: kernel.run(q, k, v, lens.long(), out=out), "seq_lens must be int32")
         refused(stubs, lambda: kernel.run(q.transpose(0, 1), k, v, lens, out=out), "shapes q")
+        refused(stubs, lambda: kernel.run(q.transpose(0, 1).contiguous().transpose(0, 1), k, v, lens, out=out),
+                "has strides")  # heads not contiguous (a batch stride alone is fine: tests/test_decode_lowered_flydsl)
         refused(stubs, lambda: kernel.run(q, k.transpose(1, 2).contiguous().transpose(1, 2), v, lens, out=out),
                 "contiguous GPU tensor")
         done.append("refusals in host.py's words, no launch")
