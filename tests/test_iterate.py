@@ -111,6 +111,19 @@ SIDE_BY_SIDE = textwrap.dedent('''
         small = min(m.OP["cases"], key=lambda c: math.prod(c["dims"]))
         inputs = m.reference.make_inputs(small, getattr(torch, m.OP["torch_dtype"]), "cpu", 0)
         torch.library.opcheck(getattr(torch.ops, m.__name__).run, tuple(inputs))
+    # no gradient: a floating input that requires grad is refused in grad mode, and runs under no_grad
+    op, m = getattr(torch.ops, mods[0].__name__).run, mods[0]
+    inputs = m.reference.make_inputs(min(m.OP["cases"], key=lambda c: math.prod(c["dims"])),
+                                     getattr(torch, m.OP["torch_dtype"]), "cpu", 0)
+    grad = [t.clone().requires_grad_(True) if t.is_floating_point() else t for t in inputs]
+    try:
+        op(*grad)
+    except RuntimeError as err:
+        assert "has no gradient" in str(err), err
+    else:
+        raise AssertionError("an input that requires grad was not refused")
+    with torch.no_grad():
+        op(*grad)
     print("opcheck ok")
 ''')
 
@@ -146,6 +159,8 @@ def test_fake_versions_bookkeeping_masking_and_schema(matrix, tmp_path):
 
 
 def test_workspaces_import_side_by_side_and_opcheck(matrix):
+    """Four baked workspaces import as packages in one process, each with its own spec and modules; each one's
+    torch.ops.<name>.run passes torch.library.opcheck on the CPU, and refuses an input that requires grad."""
     cells = [matrix[("H200", op)].project_path for op in ("softmax", "matmul", "gqa", "silu_mul")]
     args = [str(a) for p in cells for a in (p.parent, p.name)]
     done = _run(SIDE_BY_SIDE, Path.cwd(), *args)

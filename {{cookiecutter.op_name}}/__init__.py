@@ -27,8 +27,9 @@ The custom op
     on CUDA it is kernel.run, on the CPU the reference in float64 rounded to the kernel's output dtypes (so the
     op runs, and `torch.library.opcheck` checks it, anywhere), and its fake (meta) rule runs the reference on
     fake tensors for the shapes and takes the dtypes from the harness's rule (test_kernel.output_dtypes), so
-    there is no second shape rule to keep in step. A custom op is one opaque node to torch.compile
-    (`fullgraph=True` works), and kernel.run allocates from torch's caching allocator and launches on the current
+    there is no second shape rule to keep in step. It has no gradient: inputs that require grad are refused in
+    grad mode (call it under torch.no_grad() or torch.inference_mode()). A custom op is one opaque node to
+    torch.compile (`fullgraph=True` works), and kernel.run allocates from torch's caching allocator and launches on the current
     stream, so the op is captured by CUDA graphs (torch.compile's "reduce-overhead" included). The namespace is
     the package's name, unique in a process because sys.modules names are.
 
@@ -165,11 +166,21 @@ def _pack(outs):
 
 
 def _register():
-    """torch.ops.<package>.run: kernel.run on CUDA, the reference on the CPU, the reference's shapes as fake rule."""
+    """torch.ops.<package>.run: kernel.run on CUDA, the reference on the CPU, the reference's shapes as fake rule.
+
+    Defined with torch.library.Library (a schema and one kernel per dispatch key) rather than custom_op, whose
+    per-call Python layers cost more host time (benchmarks/custom_op_dispatch.py measures both). The op has no
+    gradient: its Autograd kernel refuses a call whose inputs require grad while grad mode is on (call it under
+    torch.no_grad() or torch.inference_mode(), or detach), instead of returning an output that backprop would
+    silently treat as constant; inference mode skips that kernel altogether, the cheapest call there is."""
     import torch
 
+    kernel = []  # the package's kernel module, imported on the first CUDA call (importing it loads the DSL)
+
     def cuda(*inputs):
-        return importlib.import_module(f"{__name__}.kernel").run(*inputs)
+        if not kernel:
+            kernel.append(importlib.import_module(f"{__name__}.kernel"))
+        return kernel[0].run(*inputs)
 
     def cpu(*inputs):
         refs = _on_reference(inputs, lambda t: t.double())
@@ -180,14 +191,25 @@ def _register():
         device = next((t.device for t in inputs if t.is_floating_point()), inputs[0].device)
         return _pack([torch.empty(r.shape, dtype=d, device=device) for r, d in zip(refs, _out_dtypes(inputs, len(refs)))])
 
+    def no_gradient(*inputs):
+        if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            raise RuntimeError(f"torch.ops.{NAMESPACE}.run has no gradient: call it under torch.no_grad() or "
+                               "torch.inference_mode(), or pass detached tensors")
+        with torch._C._AutoDispatchBelowAutograd():
+            return default(*inputs)
+
     try:
-        op = torch.library.custom_op(f"{NAMESPACE}::run", cuda, mutates_args=(), device_types="cuda", schema=_schema())
-    except Exception as err:  # e.g. a namespace torch keeps for itself
+        lib = torch.library.Library(NAMESPACE, "DEF")
+        lib.define(f"run{_schema()}")
+    except Exception as err:  # e.g. a namespace torch keeps for itself, or one defined twice in this process
         raise ImportError(f"{__name__}: cannot register torch.ops.{NAMESPACE}.run ({type(err).__name__}: {err}); "
                           "import the workspace under another name (rename its folder)") from None
-    op.register_kernel("cpu", cpu)
-    op.register_fake(fake)
-    return op
+    default = getattr(torch.ops, NAMESPACE).run.default
+    lib.impl("run", cuda, "CUDA")
+    lib.impl("run", cpu, "CPU")
+    lib.impl("run", no_gradient, "Autograd")
+    torch.library.register_fake(f"{NAMESPACE}::run", fake, lib=lib)
+    return lib, getattr(torch.ops, NAMESPACE).run
 
 
-op = _register()
+_library, op = _register()  # the library must stay alive: dropping it unregisters the op
