@@ -55,7 +55,8 @@ def measure(rows, tag, kernel, reference, dims, configs, peer=None):
     sets = [reference.make_inputs(case, torch.bfloat16, "cuda", seed)
             for seed in range(copies(2 * B * S * Hkv * D * 2, 256 << 20, 16))]
     if peer is not None:
-        rows.append({"tag": tag, "dims": dims, "config": "peer", "us": gpu_us([lambda x=x: peer(*x) for x in sets], 20)})
+        t = gpu_us([lambda x=x: peer(*x) for x in sets], 20)
+        rows.append({"tag": tag, "dims": dims, "config": "peer", "us": t})
     first = None
     for name, knobs, splits in configs:
         saved = {k: getattr(kernel, k) for k in knobs}
@@ -65,7 +66,8 @@ def measure(rows, tag, kernel, reference, dims, configs, peer=None):
             o = kernel.run(*sets[0]).float()
             first = o if first is None else first
             p = kernel.plan(B, Hq, Hkv, S, D)
-            rows.append({"tag": tag, "dims": dims, "config": name, "us": gpu_us([lambda x=x: kernel.run(*x) for x in sets], 20),
+            t = gpu_us([lambda x=x: kernel.run(*x) for x in sets], 20)
+            rows.append({"tag": tag, "dims": dims, "config": name, "us": t,
                          "diff": ((o - first).norm() / first.norm()).item(), "splits": p["splits"], "mma": p["mma"],
                          "grid": p["grid"]})
         except Exception as e:  # a configuration that fails is recorded, the others go on
@@ -102,9 +104,10 @@ def main() -> int:
         if args.part == "regimes":
             mha = [("default", {}, None), ("split16", {}, 16), ("split32", {}, 32), ("mma", {"MMA_MIN_GROUP": 1}, None),
                    ("mma_split32", {"MMA_MIN_GROUP": 1}, 32), ("stages6", {"STAGES": 6}, None)]
-            for dims in [(1, 32, 32, 32768, 128), (32, 32, 32, 4096, 128), (64, 32, 32, 2048, 128), (1, 32, 32, 8192, 128)]:
-                measure(rows, "builtin", kernel, reference, dims, mha if dims[0] == 1 else [c for c in mha if c[2] is None],
-                        peer)
+            for dims in [(1, 32, 32, 32768, 128), (32, 32, 32, 4096, 128), (64, 32, 32, 2048, 128),
+                         (1, 32, 32, 8192, 128)]:
+                configs = mha if dims[0] == 1 else [c for c in mha if c[2] is None]  # forced splits: B1 only
+                measure(rows, "builtin", kernel, reference, dims, configs, peer)
             gqa = [("default", {}, None), ("split2", {}, 2), ("stages3", {"MMA_STAGES": 3}, None),
                    ("split2_stages3", {"MMA_STAGES": 3}, 2)]
             for dims in [(64, 32, 8, 2048, 128), (32, 32, 8, 4096, 128)]:

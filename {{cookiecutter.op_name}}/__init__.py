@@ -29,9 +29,9 @@ The custom op
     fake tensors for the shapes and takes the dtypes from the harness's rule (test_kernel.output_dtypes), so
     there is no second shape rule to keep in step. It has no gradient: inputs that require grad are refused in
     grad mode (call it under torch.no_grad() or torch.inference_mode()). A custom op is one opaque node to
-    torch.compile (`fullgraph=True` works), and kernel.run allocates from torch's caching allocator and launches on the current
-    stream, so the op is captured by CUDA graphs (torch.compile's "reduce-overhead" included). The namespace is
-    the package's name, unique in a process because sys.modules names are.
+    torch.compile (`fullgraph=True` works), and kernel.run allocates from torch's caching allocator and launches
+    on the current stream, so the op is captured by CUDA graphs (torch.compile's "reduce-overhead" included). The
+    namespace is the package's name, unique in a process because sys.modules names are.
 
 `load(folder, name)` loads another workspace folder (an older version of this one, taken from git by
 tools/iterate.py) as package `name` with this same machinery.

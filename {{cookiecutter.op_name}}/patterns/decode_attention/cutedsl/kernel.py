@@ -41,8 +41,8 @@ How many splits (plan() and _splits(); NUM_SMS = op.json's compute_units, the ex
     the least modelled time: streaming time / wave efficiency + a fixed cost per wave + the fused merge's
     cost (one CTA reads splits x heads x D x 4 bytes). Its docstring works the regimes: B1 Hkv8 G4 S8192 ->
     32 splits of 256 keys (256 CTAs, 0.97 of a wave of 264 slots), B32 Hkv8 G4 S4096 -> 1 split, no merge
-    (256 CTAs), MQA B32 Hkv1 G16 -> 2 head chunks x 4 x 1024 (256 CTAs), B32 Hq8 Hkv8 (MHA, G = 1 padded on the tensor cores) ->
-    1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
+    (256 CTAs), MQA B32 Hkv1 G16 -> 2 head chunks x 4 x 1024 (256 CTAs), B32 Hq8 Hkv8 (MHA, its one head
+    padded on the tensor cores) -> 1 split, no merge. Fewer SMs give proportionally fewer, longer splits.
     Why 2 tensor-core slots per SM when 3 CTAs of one m16 tile fit (<= 168 registers): two CTAs of 4 warps
     already keep 64 KiB of K/V in flight per SM (a tile of 8 KiB per warp), above the ~36 KiB that Little's
     law asks for (4.8 TB/s x ~1 us over 132 SMs), so a third adds little bandwidth; counted as a slot, it made the plan cut every sequence into ~1.5x more, shorter splits (and a
@@ -187,8 +187,9 @@ Your variant (op.json "op": "lowered")
     the same launch, with their dtypes in the prepared-launch cache's key; there is no per-call conversion.
 
 Limits
-    D = 256 stays on CUDA cores (acc_O would be 128 registers per m16 tile). The fused merge runs on one CTA per item: with few items and many splits (B1: 32 splits of 4 heads,
-    64 KB of partials) it is a visible tail, which the plan's merge term trades against wave efficiency.
+    D = 256 stays on CUDA cores (acc_O would be 128 registers per m16 tile). The fused merge runs on one CTA
+    per item: with few items and many splits (B1: 32 splits of 4 heads, 64 KB of partials) it is a visible
+    tail, which the plan's merge term trades against wave efficiency.
     The KV cache must have < 2^31 elements (int32 indexing). Scratch is per signature: two calls of one
     shape must not run concurrently on two streams.
 

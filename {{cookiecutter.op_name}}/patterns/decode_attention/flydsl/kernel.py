@@ -646,8 +646,9 @@ def lowered_launch(
     key: fx.Constexpr[str], stream: fx.Stream = fx.Stream(None),
 ):
     """decode_launch of a variant: the same grids, the vector slots T0.. and lowered.py's hash besides."""
-    lowered_split_kernel(Q, K, V, Lens, Opart, Lse, T0, T1, T2, T3, q_stride, hq, hkv, seq_max, splits, split_size, qscale, d,
-                         kdim, key).launch(grid=(chunks, splits, batch * hkv), block=(WAVE, 1, 1), stream=stream)
+    lowered_split_kernel(Q, K, V, Lens, Opart, Lse, T0, T1, T2, T3, q_stride, hq, hkv, seq_max, splits, split_size,
+                         qscale, d, kdim, key).launch(grid=(chunks, splits, batch * hkv), block=(WAVE, 1, 1),
+                                                      stream=stream)
     hpw = MERGE_THREADS // (d // 4)
     lowered_merge_kernel(Opart, Lse, Lens, Out, T0, T1, T2, T3, hq, seq_max, splits, split_size, d, key).launch(
         grid=((hq + hpw - 1) // hpw, batch, 1), block=(MERGE_THREADS, 1, 1), stream=stream)
