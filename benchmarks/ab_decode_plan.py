@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+import bench_decode_variants  # noqa: E402
 from sweep_common import apply_knobs, bake, copies, gpu_us, load_workspace  # noqa: E402
 
 WINDOW_VARIANT = "sdpa_enable_gqa_window"  # tests/lowering_corpus/decode_variants.py: a 1024-key window
@@ -40,7 +40,7 @@ def force_splits(kernel, n: int | None) -> None:
     else:
         def forced(items, S, block, slots, min_keys, kv_bytes, part_bytes):
             r = dict(orig(items, S, block, slots, min_keys, kv_bytes, part_bytes))
-            size = -(-(-(-S // n)) // block) * block
+            size = kernel._split_size(S, n, block)
             return {**r, "splits": -(-S // size), "split_size": size}
         kernel._splits = forced
     kernel._launches.clear()
@@ -89,9 +89,9 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kb-ab-decode-"))
     rows: list[dict] = []
     if args.part == "window":
-        subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(tmp),
-                        f"pytorch_logic={ROOT}/tests/lowering_corpus/decode_variants.py:{WINDOW_VARIANT}",
-                        "run_baseline=no", "gpu=H200"], check=True, capture_output=True)
+        baked = bench_decode_variants.bake(tmp, WINDOW_VARIANT)  # pytorch_logic=...decode_variants.py:NAME, H200
+        if not baked["lowered"]:
+            raise SystemExit(f"ab_decode_plan: {WINDOW_VARIANT} did not bake: {tmp / (WINDOW_VARIANT + '.bake.log')}")
         kernel, reference = load_workspace(tmp / WINDOW_VARIANT)
         configs = [("default", {}, None), ("split2", {}, 2), ("split4", {}, 4), ("split8", {}, 8),
                    ("stages3", {"MMA_STAGES": 3}, None), ("split2_stages3", {"MMA_STAGES": 3}, 2),

@@ -72,7 +72,7 @@ def bake(out: Path, name: str) -> dict:
             "lowered": (out / name / "lowered.py").is_file(), "exit": done.returncode}
 
 
-def check(out: Path, name: str, cases: list[str] = ()) -> dict:
+def check(out: Path, name: str, cases: tuple[str, ...] | list[str] = ()) -> dict:
     ws = out / name
     done = subprocess.run([sys.executable, "test_kernel.py", "--no-timing", *(f"--case={c}" for c in cases)],
                           cwd=ws, capture_output=True, text=True, timeout=1800)

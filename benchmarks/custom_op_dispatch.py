@@ -18,21 +18,12 @@ kernel's own run() (its TVM-FFI launch) to every row; the dispatch itself does n
 
 from __future__ import annotations
 
-import time
-
 import torch
+from sweep_common import host_us  # this folder's: the one host-time loop of the benchmarks
 
 
 def per_call_us(fn, n: int = 20000) -> float:
-    for _ in range(200):
-        fn()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n // 5):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / (n // 5) * 1e6)
-    return best
+    return host_us(fn, n, warmup=200)
 
 
 def kernel(a, b, c, d):

@@ -9,11 +9,11 @@ Result: benchmarks/results/2026-12-04-host-cost-probe.json (page: benchmarks/202
 """
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+import sweep_common  # noqa: E402
 from sweep_common import bake, load_workspace  # noqa: E402
 
 import torch  # noqa: E402
@@ -25,18 +25,8 @@ TMP.mkdir(exist_ok=True)
 res = {}
 
 
-def host_us(fn, n=3000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    best = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n // 5):
-            fn()
-        best.append((time.perf_counter() - t0) / (n // 5) * 1e6)
-        torch.cuda.synchronize()
-    return round(min(best), 2)
+def host_us(fn) -> float:
+    return round(sweep_common.host_us(fn, sync=torch.cuda.synchronize), 2)
 
 
 def save(k, v):

@@ -4,6 +4,8 @@ measurement against torch eager and torch.compile.
 
 - gpu_us(fns, calls) / kernel_time: torch.profiler's CUDA time (kernels and memsets) of `calls` calls cycling over
   `fns`, summed over every kernel a call launches, divided by `calls`; each fn is called once first (warm-up).
+- host_us(fn, n, warmup, sync): the host's submit time of one call, back-to-back calls with no sync inside a round,
+  best of 5 rounds (host_cost_probe.py on the GPU, custom_op_dispatch.py on any machine).
 - copies(per_copy, round_bytes, cap): how many input copies to rotate over so that one round of them holds at
   least round_bytes (enough that a call never finds its inputs in the L2), at least two and at most cap.
 - bake(tmp, pattern, op) / load_workspace(ws): an H200 bf16 workspace through tools.scaffold.workspace (no bake
@@ -60,6 +62,25 @@ def kernel_time(fns, calls: int, warm: bool = True) -> tuple[float, list[str]]:
 def gpu_us(fns, calls: int, warm: bool = True) -> float:
     """Mean GPU time of one call in us (kernel_time without the names)."""
     return kernel_time(fns, calls, warm)[0]
+
+
+def host_us(fn, n: int = 3000, warmup: int = 50, sync: Callable[[], object] | None = None) -> float:
+    """Microseconds of host time per fn(): `warmup` calls, then the best of 5 rounds of n // 5 back-to-back calls.
+    sync (torch.cuda.synchronize on a GPU) runs after the warm-up and after each round, outside its clock: the
+    shapes timed this way are tiny, so the GPU keeps up and the rounds measure submission alone."""
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n // 5):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / (n // 5) * 1e6)
+        if sync:
+            sync()
+    return best
 
 
 def copies(per_copy: int, round_bytes: int, cap: int) -> int:

@@ -355,7 +355,7 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
     max_splits = max(1, min(MAX_SPLITS, -(-S // min_keys)))
     cands = {}
     for n in range(1, max_splits + 1):
-        size = -(-(-(-S // n)) // block) * block
+        size = _split_size(S, n, block)
         real = -(-S // size)
         waves = items * real / slots
         eff = waves / math.ceil(waves)
@@ -365,6 +365,12 @@ def _splits(items: int, S: int, block: int, slots: int, min_keys: int, kv_bytes:
     t, size, eff = cands[splits]
     return {"splits": splits, "split_size": size, "wave_efficiency": round(eff, 3), "slots": slots,
             "model_us": round(t, 1)}
+
+
+def _split_size(S: int, n: int, block: int) -> int:
+    """Keys per split when S keys are cut into n: ceil(S / n) rounded up to whole CTA steps of `block` keys (which
+    may leave fewer than n splits: ceil(S / size))."""
+    return -(-(-(-S // n)) // block) * block
 
 
 def _row_sum(x, tpk: int):
