@@ -34,19 +34,23 @@ def compile_workspace(ws) -> str:
 
 @pytest.mark.parametrize("op", PATTERN_OPS["elementwise"])
 def test_elementwise_markers(workspace_of, op):
-    ptx = compile_workspace(workspace_of("H200", op))
+    """Every built-in op is a program (lowered.py) in the cell's one kernel: at the headline size the row inputs
+    share 4 vectors in flight per thread (unroll_for), each one 128-bit access, and each output stores as many."""
+    ws = workspace_of("H200", op)
+    assert "def compute(" in (ws / "lowered.py").read_text()
+    ptx = compile_workspace(ws)
     n_inputs = 2 if op in ("add", "mul", "silu_mul") else 1
-    unroll = 8 if op in ("add", "mul") else 2
-    # the fast path: UNROLL vectors per input and per output, each one 128-bit access
+    unroll = 4 // n_inputs
     assert ptx.count("ld.global.v4") == unroll * n_inputs
     assert ptx.count("st.global.v4") == unroll
 
 
 def test_elementwise_small_tensors_take_one_vector_per_thread(workspace_of, tmp_path):
-    """Below SMALL_N elements add compiles its one-vector-per-thread variant: one 128-bit load per input, one store."""
+    """Below SMALL_N elements the cell compiles its one-vector-per-thread variant: one 128-bit load per input, one
+    store."""
     kernel = load_module(workspace_of("H200", "add") / "kernel.py", "kernel_add_small")
-    ptx = kernel.compile_only({"vars": {"numel": 4096}, "dims": [4096]}, tmp_path, op="add")
-    assert kernel.unroll_for("add", 4096) == 1 and kernel.unroll_for("add", kernel.SMALL_N) == kernel.UNROLL["add"]
+    ptx = kernel.compile_only({"vars": {"numel": 4096}, "dims": [4096]}, tmp_path)
+    assert kernel.unroll_for(4096) == 1 and kernel.unroll_for(kernel.SMALL_N) == 2
     assert ptx.count("ld.global.v4") == 2 and ptx.count("st.global.v4") == 1
 
 
@@ -54,7 +58,7 @@ def test_elementwise_small_tensors_take_one_vector_per_thread(workspace_of, tmp_
 def test_elementwise_other_dtypes_vectorize(workspace_of, tmp_path, dtype):
     ws = workspace_of("H200", "silu_mul")
     kernel = load_module(ws / "kernel.py", f"kernel_{dtype}")
-    ptx = kernel.compile_only(None, tmp_path, op="silu_mul", dtype=dtype)
+    ptx = kernel.compile_only(None, tmp_path, dtype=dtype)
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 2
 
 
@@ -64,6 +68,18 @@ def test_reduction_markers(workspace_of, op):
     assert "ld.global.v4" in ptx and "shfl.sync.bfly" in ptx
     if op in ("softmax", "rmsnorm"):  # the row is written back from registers with 128-bit stores
         assert "st.global.v4" in ptx
+
+
+def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
+    """The looped path schedules softmax's max and sum in one pass (lowered.ONLINE: the online softmax), so a row of
+    131072 reads x in two loops, LOOP_CHUNKS 128-bit loads each: the reductions, then the outputs."""
+    ws = workspace_of("H200", "softmax")
+    lowered = (ws / "lowered.py").read_text()
+    assert "PASSES = (0, 0)" in lowered and "ONLINE = (None, 0)" in lowered
+    kernel = load_module(ws / "kernel.py", "kernel_softmax_long")
+    ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
+    assert ptx.count("ld.global.v4") == 2 * kernel.LOOP_CHUNKS and ptx.count("st.global.v4") == kernel.LOOP_CHUNKS
+    assert kernel.describe({"dims": [8, 131072]})["path"] == "looped (one CTA per row, 2 passes)"
 
 
 def test_gemm_markers(workspace_of):

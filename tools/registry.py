@@ -1,6 +1,7 @@
 """The registry of patterns, DSLs and cells: what exists is what is on disk, and nothing else is guessed.
 
-- a **pattern** is a package ``tools/patterns/<name>/`` (its spec; see tools/patterns/__init__.py);
+- a **pattern** is a package ``tools/patterns/<name>/`` (its spec; see tools/patterns/__init__.py), with its built-in
+  ops as PyTorch functions in ``programs.py`` when its cells run them through the lowering (elementwise, reduction);
 - a **DSL** is a module ``tools/dsls/<name>.py`` (see tools/dsls/cutedsl.py);
 - a **cell** (pattern x DSL) is built when both of its halves exist: the cell spec
   ``tools/patterns/<pattern>/<dsl>.toml`` (data: what the kernel promises, for op.json and the records) and the
@@ -54,6 +55,13 @@ def kernel_path(pattern: str, dsl: str) -> Path:
 
 def spec_path(pattern: str, dsl: str) -> Path:
     return ROOT / "tools" / "patterns" / pattern / f"{dsl}.toml"
+
+
+def programs_path(pattern: str) -> Path | None:
+    """The pattern's built-in ops as PyTorch functions (``tools/patterns/<pattern>/programs.py``), which a bake lowers
+    as it lowers a user's function, or None for a pattern whose cells implement their ops by hand (GEMM, decode)."""
+    path = ROOT / "tools" / "patterns" / pattern / "programs.py"
+    return path if path.is_file() else None
 
 
 def _load_cell(pattern: str, dsl: str) -> dict:

@@ -5,9 +5,10 @@ Called by hooks/post_gen_project.py with cwd = the new workspace, where the pre-
 
 1. the pattern's files (``patterns/<pattern>/reference.py``, ``patterns/<pattern>/<dsl>/kernel.py``) and the
    DSL's files (``dsl/<dsl>/``: its shared runtime, its pointwise library, its extra tools) move to the workspace
-   root; the other patterns and DSLs are removed. A workspace whose op is the user's own function (``lowered``)
-   gets ``lowered.py``, written from op.json's program (tools/lower/codegen.py); the others drop the pointwise
-   library, which only a lowered compute calls;
+   root; the other patterns and DSLs are removed. A workspace whose kernel runs a program -- the user's own
+   function (op ``lowered``), or a built-in elementwise or reduction op, which is a program too -- gets
+   ``lowered.py``, written from op.json's ``lowered`` or ``program`` (tools/lower/codegen.py); the others (GEMM and
+   decode built-ins) drop the pointwise library, which only a generated compute calls;
 2. ``reference/`` (the memory schema, the cited GPU specs) is copied in from the template, and the user's
    PyTorch logic file, when one was given, as ``user_logic.py``, with the modules it imports from its own folder;
    the user's kernel demo, when one was given, into ``demo/`` with what it imports from its folder (tools/demo.py;
@@ -28,7 +29,6 @@ from pathlib import Path
 
 from tools import demo
 from tools.lower import codegen
-from tools.validate import LOWERED
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_FILES = ["v_iteration.schema.json", "gpu_specs.json"]
@@ -51,8 +51,9 @@ def arrange(ws: Path, op: dict) -> None:
         shutil.move(str(item), ws / item.name)
     _merge(pattern_dir / op["framework"], ws)
     _merge(ws / "dsl" / op["framework"], ws)
-    if op["op"] == LOWERED:  # the user's function, as the compute of this cell's kernel
-        (ws / "lowered.py").write_text(codegen.generate(op["lowered"], op["dtype"]))
+    program = op.get("lowered") or op.get("program")  # the user's function, or the built-in op's own
+    if program:  # the compute of this cell's kernel
+        (ws / "lowered.py").write_text(codegen.generate(program, op["dtype"]))
     else:  # only a lowered compute calls the DSL's pointwise library
         (ws / "pointwise.py").unlink(missing_ok=True)
     shutil.rmtree(ws / "patterns")

@@ -93,6 +93,19 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
                                 f"({program['file']}), traced and generated into lowered.py"}
 
 
+def _program(resolved: dict) -> dict:
+    """A built-in op of a pattern whose ops are programs (registry.programs_path): its function traced and lowered
+    as a user's would be, kept as op.json's ``program`` (the post-gen hook writes it out as lowered.py). Traced in
+    this process: it is the template's own code, not the user's."""
+    source = registry.programs_path(resolved["pattern_name"])
+    if resolved["op"] == LOWERED or source is None:
+        return {}
+    got = lower.lower_here(str(source), resolved["op"])
+    if not got["ok"]:  # the template's own program: a bug here, not bad input
+        raise RuntimeError(f"the built-in {resolved['op']} ({source}) does not lower: {got['error']}")
+    return {"program": got["ir"]}
+
+
 def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     """op.json's cases; a lowered op in the row cell adds one of rank 3 ([4, 6, 1000]: rows of the last dim, as a
     QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd); a lowered elementwise op with
@@ -165,7 +178,7 @@ def build(ctx: dict) -> dict:
         "wiki": _wiki(resolved["gpu_name"], gpu, dsl, pattern, cell),
         "gpu_wiki": resolved["gpu_wiki"], "run_baseline": resolved["run_baseline"],
         "lowering_rule": {"vector_names": list(lower.ir.VECTOR_NAMES), "per_row_names": list(lower.ir.PER_ROW_NAMES)},
-        **_lowering(resolved, pattern, cell),
+        **_lowering(resolved, pattern, cell), **_program(resolved),
     }
     return demo.attach(op, ctx)  # the kernel demo's block, when one was given (tools/demo.py)
 

@@ -33,7 +33,7 @@ WIDTH = 120
 def _tuple(rendered) -> str:
     """A tuple of already-written items as ruff format writes it: a trailing comma for one item."""
     rendered = list(rendered)
-    return f"({rendered[0]},)" if len(rendered) == 1 else f"({', '.join(rendered)})"
+    return f"({rendered[0]},)" if len(rendered) == 1 else f"({', '.join(rendered)})"  # () when empty
 
 
 def _strings(items) -> str:
@@ -54,6 +54,23 @@ class _Writer:
         self.names = {name: self._safe(name, self.gemm) for name in ir.arguments(program)}
         self.constants = self._constants()
         self.needs_math = False
+        self.stored = self._stored_casts()
+
+    def _stored_casts(self) -> dict[str, str]:
+        """Casts the store makes anyway: an output that is a cast to the dtype it is stored in (``.to(x.dtype)`` at
+        the end of the function) is stored from the cast's argument, since rounding once to that dtype is what the
+        store does; a cast used by nothing else is not written. {cast id: its argument}."""
+        by_id = {node["id"]: node for node in self.p["nodes"]}
+        used = {a for node in self.p["nodes"] for a in ir.references(node)}
+        made = {}
+        for out in self.p["outputs"]:
+            stored = self.dtype if out["dtype"] == "input" else out["dtype"]
+            for value in ir.output_refs(out):
+                node = by_id.get(value) if isinstance(value, str) else None
+                if node and node["op"] == "cast" and value not in used and isinstance(node["args"][0], str) and \
+                        (self.dtype if node["attr"] == "input" else node["attr"]) == stored:
+                    made[value] = node["args"][0]
+        return made
 
     @staticmethod
     def _safe(name: str, gemm: bool = False) -> str:
@@ -110,7 +127,8 @@ class _Writer:
 
     def statements(self) -> list[str]:
         lines, seen = [], set()
-        steps = [(f"    {node['id']} = {self.expression(node)}", node.get("line") or "") for node in self.p["nodes"]]
+        steps = [(f"    {node['id']} = {self.expression(node)}", node.get("line") or "") for node in self.p["nodes"]
+                 if node["id"] not in self.stored]
         if self.gemm:  # the head, which the cell computes, as a comment on the user's line of it
             a, b = (i["name"] for i in self.p["inputs"][:2])
             steps.insert(0, (f"    # {ir.ACC} = {a} @ {b}.T, in fp32 by the cell",
@@ -150,6 +168,7 @@ class _Writer:
         values = []
         for out in self.p["outputs"]:
             for value in ir.output_refs(out):  # a wide output's pieces, in order
+                value = self.stored.get(value, value) if isinstance(value, str) else value
                 ref = self.operand(value)
                 element = value in self.names or value == first or kinds.get(value) == "element"
                 values.append(ref if element or out["shape"] != "row" else f"pw.full_like({first}, {ref})")
@@ -193,6 +212,7 @@ class _Writer:
             + (f", {ir.out_width(o)}N wide: {pieces[o['how']].format(r=ir.out_width(o))}" if "how" in o else "")
             for k, o in enumerate(p["outputs"]))
         reductions = ir.reductions(p)
+        schedule = ir.schedule(p)
         if self.gemm:
             about = [
                 "Do not edit it by hand: re-bake the workspace (or edit the function and re-bake) to change it. kernel.py "
@@ -250,6 +270,8 @@ class _Writer:
             f"HEADS = {p.get('heads')!r}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",
+            f"PASSES = {_tuple(str(k) for k in schedule[0])}",
+            f"ONLINE = {_tuple(str(k) for k in schedule[1])}",
             f"USES_N = {ir.uses_n(p)!r}",
             "",
         ]

@@ -148,6 +148,47 @@ def reductions(program: dict) -> list[str]:
     return [node["op"] for node in program["nodes"] if node["op"] in REDUCE]
 
 
+def schedule(program: dict) -> tuple[list[int], list[int | None]]:
+    """(passes, online): when a row too long for the registers (the looped path) can compute each reduction.
+
+    A reduction whose argument depends on no other reduction's result runs in pass 0; one that needs earlier results
+    runs one pass after the last of them, so independent reductions share a pass. One pair is folded into a single
+    pass, the online softmax: a sum of exp(a - m), where m = max(a) of the same a. Each thread carries its running
+    max m_t and rescales its running sum by exp(m_old - m_new) when m_t grows; the row combines the threads' pairs
+    at the end (sum_t s_t * exp(m_t - M)). ``online[q]`` is that max's reduction number for such a sum, else None.
+    softmax, log_softmax and a logsumexp thus take 2 passes over a long row (both reductions, then the outputs),
+    not 3. The register path ignores both lists: the whole row is in registers."""
+    red = [node for node in program["nodes"] if node["op"] in REDUCE]
+    number = {node["id"]: q for q, node in enumerate(red)}
+    by_id = {node["id"]: node for node in program["nodes"]}
+    needs: dict = {}  # node id -> the reduction numbers its value depends on
+    arg_needs = []  # per reduction: what its argument depends on
+    for node in program["nodes"]:
+        got = set().union(*(needs.get(a, set()) for a in references(node)))
+        if node["op"] in REDUCE:
+            arg_needs.append(got)
+            got = {number[node["id"]]}
+        needs[node["id"]] = got
+    passes, online = [], []
+    for q, node in enumerate(red):
+        partner = _online_partner(node, by_id, number)
+        online.append(partner)
+        passes.append(passes[partner] if partner is not None else
+                      1 + max(passes[d] for d in arg_needs[q]) if arg_needs[q] else 0)
+    return passes, online
+
+
+def _online_partner(node: dict, by_id: dict, number: dict) -> int | None:
+    """The max m of a reduction sum(exp(a - m)) with m = max(a) of the same a (schedule's online pair), else None."""
+    arg = by_id.get(node["args"][0]) if node["op"] == "sum" and isinstance(node["args"][0], str) else None
+    inner = by_id.get(arg["args"][0]) if arg and arg["op"] == "exp" and isinstance(arg["args"][0], str) else None
+    if not inner or inner["op"] != "sub" or not all(isinstance(a, str) for a in inner["args"]):
+        return None
+    a, m = inner["args"]
+    top = by_id.get(m)
+    return number[m] if top and top["op"] == "max" and top["args"][0] == a else None
+
+
 def x_input(program: dict) -> dict:
     """The input whose shape the program's rows take (x): a GEMM's a, else the first "row" input in signature
     order (the inputs keep the user's parameter order; x need not be the first)."""

@@ -1,18 +1,17 @@
-"""Reduction V0 kernel in CuTe DSL for Hopper (sm_90a): sum, mean, max, softmax, rmsnorm or your op, over the last dim.
+"""Reduction V0 kernel in CuTe DSL for Hopper (sm_90a): one program over the rows of x, reduced over the last dim.
 
-A bandwidth kernel over rows: TPR consecutive threads own one row, load it with 128-bit coalesced
-accesses into registers (at most 32 fp32 values per thread), reduce in-thread, then across the row's
-lanes with a shfl.sync butterfly and, when a row spans several warps, once more through shared memory.
-softmax and rmsnorm keep the row in registers between the reduction and the normalisation, so HBM is
-read once and written once; rows longer than 32768 elements take a looped two-pass path, one CTA a row.
-Every max is NaN-propagating, as torch's.
+Every op of this cell is a program: the built-in ones (sum, mean, max, softmax, rmsnorm) are the PyTorch functions
+of tools/patterns/reduction/programs.py, a user's op is their own function, and a bake traces either into
+lowered.py (tests/lowered_examples/CONTRACT.md). This file is the data movement around it: it loads the row into
+registers, calls lowered.compute() with this thread's fp32 values and a reduce(kind, v) that is the row's
+reduction hierarchy, and stores what compute() returns. One kernel, one run().
 
 What it computes
-    x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor).
-    sum / mean / max -> out [M] in x's dtype;  softmax -> out [M, N] (max-subtracted);
-    rmsnorm -> out [M, N] = x / sqrt(mean(x^2) + eps) * weight[N]. Loads are bf16/fp16/fp32, all
-    math and accumulation is fp32, and every output is rounded once to x's dtype. NaN and -inf
-    follow torch: a row holding a NaN gets max NaN and an all-NaN softmax row (see NaN semantics).
+    x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor); the other
+    inputs are rows like x, [N] vectors (rmsnorm's weight), scalars or masks (lowered.KINDS). Outputs are rows
+    [M, N] (softmax, rmsnorm) or one value per row [M] (sum, mean, max) in OUT_DTYPES. Loads are bf16/fp16/fp32,
+    all math and accumulation is fp32, and every output is rounded once by its store. NaN and -inf follow torch:
+    a row holding a NaN gets max NaN and an all-NaN softmax row (see NaN semantics).
 
 Why this shape (roofline)
     A row reduction does 1-5 FLOP per element moved, far left of Hopper's ridge point (H200, cited:
@@ -22,20 +21,21 @@ Why this shape (roofline)
     then normalise), so the row stays in registers between the two steps: HBM is read once and written
     once, where a two-kernel softmax (max, then exp and sum) reads it twice.
 
-The reduction hierarchy (one row is owned by TPR = threads-per-row consecutive threads)
-    1. thread:  each thread loads its chunks of the row into registers and reduces them serially in
-                fp32 (x.reduce over a (VEC, CHUNKS) fragment: no communication at all; max is max.NaN).
+The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-row consecutive threads)
+    0. mask:    values past the row end become the identity (0 for sum, -inf for max, +inf for min) first:
+                compute() may have turned a not-loaded 0 into anything (exp(0) = 1).
+    1. thread:  each thread reduces its (VEC, CHUNKS) values serially in fp32 (no communication at all).
     2. warp:    butterfly ``shfl.sync.bfly`` over min(TPR, 32) lanes, log2 steps (5 for a full warp);
                 with TPR < 32 one warp holds 32/TPR rows and the butterfly stays inside each group.
     3. CTA:     with TPR > 32 the row spans TPR/32 warps: lane 0 of each warp writes its partial to
                 shared memory ([rows, warps_per_row, slot] fp32), one ``bar.sync``, then every warp
                 reads the TPR/32 partials back and does one more full-warp butterfly, so every
                 thread ends with the row result (softmax needs it to normalise its own values).
-                Each reduction of a kernel uses its own smem slot, so one barrier per reduction.
+                Each reduce() call of compute() uses its own smem slot, so one barrier per call.
     4. cluster: not used. Rows up to 32768 elements fit one CTA's registers; longer rows use the
-                looped path below (one CTA per row, two passes), which is correct for any N but
-                leaves SMs idle when M is small (8 x 131072 keeps only 8 SMs busy). A cluster of CTAs
-                per row with a DSMEM reduction is the lever for that case.
+                looped path below (one CTA per row), which is correct for any N but leaves SMs idle
+                when M is small (8 x 131072 keeps only 8 SMs busy). A cluster of CTAs per row with a
+                DSMEM reduction is the lever for that case.
 
 NaN semantics (as torch.amax / torch.softmax)
     Every max is the IEEE-754 ``maximum`` (PTX ``max.NaN.f32``: NaN in, NaN out), never ``fmax``'s
@@ -43,7 +43,7 @@ NaN semantics (as torch.amax / torch.softmax)
     ``x.reduce(MAX)`` already lowers to MLIR's MAXIMUMF = ``max.NaN.f32``; the warp butterfly, the
     cross-warp smem step and the looped path's running max use ``cute.arch.fmax(..., nan=True)``
     (``_max``), so one NaN anywhere in a row survives every level of the hierarchy: a butterfly built
-    on plain fmax would drop it between lanes. softmax then computes exp2(x - NaN) = NaN for every
+    on plain fmax would drop it between lanes. softmax then computes exp(x - NaN) = NaN for every
     element, so the whole row is NaN, as torch's is. -inf is unchanged: some -inf values softmax to 0,
     an all -inf row gives max -inf and a NaN softmax row (-inf - -inf), both as torch. ``max.NaN.f32``
     is one instruction, like ``max.f32``: the semantics cost no instructions.
@@ -58,10 +58,11 @@ Thread/value layout (register path)
         k = 0:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     one ld.global.v4 per thread,
         k = 1:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     a warp reads 512 contiguous bytes
 
-    Per N, TPR is the smallest power of two (1..1024) that keeps CHUNKS * VEC <= VALUES_PER_THREAD = 32
-    fp32 values per thread (the row cached in registers costs 32 of the 255 registers); a CTA has
-    max(128, TPR) threads and holds 128/TPR rows when TPR < 128. Examples, bf16:
-        N = 7 (scalar path)  TPR 1,    7 chunks, 128 rows/CTA  -- tiny rows: one thread per row
+    Per N, TPR is the smallest power of two (1..1024) that keeps CHUNKS * VEC <= the values a thread may hold
+    per loaded tensor (VALUES_PER_THREAD = 32 fp32 values for one or two loads: the row cached in registers
+    costs 32 of the 255 registers; more loads share 64, see values_per_load); a CTA has max(128, TPR) threads
+    and holds 128/TPR rows when TPR < 128. A row of at most 32 vectors gets one vector per thread
+    (plan). Examples, bf16 softmax:
         N = 1000             TPR 32,   4 chunks, 4 rows/CTA    -- one warp per row, no smem step
         N = 4096             TPR 128,  4 chunks, 1 row/CTA     -- 4 warps per row, smem step
         N = 8192             TPR 256,  4 chunks, 1 row/CTA     -- 64 B per thread in flight, 32768 CTAs
@@ -72,65 +73,53 @@ Thread/value layout (register path)
 
 Large N (> 32 * 1024 elements): the looped path
     One CTA of 512 threads per row, a dynamic loop over the row 2048 vectors (16 KiB bf16) at a time
-    (4 chunks per thread per iteration). Pass 1 accumulates per thread: the sum, the sum of squares,
-    the max, or softmax's online (max, sum) pair, rescaling the running sum by exp(m_old - m_new)
-    when the max grows (shifting by 0 while the max is still -inf, so a masked -inf prefix gives 0,
-    not NaN: benchmarks/2026-12-01-h200-reduction-masked-prefix.md). The per-thread partials then go
-    through the same warp + smem hierarchy (softmax: max first, then sums rescaled to the row max).
-    Pass 2 (softmax, rmsnorm) re-reads the row and writes; the re-read is expected to hit L2 (a
-    256 KiB bf16 row was just read, and one row per resident CTA, ~132 x 256 KiB = 33 MB, is under
-    the 50 MB L2).
+    (4 chunks per thread per iteration), in passes that lowered.PASSES schedules (tools/lower/ir.py,
+    ``schedule``): pass p runs compute() on every slice and folds the thread partials of the reduce() calls
+    of pass p; calls of earlier passes return their row results, later ones a dummy (what depends on it is
+    discarded, and compiled away). A pass ends with the row reduction of its partials. The last pass knows
+    every result and writes the row outputs; the reduced outputs, which depend on the results alone, come
+    from one more compute() on filler values. Independent reductions share a pass, and an online pair
+    (lowered.ONLINE: sum(exp(a - m)) with m = max(a), softmax's) shares one: each thread keeps a running max
+    and rescales its running sum by exp(m_old - m_new) when the max grows (shifting by 0 while the max is
+    still -inf, so a masked -inf prefix gives 0, not NaN: benchmarks/2026-12-01-h200-reduction-masked-prefix.md),
+    and the row combines the pairs as sum_t s_t * exp(m_t - M). So softmax reads a long row twice, and rmsnorm
+    twice; the second read is expected to hit L2 (one row per resident CTA, ~132 x 256 KiB = 33 MB, is under the
+    50 MB L2).
 
 Alignment and predication
-    VEC is the widest power of two (<= 128 bits) that divides N, the row stride and the element
-    offsets of x, out and weight; N = 1000 bf16 contiguous keeps VEC 8, N = 7 or a row stride of
-    1003 falls back to VEC 1 (scalar ld.global, still coalesced across threads, still correct).
-    Vectors past the row end and rows past M are predicated off per 128-bit access; the identity
-    (0 or -inf) stands in for values that were not loaded. When CHUNKS * TPR == NV exactly (N = 4096,
-    8192, ...) a constexpr drops the predicates and the loads issue back to back.
+    VEC is the widest power of two (<= 128 bits) that divides N, every row stride and the element offsets
+    of every input and row output; N = 1000 bf16 contiguous keeps VEC 8, N = 7 or a row stride of 1003
+    falls back to VEC 1 (scalar ld.global, still coalesced across threads, still correct). Vectors past
+    the row end and rows past M are predicated off per 128-bit access. When CHUNKS * TPR == NV exactly
+    (N = 4096, 8192, ...) a constexpr drops the predicates and the loads issue back to back.
 
-Your own op (op.json "op": "lowered")
-    The template traces the user's PyTorch function into lowered.py (tests/lowered_examples/CONTRACT.md): INPUTS
-    ("row": [M, N], any row stride; "vector": [N]), OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim"
-    [M, 1]) with OUT_DTYPES, and compute(*values, n, reduce): straight-line fp32 math on pointwise.py's `pw.`
-    functions, with REDUCTIONS[i] the kind of its i-th reduce() call. The cell keeps its own data movement and
-    slots compute() in between; reduce is the cell's hierarchy:
-
-        reduce(kind, v) = _row_reduce(in-thread reduce of where(loaded, v, identity), kind, slot = call number)
-
-    The mask matters: compute() may turn a not-loaded 0 into anything (exp(0) = 1), so filling the registers with
-    the identity is not enough; masked elements become 0 / -inf / +inf (sum / max / min), and max and min are
-    NaN-propagating at every level as above. Each call gets its own smem slot, so one barrier per call.
-    - Inputs come in the user's parameter order; x is the first row input. compute()'s arguments are lowered.ARGS:
-      each comes from a load (a register fragment of (VEC, CHUNKS)) or is a scalar input (one fp32 value, read once
-      per thread). A bool mask is loaded as its bytes (VEC bytes per access: 64-bit beside a bf16 x) and handed over
-      as 0.0 / 1.0. An input the function reads in parts ([M, r*N], WIDTHS r) is loaded per part j from column j*N
-      (x.chunk(2, -1): two 128-bit loads per chunk, from two places in the row), or, for interleaved lanes
-      (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views with
-      stride r: every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are stored in
-      OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store). Rows of rank 3 or more
-      arrive as 2-D (host.rows_nd).
-    - Register path (lowered_row_kernel): row_kernel's layout and plan, with VALUES_PER_THREAD shared by the
-      inputs (32 // len(INPUTS) values per input and thread: more inputs, more threads per row, no spills).
-      Every input's row values are loaded once into registers, compute() runs once on them (its reductions in
-      between), the row outputs are stored from registers and the reduced ones by the row's thread 0: HBM read
-      once, written once. VEC is the widest width every input, row output, row stride and N allow.
-    - Looped path (lowered_looped_kernel, rows past the register path): one CTA per row and len(REDUCTIONS) + 1
-      passes over the row in slices. Pass p runs compute() on each slice with a reduce() that returns the
-      results known from passes < p, folds call p's masked partial into an rmem accumulator, and returns a dummy
-      for later calls (what depends on it is discarded, and compiled away); the row reduction of that
-      accumulator is call p's result. The last pass knows every result and writes the row outputs (it is skipped
-      when there are none); the reduced outputs, which depend on the results alone, come from one more
-      compute() on filler values.
+What compute() gets (lowered.py)
+    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; a mask's bytes), OUTPUTS ("row" [M, N],
+    "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n, reduce): straight-line
+    fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th reduce() call.
+    - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are
+      lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a scalar input (one fp32
+      value, read once per thread). A bool mask is loaded as its bytes (VEC bytes per access: 64-bit beside a
+      bf16 x) and handed over as 0.0 / 1.0. An input the function reads in parts ([M, r*N], WIDTHS r) is loaded
+      per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for interleaved lanes
+      (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views
+      with stride r: every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are
+      stored in OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store). Rows of
+      rank 3 or more arrive as 2-D (host.rows_nd).
+    - Register path (row_kernel): every input's row values are loaded once into registers, compute() runs once
+      on them (its reductions in between), the row outputs are stored from registers and the reduced ones by the
+      row's thread 0: HBM read once, written once.
 
 Measured bandwidth against the device copy and torch, per op, shape and dtype:
-benchmarks/2026-11-30-h200-reduction.md.
+benchmarks/2026-11-30-h200-reduction.md; the built-ins through this one path against the hand-written ones they
+replaced: benchmarks/2026-12-04-h200-one-path.md.
 
 Interface (the same in every kbaseline cell):
-    run(x, out=None) / run(x, weight, out=None)  -> out   CUDA tensors; compiles and caches on first use
-    run(*inputs, out=None)  (lowered)            -> out   one tensor, or a tuple for several outputs
-    compile_only(case, out_dir)                  -> PTX   compile for sm_90a with no GPU (fake tensors)
-    describe(case)                               -> dict  threads per row, chunks, grid, data movement
+    run(*inputs, out=None)             -> out     lowered.INPUTS order (softmax: run(x); rmsnorm: run(x, weight));
+                                                  one tensor, or a tuple for several outputs; compiles and caches on
+                                                  first use
+    compile_only(case, out_dir)        -> PTX     compile for sm_90a with no GPU (fake tensors)
+    describe(case)                     -> dict    threads per row, chunks, grid, data movement
 """
 
 from __future__ import annotations
@@ -141,22 +130,15 @@ import os
 
 import cutedsl_runtime as rt  # first: it sets CUTE_DSL_ARCH=sm_90a before cutlass is imported
 import host
+import lowered  # the op as a program, generated at the workspace root (tests/lowered_examples/CONTRACT.md)
 
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, const_expr
 
 OP_SPEC = host.OP
-OP = OP_SPEC["op"]
-LOWERED = OP == "lowered"
-if LOWERED:
-    import lowered  # the user's op, generated at the workspace root (tests/lowered_examples/CONTRACT.md)
-EPS = float(OP_SPEC.get("params", {}).get("eps", 1e-6))
-
-OPS = ("sum", "mean", "max", "softmax", "rmsnorm")
-ROW_OUT_OPS = ("softmax", "rmsnorm")  # out is [M, N]; the others write out [M]
 ACCESS_BITS = 128
-VALUES_PER_THREAD = 32  # fp32 row values a thread keeps in registers on the register path
+VALUES_PER_THREAD = 32  # fp32 row values a thread keeps in registers per loaded tensor (see values_per_load)
 MAX_TPR = 1024  # threads per row on the register path -> rows up to 32 * 1024 elements
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
@@ -170,10 +152,10 @@ _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def plan(n: int, vec: int, values: int = VALUES_PER_THREAD) -> dict:
+def _fit(n: int, vec: int, values: int) -> dict:
     """Threads per row, chunks per thread and CTA size for a row of n elements read VEC at a time.
 
-    `values`: the fp32 row values one thread may hold per loaded tensor (a lowered op with k inputs: 32 // k)."""
+    `values`: the fp32 row values one thread may hold per loaded tensor (plan: values_per_load, or VEC)."""
     nv = -(-n // vec)
     kmax = max(1, values // vec)
     tpr = 1
@@ -189,8 +171,8 @@ def plan(n: int, vec: int, values: int = VALUES_PER_THREAD) -> dict:
             "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
 
 
-def _smem_bytes(cfg: dict, slots: int = 2) -> int:
-    """fp32 partials [rows, warps per row, slots]: one slot per row reduction of the kernel (2: softmax's two)."""
+def _smem_bytes(cfg: dict, slots: int) -> int:
+    """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2)."""
     warps_per_row = max(1, cfg["tpr"] // 32)
     return 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 else 0
 
@@ -242,196 +224,23 @@ def _allocate_partials(rows: int, tpr: int, slots: int):
     return smem.allocate_tensor(Float32, cute.make_layout((rows, tpr // 32, slots), stride=(tpr // 32 * slots, slots, 1)), 4)
 
 
-def _identity(op: str) -> float:
-    return -math.inf if op in ("max", "softmax") else 0.0
-
-
-@cute.kernel
-def row_kernel(
-    mX: cute.Tensor, mW: cute.Tensor, mO: cute.Tensor, m: Int32, nv: Int32, eps: Float32,
-    op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
-    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
-):
-    """Register path: TPR threads own one row; the row's CHUNKS x VEC values per thread stay in registers."""
-    tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    rows = threads // tpr
-    row = bidx * rows + tidx // tpr
-    t = tidx % tpr
-    dtype = mX.element_type
-    n_f = Float32(nv * vec)
-
-    buf = None
-    if const_expr(tpr > 32):
-        buf = _allocate_partials(threads // tpr, tpr, 2)
-
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=vec * dtype.width)
-    rX = cute.make_rmem_tensor((vec, chunks), dtype)
-    rX.fill(_identity(op))
-    rW = cute.make_rmem_tensor((vec, chunks), dtype)
-    row_ok = row < m
-    if row_ok:
-        for k in cutlass.range_constexpr(chunks):
-            if full or k * tpr + t < nv:  # `full` (constexpr): CHUNKS * TPR == NV, no vector is past the end
-                cute.copy(atom, mX[None, k * tpr + t, row], rX[None, k])
-                if const_expr(op == "rmsnorm"):
-                    cute.copy(atom, mW[None, k * tpr + t], rW[None, k])
-    x = rX.load().to(Float32)
-
-    if const_expr(op in ("sum", "mean", "max")):
-        kind = "max" if const_expr(op == "max") else "sum"
-        red = cute.ReductionOp.MAX if const_expr(op == "max") else cute.ReductionOp.ADD
-        val = _row_reduce(x.reduce(red, _identity(op), 0), kind, tpr, buf, 0)
-        if const_expr(op == "mean"):
-            val = val / n_f
-        if row_ok and t == 0:
-            mO[row] = val.to(dtype)
-    else:
-        y = None
-        if const_expr(op == "softmax"):
-            row_max = _row_reduce(x.reduce(cute.ReductionOp.MAX, -math.inf, 0), "max", tpr, buf, 0)
-            e = cute.math.exp2(x * LOG2_E - row_max * LOG2_E, fastmath=True)
-            row_sum = _row_reduce(e.reduce(cute.ReductionOp.ADD, 0.0, 0), "sum", tpr, buf, 1)
-            y = e * cute.arch.rcp_approx(row_sum)
-        else:
-            ss = _row_reduce((x * x).reduce(cute.ReductionOp.ADD, 0.0, 0), "sum", tpr, buf, 0)
-            rstd = cute.math.rsqrt(ss / n_f + eps)
-            y = x * rstd * rW.load().to(Float32)
-        rY = cute.make_rmem_tensor((vec, chunks), dtype)
-        rY.store(y.to(dtype))
-        if row_ok:
-            for k in cutlass.range_constexpr(chunks):
-                if full or k * tpr + t < nv:
-                    cute.copy(atom, rY[None, k], mO[None, k * tpr + t, row])
-
-
-@cute.kernel
-def looped_kernel(
-    mX: cute.Tensor, mW: cute.Tensor, mO: cute.Tensor, m: Int32, nv: Int32, iters: Int32, eps: Float32,
-    op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
-    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int],
-):
-    """Large-N path: one CTA per row; pass 1 reduces the row in slices, pass 2 re-reads it and writes."""
-    t, _, _ = cute.arch.thread_idx()
-    row, _, _ = cute.arch.block_idx()
-    dtype = mX.element_type
-    n_f = Float32(nv * vec)
-    buf = _allocate_partials(1, tpr, 2)
-    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=vec * dtype.width)
-    rX = cute.make_rmem_tensor((vec, chunks), dtype)
-    rW = cute.make_rmem_tensor((vec, chunks), dtype)
-    rY = cute.make_rmem_tensor((vec, chunks), dtype)
-    step = tpr * chunks
-
-    # Pass 1: per-thread partials. acc = sum / sum of squares / max; (acc, run_sum) = online softmax.
-    acc = Float32(_identity(op))
-    run_sum = Float32(0.0)
-    for it in cutlass.range(iters):
-        rX.fill(_identity(op))
-        for k in cutlass.range_constexpr(chunks):
-            if it * step + k * tpr + t < nv:
-                cute.copy(atom, mX[None, it * step + k * tpr + t, row], rX[None, k])
-        x = rX.load().to(Float32)
-        if const_expr(op in ("sum", "mean")):
-            acc = acc + x.reduce(cute.ReductionOp.ADD, 0.0, 0)
-        elif const_expr(op == "rmsnorm"):
-            acc = acc + (x * x).reduce(cute.ReductionOp.ADD, 0.0, 0)
-        elif const_expr(op == "max"):
-            acc = _max(acc, x.reduce(cute.ReductionOp.MAX, -math.inf, 0))
-        else:
-            # Online softmax. A thread whose slices so far held only -inf (a masked prefix) has
-            # new_max = -inf, and exp2(-inf - -inf) would be NaN: it shifts by 0 instead, so its exp2
-            # terms are exp2(-inf) = 0 and run_sum stays 0. A NaN makes new_max, run_sum and the row
-            # result NaN (as torch).
-            new_max = _max(acc, x.reduce(cute.ReductionOp.MAX, -math.inf, 0))
-            shift = cutlass.select_(new_max == -math.inf, Float32(0.0), new_max) * LOG2_E
-            run_sum = run_sum * cute.math.exp2(acc * LOG2_E - shift, fastmath=True) + cute.math.exp2(
-                x * LOG2_E - shift, fastmath=True).reduce(cute.ReductionOp.ADD, 0.0, 0)
-            acc = new_max
-
-    if const_expr(op in ("sum", "mean", "max")):
-        val = _row_reduce(acc, "max" if const_expr(op == "max") else "sum", tpr, buf, 0)
-        if const_expr(op == "mean"):
-            val = val / n_f
-        if t == 0:
-            mO[row] = val.to(dtype)
-    else:
-        scale = Float32(0.0)
-        shift = Float32(0.0)
-        if const_expr(op == "softmax"):
-            row_max = _row_reduce(acc, "max", tpr, buf, 0)
-            row_sum = _row_reduce(run_sum * cute.math.exp2((acc - row_max) * LOG2_E, fastmath=True), "sum", tpr, buf, 1)
-            scale = cute.arch.rcp_approx(row_sum)
-            shift = row_max * LOG2_E
-        else:
-            scale = cute.math.rsqrt(_row_reduce(acc, "sum", tpr, buf, 0) / n_f + eps)
-        # Pass 2: re-read the row (mostly L2 hits), normalise, write.
-        for it in cutlass.range(iters):
-            for k in cutlass.range_constexpr(chunks):
-                if it * step + k * tpr + t < nv:
-                    cute.copy(atom, mX[None, it * step + k * tpr + t, row], rX[None, k])
-                    if const_expr(op == "rmsnorm"):
-                        cute.copy(atom, mW[None, it * step + k * tpr + t], rW[None, k])
-            x = rX.load().to(Float32)
-            if const_expr(op == "softmax"):
-                rY.store((cute.math.exp2(x * LOG2_E - shift, fastmath=True) * scale).to(dtype))
-            else:
-                rY.store((x * scale * rW.load().to(Float32)).to(dtype))
-            for k in cutlass.range_constexpr(chunks):
-                if it * step + k * tpr + t < nv:
-                    cute.copy(atom, rY[None, k], mO[None, it * step + k * tpr + t, row])
-
-
-@cute.jit
-def reduction_launch(
-    mX_in: cute.Tensor, mW_in: cute.Tensor, mO_in: cute.Tensor, iters: Int32, eps: Float32, stream,
-    op: cutlass.Constexpr[str], vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
-    chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool],
-    full: cutlass.Constexpr[bool], smem_bytes: cutlass.Constexpr[int],
-):
-    """Host side: x as (VEC, NV, M) : (1, VEC, ld) so each (VEC) column is one aligned vector access.
-
-    M, N and the row stride ld are x's own (runtime values the TVM-FFI wrapper bound from the tensor);
-    the weight and the output are rebuilt from their data pointers in the same (VEC, NV) shape."""
-    m, n = mX_in.shape
-    ld = mX_in.stride[0]
-    nv = n // vec
-    mX = cute.make_tensor(mX_in.iterator, cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(ld, divby=vec))))
-    mW = cute.make_tensor(mW_in.iterator, cute.make_layout((vec, nv), stride=(1, vec)))
-    if const_expr(op in ROW_OUT_OPS):
-        mO = cute.make_tensor(mO_in.iterator,
-                              cute.make_layout((vec, nv, m), stride=(1, vec, cute.assume(nv * vec, divby=vec))))
-    else:
-        mO = cute.make_tensor(mO_in.iterator, cute.make_layout(m))
-    if const_expr(looped):
-        looped_kernel(mX, mW, mO, m, nv, iters, eps, op, vec, tpr, chunks, threads).launch(
-            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
-    else:
-        rows = threads // tpr
-        row_kernel(mX, mW, mO, m, nv, eps, op, vec, tpr, chunks, threads, full).launch(
-            grid=[(m + rows - 1) // rows, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
-
-
-# ------------------------------------------------------------------------------------------------
-# The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
-# ------------------------------------------------------------------------------------------------
-
-def lowered_values() -> int:
-    """fp32 row values a thread may hold per load of the lowered op: the built-in rmsnorm's budget for its two
-    tensors (x and weight, VALUES_PER_THREAD each) shared among the loads (_LOADS: a whole input or a part counts
+def values_per_load() -> int:
+    """fp32 row values a thread may hold per load: a budget of 2 * VALUES_PER_THREAD (rmsnorm's x and weight, 32
+    each) shared among the loads (_LOADS: a whole input or a part counts
     one, a wide input's lanes r; a scalar input is one register and counts none), at most VALUES_PER_THREAD.
 
     Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): x, weight and bias (F.layer_norm) at 32 values
-    each took 110 registers, 2 CTAs per SM and 0.71x the built-in's bandwidth; at 10 values each (one shared
+    each took 110 registers, 2 CTAs per SM and 0.71x rmsnorm's bandwidth; at 10 values each (one shared
     budget) rows of 1024 threads with one vector in flight ran 0.44x."""
     return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // sum(_load_widths())))
 
 
-SHORT_ROW_VECTORS = 32  # a lowered row of at most this many vectors gets one vector per thread (lowered_plan)
+SHORT_ROW_VECTORS = 32  # a row of at most this many vectors gets one vector per thread (plan)
 
 
-def lowered_plan(n: int, vec: int) -> dict:
-    """plan() for a lowered op: its loads share the register budget (lowered_values), except that a short row (at
+def plan(n: int, vec: int) -> dict:
+    """The launch plan of a row of n elements read VEC at a time (_fit): the loads share the register budget
+    (values_per_load), except that a short row (at
     most SHORT_ROW_VECTORS vectors: a head of 128, RoPE's half of 64) gets one vector per thread and so as many
     threads as vectors: every load issues at once, and the row reduction takes one or two more shuffle steps.
 
@@ -439,7 +248,7 @@ def lowered_plan(n: int, vec: int) -> dict:
     of 128 ([8192, 4096] bf16) ran 36.5-37.1 us with 16 threads of one vector per head against 38.9 us with 4 of
     four; RoPE's rows of 64 already ran one vector per thread."""
     nv = -(-n // vec)
-    return plan(n, vec, vec if nv <= SHORT_ROW_VECTORS else lowered_values())
+    return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS else values_per_load())
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
@@ -466,13 +275,13 @@ def _plan_loads(args, kinds):
     return loads, of_arg, scalars
 
 
-_LOADS, _OF_ARG, _SCALARS = _plan_loads(lowered.ARGS, lowered.KINDS) if LOWERED else ([], [], [])
+_LOADS, _OF_ARG, _SCALARS = _plan_loads(lowered.ARGS, lowered.KINDS)
 
 
 # Where compute()'s results go (host.lowered_stores): one register fragment per store of a row output, a wide one's
 # halves from column j*N or its lanes as ONE fragment r*VEC wide; a reduced output by the row's thread 0.
-_STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW) if LOWERED else ((), ())
-_X = lowered.KINDS.index("row") if LOWERED else 0
+_STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW)
+_X = lowered.KINDS.index("row")
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] != "scalar"), 0)  # an argument of the values' shape
 
 
@@ -525,22 +334,60 @@ class _RowReducer:
                                    self.calls - 1))
 
 
+def _shift(m):
+    """The exponent shift of an online max: m, or 0 while m is still -inf (a masked prefix: exp(-inf - 0) = 0,
+    where exp(-inf - -inf) would be NaN)."""
+    return cutlass.select_(m == -math.inf, Float32(0.0), m)
+
+
+def _exp(v):
+    return cute.math.exp2(v * LOG2_E, fastmath=True)
+
+
+_SLOTS = max(1, len(lowered.REDUCTIONS))  # smem slots: one per reduce() call
+_ONLINE_MAX = {m: q for q, m in enumerate(lowered.ONLINE) if m is not None}  # online max -> its sum
+
+
 class _PassReducer:
-    """compute()'s reduce in pass p of the looped path: calls before p return the row results already known,
-    call p folds its masked thread partial into acc[0] (an rmem accumulator: the slice loop carries it), later
-    calls return a dummy 0 (what depends on them in pass p is discarded; the compiler drops it). The last pass
-    (p = None) knows every result."""
+    """compute()'s reduce in pass p of the looped path (lowered.PASSES; p None: the last pass, which knows every
+    result). A call of an earlier pass returns its row result (known), a call of a later pass a dummy 0 (what
+    depends on it is discarded; the compiler drops it), a call of pass p folds its masked thread partial into
+    acc[q], an rmem accumulator the slice loop carries:
+    - an online max (lowered.ONLINE) folds, then returns the thread's running max, shifted (_shift), so that its
+      sum's exp(a - m) is relative to it; it keeps the old and new shifts for that sum;
+    - an online sum rescales its running sum by exp(old - new) before adding the slice's."""
 
     def __init__(self, p, known, acc, valid, like):
-        self.p, self.known, self.acc, self.valid, self.like, self.calls = p, known, acc, valid, like, 0
+        self.p, self.known, self.acc, self.valid, self.like, self.calls, self.moved = p, known, acc, valid, like, 0, {}
 
     def __call__(self, kind: str, v):
         q, self.calls = self.calls, self.calls + 1
-        if self.p is None or q < self.p:
+        if self.p is None or lowered.PASSES[q] < self.p:
             return self.known[q]
-        if q == self.p:
-            self.acc[0] = _combine(kind)(self.acc[0], _thread_partial(kind, v, self.valid, self.like))
+        if lowered.PASSES[q] > self.p:
+            return Float32(0.0)
+        part = _thread_partial(kind, v, self.valid, self.like)
+        if q in _ONLINE_MAX:
+            old = _shift(self.acc[q])
+            self.acc[q] = _max(self.acc[q], part)
+            self.moved[q] = (old, _shift(self.acc[q]))
+            return self.moved[q][1]
+        if lowered.ONLINE[q] is not None:
+            old, new = self.moved[lowered.ONLINE[q]]
+            self.acc[q] = self.acc[q] * _exp(old - new) + part
+        else:
+            self.acc[q] = _combine(kind)(self.acc[q], part)
         return Float32(0.0)
+
+
+def _row_results(p: int, acc, known: dict, tpr: int, buf):
+    """The row results of pass p's reductions from their thread accumulators: an online sum's terms rescaled to
+    the row's max first (s_t * exp(m_t - M), both shifted), then summed."""
+    for q, kind in enumerate(lowered.REDUCTIONS):
+        if lowered.PASSES[q] == p:
+            m = lowered.ONLINE[q]
+            val = acc[q] if m is None else acc[q] * _exp(_shift(acc[m]) - _shift(known[m]))
+            known[q] = Float32(_row_reduce(val, kind, tpr, buf, q))
 
 
 @cute.jit
@@ -614,12 +461,12 @@ def _store_reduced(outputs, results, row):
 
 
 @cute.kernel
-def lowered_row_kernel(
+def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
 ):
-    """Register path of a lowered op: row_kernel's layout; every input's row values stay in registers from the
-    load, through compute()'s reductions, to the outputs."""
+    """Register path: TPR threads own one row; every input's row values stay in registers from the load, through
+    compute()'s reductions, to the outputs."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     rows = threads // tpr
@@ -646,32 +493,35 @@ def lowered_row_kernel(
 
 
 @cute.kernel
-def lowered_looped_kernel(
+def looped_kernel(
     m: Int32, nv: Int32, iters: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int],
 ):
-    """Large-N path of a lowered op: one CTA per row, len(REDUCTIONS) + 1 passes over the row in slices."""
+    """Large-N path: one CTA per row, the reductions' passes over the row in slices (lowered.PASSES), then one
+    that writes the row outputs."""
     t, _, _ = cute.arch.thread_idx()
     row, _, _ = cute.arch.block_idx()
     loads, scalars, row_outputs, reduced = _split(tensors)
-    buf = _allocate_partials(1, tpr, max(1, len(lowered.REDUCTIONS)))
+    buf = _allocate_partials(1, tpr, _SLOTS)
     frags = _fragments(loads, vec, chunks, _load_widths())
     for f in frags:
         f.fill(0)  # once: values a slice does not load are masked (reduce) or never stored
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
-    acc = cute.make_rmem_tensor((1,), Float32)
+    acc = cute.make_rmem_tensor((_SLOTS,), Float32)
     n_f = Float32(nv * vec)
     step = tpr * chunks
-    known = []  # the row results of the reduce() calls, one per pass
+    known = {}  # reduction number -> its row result, once its pass is done
 
-    for p in cutlass.range_constexpr(len(lowered.REDUCTIONS)):
-        acc[0] = Float32(IDENTITY[lowered.REDUCTIONS[p]])
+    for p in cutlass.range_constexpr(max(lowered.PASSES) + 1 if lowered.PASSES else 0):
+        for q, kind in enumerate(lowered.REDUCTIONS):
+            if const_expr(lowered.PASSES[q] == p):
+                acc[q] = Float32(IDENTITY[kind])
         for it in cutlass.range(iters):
             _load_chunks(loads, frags, it * step + t, row, nv, tpr, chunks, False)
             values = _values(frags, scalars, vec, chunks)
             lowered.compute(*values, n_f, _PassReducer(p, known, acc, _chunk_mask(vec, chunks, it * step + t, tpr, nv),
                                                        values[_LIKE]))
-        known.append(_row_reduce(acc[0], lowered.REDUCTIONS[p], tpr, buf, p))
+        _row_results(p, acc, known, tpr, buf)
 
     # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
     if const_expr(len(row_outputs) > 0):
@@ -690,7 +540,7 @@ def lowered_looped_kernel(
 
 
 @cute.jit
-def lowered_reduction_launch(
+def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
     smem_bytes: cutlass.Constexpr[int], *tensors,
@@ -708,7 +558,7 @@ def lowered_reduction_launch(
     for i, how, j in _LOADS:
         t, kind = inputs[i], lowered.KINDS[i]
         width = vec * lowered.WIDTHS[i] if how == "lane" else vec  # a lanes load reads r*VEC contiguous elements
-        if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _lowered_vec)
+        if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _operand_vec)
             layout = cute.make_layout((width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=width)))
         elif const_expr(kind == "broadcast"):  # [L0, L1, L2, W] with stride 0 where it is broadcast (host)
             layout = cute.make_layout((width, nv, (t.shape[2], t.shape[1], t.shape[0])),
@@ -725,11 +575,11 @@ def lowered_reduction_launch(
     views += [cute.make_tensor(t.iterator, cute.make_layout(m)) for t, kind in zip(outputs, lowered.OUTPUTS)
               if kind != "row"]
     if const_expr(looped):
-        lowered_looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
+        looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr
-        lowered_row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full).launch(
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full).launch(
             grid=[(m + rows - 1) // rows, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
 
 
@@ -741,27 +591,9 @@ _compiled: dict = {}  # (op, dtype, vec, plan) -> compiled launcher: one compile
 _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters): the hot path's one lookup
 
 
-def _plan_args(vec: int, cfg: dict, slots: int) -> tuple:
-    """The launchers' constexprs of a plan: vec, tpr, chunks, threads, looped, full, smem bytes."""
-    return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg, slots))
-
-
-def _const_args(op: str, vec: int, cfg: dict):
-    return (op, *_plan_args(vec, cfg, 2))
-
-
-def _compile_args(op: str, dtype: str, vec: int, cfg: dict) -> tuple:
-    """Fake x [M, N] : (ld, 1), weight [N] (rmsnorm; the other ops are handed x and never read it) and out.
-
-    M and N are symbols shared by all three, so the wrapper checks that they agree; N and ld are multiples of
-    VEC, and x, weight and a row output promise VEC-element alignment (one element for out [M], which only
-    gets scalar stores). A row output is contiguous: its row stride is the N symbol itself."""
-    eb = _BYTES[dtype]
-    m, n = rt.dim(), rt.dim(vec)
-    x = rt.tensor(dtype, (m, n), (rt.dim(vec), 1), align=vec * eb)
-    weight = rt.tensor(dtype, (n,), (1,), align=vec * eb) if op == "rmsnorm" else x
-    out = rt.tensor(dtype, (m, n), (n, 1), align=vec * eb) if op in ROW_OUT_OPS else rt.tensor(dtype, (m,), (1,), eb)
-    return (x, weight, out, 1, EPS, rt.STREAM, *_const_args(op, vec, cfg))
+def _plan_args(vec: int, cfg: dict) -> tuple:
+    """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, smem bytes (a slot per reduce)."""
+    return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg, _SLOTS))
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -777,25 +609,8 @@ def _in_index_range(m: int, n: int, ld: int) -> bool:
     return (m - 1) * ld + n < 2**31
 
 
-def _prepare(op: str, x, args, out):
-    """A signature's first call, or a refused one: host.py's checks, the plan, then the compiled launcher."""
-    if op not in OPS:
-        raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
-    dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
-    if not _in_index_range(m, n, ld):
-        raise ValueError(f"{op}: {m}x{n} with row stride {ld} exceeds the int32 index range of this kernel")
-    eb = x.element_size()
-    addresses = [x.data_ptr(), (weight if weight is not None else x).data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0]
-    if any(a % eb for a in addresses):
-        raise ValueError(f"{op}: tensors must be aligned to their element size")
-    vec = _pick_vec(eb, n, ld, addresses)
-    cfg = plan(n, vec)
-    key = (op, dtype, *_const_args(op, vec, cfg))
-    return rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg)), cfg["iters"]
-
-
-def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
-    """Fake inputs and outputs of lowered_reduction_launch, in INPUTS then OUTPUTS order, sharing the M and N symbols.
+def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
+    """Fake inputs and outputs of reduction_launch, in INPUTS then OUTPUTS order, sharing the M and N symbols.
 
     Row inputs [M, N] : (ld, 1) each with its own ld symbol (a multiple of VEC), vectors [N], row outputs [M, N]
     contiguous; all VEC-element aligned (an fp32 row output of a 16-bit op: min(16, 4 * VEC) bytes). Reduced
@@ -824,14 +639,10 @@ def _lowered_compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
         shape, stride, align = {"row": ((m, row), (row, 1), min(16, step * ob)), "reduced": ((m,), (1,), ob),
                                 "reduced_keepdim": ((m, 1), (1, 1), ob)}[kind]
         outputs.append(rt.tensor(name, shape, stride, align))
-    return (1, rt.STREAM, *_lowered_plan_args(vec, cfg), *inputs, *outputs)
+    return (1, rt.STREAM, *_plan_args(vec, cfg), *inputs, *outputs)
 
 
-def _lowered_plan_args(vec: int, cfg: dict) -> tuple:
-    return _plan_args(vec, cfg, max(1, len(lowered.REDUCTIONS)))
-
-
-def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
+def _operand_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     """_pick_vec over every input and row output (each row stride, each pointer). An fp32 row output of a 16-bit op
     stores VEC fp32 values per vector, so its pointer must be min(16, 4 * VEC)-byte aligned."""
     rows = [o for o, kind in zip(outputs, lowered.OUTPUTS) if kind == "row"]
@@ -851,138 +662,114 @@ def _lowered_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     return vec
 
 
-def _lowered_shapes(m: int, n: int) -> list:
+def _out_shapes(m: int, n: int) -> list:
     return host.lowered_out_shapes(lowered, m, n)
 
 
-def _prepare_lowered(inputs, out):
-    """A lowered signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher."""
+def _prepare(inputs, out):
+    """A signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher (and the
+    outputs)."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
     n //= lowered.WIDTHS[_X]  # the row length N (a wide x is r*N)
-    dtype, outputs = host.lowered_operands(lowered, inputs, out, _lowered_shapes(m, n), False)
+    dtype, outputs = host.lowered_operands(lowered, inputs, out, _out_shapes(m, n), False)
     lds = [host.rows_of(lowered.SOURCE, t)[2] for t, kind in zip(inputs, lowered.KINDS) if kind == "row"]
     if not all(_in_index_range(m, n, ld) for ld in lds):
         raise ValueError(f"{lowered.SOURCE}: {m}x{n} with row strides {lds} exceeds the int32 index range of this kernel")
-    vec = _lowered_vec(inputs[_X].element_size(), n, lds, inputs, outputs)
+    vec = _operand_vec(inputs[_X].element_size(), n, lds, inputs, outputs)
     for i, width in enumerate(lowered.WIDTHS):  # a lanes load reads r elements together: the row stride keeps them
         if width > 1 and math.gcd(*inputs[i].stride()[:-1]) % width and any(a[0] == i and a[1] == "lane"
                                                                             for a in lowered.ARGS):
             raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
-    cfg = lowered_plan(n, vec)
-    key = ("lowered", dtype, *_lowered_plan_args(vec, cfg))
-    launcher = rt.compiled(_compiled, key, lowered_reduction_launch, lambda: _lowered_compile_args(dtype, vec, cfg))
+    cfg = plan(n, vec)
+    key = (dtype, *_plan_args(vec, cfg))
+    launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(dtype, vec, cfg))
     return (launcher, cfg["iters"]), outputs
 
 
-_ROW_INPUTS = [i for i, kind in enumerate(lowered.KINDS) if kind == "row"] if LOWERED else []
-_BROADCAST = [i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast"] if LOWERED else []
-_OUT_DTYPES = host.out_dtypes(lowered.OUT_DTYPES) if LOWERED else []
+_ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
+_BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
+_ND = bool(lowered.HEADS or _BROADCAST)  # rows that are not x's own 2-D rows: through host.rows_nd
+_VIEWED = any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS  # inputs host.lowered_views changes
+_N_INPUTS, _X_WIDTH = len(lowered.INPUTS), lowered.WIDTHS[_X]
+# each output as run() makes it: (its shape from (M, N), its dtype; None: x's)
+_NEW_OUTPUTS = tuple((host.OUTPUT_SHAPES[kind], r, d)
+                     for kind, r, d in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
 
 
-def run_lowered(*inputs, out=None):
-    """lowered.compute over the rows of x (module docstring): rows of any rank, heads and broadcast inputs through
-    host.rows_nd, which hands _run_rows 2-D rows; a plain [M, N] x goes straight there."""
-    if len(inputs) == len(lowered.INPUTS) and (inputs[_X].dim() != 2 or _ND):
-        return host.rows_nd(lowered, _run_rows, inputs, out)
+def run(*inputs, out=None):
+    """lowered.compute over the rows of x, on the current CUDA stream: one output tensor, or a tuple of them.
+
+    inputs in lowered.INPUTS order, the function's own (rows [..., N] with a contiguous last dim and any row stride,
+    vectors [N], scalars of one element, masks bool); `out` one tensor or a tuple/list in OUTPUTS order. Rows of
+    rank 3 or more, heads and broadcast inputs go through host.rows_nd, which hands _run_rows 2-D rows; a plain
+    [M, N] x goes straight there."""
+    if _ND or len(inputs) != _N_INPUTS or inputs[_X].dim() != 2:
+        if len(inputs) == _N_INPUTS:
+            return host.rows_nd(lowered, _run_rows, inputs, out)
+        _prepare(inputs, out)  # raises, in host.py's words
     return _run_rows(*inputs, out=out)
 
 
-_ND = bool(LOWERED and (lowered.HEADS or "broadcast" in lowered.KINDS))
-
-
 def _run_rows(*inputs, out=None):
-    """lowered.compute over the rows of x [M, N], on the current CUDA stream: one output tensor or a tuple of them.
+    """run() on 2-D rows: the hot path.
 
-    inputs in lowered.INPUTS order, the function's own (rows [M, N] with a contiguous last dim and any row stride,
-    vectors [N], scalars of one element, masks bool); `out`
-    one tensor or a tuple/list in OUTPUTS order. As run(): the signature (N, every row stride, every pointer's
-    16-byte phase) picks the compiled plan, M is free, host.py runs on a signature's first call and on a refusal."""
-    if len(inputs) != len(lowered.INPUTS) or inputs[_X].dim() != 2:
-        _prepare_lowered(inputs, out)  # raises, in host.py's words
-    inputs = host.lowered_views(lowered, inputs)
+    The signature (N, every row stride, every pointer's 16-byte phase) picks the compiled plan, M is free: one
+    dict lookup, then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides and alignment against the
+    compiled variant. host.py runs on a signature's first call and when the wrapper refuses one, so its checks
+    and its words cost nothing on the hot path (see cutedsl_runtime.py)."""
+    if _VIEWED:
+        inputs = host.lowered_views(lowered, inputs)
     x = inputs[_X]
     m, n = x.shape
-    n //= lowered.WIDTHS[_X]
+    if _X_WIDTH != 1:
+        n //= _X_WIDTH  # the row length N: a wide x is r*N
     outputs = host.lowered_outputs(out) if out is not None else tuple(
-        x.new_empty(shape, dtype=d) for shape, d in zip(_lowered_shapes(m, n), _OUT_DTYPES))
-    lds = tuple(inputs[i].stride(0) if m > 1 else n for i in _ROW_INPUTS)
-    signature = ("lowered", x.dtype, n, lds, *(t.data_ptr() % 16 for t in (*inputs, *outputs)),
+        x.new_empty(shape(m, n * r), dtype=d) for shape, r, d in _NEW_OUTPUTS)
+    lds = tuple(inputs[i].stride(0) for i in _ROW_INPUTS) if m > 1 else (n,) * len(_ROW_INPUTS)
+    signature = (x.dtype, n, lds, tuple(t.data_ptr() & 15 for t in inputs), tuple(t.data_ptr() & 15 for t in outputs),
                  *(inputs[i].stride()[:3] for i in _BROADCAST))
     prepared = _launches.get(signature)
-    if prepared is None or not all(_in_index_range(m, n, ld) for ld in lds):  # M is not in the signature
-        prepared = _launches[signature] = _prepare_lowered(inputs, out)[0]
+    if prepared is None or (m - 1) * max(lds) + n >= 2**31:  # M is not in the signature: _in_index_range
+        prepared = _launches[signature] = _prepare(inputs, out)[0]
     launcher, iters = prepared
     try:
         launcher(iters, *inputs, *outputs)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
-        _prepare_lowered(inputs, out)  # host.py says why in the words every cell uses ...
+        _prepare(inputs, out)  # host.py says why in the words every cell uses ...
         raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return outputs[0] if len(outputs) == 1 else outputs
 
 
-def run(x, *args, out=None, op: str = OP, eps: float = EPS):
-    """Reduce x [M, N] over its last dim on the current CUDA stream. rmsnorm: run(x, weight, out=None).
-
-    The signature is what picks the compiled variant and the plan: N, the row stride and each pointer's
-    16-byte phase (they set the vector width). M is free: one signature serves every batch size. The
-    wrapper checks dtypes, shapes, strides and alignment against the variant; host.py runs on a
-    signature's first call and when the wrapper refuses one (see cutedsl_runtime.py). A lowered op takes
-    run(*inputs, out=None) in lowered.INPUTS order: run_lowered."""
-    if op == "lowered":
-        return run_lowered(x, *args, out=out)
-    if x.dim() != 2 or len(args) != (op == "rmsnorm"):
-        _prepare(op, x, args, out)  # raises, in host.py's words
-    weight = args[0] if args else x  # only rmsnorm reads the weight
-    if out is None:
-        out = x.new_empty(x.shape if op in ROW_OUT_OPS else x.shape[:1])
-    signature = (op, x.dtype, x.shape[1], x.stride(0) if x.shape[0] > 1 else x.shape[1],
-                 x.data_ptr() % 16, weight.data_ptr() % 16, out.data_ptr() % 16)
-    prepared = _launches.get(signature)
-    if prepared is None or not _in_index_range(x.shape[0], signature[2], signature[3]):  # M is not in the signature
-        prepared = _launches[signature] = _prepare(op, x, args, out)
-    launcher, iters = prepared
-    try:
-        launcher(x, weight, out, iters, eps)
-    except (TypeError, ValueError):  # the wrapper refused the call before launching
-        _prepare(op, x, args, out)  # host.py says why in the words every cell uses ...
-        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
-    return out
-
-
 def _case_mn(case: dict | None) -> tuple[int, int]:
-    """(M, N) of a case as the kernel runs it: a lowered op's rows (as host.lowered_lengths: a wide output's row is r
-    pieces of N, heads of c are rows of c)."""
+    """(M, N) of a case as the kernel runs it (as host.lowered_lengths: a wide output's row is r pieces of N, heads
+    of c are rows of c)."""
     if not case:
         return 4096, 4096
     dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
     m, n = int(dims[0]), int(dims[-1])
-    if not LOWERED:
-        return m, n
     rows = host.lowered_lengths(n, lowered.HEADS, next((r for r, kind in zip(lowered.OUT_WIDTHS, lowered.OUTPUTS)
                                                         if kind == "row"), 1))[0]
     return m * n // rows if lowered.HEADS else m, rows
 
 
-def _case_plan(op: str, n: int, vec: int) -> dict:
-    """plan() of a row of n elements for op: a lowered op's inputs share the register budget."""
-    return lowered_plan(n, vec) if op == "lowered" else plan(n, vec)
-
-
-def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
-                 dtype: str | None = None, vec: int | None = None) -> str:
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None,
+                 vec: int | None = None) -> str:
     """Compile the case's launch plan for sm_90a without a GPU (fake pointers and stream); write and return PTX.
 
     The case's N picks the plan (contiguous rows, 16-byte aligned pointers), as run() would for it."""
     dtype = dtype or OP_SPEC["dtype"]
     _, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = _case_plan(op, n, vec)
+    cfg = plan(n, vec)
     path = "looped" if cfg["looped"] else "rows"
-    launch, args = ((lowered_reduction_launch, _lowered_compile_args(dtype, vec, cfg)) if op == "lowered"
-                    else (reduction_launch, _compile_args(op, dtype, vec, cfg)))
-    return rt.dump_ptx(launch, args, out_dir, f"{op}_{dtype}_n{n}_{path}")
+    return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg), out_dir, f"{OP_SPEC['op']}_{dtype}_n{n}_{path}")
+
+
+def passes() -> int:
+    """Passes of the looped path over a row: the reductions' (lowered.PASSES), plus one that writes the row outputs."""
+    return (max(lowered.PASSES) + 1 if lowered.PASSES else 0) + ("row" in lowered.OUTPUTS)
 
 
 def describe(case: dict) -> dict:
@@ -990,25 +777,21 @@ def describe(case: dict) -> dict:
     dtype = OP_SPEC["dtype"]
     m, n = _case_mn(case)
     vec = _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = _case_plan(OP, n, vec)
+    cfg = plan(n, vec)
     grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"])
-    if LOWERED:  # len(REDUCTIONS) + 1 passes, the last one only when there are row outputs to write
-        passes = len(lowered.REDUCTIONS) + ("row" in lowered.OUTPUTS)
-    else:
-        passes = 2 if OP in ROW_OUT_OPS else 1
     reads = {1: "; x is read once", 2: "; the row is read twice (the second pass is expected to hit L2)"}
     return {
-        "path": f"looped (one CTA per row, {passes} passes)" if cfg["looped"] else "register-resident rows",
+        "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows",
         "vector_elements": vec,
         "threads_per_row": cfg["tpr"],
         "chunks_per_thread": cfg["chunks"] if not cfg["looped"] else f"{cfg['chunks']} per iteration x {cfg['iters']}",
         "rows_per_cta": cfg["rows_per_cta"],
         "threads_per_cta": cfg["threads"],
-        "smem_bytes": _smem_bytes(cfg, max(1, len(lowered.REDUCTIONS)) if LOWERED else 2),
+        "smem_bytes": _smem_bytes(cfg, _SLOTS),
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
         "data_movement": f"global -> registers with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in registers, "
         "warp shfl.sync butterfly, smem across warps, then registers -> global"
-        + (reads.get(passes, f"; the row is read {passes} times (passes after the first are expected to hit L2)")
+        + (reads.get(passes(), f"; the row is read {passes()} times (passes after the first are expected to hit L2)")
            if cfg["looped"] else reads[1]),
     }
