@@ -34,13 +34,13 @@ def compile_workspace(ws) -> str:
 
 @pytest.mark.parametrize("op", PATTERN_OPS["elementwise"])
 def test_elementwise_markers(workspace_of, op):
-    """Every built-in op is a program (lowered.py) in the cell's one kernel: at the headline size the row inputs
-    share 4 vectors in flight per thread (unroll_for), each one 128-bit access, and each output stores as many."""
+    """Every built-in op is a program (lowered.py) in the cell's one kernel: at the headline size each row input
+    loads 2 vectors per thread (unroll_for), each one 128-bit access, and each output stores as many."""
     ws = workspace_of("H200", op)
     assert "def compute(" in (ws / "lowered.py").read_text()
     ptx = compile_workspace(ws)
     n_inputs = 2 if op in ("add", "mul", "silu_mul") else 1
-    unroll = 4 // n_inputs
+    unroll = 2
     assert ptx.count("ld.global.v4") == unroll * n_inputs
     assert ptx.count("st.global.v4") == unroll
 
@@ -72,13 +72,15 @@ def test_reduction_markers(workspace_of, op):
 
 def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
     """The looped path schedules softmax's max and sum in one pass (lowered.ONLINE: the online softmax), so a row of
-    131072 reads x in two loops, LOOP_CHUNKS 128-bit loads each: the reductions, then the outputs."""
+    131072 reads x in two passes, the reductions, then the outputs; each pass is a loop over whole slices (no
+    predicates) and one partial slice, LOOP_CHUNKS 128-bit loads each."""
     ws = workspace_of("H200", "softmax")
     lowered = (ws / "lowered.py").read_text()
     assert "PASSES = (0, 0)" in lowered and "ONLINE = (None, 0)" in lowered
     kernel = load_module(ws / "kernel.py", "kernel_softmax_long")
     ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
-    assert ptx.count("ld.global.v4") == 2 * kernel.LOOP_CHUNKS and ptx.count("st.global.v4") == kernel.LOOP_CHUNKS
+    assert ptx.count("ld.global.v4") == 2 * 2 * kernel.LOOP_CHUNKS
+    assert ptx.count("st.global.v4") == 2 * kernel.LOOP_CHUNKS
     assert kernel.describe({"dims": [8, 131072]})["path"] == "looped (one CTA per row, 2 passes)"
 
 

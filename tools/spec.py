@@ -103,7 +103,7 @@ def _program(resolved: dict) -> dict:
     got = lower.lower_here(str(source), resolved["op"])
     if not got["ok"]:  # the template's own program: a bug here, not bad input
         raise RuntimeError(f"the built-in {resolved['op']} ({source}) does not lower: {got['error']}")
-    return {"program": got["ir"]}
+    return {"program": {**got["ir"], "builtin": True}}  # lowered.SOURCE is then the op's own name
 
 
 def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:

@@ -256,7 +256,7 @@ class _Writer:
         if any("pw." in line for line in [*body, ret]):
             head += ["import pointwise as pw", ""]
         head += [
-            f'SOURCE = "{p["file"]}:{p["function"]}"',
+            f'SOURCE = "{p["function"] if p.get("builtin") else p["file"] + ":" + p["function"]}"',
             *([f'HEAD = "{p["head"]}"'] if self.gemm else []),
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
             f"KINDS = {_strings('broadcast' if ir.broadcast(p, i) else i['kind'] for i in p['inputs'])}",

@@ -89,7 +89,8 @@ import torch
 
 OP_SPEC = host.OP
 THREADS = 128
-VECTORS_IN_FLIGHT = 4  # 128-bit vectors of row inputs a thread loads before the first use, all inputs together
+VECTORS_PER_INPUT = 2  # 128-bit vectors a thread loads per row input before the first use ...
+VECTORS_IN_FLIGHT = 4  # ... and at most this many, all row inputs together
 SMALL_N = 1 << 24  # below this many elements every thread moves one vector per input (unroll_for)
 ACCESS_BITS = 128
 # Cache hints for the 128-bit accesses (CopyG2ROp / CopyR2GOp keywords). Empty = plain ld/st.global; the
@@ -216,14 +217,17 @@ _launches: dict = {}  # run()'s signature (dtype, rank, inputs, N % 8, small) ->
 MAX_ELEMENTS = 2**31 - THREADS * 8 * VECTORS_IN_FLIGHT  # int32 element offsets, with the last tile's overrun
 _X = host.lowered_x(lowered)  # x: the first row input, in the function's parameter order
 _ROWS = max(1, list(lowered.KINDS).count("row"))
+_N_INPUTS = len(lowered.INPUTS)
+_CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
 _VIEWED = any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS  # inputs host.lowered_views changes
 
 
 def unroll_for(numel: int) -> int:
-    """128-bit vectors per thread and row input: the row inputs share VECTORS_IN_FLIGHT, or 1 below SMALL_N
-    elements, where a deep tile would leave most SMs idle and put much of the tensor in the scalar tail tile."""
-    return 1 if numel < SMALL_N else max(1, VECTORS_IN_FLIGHT // _ROWS)
+    """128-bit vectors per thread and row input: VECTORS_PER_INPUT, with the row inputs sharing at most
+    VECTORS_IN_FLIGHT; or 1 below SMALL_N elements, where a deep tile would leave most SMs idle and put much of the
+    tensor in the scalar tail tile."""
+    return 1 if numel < SMALL_N else max(1, min(VECTORS_PER_INPUT, VECTORS_IN_FLIGHT // _ROWS))
 
 
 def _vector_chunks_apply(dtype: str, row_n: int) -> bool:
@@ -263,19 +267,23 @@ def run(*inputs, out=None):
     (N % 8 picks the vector-input path, the size class the unroll), the contiguity checks the wrapper cannot make,
     and one TVM-FFI call, whose wrapper checks dtypes, shapes and alignment; host.py runs on a signature's first
     call and when the wrapper refuses one."""
-    if len(inputs) != len(lowered.INPUTS):
+    if len(inputs) != _N_INPUTS:
         _prepare(inputs, out)  # raises, in host.py's words
     if _VIEWED:
         inputs = host.lowered_views(lowered, inputs)
     x = inputs[_X]
-    numel = x.numel()
-    signature = (x.dtype, x.dim(), len(inputs), x.shape[-1] % 8 if x.dim() else -1, numel < SMALL_N)
+    shape, numel = x.shape, x.numel()
+    signature = (x.dtype, len(shape), shape[-1] % 8 if shape else -1, numel < SMALL_N)
     launcher = _launches.get(signature)
     if launcher is None:
         launcher = _launches[signature] = _prepare(inputs, out)[0]
-    outputs = host.lowered_outputs(out) if out is not None else tuple(torch.empty_like(x, dtype=d) for d in _OUT_DTYPES)
-    if not (0 < numel <= MAX_ELEMENTS and all(t.is_contiguous() for t in inputs) and all(
-            t.is_contiguous() for t in outputs)):
+    if out is None:  # new outputs are x's layout, checked with x's
+        outputs = [torch.empty_like(x) if d is None else torch.empty_like(x, dtype=d) for d in _OUT_DTYPES]
+        ready = all(map(_CONTIGUOUS, inputs))
+    else:
+        outputs = host.lowered_outputs(out)
+        ready = all(map(_CONTIGUOUS, inputs)) and all(map(_CONTIGUOUS, outputs))
+    if not (ready and 0 < numel <= MAX_ELEMENTS):
         outputs = _prepare(inputs, out)[1]  # raises, in host.py's words, unless x is empty: nothing to do
     else:
         try:

@@ -302,21 +302,24 @@ def _values(frags, scalars, vec: int, chunks: int):
 
 
 def _chunk_mask(vec: int, chunks: int, first, tpr: int, nv):
-    """Which of a thread's (VEC, CHUNKS) values lie in the row: vector first + k*TPR exists (first + k*TPR < NV)."""
-    valid = cute.make_rmem_tensor((vec, chunks), cutlass.Boolean)
-    for k in range(chunks):
-        for v in range(vec):
-            valid[v, k] = first + k * tpr < nv
-    return valid.load()
+    """Which of a thread's CHUNKS vectors lie in the row: vector first + k*TPR exists (first + k*TPR < NV). One
+    predicate per vector, not per value: the mask costs CHUNKS selects per reduce(), not VEC * CHUNKS."""
+    return [first + k * tpr < nv for k in range(chunks)]
 
 
 def _thread_partial(kind: str, v, valid, like):
-    """reduce(kind, v)'s in-thread step: v (a vector, or a scalar meant for every element) masked to the identity
-    where it was not loaded (valid; None when every value was), reduced over the thread's values."""
+    """reduce(kind, v)'s in-thread step: v (a vector, or a scalar meant for every element) reduced over the thread's
+    values, a vector that was not loaded (valid[k] false; valid None when every one was) counting as the identity."""
     v = v if isinstance(v, cute.TensorSSA) else cute.full_like(like, v, Float32)
-    if valid is not None:
-        v = cute.where(valid, v, cute.full_like(v, IDENTITY[kind], Float32))
-    return Float32(v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))  # a Float32 whatever the reduce hands back
+    if valid is None:
+        return Float32(v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))  # a Float32 whatever the reduce hands back
+    held = cute.make_rmem_tensor(v.shape, Float32)
+    held.store(v)
+    part = Float32(IDENTITY[kind])
+    for k, ok in enumerate(valid):  # per vector: reduce it, then keep it only where it was loaded
+        column = Float32(held[None, k].load().reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))
+        part = _combine(kind)(part, cutlass.select_(ok, column, Float32(IDENTITY[kind])))
+    return part
 
 
 class _RowReducer:
@@ -492,6 +495,29 @@ def row_kernel(
             _store_reduced(reduced, results, row)
 
 
+def _fold_slice(p: int, loads, frags, scalars, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
+                chunks: int, whole: bool):
+    """One slice of reduction pass p: load it, run compute() with pass p's reducer. A whole slice (every vector
+    exists) loads unpredicated and masks nothing; the partial last one zero-fills, predicates and masks."""
+    if const_expr(not whole):
+        for f in frags:
+            f.fill(0)
+    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
+    values = _values(frags, scalars, vec, chunks)
+    valid = None if const_expr(whole) else _chunk_mask(vec, chunks, first, tpr, nv)
+    lowered.compute(*values, n_f, _PassReducer(p, known, acc, valid, values[_LIKE]))
+
+
+def _write_slice(loads, frags, scalars, row_outputs, out_frags, acc, known: dict, first, row, nv, n_f, vec: int,
+                 tpr: int, chunks: int, whole: bool):
+    """One slice of the last pass: load it, compute() with every row result known, store the row outputs."""
+    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
+    values = _values(frags, scalars, vec, chunks)
+    results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
+    _round_into(out_frags, results, vec, chunks)
+    _store_chunks(row_outputs, out_frags, first, row, nv, tpr, chunks, whole)
+
+
 @cute.kernel
 def looped_kernel(
     m: Int32, nv: Int32, iters: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
@@ -504,33 +530,32 @@ def looped_kernel(
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = _allocate_partials(1, tpr, _SLOTS)
     frags = _fragments(loads, vec, chunks, _load_widths())
-    for f in frags:
-        f.fill(0)  # once: values a slice does not load are masked (reduce) or never stored
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     acc = cute.make_rmem_tensor((_SLOTS,), Float32)
     n_f = Float32(nv * vec)
     step = tpr * chunks
     known = {}  # reduction number -> its row result, once its pass is done
 
+    whole = nv // step  # slices whose vectors all exist: no predicates, no masks; the last one (if any) is partial
+
     for p in cutlass.range_constexpr(max(lowered.PASSES) + 1 if lowered.PASSES else 0):
         for q, kind in enumerate(lowered.REDUCTIONS):
             if const_expr(lowered.PASSES[q] == p):
                 acc[q] = Float32(IDENTITY[kind])
-        for it in cutlass.range(iters):
-            _load_chunks(loads, frags, it * step + t, row, nv, tpr, chunks, False)
-            values = _values(frags, scalars, vec, chunks)
-            lowered.compute(*values, n_f, _PassReducer(p, known, acc, _chunk_mask(vec, chunks, it * step + t, tpr, nv),
-                                                       values[_LIKE]))
+        for it in cutlass.range(whole):
+            _fold_slice(p, loads, frags, scalars, acc, known, it * step + t, row, nv, n_f, vec, tpr, chunks, True)
+        if whole < iters:
+            _fold_slice(p, loads, frags, scalars, acc, known, whole * step + t, row, nv, n_f, vec, tpr, chunks, False)
         _row_results(p, acc, known, tpr, buf)
 
     # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
     if const_expr(len(row_outputs) > 0):
-        for it in cutlass.range(iters):
-            _load_chunks(loads, frags, it * step + t, row, nv, tpr, chunks, False)
-            values = _values(frags, scalars, vec, chunks)
-            results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
-            _round_into(out_frags, results, vec, chunks)
-            _store_chunks(row_outputs, out_frags, it * step + t, row, nv, tpr, chunks, False)
+        for it in cutlass.range(whole):
+            _write_slice(loads, frags, scalars, row_outputs, out_frags, acc, known, it * step + t, row, nv, n_f, vec,
+                         tpr, chunks, True)
+        if whole < iters:
+            _write_slice(loads, frags, scalars, row_outputs, out_frags, acc, known, whole * step + t, row, nv, n_f,
+                         vec, tpr, chunks, False)
     # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
     filler = cute.full((vec, chunks), 0.0, Float32)
     results = lowered.compute(*(Float32(scalars[a[1]][0].to(Float32)) if a[0] == "scalar" else filler
@@ -725,11 +750,11 @@ def _run_rows(*inputs, out=None):
     m, n = x.shape
     if _X_WIDTH != 1:
         n //= _X_WIDTH  # the row length N: a wide x is r*N
-    outputs = host.lowered_outputs(out) if out is not None else tuple(
-        x.new_empty(shape(m, n * r), dtype=d) for shape, r, d in _NEW_OUTPUTS)
-    lds = tuple(inputs[i].stride(0) for i in _ROW_INPUTS) if m > 1 else (n,) * len(_ROW_INPUTS)
-    signature = (x.dtype, n, lds, tuple(t.data_ptr() & 15 for t in inputs), tuple(t.data_ptr() & 15 for t in outputs),
-                 *(inputs[i].stride()[:3] for i in _BROADCAST))
+    outputs = host.lowered_outputs(out) if out is not None else [
+        x.new_empty(shape(m, n * r)) if d is None else x.new_empty(shape(m, n * r), dtype=d) for shape, r, d in _NEW_OUTPUTS]
+    lds = [inputs[i].stride(0) for i in _ROW_INPUTS] if m > 1 else [n] * len(_ROW_INPUTS)
+    signature = (x.dtype, n, *lds, *[t.data_ptr() & 15 for t in inputs], *[t.data_ptr() & 15 for t in outputs],
+                 *[inputs[i].stride()[:3] for i in _BROADCAST])
     prepared = _launches.get(signature)
     if prepared is None or (m - 1) * max(lds) + n >= 2**31:  # M is not in the signature: _in_index_range
         prepared = _launches[signature] = _prepare(inputs, out)[0]
