@@ -20,7 +20,7 @@ EXPECTED_FILES = {
 
 def dsl_files(framework: str, lowered: bool = False) -> set[str]:
     """What the DSL brings to a workspace: its dsl/<name>/ tree, at the same paths; its pointwise library only to a
-    workspace whose op is the user's own function (only a lowered compute calls it)."""
+    workspace whose kernel runs a program (only a generated compute calls it)."""
     root = WS_TEMPLATE / "dsl" / framework
     return {str(p.relative_to(root)) for p in root.rglob("*.py")} - (set() if lowered else {"pointwise.py"})
 
@@ -40,7 +40,8 @@ def test_bake_matrix_cell(matrix, gpu, pattern, op, dtype):
     amd = expected_arch != "hopper"
     framework = "flydsl" if amd else "cutedsl"
     compiled = {"results/compile_only.json"} if amd else set()  # FlyDSL: compiled to ISA at bake time
-    assert workspace_files(ws) == EXPECTED_FILES | dsl_files(framework) | compiled
+    program = {"lowered.py"} if registry.programs_path(pattern) else set()  # the built-in op as a program
+    assert workspace_files(ws) == EXPECTED_FILES | dsl_files(framework, bool(program)) | compiled | program
     for path in ws.rglob("*"):
         if path.is_file() and ".git" not in path.parts and path.suffix != ".png":
             text = path.read_text(errors="replace")
