@@ -1,33 +1,52 @@
 """Lane-level numpy model of the FlyDSL reduction cell's index math and reduction algorithm.
 
-One job: take the launch plan of {{cookiecutter.op_name}}/patterns/reduction/flydsl/kernel.py (its own plan() and
-_pick_vec()) and check, for boundary shapes [M, N] with row stride ld, bf16 and fp32 vectors, and every op
-(sum, mean, max, softmax, rmsnorm), that
+One job: take the launch plan of {{cookiecutter.op_name}}/patterns/reduction/flydsl/kernel.py (its own plan(),
+budget() and flydsl_lowered.pick_vec()) and the lowered.py that a bake writes for each built-in op (sum, mean, max,
+softmax, rmsnorm: tools/patterns/reduction/programs.py), and check, for boundary shapes [M, N] with row stride ld,
+bf16 and fp32 vectors, that
   * the lane/vector mapping covers every element of a row exactly once and nothing else (register path: the
     first two and last two workgroups; looped path: every iteration), and no vector leaves the tensor's span
     (num_records);
-  * the kernel's fold order in numpy fp32 (per-lane vectors, then across lanes; the looped path's online
-    softmax; the -inf shift; NaN and +-inf propagation) matches torch in float64 (relative error < 2e-4, same
-    NaN / inf positions), on up to 40 rows with a NaN, an all -inf row, a leading -inf half, a +inf and a
-    large row planted.
+  * the kernel's algorithm in numpy fp32 -- compute() of the op's lowered.py run on each lane's values (a numpy
+    `pointwise`), with the cell's reduce(): the not-loaded values replaced by the identity, the in-lane fold, then
+    across the row's lanes; on the looped path the passes of lowered.PASSES, the online max / sum pairs of
+    lowered.ONLINE (running max, its -inf shift, the rescale, the row combine), and a last pass for the row outputs
+    -- matches torch in float64 (relative error < 2e-4, same NaN / inf positions), on up to 40 rows with a NaN, an
+    all -inf row, a leading -inf half, a +inf, a large row, a row that is -inf but one value of -150 (lanes that saw
+    only -inf beside a row max far below -88: exp(0 - M) would overflow) and one whose -inf half is followed by
+    values near -200 (a running max rising from -inf to below -88) planted.
 It does NOT check the compiler (FlyDSL's lowering; that is read from the ISA) or the hardware: nothing runs on
 a GPU.
 
-usage: .venv/bin/python benchmarks/models/reduction_flydsl.py [MxN[@ld] ...]
+usage: .venv/bin/python benchmarks/models/reduction_flydsl.py [MxN[@ld] ...] [mut=shifted]
        (no shapes: the boundary cases below, well under a minute). Exit status 1 if any case fails.
+       mut=shifted rescales by exp(shift(m_old) - shift(m_new)) and combines by exp(shift(m_t) - shift(M)), both
+       shifted, as a check that the model is not vacuous: the planted rows then overflow to 0 * inf = NaN.
 """
 
+import importlib.util
 import math
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import cell
 import numpy as np
 import torch
 
+from tools import scaffold  # noqa: E402 -- cell puts the template root on sys.path
+
 ROOT = Path(__file__).resolve().parents[2]
+OPS = ("sum", "mean", "max", "softmax", "rmsnorm")
+
+kernel = None  # the cell's kernel module, set by main()
+programs = {}  # op -> its lowered.py module (compute() on numpy values)
+MUTATION = None
+
+L = math.log2(math.e)
+F = np.float32
 
 
 def load_kernel(tmp, arch="gfx942"):
@@ -35,20 +54,55 @@ def load_kernel(tmp, arch="gfx942"):
     return cell.load_kernel(tmp, "reduction", "sum", arch)
 
 
-kernel = None  # the cell's kernel module, set by main()
+# ---- a numpy `pointwise` for lowered.py: fp32 in, fp32 out, as the cell's pw functions compute ----------------
 
-L = math.log2(math.e)
-F = np.float32
+def _exp(a):
+    return np.exp2((np.asarray(a, F) * F(L)).astype(F)).astype(F)  # v_exp_f32 after a multiply by log2(e)
 
 
-def lane_slots(cfg, nv, row_local_lanes):
-    """For the register path: list over lanes t of the row vector indices j it loads (None = skipped)."""
-    out = []
-    for t in range(cfg["tpr"]):
-        out.append([(k * cfg["tpr"] + t) if (cfg["full"] or k * cfg["tpr"] + t < nv) else None
-                    for k in range(cfg["chunks"])])
+pw = types.ModuleType("pointwise")
+pw.exp = _exp
+pw.reciprocal = lambda a: (F(1) / np.asarray(a, F)).astype(F)
+pw.rsqrt = lambda a: (F(1) / np.sqrt(np.asarray(a, F))).astype(F)
+pw.sqrt = lambda a: np.sqrt(np.asarray(a, F)).astype(F)
+pw.log = lambda a: np.log(np.asarray(a, F)).astype(F)
+pw.maximum = lambda a, b: np.maximum(a, b).astype(F)
+pw.minimum = lambda a, b: np.minimum(a, b).astype(F)
+pw.where = lambda c, a, b: np.where(c, a, b).astype(F)
+pw.full_like = lambda v, s: np.full_like(v, s, dtype=F)
+
+
+def load_programs(tmp: Path) -> dict:
+    """{op: its lowered.py} as a bake writes it (a compile workspace per op), imported with the numpy pointwise."""
+    out = {}
+    for op in OPS:
+        ws = scaffold.compile_workspace(tmp / f"ws_{op}", "reduction", op, "bf16", "gfx942")
+        spec = importlib.util.spec_from_file_location(f"lowered_{op}", ws / "lowered.py")
+        module = importlib.util.module_from_spec(spec)
+        saved, sys.modules["pointwise"] = sys.modules.get("pointwise"), pw
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            if saved is None:
+                sys.modules.pop("pointwise")
+            else:
+                sys.modules["pointwise"] = saved
+        out[op] = module
     return out
 
+
+def facts(module):
+    """The schedule of a lowered.py as flydsl_lowered.facts() reads it (older bakes: one pass per reduction)."""
+    red = tuple(module.REDUCTIONS)
+    return red, tuple(getattr(module, "PASSES", range(len(red)))), tuple(getattr(module, "ONLINE", (None,) * len(red)))
+
+
+def loads_of(module) -> int:
+    """The loads of a program with no wide inputs: one per row, broadcast or vector input (kernel._loads)."""
+    return max(1, sum(kind != "scalar" for kind in module.KINDS))
+
+
+# ---- the plan's coverage ----------------------------------------------------------------------------------------
 
 def coverage(m, n, ld, vec, cfg):
     nv = n // vec
@@ -81,91 +135,134 @@ def coverage(m, n, ld, vec, cfg):
     assert (hit[rows_checked] == 1).all(), "register coverage"
 
 
-def nanmax_prop(a, axis=None):
-    return np.max(a, axis=axis)  # numpy max propagates NaN
+# ---- the kernel's algorithm -------------------------------------------------------------------------------------
+
+def vectors_of(lanes: int, chunks: int, j0: int, nv: int):
+    """Row vector j of each lane's chunk k (j0 + k*lanes + t), [lanes, chunks], and whether it lies in the row."""
+    j = j0 + np.arange(chunks)[None, :] * lanes + np.arange(lanes)[:, None]
+    return j, j < nv
 
 
-def model(op, x, w, eps, vec, cfg):
-    """x: [M, N] float32 numpy. Returns float32 numpy output, folding as the kernel does."""
+def gather(t, j, ok, vec):
+    """A lane's loaded values of t ([M, N] or [N]) for vectors j: [.., lanes, chunks*vec]; not loaded: 0 (the
+    register tensors start at 0)."""
+    e = (np.where(ok, j, 0)[..., None] * vec + np.arange(vec)).reshape(j.shape[0], -1)  # [lanes, chunks*vec]
+    mask = np.repeat(ok, vec, axis=1)
+    return np.where(mask, t[..., e], F(0)).astype(F)
+
+
+def scatter(out, value, j, ok, vec):
+    """A row output's lane values [M, lanes, chunks*vec] to out [M, N] (the stores of vectors in the row)."""
+    e = (j[..., None] * vec + np.arange(vec)).reshape(j.shape[0], -1)
+    mask = np.repeat(ok, vec, axis=1)
+    out[:, e[mask]] = np.broadcast_to(value, (out.shape[0], *e.shape))[:, mask]
+
+
+def lane_partial(kind, v, ok, vec, shape):
+    """_lane_partial: the not-loaded values replaced by the identity, folded in-lane -> [M, lanes]."""
+    u = np.broadcast_to(-np.asarray(v, F) if kind == "min" else np.asarray(v, F), shape)
+    ident = F(0) if kind == "sum" else F(-np.inf)
+    u = np.where(np.repeat(ok, vec, axis=1), u, ident)
+    return u.sum(-1, dtype=F) if kind == "sum" else u.max(-1)  # numpy max propagates NaN
+
+
+def row_fold(kind, part):
+    """The lanes' partials [M, lanes] -> the row result [M, 1, 1] (DPP and LDS: any fixed order)."""
+    r = part.sum(-1, dtype=F) if kind == "sum" else part.max(-1)
+    return (-r if kind == "min" else r)[:, None, None]
+
+
+def shift(m):
+    return np.where(m == -np.inf, F(0), m).astype(F)
+
+
+class RowReduce:
+    """The register path's reduce(): every call is the row's result."""
+
+    def __init__(self, ok, vec, shape):
+        self.ok, self.vec, self.shape = ok, vec, shape
+
+    def __call__(self, kind, v):
+        return row_fold(kind, lane_partial(kind, v, self.ok, self.vec, self.shape))
+
+
+class PassReduce:
+    """_PassReduce: pass p of the looped path (p = the reduction passes: the last pass, every result known)."""
+
+    def __init__(self, program, ok, vec, shape, acc, known, p):
+        self.red, self.passes, self.online = facts(program)
+        self.ok, self.vec, self.shape, self.acc, self.known, self.p = ok, vec, shape, acc, known, p
+        self.calls, self.moved = 0, {}
+
+    def __call__(self, kind, v):
+        q, self.calls = self.calls, self.calls + 1
+        if self.passes[q] < self.p:
+            return self.known[q]
+        if self.passes[q] > self.p:
+            return self.acc[q][..., None]
+        part = lane_partial(kind, v, self.ok, self.vec, self.shape)
+        if q in self.online:
+            old = self.acc[q]
+            new = np.maximum(old, part)
+            self.acc[q] = new
+            self.moved[q] = (old, shift(new))
+            return shift(new)[..., None]
+        if self.online[q] is not None:
+            old, s = self.moved[self.online[q]]
+            self.acc[q] = self.acc[q] * _exp((shift(old) if MUTATION == "shifted" else old) - s) + part
+        else:
+            self.acc[q] = self.acc[q] + part if kind == "sum" else np.maximum(self.acc[q], part)
+        return self.acc[q][..., None]
+
+
+def store(program, results, outs, j, ok, vec, first):
+    """compute()'s results to the outputs: a row output's lane values, a reduced output's row value (once)."""
+    for o, kind in enumerate(program.OUTPUTS):
+        if kind == "row":
+            scatter(outs[o], results[o], j, ok, vec)
+        elif first:
+            outs[o][:] = np.broadcast_to(results[o], (outs[o].shape[0], 1, 1))[:, 0, 0]
+
+
+def model(program, x, w, vec, cfg):
+    """x [M, N] fp32 (w [N]: rmsnorm's weight): each output as the kernel computes it, in numpy fp32."""
     m, n = x.shape
     nv = n // vec
-    ident = -np.inf if op in ("max", "softmax") else 0.0
+    inputs = {"row": x, "vector": w}
+    outs = [np.full((m, n) if kind == "row" else (m,), np.nan, F) for kind in program.OUTPUTS]
+    n_f = F(nv * vec)
     if not cfg["looped"]:
-        tpr, ch = cfg["tpr"], cfg["chunks"]
-        xv = np.full((m, tpr, ch, vec), ident, F)
-        for t in range(tpr):
-            for k in range(ch):
-                j = k * tpr + t
-                if j < nv:
-                    xv[:, t, k, :] = x[:, j * vec:(j + 1) * vec]
-        lanes = xv.reshape(m, tpr, ch * vec)
-        if op in ("sum", "mean"):
-            r = lanes.sum(-1, dtype=F).sum(-1, dtype=F)
-            return r / F(n) if op == "mean" else r
-        if op == "max":
-            return nanmax_prop(nanmax_prop(lanes, -1), -1)
-        if op == "softmax":
-            mx = nanmax_prop(nanmax_prop(lanes, -1), -1)[:, None, None]
-            with np.errstate(invalid="ignore", over="ignore"):
-                e = np.exp2((lanes - mx) * F(L)).astype(F)
-            s = e.sum(-1, dtype=F).sum(-1, dtype=F)[:, None, None]
-            y = e * (F(1) / s)
-        else:
-            ss = (lanes * lanes).sum(-1, dtype=F).sum(-1, dtype=F)
-            rstd = (F(1) / np.sqrt(ss / F(n) + F(eps)))[:, None, None]
-            wv = np.zeros((tpr, ch, vec), F)
-            for t in range(tpr):
-                for k in range(ch):
-                    j = k * tpr + t
-                    if j < nv:
-                        wv[t, k] = w[j * vec:(j + 1) * vec]
-            y = lanes * rstd * wv.reshape(1, tpr, ch * vec)
-        out = np.empty((m, n), F)
-        yv = y.reshape(m, tpr, ch, vec)
-        for t in range(tpr):
-            for k in range(ch):
-                j = k * tpr + t
-                if j < nv:
-                    out[:, j * vec:(j + 1) * vec] = yv[:, t, k]
-        return out
-    # looped
-    T, ch, it_n = cfg["threads"], cfg["chunks"], cfg["iters"]
-    step = T * ch
-    acc = np.full((m, T), ident, F)
-    rs = np.zeros((m, T), F)
-    for it in range(it_n):
-        xv = np.full((m, T, ch, vec), ident, F)
-        for k in range(ch):
-            j = it * step + k * T + np.arange(T)
-            ok = j < nv
-            for t in np.nonzero(ok)[0]:
-                xv[:, t, k] = x[:, j[t] * vec:(j[t] + 1) * vec]
-        lanes = xv.reshape(m, T, ch * vec)
-        with np.errstate(invalid="ignore", over="ignore"):
-            if op in ("sum", "mean"):
-                acc = acc + lanes.sum(-1, dtype=F)
-            elif op == "rmsnorm":
-                acc = acc + (lanes * lanes).sum(-1, dtype=F)
-            elif op == "max":
-                acc = np.maximum(acc, nanmax_prop(lanes, -1))
-            else:
-                new = np.maximum(acc, nanmax_prop(lanes, -1))
-                shift = np.where(new == -np.inf, F(0), new)
-                e = np.exp2((lanes - shift[..., None]) * F(L)).astype(F)
-                rs = rs * np.exp2((acc - shift) * F(L)).astype(F) + e.sum(-1, dtype=F)
-                acc = new
-    with np.errstate(invalid="ignore", over="ignore"):
-        if op in ("sum", "mean"):
-            r = acc.sum(-1, dtype=F)
-            return r / F(n) if op == "mean" else r
-        if op == "max":
-            return nanmax_prop(acc, -1)
-        if op == "softmax":
-            mx = nanmax_prop(acc, -1)
-            s = (rs * np.exp2((acc - mx[:, None]) * F(L))).sum(-1, dtype=F)
-            return np.exp2((x - mx[:, None]) * F(L)).astype(F) * (F(1) / s)[:, None]
-        rstd = F(1) / np.sqrt(acc.sum(-1, dtype=F) / F(n) + F(eps))
-        return x * rstd[:, None] * w[None, :]
+        j, ok = vectors_of(cfg["tpr"], cfg["chunks"], 0, nv)
+        values = [gather(inputs[kind], j, ok, vec) for kind in program.KINDS]
+        shape = (m, *j.shape[:1], j.shape[1] * vec)
+        store(program, program.compute(*values, n_f, RowReduce(ok, vec, shape)), outs, j, ok, vec, True)
+        return outs
+    red, passes, online = facts(program)
+    T, ch, iters = cfg["threads"], cfg["chunks"], cfg["iters"]
+    acc = [np.full((m, T), F(0) if kind == "sum" else F(-np.inf), F) for kind in red]
+    known = {}
+    last = max(passes) + 1 if passes else 0
+    shape = (m, T, ch * vec)
+    for p in range(last + ("row" in program.OUTPUTS)):
+        for it in range(iters):
+            j, ok = vectors_of(T, ch, it * T * ch, nv)
+            values = [gather(inputs[kind], j, ok, vec) for kind in program.KINDS]
+            results = program.compute(*values, n_f, PassReduce(program, ok, vec, shape, acc, known, p))
+            if p == last:
+                store(program, results, outs, j, ok, vec, it == 0)
+        for q, kind in enumerate(red):
+            if passes[q] == p:
+                part = acc[q]
+                if online[q] is not None:
+                    mt = shift(acc[online[q]]) if MUTATION == "shifted" else acc[online[q]]
+                    part = part * _exp(mt - shift(known[online[q]][:, :, 0]))
+                known[q] = row_fold(kind, part)
+    if "row" not in program.OUTPUTS:
+        j, ok = vectors_of(T, ch, 0, nv)
+        zeros = [np.zeros(shape, F) for _ in program.KINDS]
+        store(program, program.compute(*zeros, n_f, PassReduce(program, ok | True, vec, shape, acc, known, last)),
+              outs, j, ok, vec, True)
+    return outs
 
 
 def reference(op, x, w, eps):
@@ -215,13 +312,7 @@ def run_case(m, n, ld, dtype, rng):
     """Check one (shape, dtype) for every op; print one line; True when it passes."""
     t0 = time.time()
     eb = kernel._BYTES[dtype]
-    vec = kernel._pick_vec(eb, n, ld, [0, 0, 0])
-    cfg = kernel.plan(n, vec)
-    bad = []
-    try:
-        coverage(m, n, ld, vec, cfg)
-    except AssertionError as e:
-        bad.append(f"coverage: {e}")
+    vec = kernel.lw.pick_vec(eb, n, [ld], [])
     mm = min(m, 40)  # numerics on a few rows
     x = rng.standard_normal((mm, n)).astype(F)
     if mm >= 6:
@@ -230,25 +321,38 @@ def run_case(m, n, ld, dtype, rng):
         x[3, : n // 2] = -np.inf                    # leading -inf (online softmax hazard)
         x[4, n - 1] = np.inf                        # +inf
         x[5, :] = x[5, :] * 100                     # large
+    if mm >= 8:
+        x[6, :] = -np.inf                           # -inf but one value far below -88: lanes with only -inf
+        x[6, n // 2] = -150.0
+        x[7, : n // 2] = -np.inf                    # -inf, then a running max that rises to about -200
+        x[7, n // 2:] -= 200.0
     w = rng.standard_normal(n).astype(F)
-    for op in kernel.OPS:
-        err = compare(op, model(op, x, w, 1e-6, vec, cfg), reference(op, x, w, 1e-6))
+    bad, paths = [], set()
+    for op in OPS:
+        program = programs[op]
+        cfg = kernel.plan(n, vec, *kernel.budget(loads_of(program)))
+        paths.add(f"{'looped' if cfg['looped'] else 'rows'} tpr {cfg['tpr']} chunks {cfg['chunks']}")
+        try:
+            coverage(m, n, ld, vec, cfg)
+        except AssertionError as e:
+            bad.append(f"{op} coverage: {e}")
+        err = compare(op, model(program, x, w, vec, cfg)[0], reference(op, x, w, 1e-6))  # programs.py's eps
         if err:
             bad.append(f"{op}: {err}")
-    path = "looped" if cfg["looped"] else "rows"
-    print(f"{'FAIL' if bad else 'OK  '} {m}x{n}@{ld} {dtype}: vec {vec} {path} tpr {cfg['tpr']} chunks {cfg['chunks']} "
-          f"rows/WG {cfg['rows']} full {cfg['full']} ops {','.join(kernel.OPS)} {time.time() - t0:.1f}s"
-          + ("" if not bad else " -- " + "; ".join(bad)), flush=True)
+    print(f"{'FAIL' if bad else 'OK  '} {m}x{n}@{ld} {dtype}: vec {vec} {'; '.join(sorted(paths))} "
+          f"{time.time() - t0:.1f}s" + ("" if not bad else " -- " + "; ".join(bad)), flush=True)
     return not bad
 
 
 def main(argv):
-    global kernel
-    cases = [parse(a) for a in argv] or CASES
+    global kernel, programs, MUTATION
+    MUTATION = next((a.split("=", 1)[1] for a in argv if a.startswith("mut=")), None)
+    cases = [parse(a) for a in argv if not a.startswith("mut=")] or CASES
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         kernel = load_kernel(tmp)
-        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0, inf - inf: the NaNs are compared
+        programs = load_programs(Path(tmp))
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # inf * 0, inf - inf: NaNs are compared
             results = [run_case(m, n, ld, dtype, rng) for (m, n, ld) in cases for dtype in ("bf16", "fp32")]
     fails = results.count(False)
     print(f"reduction_flydsl: {fails} of {len(results)} cases failed")

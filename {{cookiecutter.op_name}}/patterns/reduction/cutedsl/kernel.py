@@ -246,9 +246,11 @@ def plan(n: int, vec: int) -> dict:
 
     Measured on the H200 (benchmarks/2026-12-04-h200-real-models-nd.md, sweep_row_plan.py): a QK-norm over heads
     of 128 ([8192, 4096] bf16) ran 36.5-37.1 us with 16 threads of one vector per head against 38.9 us with 4 of
-    four; RoPE's rows of 64 already ran one vector per thread."""
+    four; RoPE's rows of 64 already ran one vector per thread. Rows of scalars (VEC 1: an odd N) keep the budget: at
+    4096x7, 8 threads of one element per row ran 1.09 us against 0.99 for one thread of seven
+    (benchmarks/2026-12-04-h200-one-path.md)."""
     nv = -(-n // vec)
-    return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS else values_per_load())
+    return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load())
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
@@ -303,7 +305,13 @@ def _values(frags, scalars, vec: int, chunks: int):
 
 def _chunk_mask(vec: int, chunks: int, first, tpr: int, nv):
     """Which of a thread's CHUNKS vectors lie in the row: vector first + k*TPR exists (first + k*TPR < NV). One
-    predicate per vector, not per value: the mask costs CHUNKS selects per reduce(), not VEC * CHUNKS."""
+    predicate per vector, not per value: the mask costs CHUNKS selects per reduce(), not VEC * CHUNKS.
+
+    The mask is the only thing that makes a vector that was not loaded harmless: reduce() selects the identity in
+    its place and the stores skip it, so the fragments are never filled first. Filling them (0 before predicated
+    loads) cost rmsnorm at N = 5120, where the last chunk is partial, 0.76x of the hand-written kernel on the H200:
+    23.3 against 30.9 us at 4096x5120, the same instructions and bytes, more long-scoreboard stalls
+    (benchmarks/2026-12-04-h200-one-path.md, ab_workspaces.py)."""
     return [first + k * tpr < nv for k in range(chunks)]
 
 
@@ -479,9 +487,7 @@ def row_kernel(
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
-    frags = _fragments(loads, vec, chunks, _load_widths())
-    for f in frags:
-        f.fill(0)
+    frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     if row < m:
         _load_chunks(loads, frags, t, row, nv, tpr, chunks, full)
     values = _values(frags, scalars, vec, chunks)
@@ -498,10 +504,7 @@ def row_kernel(
 def _fold_slice(p: int, loads, frags, scalars, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
                 chunks: int, whole: bool):
     """One slice of reduction pass p: load it, run compute() with pass p's reducer. A whole slice (every vector
-    exists) loads unpredicated and masks nothing; the partial last one zero-fills, predicates and masks."""
-    if const_expr(not whole):
-        for f in frags:
-            f.fill(0)
+    exists) loads unpredicated and masks nothing; the partial last one predicates its loads and masks its reduce."""
     _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
     values = _values(frags, scalars, vec, chunks)
     valid = None if const_expr(whole) else _chunk_mask(vec, chunks, first, tpr, nv)
