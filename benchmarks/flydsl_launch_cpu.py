@@ -186,15 +186,18 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         done.append("one compile, one host.py check, one launch; a hit skips both; ABI slots right")
 
     if pattern == "elementwise":
+        # one program path (silu_mul's lowered.py): the launcher's tensor slots (inputs, outputs, then x again in the
+        # unused ones), then N; both calls below SMALL_N elements, so one variant (one vector per lane)
         x, y = torch.randn(1000, 1111, dtype=bf16), torch.randn(1000, 1111, dtype=bf16)
         out = torch.empty_like(x)
         x1, y1, o1 = torch.randn(4099, dtype=bf16), torch.randn(4099, dtype=bf16), torch.empty(4099, dtype=bf16)
-        first_and_second("elementwise_operands", lambda: kernel.run(x, y, out=out), lambda: kernel.run(x1, y1, out=o1),
-                         lambda: expect_abi(x, y, out), lambda: expect_abi(x1, y1, o1))
-        refused(stubs, lambda: kernel.run(x.t(), y, out=out), "inputs must be contiguous")
+        launch_args = lambda *ts: (*kernel.lw.slots([t.view(-1) for t in ts]), ts[0].shape[-1])  # noqa: E731
+        first_and_second("lowered_operands", lambda: kernel.run(x, y, out=out), lambda: kernel.run(x1, y1, out=o1),
+                         lambda: expect_abi(*launch_args(x, y, out)), lambda: expect_abi(*launch_args(x1, y1, o1)))
+        refused(stubs, lambda: kernel.run(x.t(), y, out=out), "(row) must be a contiguous")
         refused(stubs, lambda: kernel.run(x1[1:], y1[1:], out=o1[1:]), "16-byte boundary")
         refused(stubs, lambda: kernel.run(x, y, out=o1), "out must be a contiguous")
-        refused(stubs, lambda: kernel.run(x, y.half(), out=out), "one shape and dtype")
+        refused(stubs, lambda: kernel.run(x, y.half(), out=out), "of dtype torch.bfloat16")
         refused(stubs, lambda: kernel.run(x, out=out), "takes 2 input(s)")
         empty = torch.empty(0, dtype=bf16)
         assert kernel.run(empty, empty, out=empty) is empty and stubs.launches == 2
@@ -213,16 +216,19 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         out = torch.empty_like(x)
         base = torch.randn(77, 8192 + 64, dtype=bf16)
         xp, op_ = base[:, :8192], torch.empty(77, 8192, dtype=bf16)  # padded rows: another signature (the stride)
-        launch_args = lambda t, o: (t.as_strided(((t.shape[0] - 1) * t.stride(0) + t.shape[1],), (1,)), w, o.view(-1),  # noqa: E731
-                                    t.shape[0], 8192 // 8, t.stride(0) // 8, 1, kernel.EPS)
+        # one program path (rmsnorm's lowered.py): the tensor slots (x's rows as a 1-D span, weight, out, then x
+        # again in the unused ones), each slot's row stride in vectors (0: not a row), M, N / vec, the loop count
+        launch_args = lambda t, o: (  # noqa: E731
+            *kernel.lw.slots([t.as_strided(((t.shape[0] - 1) * t.stride(0) + t.shape[1],), (1,)), w, o.view(-1)]),
+            t.stride(0) // 8, *[0] * (kernel.lw.SLOTS - 1), t.shape[0], 8192 // 8, 1)
         x2, o2 = x[:40], out[:40]
-        first_and_second("reduction_operands", lambda: kernel.run(x, w, out=out), lambda: kernel.run(x2, w, out=o2),
+        first_and_second("lowered_operands", lambda: kernel.run(x, w, out=out), lambda: kernel.run(x2, w, out=o2),
                          lambda: expect_abi(*launch_args(x, out)), lambda: expect_abi(*launch_args(x2, o2)))
         kernel.run(xp, w, out=op_)
         assert len(kernel._launches) == 2 and len(kernel._compiled) == 1, "a padded stride is a new signature only"
         assert same_abi(stubs.abi, expect_abi(*launch_args(xp, op_))), stubs.abi
         refused(stubs, lambda: kernel.run(x, w, out=out[:5]), "out must be a contiguous")
-        refused(stubs, lambda: kernel.run(x, w[:4096], out=out), "weight must be a contiguous")
+        refused(stubs, lambda: kernel.run(x, w[:4096], out=out), "weight (vector) must be a contiguous")
         refused(stubs, lambda: kernel.run(x[:0], w, out=out[:0]), "empty input")
         refused(stubs, lambda: kernel.run(x.t(), w, out=out), "last dim must be contiguous")
         refused(stubs, lambda: kernel.run(x, out=out), "takes 2 input(s)")
@@ -301,11 +307,13 @@ def time_cell(pattern: str, kernel, stubs) -> list[dict]:
         fn = next(iter(kernel._compiled.values()))
         launch = next(iter(kernel._launches.values()))
         getpid = ctypes.CDLL(None).getpid
+        slots = kernel.lw.slots([x1, y1, o1])
         parts = {
-            "FlyDSL call alone: 3 tensors + stream, fills + ctypes call": lambda: fn(x1, y1, o1, 8, 2, "silu_mul", 0),
-            "Launch alone (adds constexprs, stream read, error read)": lambda: launch(x1, y1, o1),
+            "FlyDSL call alone: 8 tensor slots + N + stream, fills + ctypes call":
+                lambda: fn(*slots, 1111, *launch.constexprs, 0),
+            "Launch alone (adds constexprs, stream read, error read)": lambda: launch(*slots, 1111),
             "the @flyc.jit launcher called directly (its cache key built per call)":
-                lambda: kernel.elementwise_launch(x1, y1, o1, 8, 2, "silu_mul", 0),
+                lambda: kernel.elementwise_launch(*slots, 1111, *launch.constexprs, 0),
             "x.view(-1)": lambda: x.view(-1),
             "x.as_strided((n,), (1,))": lambda: x.as_strided((1111000,), (1,)),
             "x.is_contiguous()": lambda: x.is_contiguous(),
@@ -315,7 +323,7 @@ def time_cell(pattern: str, kernel, stubs) -> list[dict]:
             "hasattr(x, 'torch_tensor') (a miss, twice per tensor in FlyDSL's fills)": lambda: hasattr(x, "torch_tensor"),
             "a ctypes call of a C function (getpid)": lambda: getpid(),
             "signature tuple + dict lookup": lambda: kernel._launches.get(
-                ("silu_mul", 2, x.dtype, y.dtype, out.dtype, x.get_device(), y.get_device(), out.get_device())),
+                (((x.dtype, x.get_device()), (y.dtype, y.get_device())), None, (), 1, x.numel() < kernel.SMALL_N)),
         }
         rows += [{"cell": "parts", "case": name, **us_per_call(f)} for name, f in parts.items()]
     return rows

@@ -59,9 +59,27 @@ def bake_cli(out_dir: Path, *pairs: str, cwd: Path | None = None, env: dict | No
 WORKSPACE_MODULES = ("host", "cutedsl_runtime", "flydsl_runtime", "reference", "kernel", "user_logic", "lowered", "pointwise")
 
 
+def load_package(ws: Path, name: str):
+    """A workspace imported as a user imports it (`import <op_name>` from its parent folder), under `name`: its own
+    __init__.py loads each of its modules as `<name>.<module>` (`<name>.kernel`, whose `import host` binds
+    `<name>.host`), so a test knows which host, runtime and lowered.py its kernel runs, and no sys.path or other
+    sys.modules entry is touched. Loaded once per name; each name also registers torch.ops.<name>.run."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ws / "__init__.py", submodule_search_locations=[str(ws)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+    return sys.modules[name]
+
+
 def load_module(path: Path, name: str, search: Path | None = None):
-    """Import a workspace file under a unique module name (workspaces share file names), with `search` (default: its
-    folder) first on sys.path and the workspace modules it imports (host.py, the runtime) loaded afresh from there."""
+    """Import a file of the workspace template itself (not a workspace: no op.json, so not a package) under a unique
+    module name, with `search` (default: its folder) first on sys.path and the template modules it imports
+    (host.py) loaded afresh from there. A workspace's files are imported with load_package."""
     for module in WORKSPACE_MODULES:
         sys.modules.pop(module, None)
     sys.path.insert(0, str(search or path.parent))

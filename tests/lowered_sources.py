@@ -20,6 +20,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
+PASSES = (0, 0)
+ONLINE = (None, 0)
 USES_N = False
 
 
@@ -33,7 +35,8 @@ def compute(alpha, x, mask, w, n, reduce):
 '''
 # The elementwise cell's analogue: no reduce() calls, one row output.
 MASK_SCALAR_ELEMENTWISE = (
-    MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()")
+    MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()").replace("PASSES = (0, 0)", "PASSES = ()")
+    .replace("ONLINE = (None, 0)", "ONLINE = ()")
     .replace('OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)').replace("OUT_WIDTHS = (1, 1)", "OUT_WIDTHS = (1,)")
     .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
@@ -57,6 +60,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()
+PASSES = ()
+ONLINE = ()
 USES_N = False
 
 
@@ -85,6 +90,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("int8", "fp32")
 REDUCTIONS = ("max",)
+PASSES = (0,)
+ONLINE = (None,)
 USES_N = False
 
 
@@ -98,6 +105,7 @@ QUANT_ELEMENTWISE = (
                                                                                       "OUT_WIDTHS = (1,)")
     .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("int8",)').replace('REDUCTIONS = ("max",)', "REDUCTIONS = ()")
+    .replace("PASSES = (0,)", "PASSES = ()").replace("ONLINE = (None,)", "ONLINE = ()")
     .replace('reduce("max", pw.abs(x))', "4.0").replace(", 1.0 / s)", ",)"))
 QUANT_FP8_ELEMENTWISE = QUANT_ELEMENTWISE.replace('OUT_DTYPES = ("int8",)', 'OUT_DTYPES = ("fp8",)')
 # RoPE as the lowering writes it (tools/lower/convert.py): q [B, S, H, D] read in halves (x[..., :D/2], x[..., D/2:]),
@@ -119,6 +127,8 @@ DIMS = (("B", "S", "H", "D"), ("S", "D"), ("S", "D"))
 HEADS = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()
+PASSES = ()
+ONLINE = ()
 USES_N = False
 
 
@@ -143,6 +153,8 @@ DIMS = ()
 HEADS = 128
 OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum",)
+PASSES = (0,)
+ONLINE = (None,)
 USES_N = True
 
 

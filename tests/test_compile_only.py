@@ -15,7 +15,7 @@ import sys
 
 import isa_metrics
 import pytest
-from helpers import PATTERN_OPS, load_module, read_json
+from helpers import PATTERN_OPS, load_package, read_json
 from tools import registry
 
 
@@ -48,7 +48,7 @@ def test_elementwise_markers(workspace_of, op):
 def test_elementwise_small_tensors_take_one_vector_per_thread(workspace_of, tmp_path):
     """Below SMALL_N elements the cell compiles its one-vector-per-thread variant: one 128-bit load per input, one
     store."""
-    kernel = load_module(workspace_of("H200", "add") / "kernel.py", "kernel_add_small")
+    kernel = load_package(workspace_of("H200", "add"), "add_small").kernel
     ptx = kernel.compile_only({"vars": {"numel": 4096}, "dims": [4096]}, tmp_path)
     assert kernel.unroll_for(4096) == 1 and kernel.unroll_for(kernel.SMALL_N) == 2
     assert ptx.count("ld.global.v4") == 2 and ptx.count("st.global.v4") == 1
@@ -57,7 +57,7 @@ def test_elementwise_small_tensors_take_one_vector_per_thread(workspace_of, tmp_
 @pytest.mark.parametrize("dtype", ["fp16", "fp32"])
 def test_elementwise_other_dtypes_vectorize(workspace_of, tmp_path, dtype):
     ws = workspace_of("H200", "silu_mul")
-    kernel = load_module(ws / "kernel.py", f"kernel_{dtype}")
+    kernel = load_package(ws, f"silu_mul_{dtype}").kernel
     ptx = kernel.compile_only(None, tmp_path, dtype=dtype)
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 2
 
@@ -77,7 +77,7 @@ def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
     ws = workspace_of("H200", "softmax")
     lowered = (ws / "lowered.py").read_text()
     assert "PASSES = (0, 0)" in lowered and "ONLINE = (None, 0)" in lowered
-    kernel = load_module(ws / "kernel.py", "kernel_softmax_long")
+    kernel = load_package(ws, "softmax_long").kernel
     ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
     assert ptx.count("ld.global.v4") == 2 * 2 * kernel.LOOP_CHUNKS
     assert ptx.count("st.global.v4") == 2 * kernel.LOOP_CHUNKS
@@ -102,7 +102,7 @@ def test_decode_attention_markers(workspace_of):
 
 def _decode_ptx(workspace_of, tmp_path, shape):
     ws = workspace_of("H200", "gqa")
-    kernel = load_module(ws / "kernel.py", f"kernel_gqa_{shape}")
+    kernel = load_package(ws, "gqa_" + shape.replace("x", "_").replace("@", "_")).kernel
     (case,) = registry.pattern("decode_attention").cases(shape, "representative", "bf16")
     return kernel, case, kernel.compile_only(case, tmp_path)
 
@@ -154,7 +154,7 @@ def test_decode_attention_paths(workspace_of, tmp_path, shape, path, kt, ctas):
 def test_decode_attention_plan_regimes(workspace_of):
     """plan() per regime on 132 SMs: many splits for few (sequence, KV head) items, few for many, every split a
     whole number of CTA steps, the split grid covering S_max, and describe() naming the path and the regime."""
-    kernel = load_module(workspace_of("H200", "gqa") / "kernel.py", "kernel_gqa_plan")
+    kernel = load_package(workspace_of("H200", "gqa"), "gqa_plan").kernel
     small = kernel.plan(1, 32, 8, 8192, 128)
     middle = kernel.plan(32, 32, 8, 4096, 128)
     mha = kernel.plan(32, 8, 8, 4096, 128)

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import ROOT, load_module, make_lowered
+from helpers import ROOT, load_package, make_lowered
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"
@@ -48,7 +48,7 @@ def decode_kernel(tmp_path_factory):
                                                   op_name=dest.name, run_baseline="no"))
             if example:
                 make_lowered(dest, (EXAMPLES / example).read_text(), "cutedsl")
-            made[example] = load_module(dest / "kernel.py", f"kernel_decode_{name}")
+            made[example] = load_package(dest, f"decode_{name}").kernel
         return made[example]
 
     return get

@@ -153,7 +153,7 @@ def harness(tmp_path, monkeypatch):
                        "role": role, "file": "demo/mydemo.py", "call": f"{function}(x=x, weight=weight)"}}
         (ws / "op.json").write_text(json.dumps(op))
         sys.modules.pop("mydemo", None)
-        return load_module(ws / "test_kernel.py", f"test_kernel_demo_{function}_{role}")
+        return load_module(ws / "test_kernel.py", f"test_kernel_demo_{function}_{role}")  # the template's file alone
 
     def make_inputs(case, dtype, device, seed):
         g = torch.Generator().manual_seed(seed)

@@ -31,16 +31,24 @@ needs_flydsl = pytest.mark.skipif(not HAVE_FLYDSL, reason="flydsl is not install
 FLYDSL_PATTERNS = sorted(pattern for pattern, framework in registry.cells() if framework == "flydsl")
 # What CI compiles per arch: each cell's default case (shape "", the pattern's first built-in representative
 # shape: the workspace's own --compile-only checks the cell spec's markers on it) and the cell's other paths, with
-# what their ISA must show. benchmarks/flydsl_compile.py sweeps the rest.
+# what their ISA must show. In the elementwise and reduction cells every built-in op is a program run through the
+# cell's one path (its lowered.py), so each op compiles here once per arch, each on a path of its own where it can.
+# benchmarks/flydsl_compile.py sweeps the rest.
 COMPILES = {
-    "elementwise": [("silu_mul", "bf16", "", []), ("gelu", "fp16", "", [])],  # gelu: erf from the device libs
+    "elementwise": [("silu_mul", "bf16", "", []), ("gelu", "fp16", "", []),  # gelu: erf from the device libs
+                    ("add", "bf16", "4096", ["buffer_load_dwordx4"]),  # below SMALL_N: one vector per lane
+                    ("mul", "fp32", "", []), ("silu", "fp16", "", []),
+                    ("relu", "bf16", "1000x1001", ["buffer_load_dwordx4"])],  # 2-D, small, N not a multiple of 8
     "reduction": [("softmax", "bf16", "", []),
-                  ("rmsnorm", "fp32", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped two-pass path
-                  ("max", "fp16", "4096x7", ["buffer_load_ushort"])],  # N = 7: one element per access
+                  ("softmax", "bf16", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped, online max/sum
+                  ("rmsnorm", "fp32", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped, x and weight
+                  ("max", "fp16", "4096x7", ["buffer_load_ushort"]),  # N = 7: one element per access
+                  ("sum", "fp32", "8x131072", ["buffer_load_dwordx4", "buffer_store_dword"]),  # looped, [M] only
+                  ("mean", "bf16", "1000x4096@4160", ["buffer_load_dwordx4", "s_barrier", "buffer_store_short"])],
     "gemm": [("matmul", "bf16", "", []), ("matmul", "fp16", "4095x4097x4096", ["buffer_store_short"])],
     "decode_attention": [("gqa", "bf16", "", []), ("gqa", "fp16", "4x16x1x2048x128@mixed", ["v_mfma"])],
 }
-UNROLL = {"add": 4, "mul": 4, "silu": 2, "gelu": 2, "relu": 2, "silu_mul": 2}
+LOOP_CHUNKS = 4  # the reduction cell's vectors per lane per loop iteration, one load (x) taking them all
 
 
 def make_workspace(tmp_path: Path, pattern: str, op: str, dtype: str, target: str, shape: str = "") -> Path:
@@ -100,6 +108,13 @@ def test_every_flydsl_cell_is_compiled_here():
     assert sorted(COMPILES) == FLYDSL_PATTERNS
 
 
+@pytest.mark.parametrize("pattern", ["elementwise", "reduction"])
+def test_every_built_in_program_is_compiled_here(pattern):
+    """Every built-in op of a program pattern runs through the cell's one path (its lowered.py): each compiles here,
+    to both targets (VARIANTS)."""
+    assert {op for op, *_ in COMPILES[pattern]} == set(registry.pattern(pattern).OPS)
+
+
 @needs_flydsl
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 @pytest.mark.parametrize(("pattern", "op", "dtype", "shape", "expect"),
@@ -147,16 +162,30 @@ def test_builtin_matmul_isa_is_pinned(isa, dtype, shape, arch):
 
 @needs_flydsl
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
-def test_elementwise_access_counts(isa, arch):
-    """silu_mul bf16, instruction by instruction: UNROLL dwordx4 per tensor on the full tile, short accesses on the tail."""
-    op, n_inputs = "silu_mul", 2
-    isa = isa[("elementwise", op, "bf16", arch, "")]
-    assert isa.count("buffer_load_dwordx4") == UNROLL[op] * n_inputs
-    assert isa.count("buffer_store_dwordx4") == UNROLL[op]
+@pytest.mark.parametrize(("op", "shape", "unroll"), [("silu_mul", "", 2), ("add", "4096", 1)])
+def test_elementwise_access_counts(isa, arch, op, shape, unroll):
+    """x and y bf16, instruction by instruction: unroll dwordx4 per tensor on the full tile, short accesses on the tail;
+    2 at 2^28 elements, 1 below SMALL_N = 2^24 (4096: one vector per lane, more workgroups)."""
+    n_inputs = 2
+    isa = isa[("elementwise", op, "bf16", arch, shape)]
+    assert isa.count("buffer_load_dwordx4") == unroll * n_inputs
+    assert isa.count("buffer_store_dwordx4") == unroll
     # the partial-tile path: one-element 16-bit accesses, bounded by the descriptor's num_records
-    assert isa.count("buffer_load_ushort ") == UNROLL[op] * 8 * n_inputs
-    assert isa.count("buffer_store_short ") == UNROLL[op] * 8
+    assert isa.count("buffer_load_ushort ") == unroll * 8 * n_inputs
+    assert isa.count("buffer_store_short ") == unroll * 8
     assert metadata(isa, "group_segment_fixed_size") == [0]
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_long_softmax_reads_the_row_twice(isa, arch):
+    """softmax on rows of 131072 (the looped path): lowered.PASSES (0, 0) and ONLINE (None, 0) put its max and sum in
+    one online pass, so x is read twice (reductions, then outputs): 2 x LOOP_CHUNKS dwordx4 loads per lane (one per
+    reduce() call in its own pass would be 3 x 4 = 12), LOOP_CHUNKS dwordx4 stores, one barrier per reduction."""
+    text = isa[("reduction", "softmax", "bf16", arch, "8x131072")]
+    assert text.count("buffer_load_dwordx4") == 2 * LOOP_CHUNKS, "x is not read in exactly 2 passes"
+    assert text.count("buffer_store_dwordx4") == LOOP_CHUNKS
+    assert text.count("s_barrier") == 2
 
 
 @needs_flydsl

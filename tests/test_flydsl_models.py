@@ -37,3 +37,12 @@ def test_attention_model_catches_a_missing_mask():
     """With the -inf mask on keys past the split end removed, the model must fail (it is not vacuous)."""
     done = run_model("decode_attention", "small_mixed", "mut=no_mask")
     assert done.returncode == 1 and " 0 of " not in done.stdout.strip().splitlines()[-1], done.stdout[-2000:]
+
+
+@needs_flydsl
+def test_reduction_model_catches_a_shifted_rescale():
+    """With the online rescale and the row combine taken between shifted maxes (exp(shift(m_old) - shift(m_new)),
+    exp(shift(m_t) - shift(M))), the rows planted for it overflow to 0 * inf = NaN on the looped path: the model must
+    fail (it is not vacuous, and the kernel's unshifted m_old / m_t matter)."""
+    done = run_model("reduction", "8x131072", "mut=shifted")
+    assert done.returncode == 1 and "softmax: NaN mismatch" in done.stdout, done.stdout[-2000:]

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import ROOT, load_module
+from helpers import ROOT, load_package
 from tools import lower, scaffold, spec
 
 CORPUS = ROOT / "tests" / "lowering_corpus" / "ops.py"
@@ -48,7 +48,7 @@ def gemm_ws(tmp_path_factory):
                 ctx = spec.context(pattern="gemm", op="matmul", gpu="H200", dtype=dtype, op_name=dest.name,
                                    run_baseline="no")
             scaffold.workspace(dest, ctx)
-            made[(dtype, name)] = load_module(dest / "kernel.py", f"kernel_{dest.name}")
+            made[(dtype, name)] = load_package(dest, f"epilogue_{dest.name}").kernel
         return made[(dtype, name)]
 
     return get

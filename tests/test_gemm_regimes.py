@@ -15,7 +15,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import load_module
+from helpers import load_package
 
 
 def _case(shape: str) -> dict:
@@ -26,7 +26,7 @@ def _case(shape: str) -> dict:
 @pytest.fixture(scope="module")
 def gemm(workspace_of):
     ws = workspace_of("H200", "matmul")
-    return load_module(ws / "kernel.py", "kernel_gemm_regimes")
+    return load_package(ws, "gemm_regimes").kernel
 
 
 def _no_spills(ptx_path) -> None:

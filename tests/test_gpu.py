@@ -142,17 +142,19 @@ import torch
 sys.path.insert(0, "..")
 from ws import kernel
 inf, nan = math.inf, math.nan
-x = torch.randn(6, 131072, device="cuda") * 4
+x = torch.randn(7, 131072, device="cuda") * 4
 x[0, :70000] = -inf  # a masked prefix longer than one slice of the loop
 x[1, 5000] = nan  # one NaN: the whole row NaN, as torch
 x[2] = -inf  # all -inf: NaN, as torch
 x[3, 100000:] = -inf  # a masked suffix
 x[4] *= 30  # exp would overflow without the max
+x[6, :70000] = -inf  # a masked prefix, then values whose exp underflows: exp(-inf - m) rescales, never 0 * inf
+x[6, 70000:] -= 200
 x = x.to(torch.bfloat16)
 want = torch.softmax(x.float(), -1)
 got = kernel.run(x).float()
 assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the other way round"
-for r in (0, 3, 4, 5):
+for r in (0, 3, 4, 5, 6):
     err = ((got[r] - want[r]).norm() / want[r].norm()).item()
     assert err < 1e-2, (r, err)
 assert (got[0, :70000] == 0).all() and (got[3, 100000:] == 0).all()
@@ -162,8 +164,9 @@ print("ok")
 
 def test_long_softmax_online_pass_matches_torch_on_special_rows(tmp_path):
     """softmax rows of 131072 take the looped path, whose one reduction pass is the online softmax (lowered.ONLINE):
-    a masked -inf prefix longer than a slice gives 0 there and the right row elsewhere (not NaN), a NaN makes the
-    row NaN, an all -inf row is NaN, large values do not overflow: torch's softmax on every row."""
+    a masked -inf prefix longer than a slice gives 0 there and the right row elsewhere (not NaN), also when the rest
+    of the row lies near -200 (where a shifted -inf would rescale by exp(200) = inf), a NaN makes the row NaN, an
+    all -inf row is NaN, large values do not overflow: torch's softmax on every row."""
     done = bake_cli(tmp_path, "pattern=reduction", "op=softmax", "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
     run = subprocess.run([sys.executable, "-c", ONLINE_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from helpers import load_module, read_json
+from helpers import load_package, read_json
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +24,12 @@ def workspace(matrix, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def harness(workspace):
-    return load_module(workspace / "test_kernel.py", "harness_under_test")
+    return load_package(workspace, "harness_ws").test_kernel
 
 
 @pytest.fixture(scope="module")
 def reference(workspace):
-    return load_module(workspace / "reference.py", "reference_under_test")
+    return load_package(workspace, "harness_ws").reference
 
 
 def cases(*names):

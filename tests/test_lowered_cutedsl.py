@@ -16,7 +16,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import ROOT, load_module, lowered_constants, make_lowered
+from helpers import ROOT, load_package, lowered_constants, make_lowered
 from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_FP8, ROPE,
                              ROPE_LANES)
 from tools import scaffold, spec
@@ -39,6 +39,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ()
+PASSES = ()
+ONLINE = ()
 USES_N = True
 
 
@@ -77,6 +79,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("min", "max")
+PASSES = (0, 1)
+ONLINE = (None, None)
 USES_N = False
 
 
@@ -114,7 +118,7 @@ def lowered_ws(tmp_path_factory):
 @functools.cache
 def _compiled(ws, dims: tuple, dtype: str) -> tuple[str, dict]:
     """compile_only's PTX for a case of `dims` in the workspace (and describe's plan of it), once per case."""
-    kernel = load_module(ws / "kernel.py", f"kernel_{ws.name}_{'x'.join(map(str, dims))}_{dtype}")
+    kernel = load_package(ws, f"{ws.name}_{'x'.join(map(str, dims))}_{dtype}").kernel
     case = {"dims": list(dims), "vars": {"numel": math.prod(dims)}}
     ptx = kernel.compile_only(case, ws / "build", dtype=dtype)
     assert ".target sm_90a" in ptx
@@ -134,13 +138,19 @@ def _no_spills(ptx: str, tmp_path) -> None:
     assert spills and not any(int(b) for b in spills), done.stderr
 
 
+def _unroll(dims, rows: int) -> int:
+    """The cell's vectors per thread and row input (kernel.unroll_for): 2, at most 4 for all row inputs together,
+    and 1 below 2^24 elements."""
+    return 1 if math.prod(dims) < 1 << 24 else max(1, min(2, 4 // rows))
+
+
 @pytest.mark.parametrize("dims,dtype", [((8192, 8192), "bf16"), ((4096, 4096), "fp32"), ((3, 5, 1024), "bf16")])
 def test_elementwise_example_vectorizes(lowered_ws, tmp_path, dims, dtype):
     """gelu_tanh_mul_bias: x and y with 128-bit loads, the bias (N % VEC == 0) one 128-bit load per chunk too."""
     ws, lowered = lowered_ws("elementwise", "lowered_gelu_tanh_mul_bias.py")
     ptx, plan = _compiled(ws, dims, dtype)
     unroll = int(plan["values_per_thread"].split()[0])
-    assert unroll == 4 // lowered["KINDS"].count("row")
+    assert unroll == _unroll(dims, lowered["KINDS"].count("row"))
     assert ptx.count("ld.global.v4") == unroll * len(lowered["INPUTS"])  # rows and the vector's chunks
     assert ptx.count("st.global.v4") == unroll
     assert "max.NaN.f32" in ptx  # pw.maximum propagates NaN
@@ -151,7 +161,7 @@ def test_elementwise_vector_gathers_when_n_is_not_a_multiple_of_vec(lowered_ws):
     """N = 1001: the rows keep their 128-bit loads, the bias is read by scalar gathers (fast tile and tail)."""
     ws, lowered = lowered_ws("elementwise", "lowered_gelu_tanh_mul_bias.py")
     ptx, plan = _compiled(ws, (16, 1001), "bf16")
-    unroll = 4 // lowered["KINDS"].count("row")
+    unroll = _unroll((16, 1001), lowered["KINDS"].count("row"))
     assert ptx.count("ld.global.v4") == unroll * lowered["KINDS"].count("row")
     assert ptx.count("st.global.v4") == unroll
     assert "scalar gathers" in plan["data_movement"]
@@ -183,7 +193,7 @@ def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
         assert ptx.count("ld.global.v4") == len(lowered["INPUTS"]) * chunks
         assert ptx.count("st.global.v4") == lowered["OUTPUTS"].count("row") * chunks
     else:  # one load per input, chunk and pass (the slice loop may be unrolled further)
-        passes = len(lowered["REDUCTIONS"]) + ("row" in lowered["OUTPUTS"])
+        passes = (max(lowered["PASSES"]) + 1 if lowered["PASSES"] else 0) + ("row" in lowered["OUTPUTS"])
         assert ptx.count("ld.global.v4") >= len(lowered["INPUTS"]) * chunks * passes
         assert ptx.count("st.global.v4") >= lowered["OUTPUTS"].count("row") * chunks
         assert f"{passes} passes" in plan["path"]
@@ -217,7 +227,7 @@ def test_run_refuses_cpu_tensors_in_host_words(lowered_ws, pattern, example):
     """run() checks its arguments in host.py before compiling anything: CPU tensors are refused, by name."""
     torch = pytest.importorskip("torch")
     ws, lowered = lowered_ws(pattern, example)
-    kernel = load_module(ws / "kernel.py", f"kernel_run_{ws.name}")
+    kernel = load_package(ws, f"run_{ws.name}").kernel
     x = torch.randn(4, 64, dtype=torch.bfloat16)
     inputs = [x if kind == "row" else x[0].clone() for kind in lowered["KINDS"]]
     with pytest.raises(ValueError, match="GPU"):

@@ -333,7 +333,7 @@ def test_an_explicit_pattern_keeps_its_built_in_kernel_and_says_so(tmp_path, pat
     ws = tmp_path / "ws"
     op = read_json(ws / "op.json")
     assert op["op"] != "lowered" and op["lowering"]["status"] == "not lowered" and why in op["lowering"]["reason"]
-    assert not (ws / "lowered.py").exists() and not (ws / "pointwise.py").exists()
+    assert f'SOURCE = "{op["op"]}"' in (ws / "lowered.py").read_text()  # the built-in op's own program, not yours
     for record in ("plans/v0_plan.md", "baseline_report.md"):
         assert "which does not implement this function" in (ws / record).read_text(), record
     memory = read_json(ws / "memory" / "v0.json")

@@ -12,7 +12,7 @@ import json
 
 import lowered_corpus_builds as builds
 import pytest
-from helpers import load_module
+from helpers import load_package
 from test_flydsl_compile import needs_flydsl
 
 # Known short of the cell's markers: the FlyDSL cells size their vectors by the widest element of any row-wise
@@ -33,7 +33,7 @@ def test_every_lowered_function_compiles_for_sm90a():
     failed = {}
     for name, ws in spaces.items():
         op = json.loads((ws / "op.json").read_text())
-        ptx = load_module(ws / "kernel.py", f"lowered_compile_{name}").compile_only(op["cases"][0], ws / "build")
+        ptx = load_package(ws, f"lowered_compile_{name}").kernel.compile_only(op["cases"][0], ws / "build")
         missing = [m["text"] for m in op["isa_markers"]["required"] if m["text"] not in ptx]
         found = [m["text"] for m in op["isa_markers"]["forbidden"] if m["text"] in ptx]
         if missing or found or "ld.local" in ptx:

@@ -35,14 +35,6 @@ def dtype_of(tensor, op: str, allowed=("bf16", "fp16", "fp32")) -> str:
     return name
 
 
-def check_like(op: str, tensors, device_words: str = "GPU tensors") -> None:
-    """Every tensor contiguous, on the GPU, and of the first one's shape and dtype."""
-    first = tensors[0]
-    for t in tensors:
-        if t.shape != first.shape or t.dtype != first.dtype or not t.is_cuda or not t.is_contiguous():
-            raise ValueError(f"{op}: inputs must be contiguous {device_words} of one shape and dtype")
-
-
 def check_aligned(op: str, tensors, access: str) -> None:
     """Every tensor starts on a 16-byte boundary, as the 128-bit accesses of `access` need."""
     if any(t.data_ptr() % 16 for t in tensors):
@@ -85,29 +77,6 @@ def rows_of(op: str, x) -> tuple[int, int, int]:
     if ld < n:
         raise ValueError(f"{op}: row stride {ld} < N={n} (overlapping rows)")
     return m, n, ld
-
-
-def elementwise_operands(op: str, inputs, out, n_inputs: int, access: str):
-    """(dtype, out) of an elementwise op: n_inputs contiguous GPU tensors of one shape and dtype, 16-byte aligned."""
-    check_count(op, inputs, n_inputs)
-    dtype = dtype_of(inputs[0], op)
-    check_like(op, inputs)
-    out = out_tensor(op, out, inputs[0].shape, inputs[0])
-    check_aligned(op, (*inputs, out), access)
-    return dtype, out
-
-
-def reduction_operands(op: str, x, args, out, weighted: bool, row_out: bool):
-    """(dtype, M, N, row stride, weight or None, out) of a last-dim reduction of x [M, N] (rmsnorm: weight [N]).
-
-    out is [M, N] when row_out (softmax, rmsnorm), [M] otherwise, in x's dtype."""
-    check_count(op, (x, *args), 2 if weighted else 1)
-    dtype = dtype_of(x, op)
-    m, n, ld = rows_of(op, x)
-    weight = args[0] if weighted else None
-    if weighted:
-        check_tensor(op, "weight", weight, (n,), x)
-    return dtype, m, n, ld, weight, out_tensor(op, out, (m, n) if row_out else (m,), x)
 
 
 OUTPUT_SHAPES = {"row": lambda m, n: (m, n), "reduced": lambda m, n: (m,), "reduced_keepdim": lambda m, n: (m, 1)}

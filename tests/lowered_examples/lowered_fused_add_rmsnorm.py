@@ -20,6 +20,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input", "input")
 REDUCTIONS = ("sum",)
+PASSES = (0,)
+ONLINE = (None,)
 USES_N = True
 
 EPS = 1e-06  # user_logic.py:5, the default of `eps`

@@ -17,6 +17,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()
+PASSES = ()
+ONLINE = ()
 USES_N = False
 
 

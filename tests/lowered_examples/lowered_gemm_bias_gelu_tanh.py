@@ -50,5 +50,4 @@ def compute(acc, bias, n, reduce):
     t7 = pw.tanh(t5)  # ops.py:219
     t8 = t7 + 1.0  # ops.py:219
     t9 = t6 * t8  # ops.py:219
-    t10 = pw.cast(t9, "bf16")  # ops.py:219
-    return (t10,)
+    return (t9,)

@@ -17,6 +17,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum", "sum")
+PASSES = (0, 1)
+ONLINE = (None, None)
 USES_N = True
 
 EPS = 1e-05  # user_logic.py:3, the default of `eps`

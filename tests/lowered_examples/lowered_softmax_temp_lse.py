@@ -17,6 +17,8 @@ DIMS = ()
 HEADS = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
+PASSES = (0, 0)
+ONLINE = (None, 0)
 USES_N = False
 
 TEMPERATURE = 0.7  # user_logic.py:3, the default of `temperature`

@@ -270,8 +270,8 @@ class _Writer:
             f"HEADS = {p.get('heads')!r}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",
-            f"PASSES = {_tuple(str(k) for k in schedule[0])}",
-            f"ONLINE = {_tuple(str(k) for k in schedule[1])}",
+            *([] if self.gemm else [f"PASSES = {_tuple(str(k) for k in schedule[0])}",
+                                    f"ONLINE = {_tuple(str(k) for k in schedule[1])}"]),
             f"USES_N = {ir.uses_n(p)!r}",
             "",
         ]

@@ -1,18 +1,21 @@
-"""What both FlyDSL cells share to run a generated lowered.py (op.json "op": "lowered"): its facts, the tensor
-slots of the launcher, the operand checks and outputs of run(), the register/buffer views, the compute() call and
-the conversion of its values to the outputs' dtypes.
+"""What the FlyDSL cells share to run a generated lowered.py: its facts, the tensor slots of the launcher, the operand
+checks and outputs of run(), the register/buffer views, the compute() call and the conversion of its values to the
+outputs' dtypes.
 
-Its one job is the glue between the user's compute (lowered.py at the workspace root, written by the template
-from the user's PyTorch function, see its CONTRACT) and a cell's hand-written data movement. The cell keeps
-its own tiling, loads, reductions and stores; this module gives it:
+Its one job is the glue between a program's compute (lowered.py at the workspace root, written by the template from
+a PyTorch function, see its CONTRACT: in the elementwise and reduction cells every op is one, the built-in ops
+being the pattern's programs.py; the GEMM cell runs one as its epilogue) and a cell's hand-written data movement.
+The cell keeps its own tiling, loads, reductions and stores; this module gives it:
 
     facts()             lowered.py's INPUTS / KINDS / DTYPES / WIDTHS / ARGS / OUTPUTS / OUT_DTYPES / OUT_WIDTHS /
-                        OUT_HOW / REDUCTIONS (a
+                        OUT_HOW / REDUCTIONS / PASSES / ONLINE (a
                         GEMM's KINDS: "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x:
                         the first "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices
                         of the row, broadcast and vector inputs: a "scalar" input is one value, never a row), the
                         loads that serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`:
-                        plan_loads), the row outputs' stores (`stores`, `first`: host.lowered_stores), and a
+                        plan_loads), the row outputs' stores (`stores`, `first`: host.lowered_stores), the looped
+                        row path's schedule (`passes`, `online`: PASSES and ONLINE, one pass per reduction in order
+                        and no online pair for a lowered.py baked before they existed), and a
                         `key` (a hash of lowered.py) that every compiled variant carries as a Constexpr, so a
                         re-baked lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
@@ -25,10 +28,10 @@ its own tiling, loads, reductions and stores; this module gives it:
     pick_vec()          the widest vector (<= 128 bits for the widest element of any row-wise tensor) that N, the
                         row strides and every address allow
     regs(), vectors()   the register tensor of a lane's chunks and the buffer view of a tensor cut into vectors:
-                        the cells' one way to move vec elements (also used by the reduction cell's built-in ops)
+                        the cells' one way to move vec elements
     scalar()            a "scalar" input's one element as an fp32 scalar, one buffer load per lane
     compute(values, n, reduce)  lowered.compute(*values, n, reduce) traced under fastmath "afn" (a `/` in the
-                        user's code is v_rcp_f32 and a multiply, as the built-in softmax does), as a tuple
+                        user's code is v_rcp_f32 and a multiply), as a tuple
     to_storage()        an output's fp32 values in its OUT_DTYPES element type, as the cells' stores write them:
                         x's dtype, fp32, a quantizer's int8 (`.to()`: truncation toward zero) or fp8 e4m3fn (OCP,
                         what torch.float8_e4m3fn holds, on gfx942 too: e4m3fn_bytes, the hardware's converter)
@@ -85,6 +88,8 @@ def facts() -> SimpleNamespace:
                         x=0 if kinds[:2] == ("a", "b") or "row" not in kinds else kinds.index("row"),
                         loaded=tuple(i for i, kind in enumerate(kinds) if kind in ("row", "vector", "broadcast")),
                         key=hashlib.sha256(Path(lowered.__file__).read_bytes()).hexdigest()[:16])
+    f.passes = tuple(getattr(lowered, "PASSES", range(len(f.reductions))))  # older bakes: one pass per reduction
+    f.online = tuple(getattr(lowered, "ONLINE", (None,) * len(f.reductions)))
     f.loads, f.load_widths, f.of_arg = plan_loads(args, kinds, widths)
     f.like = next((k for k, a in enumerate(f.of_arg) if a[0] != "scalar"), 0)  # an argument of the values' shape
     f.stores, f.first = host.lowered_stores(f.outputs, f.out_widths, f.out_how)
@@ -122,6 +127,11 @@ def facts() -> SimpleNamespace:
                          "int8 / fp8 output is stored by the elementwise and reduction cells only)")
     if set(f.outputs) - {"row", "reduced", "reduced_keepdim"} or set(f.reductions) - {"sum", "max", "min"}:
         raise ValueError(f"lowered.py: unknown output or reduction kind in {f.outputs} / {f.reductions}")
+    if len(f.passes) != len(f.reductions) or len(f.online) != len(f.reductions) or any(p < 0 for p in f.passes) \
+            or any(m is not None and not (0 <= m < q and f.reductions[m] == "max" and f.reductions[q] == "sum"
+                                      and f.passes[m] == f.passes[q]) for q, m in enumerate(f.online)):
+        raise ValueError(f"lowered.py: PASSES {f.passes} / ONLINE {f.online} do not fit REDUCTIONS {f.reductions}: one "
+                         "pass number >= 0 per reduction; an online sum's max an earlier max of the same pass")
     if len(f.inputs) + len(f.outputs) > SLOTS:
         raise ValueError(f"lowered op: {len(f.inputs)} inputs + {len(f.outputs)} outputs exceed the launcher's "
                          f"{SLOTS} tensor slots (flydsl_lowered.SLOTS)")

@@ -366,7 +366,9 @@ class _PassReducer:
     acc[q], an rmem accumulator the slice loop carries:
     - an online max (lowered.ONLINE) folds, then returns the thread's running max, shifted (_shift), so that its
       sum's exp(a - m) is relative to it; it keeps the old and new shifts for that sum;
-    - an online sum rescales its running sum by exp(old - new) before adding the slice's."""
+    - an online sum rescales its running sum by exp(m_old - shift(m_new)) before adding the slice's. m_old is not
+      shifted: after a -inf prefix, shift(-inf) = 0 would make the factor exp(-m_new), inf for a max below -88, and
+      0 * inf = NaN; exp(-inf - m_new) = 0 is what it is."""
 
     def __init__(self, p, known, acc, valid, like):
         self.p, self.known, self.acc, self.valid, self.like, self.calls, self.moved = p, known, acc, valid, like, 0, {}
@@ -379,7 +381,7 @@ class _PassReducer:
             return Float32(0.0)
         part = _thread_partial(kind, v, self.valid, self.like)
         if q in _ONLINE_MAX:
-            old = _shift(self.acc[q])
+            old = self.acc[q]  # unshifted: a lane that held only -inf rescales its 0 by exp(-inf) = 0, not by inf
             self.acc[q] = _max(self.acc[q], part)
             self.moved[q] = (old, _shift(self.acc[q]))
             return self.moved[q][1]
@@ -393,11 +395,11 @@ class _PassReducer:
 
 def _row_results(p: int, acc, known: dict, tpr: int, buf):
     """The row results of pass p's reductions from their thread accumulators: an online sum's terms rescaled to
-    the row's max first (s_t * exp(m_t - M), both shifted), then summed."""
+    the row's max first (s_t * exp(m_t - shift(M)): a lane that held only -inf contributes 0), then summed."""
     for q, kind in enumerate(lowered.REDUCTIONS):
         if lowered.PASSES[q] == p:
             m = lowered.ONLINE[q]
-            val = acc[q] if m is None else acc[q] * _exp(_shift(acc[m]) - _shift(known[m]))
+            val = acc[q] if m is None else acc[q] * _exp(acc[m] - _shift(known[m]))
             known[q] = Float32(_row_reduce(val, kind, tpr, buf, q))
 
 

@@ -1,21 +1,26 @@
-"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): sum, mean, max, softmax, rmsnorm,
-and the user's own row op (lowered.py, see "Your own op").
+"""Row reduction kernel in FlyDSL for AMD CDNA3 (gfx942) and CDNA4 (gfx950): one program over the rows of x, reduced
+over the last dim.
 
-A bandwidth kernel over the last dim of x [M, N]: each row is owned by a power-of-two group of lanes or by
-whole waves, read once with 128-bit buffer loads into VGPRs, reduced in fp32 in three levels (in-lane tree,
-DPP across the wave, 4 bytes per wave through LDS across waves), and, for softmax and rmsnorm, normalised
-from the same registers and written back, so HBM sees x once. plan() picks the lanes per row and vectors
-per lane so that a row of up to 32768 elements fits in registers at 32 fp32 values per lane; longer rows
-take a looped two-pass path with one workgroup per row. Edges (N not a multiple of the vector, M not a
-multiple of the rows per workgroup) are explicit branches around each access, never padding.
+Every op of this cell is a program: the built-in ones (sum, mean, max, softmax, rmsnorm) are the PyTorch functions
+of tools/patterns/reduction/programs.py in the template repository, a user's op is their own function, and a bake
+traces either into lowered.py at the workspace root (tests/lowered_examples/CONTRACT.md in the template). This file
+is the data movement around it, a bandwidth kernel over the last dim of x [M, N]: each row is owned by a power-of-two
+group of lanes or by whole waves and read once with 128-bit buffer loads into VGPRs; lowered.compute() runs on the
+lane's fp32 values with a reduce(kind, v) that is the row's reduction hierarchy (in-lane tree, DPP across the wave,
+4 bytes per wave through LDS across waves), and what it returns is stored from the same registers, so HBM sees
+every input once. plan() picks the lanes per row and vectors per lane so that a row of up to 32768 elements fits in
+registers at 32 fp32 values per lane per load; longer rows take a looped path with one workgroup per row and the
+reductions in passes (lowered.PASSES). Edges (N not a multiple of the vector, M not a multiple of the rows per
+workgroup) are explicit branches around each access, never padding. One launcher, one run().
 
 What it computes
-    x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor).
-    sum / mean / max -> out [M] in x's dtype;  softmax -> out [M, N] (max-subtracted);
-    rmsnorm -> out [M, N] = x / sqrt(mean(x^2) + eps) * weight[N] (as F.rms_norm). Loads are bf16/fp16/fp32,
-    all math and accumulation is fp32, every output is rounded once to x's dtype. NaN and -inf follow torch:
-    a row holding a NaN gets max NaN and an all-NaN softmax row; an all -inf row gives max -inf and a NaN
-    softmax row (-inf - -inf), some -inf entries softmax to 0.
+    x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor): the first "row"
+    input of lowered.INPUTS. The other inputs are rows like x (each with its own row stride), [N] vectors (rmsnorm's
+    weight), rows broadcast over x's rows, scalars and bool masks (lowered.KINDS). Outputs are rows [M, N] (softmax,
+    rmsnorm) or one value per row, [M] or [M, 1] (sum, mean, max), in lowered.OUT_DTYPES. Loads are
+    bf16/fp16/fp32, all math and accumulation is fp32, every output is rounded once by its store. NaN and -inf
+    follow torch on both paths: a row holding a NaN gets max NaN and an all-NaN softmax row; an all -inf row gives
+    max -inf and a NaN softmax row (-inf - -inf); some -inf entries softmax to 0.
 
 Why this shape (roofline, peaks from reference/gpu_specs.json)
     A row reduction does 1-5 FLOP per element moved; the ridge point is ~247 FLOP/byte on gfx942 (MI300X:
@@ -34,15 +39,15 @@ CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
       meets once in LDS.
     - Grid: one workgroup per 256 / TPR rows; at 32768 x 8192 that is 32768 workgroups of 4 waves, about a
       hundred per CU (op.json's compute_units), so the tail wave is negligible.
-    - LDS: 4 B per wave per reduction, 16-128 B per workgroup, so LDS never limits occupancy.
+    - LDS: 4 B per wave per reduce() call, 16-128 B per workgroup for one call, so LDS never limits occupancy.
     - Registers: 512 VGPRs per SIMD lane (arch VGPRs + AGPRs, at most 256 arch VGPRs per wave, allocated in
       granules of 8), at most 8 waves per SIMD: waves/SIMD = min(8, 512 / VGPRs), so <= 64 VGPRs keeps all 8.
       A 1024-lane workgroup puts 4 waves on every SIMD, so it cannot launch at all above 128 VGPRs. The
-      register path keeps VALUES_PER_LANE = 32 fp32 row values per lane (32 VGPRs for the row): 1024 lanes x
-      32 = 32768 elements per row in registers, with room left for the reduction and the addresses. 64 per
-      lane would hold 65536-element rows but roughly double the registers (4-5 waves per SIMD) for every N.
-      rmsnorm loads its weight only after the row reduction for the same reason: loaded with x, its 32
-      values would be live next to x's. The compiled counts per op are in benchmarks/flydsl_compile.md.
+      register path keeps VALUES_PER_LANE = 32 fp32 row values per lane for one load (32 VGPRs for the row):
+      1024 lanes x 32 = 32768 elements per row in registers, with room left for the reduction and the
+      addresses. 64 per lane would hold 65536-element rows but roughly double the registers (4-5 waves per
+      SIMD) for every N. Two loads (rmsnorm's x and weight) keep 32 values each, more loads share 64 (see "What
+      compute() gets"); every load is issued before compute(), so all of them are live through its reduce().
     - ALU: gfx942 has no f32 -> bf16 convert (a multi-instruction round-to-nearest-even with a NaN check per
       value), gfx950 has v_cvt_pk_bf16_f32; v_pk_mul_f32 / v_pk_add_f32 do two fp32 per instruction. softmax
       (exp, scale, convert per element) is the op nearest to turning ALU-bound, most of all bf16 on gfx942.
@@ -59,13 +64,17 @@ CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
       end); the cross-lane steps use fx.max. Pitfall avoided: FlyDSL's Vector.reduce(MAX) is MAXNUMF, which
       drops NaN, and fx.coop.warp_reduce folds a Vector with it, so only fp32 scalars go in.
 
-The reduction hierarchy (one row is owned by TPR lanes; vector k of lane t is the row's vector k*TPR + t)
+The reduction hierarchy: reduce(kind, v) (one row is owned by TPR lanes; vector k of lane t is the row's vector
+k*TPR + t)
+    0. mask:      the values of vectors that were not loaded (past the row end) become the identity of the kind
+                  (0 for sum, -inf for max; min is folded as max of -v and negated at the end), a select on v:
+                  compute() may have turned a not-loaded 0 into anything (exp(0) = 1).
     1. lane:      chunks x vec values, fp32 tree (sum) or NaN-propagating max, no communication.
     2. wave:      DPP over min(TPR, 64) lanes as above; every lane of the group ends with the result.
     3. workgroup: TPR = 64*W > 64: lane 0 of each wave writes LDS[slot][wave], one s_barrier, every lane
                   reads its row's W totals (an LDS broadcast, ds_read_b128) and folds them in one fixed
-                  order, so all lanes agree bit for bit. softmax uses slot 0 for the max and slot 1 for the
-                  sum: one barrier per reduction, no reuse race.
+                  order, so all lanes agree bit for bit. Call q of compute() uses slot q (softmax: the max
+                  slot 0, the sum slot 1): no slot is reused, so one barrier per call suffices.
 
 Thread/value layout (register path)
     x viewed as 1-D vectors of vec elements: row r, vector j  ->  vector index r * (ld / vec) + j
@@ -73,11 +82,11 @@ Thread/value layout (register path)
         k = 0:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     one buffer_load_dwordx4 per lane,
         k = 1:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     a wave reads 1 KiB contiguous
 
-    NV = N / vec vectors per row; KMAX = 32 / vec vectors per lane. Rows of <= 64 * KMAX vectors use the
-    smallest power-of-two TPR (1..64) with ceil(NV / TPR) <= KMAX and pack 256 / TPR rows in a 256-lane
-    workgroup (4 waves, one per SIMD). Longer rows use W = 2..16 whole waves per row (any W: the LDS step
-    needs no power of two), the W wasting the fewest vector slots, then the fewest waves; 256 / TPR rows
-    per workgroup when that divides. Examples, bf16 (vec 8, KMAX 4):
+    NV = N / vec vectors per row; KMAX = values per lane / vec vectors per lane (32 / vec for one or two loads).
+    Rows of <= 64 * KMAX vectors use the smallest power-of-two TPR (1..64) with ceil(NV / TPR) <= KMAX and pack
+    256 / TPR rows in a 256-lane workgroup (4 waves, one per SIMD). Longer rows use W = 2..16 whole waves per row
+    (any W: the LDS step needs no power of two), the W wasting the fewest vector slots, then the fewest waves;
+    256 / TPR rows per workgroup when that divides. Examples, bf16 softmax (vec 8, KMAX 4):
         N = 7 (vec 1)      TPR 1,    7 chunks, 256 rows/WG  -- one lane per row, scalar buffer_load_ushort
         N = 1000           TPR 32,   4 chunks, 8 rows/WG    -- half a wave per row: DPP + ds_swizzle
         N = 4096           TPR 128,  4 chunks, 2 rows/WG    -- 2 waves per row: DPP + LDS
@@ -88,52 +97,72 @@ Thread/value layout (register path)
     predicates, so the loads issue back to back (32768 x 8192: 4 unpredicated dwordx4 loads per lane).
 
 Data movement
-    HBM -> VGPRs (buffer_load_dwordx4, all of a lane's 4 (bf16/fp16) or 8 (fp32) vectors issued before the
-    first use) -> fp32 math in VGPRs -> DPP, then 4 B per wave through LDS -> VGPRs -> HBM
-    (buffer_store_dwordx4 for softmax/rmsnorm; one 16/32-bit buffer store per row for sum/mean/max). Data
-    is never staged in LDS: no lane reuses another's data, only the partials meet. Bytes in flight at
-    32768 x 8192 bf16 (Little's law): 256 lanes x 64 B = 16 KiB per workgroup, 8 workgroups per CU at 8 waves
-    per SIMD = 128 KiB per CU, above the bandwidth x latency / CUs that DRAM latency needs: 5.3 TB/s x ~1 us
-    / 304 CUs = ~17 KiB (gfx942) to 8 TB/s x ~1 us / 256 CUs = ~31 KiB (gfx950), ~1 us an assumed latency.
+    HBM -> VGPRs (buffer_load_dwordx4, all of a lane's vectors of every load issued before the first use) ->
+    compute() in fp32 VGPRs, its reduce() calls DPP, then 4 B per wave through LDS -> VGPRs -> HBM
+    (buffer_store_dwordx4 for a row output such as softmax's and rmsnorm's; one 16/32-bit buffer store per row
+    for a reduced one such as sum's). Data is never staged in LDS: no lane reuses another's data, only the
+    partials meet. Bytes in flight at 32768 x 8192 bf16 (Little's law): 256 lanes x 64 B = 16 KiB per workgroup,
+    8 workgroups per CU at 8 waves per SIMD = 128 KiB per CU, above the bandwidth x latency / CUs that DRAM
+    latency needs: 5.3 TB/s x ~1 us / 304 CUs = ~17 KiB (gfx942) to 8 TB/s x ~1 us / 256 CUs = ~31 KiB
+    (gfx950), ~1 us an assumed latency.
 
-Large N (> 32768 elements): the looped path
-    One 512-lane workgroup (8 waves) per row, a runtime loop over the row 2048 vectors (32 KiB bf16) at a
-    time, 4 vectors per lane per iteration. Pass 1 accumulates per lane: the sum, the sum of squares, the
-    max, or softmax's online (max, sum), the sum rescaled by exp(m_old - m_new) when the max grows; a lane
-    that has seen only -inf so far uses a shift of 0 (exp(-inf - -inf) would be NaN), a NaN max stays NaN.
-    The lane partials then go through the same DPP + LDS steps (softmax: max first, then the sums rescaled
-    to the row max). Pass 2 (softmax, rmsnorm) re-reads the row and writes: a 256 KiB bf16 row was just
-    read, so the re-read should come from the 4 MB L2 of the XCD or the 256 MB Infinity Cache. This is
-    correct for any N but leaves CUs idle for small M (8 x 131072 runs on 8 workgroups).
+Large N (past the register path: > 32768 elements for one or two loads): the looped path
+    One 512-lane workgroup (8 waves) per row, a runtime loop over the row 512 x LOOP_CHUNKS vectors at a time
+    (4 vectors per lane per iteration for one load, 32 KiB bf16; the loads share the 4: rmsnorm's x and weight 2
+    each), in passes that lowered.PASSES schedules (tools/lower/ir.py's schedule() in the template). Pass p runs
+    compute() on every slice with a reduce() (_PassReduce) that folds the masked lane partial of each call q with
+    PASSES[q] == p into acc[q], a register tensor of one fp32 per reduction that the loop carries (through memory,
+    which LLVM keeps in VGPRs); a call of an earlier pass returns its row result, a call of a later pass a dummy
+    (nothing pass p folds depends on it, and LLVM drops what does). After the loop each of the pass's lane
+    partials goes through DPP and its own LDS slot. A reduction that needs earlier results runs one pass after
+    the last of them, independent ones share a pass, and an online pair shares one: lowered.ONLINE[q] = m when
+    call q is sum(exp(a - m)) with m = max(a) of the same a (softmax's, a log-softmax's or logsumexp's). Then
+    each lane keeps a running max m_t and a running sum s_t (shift(v) = 0 if v == -inf else v):
+        max call m:  m_t = max(m_t, slice max) (NaN-propagating); it returns shift(m_t), so compute()'s
+                     exp(a - m) is relative to the lane's running max, and a masked -inf prefix gives
+                     exp(-inf - 0) = 0, not exp(-inf - -inf) = NaN;
+        sum call q:  s_t = s_t * exp(m_old - shift(m_t)) + the slice's terms (m_old unshifted: a lane that saw
+                     only -inf has s_t = 0 and a factor exp(-inf) = 0, never 0 * inf);
+        row:         M = row max of m_t, S = row sum of s_t * exp(m_t - shift(M)) (a lane that saw only -inf
+                     adds 0 however small M is; a NaN anywhere makes M and S NaN; an all -inf row gives S = 0,
+                     so softmax's exp(-inf - -inf) is NaN as torch's, and a logsumexp's M + log(0) is -inf).
+    A last pass re-reads the row with every result known and stores the row outputs (a reduced output once, at
+    the first slice); with no row output, compute() runs once on zeros instead (a reduced output is a function
+    of the row results). So softmax reads a long row twice (its max and sum online, then the outputs), rmsnorm
+    twice, sum / mean / max once; a lowered.py without PASSES / ONLINE (baked before they existed) takes one pass
+    per reduce() call. A re-read row was just read (256 KiB bf16 at N = 131072), so it should come from the 4 MB L2
+    of the XCD or the 256 MB Infinity Cache. Correct for any N, but it leaves CUs idle for small M (8 x 131072 runs
+    on 8 workgroups).
 
 Boundaries
-    - vec is the widest power of two (<= 128 bits) dividing N, the row stride and the element offsets of x,
-      out and weight (_pick_vec, like the Hopper cell; once per run() signature, which holds N, the stride and
-      the pointers' low 4 bits): N = 1000 bf16 keeps 8, N = 7 or a stride of 1003 fall back to vec 1
+    - vec is 128 bits of the widest element among the row, broadcast and vector inputs and the row outputs,
+      narrowed until it divides N, every row stride (a broadcast view's three too) and every address (a mask's:
+      vec bytes) (flydsl_lowered.pick_vec; once per run() signature, which holds N, the strides and the
+      pointers' low 4 bits): N = 1000 bf16 keeps 8, N = 7 or a stride of 1003 fall back to vec 1
       (buffer_load_ushort / _dword, still coalesced across lanes); stride 4160 keeps 8.
     - Vectors past the row end (j >= NV, only when not `full`) and rows past M (the last workgroup when M is
-      not a multiple of its rows) are skipped by branches around each load and store (exec-masked on AMD);
-      registers start at the op's identity (0, or -inf for max/softmax), so skipped vectors fold away.
-    - Every byte offset is < 2^31 (run() refuses a span of (M-1)*ld + N elements of >= 2 GiB), and the
-      descriptors' num_records are the real tensor sizes, a second guard that no access can leave them.
+      not a multiple of its rows) are skipped by branches around each load and store (exec-masked on AMD); the
+      register tensors start at 0 and reduce() replaces a skipped vector's values by the identity, so they fold
+      away.
+    - Every byte offset is < 2^31 (run() refuses a tensor or a row span of >= 2 GiB), and the descriptors'
+      num_records are the real tensor sizes, a second guard that no access can leave them.
     - The barrier and the DPP steps sit outside every divergent branch: all lanes of the workgroup reach
-      them (rows past M compute on identities and are never stored).
+      them (rows past M compute on zeros and are never stored).
 
-Your own op: the lowered path (op.json "op": "lowered")
-    lowered.py (written by the template from the user's PyTorch function) declares INPUTS in the user's
-    parameter order with KINDS ("row" [M, N], each with its own row stride; "broadcast": rows paired with x's
-    through a [L0, L1, L2, N] view, stride 0 over the dims it is broadcast over, as RoPE's cos [S, D] against q
-    [B, S, H, D]; "vector" [N]; "scalar": one element, a runtime scalar), DTYPES ("float": x's dtype; "bool": a
-    mask), WIDTHS (an input's last dim in units of N: 1, or r for a wide row, broadcast or vector input the
-    function reads in r parts, as a gated MLP's x.chunk(2, -1) or RoPE's halves), ARGS (compute()'s value
-    arguments in order: an input "whole", or "part" j / "lane" j of a wide one), OUTPUTS ("row" [M, N],
-    "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_WIDTHS and OUT_HOW (a row output [M, r*N] made of r pieces:
-    "part"s side by side, piece j at column j*N, or interleaved "lane"s, piece j at columns j, j + r, ...), HEADS
-    (None, or c: x [T, H*c] is rows of c, host-side) and compute(*values, n, reduce), straight-line fp32 math
-    with reduce(kind, v) calls (REDUCTIONS: sum, max, min) that returns a flat tuple: OUT_WIDTHS[o] results per
-    output, its pieces in order. x, whose rows the plan takes, is the first "row" input (host.lowered_x), not
-    necessarily the first input; N is its last dim over its width. The cell's data movement stays; compute()
-    runs between the loads and the stores:
+What compute() gets (lowered.py)
+    lowered.py declares INPUTS in the function's parameter order with KINDS ("row" [M, N], each with its own row
+    stride; "broadcast": rows paired with x's through a [L0, L1, L2, N] view, stride 0 over the dims it is
+    broadcast over, as RoPE's cos [S, D] against q [B, S, H, D]; "vector" [N]; "scalar": one element, a runtime
+    scalar), DTYPES ("float": x's dtype; "bool": a mask), WIDTHS (an input's last dim in units of N: 1, or r for a
+    wide row, broadcast or vector input the function reads in r parts, as a gated MLP's x.chunk(2, -1) or RoPE's
+    halves), ARGS (compute()'s value arguments in order: an input "whole", or "part" j / "lane" j of a wide one),
+    OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_WIDTHS and OUT_HOW (a row output
+    [M, r*N] made of r pieces: "part"s side by side, piece j at column j*N, or interleaved "lane"s, piece j at
+    columns j, j + r, ...), HEADS (None, or c: x [T, H*c] is rows of c, host-side), REDUCTIONS (sum, max, min:
+    the kind of each reduce() call), PASSES and ONLINE (the looped path's schedule, above) and compute(*values, n,
+    reduce), straight-line fp32 math that returns a flat tuple: OUT_WIDTHS[o] results per output, its pieces in
+    order. x, whose rows the plan takes, is the first "row" input (host.lowered_x), not necessarily the first
+    input; N is its last dim over its width. compute() runs between the loads and the stores:
 
         loads:      every row and vector input's chunks, as above (a vector input's chunk k of lane t is its
                     vector j = k*TPR + t, the columns of the row's chunk beside it); a bool mask is launched as
@@ -151,54 +180,45 @@ Your own op: the lowered path (op.json "op": "lowered")
                     layout (FlyDSL passes a tensor's dynamic sizes and strides with it), two integer divisions
                     once per row (before the looped path's passes); its buffer descriptor spans the view's cosize
                     (_storage_vectors). A wide vector [r*N] is read in parts or lanes like a wide row. The
-                    register budget VALUES_PER_LANE is divided among the loads by their registers (a row or
-                    vector input 1, a part 1, a lanes load r; 3 at bf16: 21 values, two chunks per lane: more
-                    lanes per row; a scalar takes no share), so every load's row stays in VGPRs through every
-                    reduce() and HBM is read once
-        reduce():   the cell's hierarchy per call: the lane's values with the not-loaded ones (vectors past the
-                    row end) replaced by the identity -- a select on v, since the prologue is arbitrary (exp(0)
-                    = 1) -- folded in-lane (sum tree; max: _lane_max's NaN-propagating tree; min: max of -v,
-                    negated), DPP across the wave, one LDS step with its own slot per call (no slot is
-                    reused, so one barrier per call suffices). Rows past M reduce zeros and store nothing.
-        stores:     row outputs like softmax's, a wide one [M, r*N] per piece (host.lowered_stores):
-                    each "part" j from its own register tensor to column j*N, its "lane"s interleaved in ONE
-                    register tensor of
-                    r*vec elements per chunk (piece j at j, j + r, ...: register moves) and stored with r 128-bit
-                    stores per chunk, the loads' lanes the other way; reduced outputs one scalar per row from lane
-                    0 (compute()'s result at the output's first index), each in its
-                    OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 e4m3fn (the function's final .to(),
-                    converted once here: int8 truncates toward zero, v_cvt_i32_f32; fp8 rounds to nearest even
-                    through v_cvt_pk_fp8_f32, OCP bytes on gfx942 too: flydsl_lowered.e4m3fn_bytes); an int8 / fp8
-                    row beside a bf16 x is vec bytes per access (buffer_store_dwordx2)
-    Long rows (past the register path) use the looped workgroup-per-row path, len(REDUCTIONS) + 1 passes over
-    the row: pass p runs compute() on each slice with a reduce() whose call p adds its masked lane partial to a
-    1-element register tensor (loop-carried state), calls before p return the row results of earlier passes,
-    later calls a dummy (call p cannot depend on them); after the pass the partial goes through DPP and LDS
-    slot p. The last pass stores the outputs (a reduced one once, at the first slice); when no output is a
-    row, compute() runs once on zeros instead (a reduced output is a function of the row results).
-    vec is 128 bits of the widest element among the row and vector inputs and the row outputs, narrowed until it
-    divides N, the row strides (a broadcast view's three too) and the addresses (a mask's: vec bytes);
-    run(*inputs, out=None) returns a tensor for one output, a tuple for several. Rows of rank 3 or more ([B, S, H, D]: rows of the last dim), heads
-    (HEADS c: x [T, H*c] as T*H rows of c, one reduction per head) and broadcast inputs arrive as 2-D rows:
-    host.rows_nd views the row inputs and outputs as [M, N] (a broadcast input as host.broadcast_rows' [L0, L1,
-    L2, N] view, no copy) and reshapes the outputs back; compile_only and describe take a case [M, N] of a HEADS
-    program as M*N/c rows of c, and of a program with a wide row output as rows of N / r (host.lowered_lengths).
+                    register budget is 2 * VALUES_PER_LANE values divided among the loads by their registers (a
+                    row or vector input 1, a part 1, a lanes load r; a scalar takes no share), at most
+                    VALUES_PER_LANE each (3 at bf16: 21 values, two chunks per lane: more lanes per row), so every
+                    load's row stays in VGPRs through every reduce() and HBM is read once
+        reduce():   the hierarchy above, per call
+        stores:     row outputs, a wide one [M, r*N] per piece (host.lowered_stores): each "part" j from its own
+                    register tensor to column j*N, its "lane"s interleaved in ONE register tensor of r*vec elements
+                    per chunk (piece j at j, j + r, ...: register moves) and stored with r 128-bit stores per
+                    chunk, the loads' lanes the other way; reduced outputs one scalar per row from lane 0
+                    (compute()'s result at the output's first index), each in its OUT_DTYPES: x's dtype, fp32, or a
+                    quantizer's int8 / fp8 e4m3fn (the function's final .to(), converted once here: int8 truncates
+                    toward zero, v_cvt_i32_f32; fp8 rounds to nearest even through v_cvt_pk_fp8_f32, OCP bytes on
+                    gfx942 too: flydsl_lowered.e4m3fn_bytes); an int8 / fp8 row beside a bf16 x is vec bytes per
+                    access (buffer_store_dwordx2)
+    run(*inputs, out=None) returns a tensor for one output, a tuple for several. Rows of rank 3 or more ([B, S, H,
+    D]: rows of the last dim), heads (HEADS c: x [T, H*c] as T*H rows of c, one reduction per head) and broadcast
+    inputs arrive as 2-D rows: host.rows_nd views the row inputs and outputs as [M, N] (a broadcast input as
+    host.broadcast_rows' [L0, L1, L2, N] view, no copy) and reshapes the outputs back; compile_only and describe
+    take a case [M, N] of a HEADS program as M*N/c rows of c, and of a program with a wide row output as rows of
+    N / r (host.lowered_lengths).
 
-Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index
-math and the fold order (NaN, -inf, masked prefixes) are re-traced per lane in numpy against torch in float64
-by benchmarks/models/reduction_flydsl.py in the template repository: that checks the algorithm, not the
-compiler or the hardware. Host side: argument checks from host.py, op.json, the targets and compile-only
-from flydsl_runtime.py.
+Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index math and
+the fold order of the built-in programs' lowered.py (NaN, -inf, masked prefixes, the looped path's passes and online
+pairs) are re-traced per lane in numpy against torch in float64 by benchmarks/models/reduction_flydsl.py in the
+template repository: that checks the algorithm, not the compiler or the hardware. Host side: argument checks from
+host.py, op.json, the targets and compile-only from flydsl_runtime.py, the glue to lowered.py from
+flydsl_lowered.py.
 
 Interface (the same in every kbaseline cell):
-    run(x, out=None) / run(x, weight, out=None) -> out   ROCm torch tensors; compiles once per variant and prepares
-                                              a launch once per argument signature (N, row stride, alignment)
+    run(*inputs, out=None)      -> out        lowered.INPUTS order (softmax: run(x); rmsnorm: run(x, weight)), ROCm
+                                              torch tensors; one tensor, or a tuple for several outputs; compiles
+                                              once per variant and prepares a launch once per argument signature
+                                              (N, row strides, alignment)
     compile_only(case, out_dir) -> ISA text   compile the variant run() picks for the case (contiguous rows
                                               unless the case has a row_stride) for op.json's target, with no
                                               GPU, in a child process (flydsl_runtime.py, tools/rocm_env.py);
                                               writes kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<gfx>.s
-                                              (op "lowered": kernel_lowered_<dtype>_n<N>_...)
-    describe(case)              -> dict        lanes per row, chunks, grid, LDS and data movement
+                                              (<op>: op.json's, "lowered" for a user's function)
+    describe(case)              -> dict        lanes per row, chunks, passes, grid, LDS and data movement
 """
 
 from __future__ import annotations
@@ -218,17 +238,13 @@ from flydsl_lowered import vectors as _vectors
 from flydsl_runtime import DTYPE_BYTES, MAX_BYTES, WAVE
 
 OP_SPEC = host.OP
-OP = OP_SPEC["op"]
-EPS = float(OP_SPEC.get("params", {}).get("eps", 1e-6))
+OP = OP_SPEC["op"]  # the ISA file's name: the built-in op's, or "lowered" for a user's function
 
-OPS = ("sum", "mean", "max", "softmax", "rmsnorm")
-ROW_OUT_OPS = ("softmax", "rmsnorm")  # out is [M, N]; the others write out [M]
-ACCESS_BITS = 128  # one buffer_load_dwordx4 per vector
-VALUES_PER_LANE = 32  # fp32 row values a lane keeps in VGPRs on the register path
+VALUES_PER_LANE = 32  # fp32 row values a lane keeps in VGPRs per load on the register path (two loads: 32 each)
 MAX_WAVES_PER_ROW = 16  # 1024 lanes, the largest workgroup -> rows up to 16 * 64 * 32 = 32768 elements
 MIN_WG_LANES = 256  # 4 waves, one per SIMD of a CU
 LOOP_LANES = 512  # looped (long-row) path: one 8-wave workgroup per row
-LOOP_CHUNKS = 4  # vectors per lane per loop iteration
+LOOP_CHUNKS = 4  # vectors per lane per loop iteration, all loads together
 LOG2_E = math.log2(math.e)
 
 _BYTES = DTYPE_BYTES  # op.json dtype -> bytes per element
@@ -241,8 +257,8 @@ _BYTES = DTYPE_BYTES  # op.json dtype -> bytes per element
 def plan(n: int, vec: int, values_per_lane: int = VALUES_PER_LANE, loop_chunks: int = LOOP_CHUNKS) -> dict:
     """Lanes per row (tpr), vectors per lane (chunks) and workgroup shape for a row of n elements, vec at a time.
 
-    values_per_lane / loop_chunks: a row tensor's budget per lane (the lowered op divides it among its inputs)."""
-    nv = n // vec  # vec divides n (_pick_vec)
+    values_per_lane / loop_chunks: one load's budget per lane (budget(): the loads share it)."""
+    nv = n // vec  # vec divides n (flydsl_lowered.pick_vec)
     kmax = max(1, values_per_lane // vec)
     if nv <= WAVE * kmax:
         # A wave or less per row: the smallest power-of-two lane group, several rows per workgroup.
@@ -263,11 +279,35 @@ def plan(n: int, vec: int, values_per_lane: int = VALUES_PER_LANE, loop_chunks: 
             "full": chunks * tpr == nv, "nv": nv, "iters": 1}
 
 
-def _lds_floats(op: str, cfg: dict) -> int:
-    """fp32 LDS slots: one per wave per reduction (softmax has two: max, then sum), none within one wave."""
-    if cfg["tpr"] <= WAVE:
-        return 0
-    return (2 if op == "softmax" else 1) * (cfg["threads"] // WAVE)
+def budget(loads: int) -> tuple[int, int]:
+    """(values per lane, loop chunks) of each of `loads` loads (their registers, _loads): the register path's
+    2 * VALUES_PER_LANE values shared among them, at most VALUES_PER_LANE each (one or two loads: 32, three: 21;
+    more lanes per row, no spills), and the looped path's LOOP_CHUNKS vectors per lane shared likewise. The CuTe DSL
+    cell's rule, whose H200 measurement is in benchmarks/2026-12-01-h200-lowered.md."""
+    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // loads)), max(1, LOOP_CHUNKS // loads)
+
+
+def _loads() -> int:
+    """The row values a lane holds per chunk vector of x, in vectors: one per load (a row or vector input, a part of
+    a wide input), r for a wide input's lanes (r*vec elements); a scalar input is one register, not a row's."""
+    return max(1, sum(lw.facts().load_widths))
+
+
+def _plan(n: int, vec: int) -> dict:
+    """plan() for this workspace's program, with its LDS: one fp32 per wave per reduce() call (none within a wave)."""
+    cfg = plan(n, vec, *budget(_loads()))
+    cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
+    return cfg
+
+
+def reduction_passes() -> int:
+    """Passes of the looped path that fold reductions (lowered.PASSES: independent ones share one)."""
+    return max(lw.facts().passes) + 1 if lw.facts().passes else 0
+
+
+def passes() -> int:
+    """Passes of the looped path over a row: the reductions', plus one that stores the row outputs."""
+    return reduction_passes() + ("row" in lw.facts().outputs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -299,10 +339,6 @@ def _lane_max(vals: list):
 
 def _combine(kind: str, a, b):
     return fx.max(a, b) if kind == "max" else a + b  # fx.max = arith.maximumf: NaN-propagating
-
-
-def _identity(op: str) -> float:
-    return -math.inf if op in ("max", "softmax") else 0.0
 
 
 @flyc.jit
@@ -355,168 +391,6 @@ def _store_scalar(Out, index, val, dtype):
     fx.copy(fx.make_copy_atom(fx.rocdl.BufferCopy(dtype.width), dtype), r, _vectors(Out, 1)[None, index])
 
 
-@flyc.kernel
-def row_kernel(
-    X: fx.Tensor, W: fx.Tensor, Out: fx.Tensor, m: fx.Int32, nv: fx.Int32, ldv: fx.Int32, eps: fx.Float32,
-    op: fx.Constexpr[str], vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int],
-    threads: fx.Constexpr[int], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int],
-):
-    """Register path: tpr lanes own one row; the row's chunks x vec values per lane stay in VGPRs."""
-    tid = fx.thread_idx.x
-    row = fx.block_idx.x * (threads // tpr) + tid // tpr
-    t = tid % tpr
-    dtype = X.element_type
-    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
-    n_f = fx.Float32(nv * vec)
-    lds = None
-    if const_expr(lds_floats > 0):
-        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
-
-    rX, vX = _regs(vec, chunks, dtype)
-    rX.fill(_identity(op))
-    row_ok = row < m
-    if row_ok:
-        _move(atom, _vectors(X, vec), vX, row * ldv, 0, tpr, chunks, t, nv, full, True)
-    x = rX.load().to(fx.Float32)
-    vals = [x[i] for i in range(vec * chunks)]
-
-    if const_expr(op in ("sum", "mean", "max")):
-        if const_expr(op == "max"):
-            val = _row_reduce(_lane_max(vals), "max", tpr, threads, lds, 0, tid)
-        else:
-            val = _row_reduce(_lane_sum(vals), "sum", tpr, threads, lds, 0, tid)
-        if const_expr(op == "mean"):
-            val = val / n_f
-        if row_ok & (t == 0):
-            _store_scalar(Out, row, val, dtype)
-    else:
-        y = None
-        if const_expr(op == "softmax"):
-            row_max = _row_reduce(_lane_max(vals), "max", tpr, threads, lds, 0, tid)
-            with fx.fastmath("afn"):  # v_exp_f32 and v_rcp_f32 (~1 ulp) instead of the IEEE-exact sequences
-                e = fx.math.exp2((x - row_max) * LOG2_E)
-                row_sum = _row_reduce(_lane_sum([e[i] for i in range(vec * chunks)]), "sum", tpr, threads, lds, 1,
-                                      tid)
-                y = e * (1.0 / row_sum)
-        else:
-            ss = _row_reduce(_lane_sum([v * v for v in vals]), "sum", tpr, threads, lds, 0, tid)
-            # The weight (L2-resident: every row reads it) is loaded only now, so its 32 values are not
-            # live next to x's during the reduction: 65-68 VGPRs instead of 100.
-            rW, vW = _regs(vec, chunks, dtype)
-            rW.fill(0.0)
-            _move(atom, _vectors(W, vec), vW, 0, 0, tpr, chunks, t, nv, full, True)
-            mean_sq = ss / n_f + eps
-            with fx.fastmath("afn"):
-                rstd = fx.math.rsqrt(mean_sq)
-            y = x * rstd * rW.load().to(fx.Float32)
-        rY, vY = _regs(vec, chunks, dtype)
-        rY.store(y.to(dtype))
-        if row_ok:
-            _move(atom, _vectors(Out, vec), vY, row * nv, 0, tpr, chunks, t, nv, full, False)
-
-
-@flyc.kernel
-def looped_kernel(
-    X: fx.Tensor, W: fx.Tensor, Out: fx.Tensor, nv: fx.Int32, ldv: fx.Int32, iters: fx.Int32, eps: fx.Float32,
-    op: fx.Constexpr[str], vec: fx.Constexpr[int], threads: fx.Constexpr[int], chunks: fx.Constexpr[int],
-    lds_floats: fx.Constexpr[int],
-):
-    """Long rows: one workgroup per row; pass 1 reduces the row in slices, pass 2 re-reads it and writes."""
-    tid = fx.thread_idx.x
-    row = fx.block_idx.x
-    dtype = X.element_type
-    atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
-    gX = _vectors(X, vec)
-    lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
-    rX, vX = _regs(vec, chunks, dtype)
-    step = threads * chunks
-    n_f = fx.Float32(nv * vec)
-
-    # Pass 1: per-lane partials. acc = sum / sum of squares / max; (acc, run_sum) = online softmax.
-    acc = fx.Float32(_identity(op))
-    run_sum = fx.Float32(0.0)
-    for it in range(iters):
-        rX.fill(_identity(op))
-        _move(atom, gX, vX, row * ldv, it * step, threads, chunks, tid, nv, False, True)
-        x = rX.load().to(fx.Float32)
-        vals = [x[i] for i in range(vec * chunks)]
-        if const_expr(op in ("sum", "mean")):
-            acc = acc + _lane_sum(vals)
-        elif const_expr(op == "rmsnorm"):
-            acc = acc + _lane_sum([v * v for v in vals])
-        elif const_expr(op == "max"):
-            acc = fx.max(acc, _lane_max(vals))
-        else:
-            # Online softmax, -inf safe: while a lane has seen only -inf, new_max is -inf and the shift is
-            # taken as 0, so exp2(-inf - 0) = 0 instead of exp2(-inf - -inf) = NaN. A NaN max stays NaN.
-            new_max = fx.max(acc, _lane_max(vals))
-            shift = (new_max == -math.inf).select(fx.Float32(0.0), new_max)
-            with fx.fastmath("afn"):
-                e = fx.math.exp2((x - shift) * LOG2_E)
-                run_sum = run_sum * fx.math.exp2((acc - shift) * LOG2_E) + _lane_sum(
-                    [e[i] for i in range(vec * chunks)])
-            acc = new_max
-
-    if const_expr(op in ("sum", "mean", "max")):
-        val = _row_reduce(acc, "max" if const_expr(op == "max") else "sum", threads, threads, lds, 0, tid)
-        if const_expr(op == "mean"):
-            val = val / n_f
-        if tid == 0:
-            _store_scalar(Out, row, val, dtype)
-    else:
-        scale = fx.Float32(0.0)
-        row_max = fx.Float32(0.0)
-        if const_expr(op == "softmax"):
-            row_max = _row_reduce(acc, "max", threads, threads, lds, 0, tid)
-            with fx.fastmath("afn"):
-                # A lane that saw only -inf has acc = -inf: its sum (0) scales by exp2(-inf) = 0.
-                lane_sum = run_sum * fx.math.exp2((acc - row_max) * LOG2_E)
-                scale = 1.0 / _row_reduce(lane_sum, "sum", threads, threads, lds, 1, tid)
-        else:
-            mean_sq = _row_reduce(acc, "sum", threads, threads, lds, 0, tid) / n_f + eps
-            with fx.fastmath("afn"):
-                scale = fx.math.rsqrt(mean_sq)
-        # Pass 2: re-read the row (expected from L2 / Infinity Cache), normalise, write.
-        gW = _vectors(W, vec)
-        gOut = _vectors(Out, vec)
-        rW, vW = _regs(vec, chunks, dtype)
-        rY, vY = _regs(vec, chunks, dtype)
-        for it in range(iters):
-            rX.fill(0.0)
-            _move(atom, gX, vX, row * ldv, it * step, threads, chunks, tid, nv, False, True)
-            x = rX.load().to(fx.Float32)
-            if const_expr(op == "softmax"):
-                with fx.fastmath("afn"):
-                    rY.store((fx.math.exp2((x - row_max) * LOG2_E) * scale).to(dtype))
-            else:
-                rW.fill(0.0)
-                _move(atom, gW, vW, 0, it * step, threads, chunks, tid, nv, False, True)
-                rY.store((x * scale * rW.load().to(fx.Float32)).to(dtype))
-            _move(atom, gOut, vY, row * nv, it * step, threads, chunks, tid, nv, False, False)
-
-
-@flyc.jit
-def reduction_launch(
-    X: fx.Tensor, W: fx.Tensor, Out: fx.Tensor, m: fx.Int32, nv: fx.Int32, ldv: fx.Int32, iters: fx.Int32,
-    eps: fx.Float32,
-    op: fx.Constexpr[str], vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int],
-    threads: fx.Constexpr[int], looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int],
-    stream: fx.Stream = fx.Stream(None),
-):
-    """Host side: one workgroup per threads // tpr rows (register path) or per row (looped path)."""
-    if const_expr(looped):
-        looped_kernel(X, W, Out, nv, ldv, iters, eps, op, vec, threads, chunks, lds_floats).launch(
-            grid=(m, 1, 1), block=(threads, 1, 1), stream=stream)
-    else:
-        rows = threads // tpr
-        row_kernel(X, W, Out, m, nv, ldv, eps, op, vec, tpr, chunks, threads, full, lds_floats).launch(
-            grid=((m + rows - 1) // rows, 1, 1), block=(threads, 1, 1), stream=stream)
-
-
-# ------------------------------------------------------------------------------------------------
-# The lowered op (op.json "op": "lowered"): the user's compute() inside this cell's data movement
-# ------------------------------------------------------------------------------------------------
-
 def _lane_partial(kind: str, v, masks, vec: int):
     """One lane's part of reduce(kind, v): its values, the not-loaded ones replaced by the identity, folded.
 
@@ -529,40 +403,89 @@ def _lane_partial(kind: str, v, masks, vec: int):
     return _lane_sum(vals) if kind == "sum" else _lane_max(vals)
 
 
-def _lane_fold(kind: str, acc, part):
-    """The looped path's running lane partial: a sum, or a NaN-propagating max (min as max of -v)."""
-    return acc + part if kind == "sum" else fx.max(acc, part)
+def _as_vector(v, like):
+    """reduce()'s argument as a vector of the values' shape (a scalar of compute() broadcast to the values)."""
+    if isinstance(v, fx.Vector):
+        return v
+    return fx.Vector.filled(like.shape, fx.Float32(v) if isinstance(v, (int, float)) else v, fx.Float32)
 
 
-class _Reduce:
-    """The reduce(kind, v) that compute() calls, counting its calls (call c uses LDS slot c).
+def _shift(m):
+    """An online max as the exponent's shift: m, or 0 while m is -inf (a masked -inf prefix: exp(-inf - 0) = 0,
+    where exp(-inf - -inf) would be NaN)."""
+    return (m == -math.inf).select(fx.Float32(0.0), m)
 
-    Register path (`acc` None): every call is the row's result: lane partial, DPP, one LDS step.
-    Looped pass p (`acc` a 1-element register tensor): call p adds its lane partial of this slice to acc[0] and
-    returns a dummy, calls before p return the row results of earlier passes (`known`), later calls a dummy
-    (call p's argument cannot depend on them: they come after it). The dummy is acc[0], a runtime value whose
-    uses LLVM drops (a constant would fold at trace time, where 1 / 0 or log(0) of it raises). A scalar v is
-    broadcast to the values."""
 
-    def __init__(self, masks, vec, like, reduce_row=None, acc=None, known=(), p=-1):
-        self.masks, self.vec, self.like, self.reduce_row = masks, vec, like, reduce_row
-        self.acc, self.known, self.p, self.calls = acc, list(known), p, 0
+def _exp(v):
+    with fx.fastmath("afn"):  # v_exp_f32 (~1 ulp), as pw.exp
+        return fx.math.exp2(v * LOG2_E)
+
+
+class _RowReduce:
+    """The register path's reduce(kind, v) that compute() calls: every call is the row's result (lane partial, DPP,
+    one LDS step in slot c for call c), negated back for min."""
+
+    def __init__(self, masks, vec, like, reduce_row):
+        self.masks, self.vec, self.like, self.reduce_row, self.calls = masks, vec, like, reduce_row, 0
 
     def __call__(self, kind: str, v):
         c, self.calls = self.calls, self.calls + 1
-        if not isinstance(v, fx.Vector):
-            v = fx.Vector.filled(self.like.shape, fx.Float32(v) if isinstance(v, (int, float)) else v, fx.Float32)
-        if self.acc is None:
-            val = self.reduce_row(_lane_partial(kind, v, self.masks, self.vec), kind, c)
-            return -val if kind == "min" else val
-        if c < self.p:
-            return self.known[c]
-        if c == self.p:
-            self.acc[0] = _lane_fold(kind, self.acc[0], _lane_partial(kind, v, self.masks, self.vec))
-        return self.acc[0]
+        val = self.reduce_row(_lane_partial(kind, _as_vector(v, self.like), self.masks, self.vec), kind, c)
+        return -val if kind == "min" else val
 
 
-def _lowered_scalars(tensors) -> dict:
+class _PassReduce:
+    """The looped path's reduce(kind, v) in pass p (lowered.PASSES; p = reduction_passes(): the last pass, which
+    knows every result). Call q of an earlier pass returns its row result (`known`); of a later pass a dummy, acc[q]
+    (a runtime value whose uses LLVM drops; a constant would fold at trace time, where 1 / 0 or log(0) of it
+    raises); of pass p it folds its masked lane partial of this slice into acc[q], the lane accumulator the slice
+    loop carries, and returns acc[q] (a dummy too), except:
+    - an online max (a value of lowered.ONLINE) returns the lane's running max, shifted (_shift), so that compute()'s
+      exp(a - m) of its sum is relative to it; it keeps (old max, new shift) for that sum;
+    - an online sum rescales its running sum by exp(old max - new shift) before adding the slice's terms."""
+
+    def __init__(self, masks, vec, like, acc, known: dict, p: int):
+        self.masks, self.vec, self.like, self.acc, self.known, self.p = masks, vec, like, acc, known, p
+        self.calls, self.moved = 0, {}
+
+    def __call__(self, kind: str, v):
+        f = lw.facts()
+        q, self.calls = self.calls, self.calls + 1
+        if f.passes[q] < self.p:
+            return self.known[q]
+        if f.passes[q] > self.p:
+            return self.acc[q]
+        part = _lane_partial(kind, _as_vector(v, self.like), self.masks, self.vec)
+        if q in f.online:  # an online max (its kind is "max")
+            old = self.acc[q]
+            new = fx.max(old, part)
+            self.acc[q] = new
+            self.moved[q] = (old, _shift(new))
+            return self.moved[q][1]
+        if f.online[q] is not None:
+            old, shift = self.moved[f.online[q]]
+            self.acc[q] = self.acc[q] * _exp(old - shift) + part
+        else:
+            self.acc[q] = self.acc[q] + part if kind == "sum" else fx.max(self.acc[q], part)  # min: max of -v
+        return self.acc[q]
+
+
+def _row_results(p: int, acc, known: dict, threads: int, lds, tid) -> None:
+    """known[q] for the reductions of pass p: each lane partial through DPP and LDS slot q; an online sum's s_t first
+    rescaled to the row's max M = known[m] as s_t * exp(m_t - shift(M)) (m_t unshifted: a lane that saw only -inf
+    adds 0, and an all -inf row sums to 0)."""
+    f = lw.facts()
+    for q, kind in enumerate(f.reductions):
+        if f.passes[q] == p:
+            part = acc[q]
+            m = f.online[q]
+            if m is not None:
+                part = part * _exp(acc[m] - _shift(known[m]))
+            val = _row_reduce(part, "sum" if kind == "sum" else "max", threads, threads, lds, q, tid)
+            known[q] = -val if kind == "min" else val
+
+
+def _scalars(tensors) -> dict:
     """Every scalar input's one value as an fp32 scalar (by input index), loaded once per lane (lw.scalar)."""
     return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)) if kind == "scalar"}
 
@@ -572,7 +495,7 @@ def _broadcast_starts(tensors, row, vec: int) -> dict:
     the looped path's passes): its [L0, L1, L2, W] view (host.broadcast_rows: x's rows row-major over L0, L1, L2,
     stride 0 over the dims it is broadcast over) holds x's row r at (r % L2)*s2 + (r / L2 % L1)*s1 + r / (L2*L1)*s0:
     two integer divisions by the view's runtime sizes (FlyDSL passes a tensor's dynamic layout with it), the
-    remainders by a multiply; vec divides the strides (_prepare_lowered)."""
+    remainders by a multiply; vec divides the strides (_prepare)."""
     starts = {}
     for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)):
         if kind == "broadcast":
@@ -590,15 +513,15 @@ def _storage_vectors(T, vec: int):
     return lw.vectors(fx.make_view(fx.get_iter(T), fx.make_layout(fx.get_scalar(fx.cosize(T.layout)), 1)), vec)
 
 
-def _lowered_inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int,
-                    full: bool, row_ok):
+def _inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool,
+            row_ok):
     """compute()'s values in ARGS order, from the loads (flydsl_lowered.plan_loads), each this lane's chunks k as
     fp32 register vectors: a row or vector input's vector j = j0 + k*lanes + t of its row (a mask's vec bytes per
     access, as 0.0 / 1.0), a broadcast input's of the row `starts` found; a part p of a wide input (a row, a
     broadcast input or a vector [r*N]) its vector p*NV + j (columns [p*N, (p+1)*N)); the lanes of a wide input its r
     vectors r*j .. r*j + r-1 (r*vec contiguous elements, r 128-bit loads), lane l the values l, l + r, ... of them
-    (a shuffle of the fp32 registers: no move); each scalar input its value from `scalars` (_lowered_scalars,
-    loaded once per lane, outside any loop)."""
+    (a shuffle of the fp32 registers: no move); each scalar input its value from `scalars` (_scalars, loaded once
+    per lane, outside any loop)."""
     f = lw.facts()
     loaded = []
     for (i, how, part), width in zip(f.loads, f.load_widths):
@@ -627,8 +550,7 @@ def _lowered_inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, c
     return values
 
 
-def _lowered_stores(tensors, results, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok,
-                    reduced_ok):
+def _stores(tensors, results, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool, ok, reduced_ok):
     """compute()'s flat results to the outputs (the tensors after the inputs): each of lw.facts().stores when `ok`
     (the row exists), each reduced output's results[first[o]] by lane 0 when `reduced_ok`. A row output [M, r*N]
     (r = OUT_WIDTHS) has rows r*NV vectors apart: its part j from column j*N, its lanes interleaved in registers
@@ -729,15 +651,15 @@ def _chunk_masks(j0, lanes: int, chunks: int, t, nv, full: bool) -> list:
 
 
 @flyc.kernel
-def lowered_rows_kernel(
+def rows_kernel(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
     T7: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32, L5: fx.Int32,
     L6: fx.Int32, L7: fx.Int32, m: fx.Int32, nv: fx.Int32,
     vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int], threads: fx.Constexpr[int],
     full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
 ):
-    """Register path of the lowered op: row_kernel's layout; every input's chunks stay in VGPRs from the loads
-    through every reduce() to the stores."""
+    """Register path: tpr lanes own one row; every input's chunks stay in VGPRs from the loads through every reduce()
+    to the stores."""
     tid = fx.thread_idx.x
     row = fx.block_idx.x * (threads // tpr) + tid // tpr
     t = tid % tpr
@@ -747,49 +669,50 @@ def lowered_rows_kernel(
     if const_expr(lds_floats > 0):
         lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
     row_ok = row < m
-    values = _lowered_inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _broadcast_starts(tensors, row, vec),
-                             _lowered_scalars(tensors), row, 0, tpr, chunks, t, nv, vec, full, row_ok)
-    reduce = _Reduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.like],
-                     lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
-                                                          lds, slot, tid))
+    values = _inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _broadcast_starts(tensors, row, vec),
+                     _scalars(tensors), row, 0, tpr, chunks, t, nv, vec, full, row_ok)
+    reduce = _RowReduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.like],
+                        lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
+                                                             lds, slot, tid))
     results = lw.compute(values, fx.Float32(nv * vec), reduce)
-    _lowered_stores(tensors, results, row, 0, tpr, chunks, t, nv, vec, full, row_ok, row_ok)
+    _stores(tensors, results, row, 0, tpr, chunks, t, nv, vec, full, row_ok, row_ok)
 
 
 @flyc.jit
-def _lowered_pass(tensors, ldvs, starts: dict, scalars: dict, row, iters, nv, vec: int, threads: int, chunks: int,
-                  tid, acc, known: list, p: int):
-    """One pass of the looped path over the row, `threads * chunks` vectors per iteration (see _Reduce)."""
+def _pass(tensors, ldvs, starts: dict, scalars: dict, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc,
+          known: dict, p: int):
+    """Pass p of the looped path over the row, `threads * chunks` vectors per iteration (see _PassReduce)."""
     for it in range(iters):
-        _lowered_slice(tensors, ldvs, starts, scalars, row, it * (threads * chunks), nv, vec, threads, chunks, tid,
-                       acc, known, p, it == 0)
+        _slice(tensors, ldvs, starts, scalars, row, it * (threads * chunks), nv, vec, threads, chunks, tid, acc, known,
+               p, it == 0)
 
 
-def _lowered_slice(tensors, ldvs, starts: dict, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc,
-                   known: list, p: int, first):
+def _slice(tensors, ldvs, starts: dict, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc,
+           known: dict, p: int, first):
     """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once)."""
     f = lw.facts()
-    values = _lowered_inputs(tensors, ldvs, starts, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
+    values = _inputs(tensors, ldvs, starts, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
     masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
-    results = lw.compute(values, fx.Float32(nv * vec), _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=p))
-    if const_expr(p == len(f.reductions)):
-        _lowered_stores(tensors, results, row, j0, threads, chunks, tid, nv, vec, False, True, first)
+    results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, p))
+    if const_expr(p == reduction_passes()):
+        _stores(tensors, results, row, j0, threads, chunks, tid, nv, vec, False, True, first)
 
 
 @flyc.kernel
-def lowered_looped_kernel(
+def looped_kernel(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
     T7: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32, L5: fx.Int32,
     L6: fx.Int32, L7: fx.Int32, nv: fx.Int32, iters: fx.Int32,
     vec: fx.Constexpr[int], threads: fx.Constexpr[int], chunks: fx.Constexpr[int], lds_floats: fx.Constexpr[int],
     key: fx.Constexpr[str],
 ):
-    """Looped path of the lowered op: one workgroup per row, len(REDUCTIONS) + 1 passes over it (see _Reduce).
+    """Long rows: one workgroup per row, the reductions' passes over it (lowered.PASSES, see _PassReduce), then one
+    that stores the row outputs.
 
-    Pass p's lane partial lives in a 1-element register tensor (loop-carried through memory, which LLVM keeps
-    in a VGPR), then goes through DPP and LDS slot p; the row result is an SSA value the later passes read.
-    When no output is a row, the last pass needs no data: compute() runs once on zeros for the reduced
-    outputs (functions of the row results only)."""
+    The lane partials live in a register tensor of one fp32 per reduction (loop-carried through memory, which LLVM
+    keeps in VGPRs); after pass p those of its reductions go through DPP and LDS (_row_results) and the row results
+    are SSA values the later passes read. When no output is a row, the last pass needs no data: compute() runs once
+    on zeros for the reduced outputs (functions of the row results only)."""
     tid = fx.thread_idx.x
     row = fx.block_idx.x
     f = lw.facts()
@@ -798,30 +721,29 @@ def lowered_looped_kernel(
     lds = None
     if const_expr(lds_floats > 0):
         lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
-    acc = fx.make_rmem_tensor(1, fx.Float32)
-    scalars = _lowered_scalars(tensors)  # once, before every pass
+    acc = fx.make_rmem_tensor(max(1, len(f.reductions)), fx.Float32)
+    for q in range_constexpr(len(f.reductions)):
+        acc[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)  # min: folded as max of -v
+    scalars = _scalars(tensors)  # once, before every pass
     starts = _broadcast_starts(tensors, row, vec)
-    known = []
-    for p, kind in enumerate(f.reductions):
-        acc[0] = fx.Float32(0.0 if kind == "sum" else -math.inf)
-        _lowered_pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
-        val = _row_reduce(acc[0], "sum" if kind == "sum" else "max", threads, threads, lds, p, tid)
-        known.append(-val if kind == "min" else val)
+    known = {}
+    for p in range_constexpr(reduction_passes()):
+        _pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
+        _row_results(p, acc, known, threads, lds, tid)
+    last = reduction_passes()
     if const_expr("row" in f.outputs):
-        _lowered_pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known,
-                      len(f.reductions))
+        _pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, last)
     else:
         zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
         zeros.fill(0.0)
         values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
         masks = _chunk_masks(0, threads, chunks, tid, nv, True)
-        results = lw.compute(values, fx.Float32(nv * vec),
-                           _Reduce(masks, vec, values[f.like], acc=acc, known=known, p=len(f.reductions)))
-        _lowered_stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
+        results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, last))
+        _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
 
 
 @flyc.jit
-def lowered_launch(
+def reduction_launch(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
     T7: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32, L5: fx.Int32,
     L6: fx.Int32, L7: fx.Int32, m: fx.Int32, nv: fx.Int32, iters: fx.Int32,
@@ -829,136 +751,77 @@ def lowered_launch(
     looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
     stream: fx.Stream = fx.Stream(None),
 ):
-    """Host side of the lowered op: the built-in plan's grid (threads // tpr rows per workgroup, or one row)."""
+    """Host side: one workgroup per threads // tpr rows (register path) or per row (looped path). Tensor slot i and
+    row stride L<i> (in vectors; 0 for a vector input) are lowered.INPUTS then OUTPUTS (flydsl_lowered.slots)."""
     if const_expr(looped):
-        lowered_looped_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, nv, iters, vec,
-                              threads, chunks, lds_floats, key).launch(grid=(m, 1, 1), block=(threads, 1, 1),
-                                                                       stream=stream)
+        looped_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, nv, iters, vec, threads, chunks,
+                      lds_floats, key).launch(grid=(m, 1, 1), block=(threads, 1, 1), stream=stream)
     else:
         rows = threads // tpr
-        lowered_rows_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, m, nv, vec, tpr, chunks,
-                            threads, full, lds_floats, key).launch(grid=((m + rows - 1) // rows, 1, 1),
-                                                                   block=(threads, 1, 1), stream=stream)
+        rows_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, m, nv, vec, tpr, chunks, threads,
+                    full, lds_floats, key).launch(grid=((m + rows - 1) // rows, 1, 1), block=(threads, 1, 1),
+                                                  stream=stream)
 
 
 # ------------------------------------------------------------------------------------------------
 # Host interface
 # ------------------------------------------------------------------------------------------------
 
-_compiled: dict = {}  # (op, dtype, constexprs) -> CompiledFunction; M, N, the stride and eps are runtime values
-_launches: dict = {}  # run()'s signature (op, dtypes, devices, N, row stride, alignment) -> rt.Launch
+_compiled: dict = {}  # (dtypes, constexprs) -> CompiledFunction; M, N and the strides are runtime values
+_launches: dict = {}  # run()'s signature (dtypes, devices, N, row strides, alignment) -> rt.Launch
 
 
-def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
-    """Widest power-of-two vector (<= 128 bits) dividing N, the row stride and every tensor's element offset."""
-    vec = ACCESS_BITS // 8 // elem_bytes
-    while vec > 1 and (n % vec or ld % vec or any(a % (vec * elem_bytes) for a in addresses)):
-        vec //= 2
-    return vec
-
-
-def _constexprs(op: str, vec: int, cfg: dict) -> tuple:
-    return (op, vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _lds_floats(op, cfg))
-
-
-def _compile_args(op: str, dtype: str, vec: int, cfg: dict) -> tuple:
-    """What run() and compile_only compile: 1-D CPU placeholders for X, W, Out and placeholder scalars (shapes,
-    the stride and the scalars are runtime values), then the constexprs of the variant."""
-    x = rt.placeholder(dtype, 4096)
-    return (x, x.clone(), x.clone(), 1, 1, 1, 1, EPS, *_constexprs(op, vec, cfg))
-
-
-def _prepare(op: str, x, args, out):
-    """A signature's first call, or a refused one: host.py's checks, the buffer limits, the variant, the launch.
-
-    Its facts: the span (elements from the first to the last one read) x must stay under, N / vec, the row
-    stride / vec and the loop count: everything but M that the launch takes, fixed by the signature."""
-    if op not in OPS:
-        raise ValueError(f"unknown reduction op {op!r}; expected one of {OPS}")
-    dtype, m, n, ld, weight, out = host.reduction_operands(op, x, args, out, op == "rmsnorm", op in ROW_OUT_OPS)
-    eb = x.element_size()
-    span = (m - 1) * ld + n
-    if span * eb >= MAX_BYTES:
-        raise ValueError(f"{op}: {m}x{n} with row stride {ld} spans {span * eb} bytes; buffer accesses address "
-                         f"under 2 GiB (32-bit offsets)")
-    addresses = [x.data_ptr(), out.data_ptr() if op in ROW_OUT_OPS else 0,
-                 weight.data_ptr() if weight is not None else 0]
-    if any(a % eb for a in addresses):
-        raise ValueError(f"{op}: tensors must be aligned to their element size")
-    vec = _pick_vec(eb, n, ld, addresses)
-    cfg = plan(n, vec)
-    key = (op, dtype, *_constexprs(op, vec, cfg))
-    fn = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(op, dtype, vec, cfg))
-    facts = (MAX_BYTES // eb, n // vec, ld // vec, cfg["iters"])
-    return rt.Launch(op, fn, _constexprs(op, vec, cfg), x.get_device(), facts)
-
-
-def _lowered_loads() -> int:
-    """The row values a lane holds per chunk vector of x, in vectors: one per load (a row or vector input, a part of
-    a wide input), r for a wide input's lanes (r*vec elements); a scalar input is one register, not a row's."""
-    return max(1, sum(lw.facts().load_widths))
-
-
-def _lowered_values_per_lane() -> int:
-    """The register path's VALUES_PER_LANE for a lowered op: the built-in rmsnorm's budget for its two tensors
-    shared among all the loads (_lowered_loads), at most VALUES_PER_LANE (more lanes per row, no spills). The
-    CuTe DSL cell's rule, whose H200 measurement is in benchmarks/2026-12-01-h200-lowered.md."""
-    return max(1, min(VALUES_PER_LANE, 2 * VALUES_PER_LANE // _lowered_loads()))
-
-
-def _lowered_plan(n: int, vec: int) -> dict:
-    cfg = plan(n, vec, _lowered_values_per_lane(), max(1, LOOP_CHUNKS // _lowered_loads()))
-    cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
-    return cfg
-
-
-def _lowered_constexprs(vec: int, cfg: dict) -> tuple:
+def _constexprs(vec: int, cfg: dict) -> tuple:
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["lds_floats"],
             lw.facts().key)
 
 
-def _lowered_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
-    """What run() and compile_only compile for the lowered op: 1-D placeholders in the tensor slots (a broadcast
-    input's a [L0, L1, L2, W] one: its sizes and strides are runtime values the kernel reads), the row strides (in
-    vectors) of the slots, M, N / vec, the loop count, then the constexprs."""
+def _compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
+    """What run() and compile_only compile: 1-D placeholders in the tensor slots (a broadcast input's a [L0, L1, L2,
+    W] one: its sizes and strides are runtime values the kernel reads), the row strides (in vectors) of the slots, M,
+    N / vec, the loop count, then the constexprs."""
     kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
     tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
                else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
-    return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_lowered_constexprs(vec, cfg))
+    return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_constexprs(vec, cfg))
 
 
-def _prepare_lowered(inputs, out):
-    """A lowered signature's first call, or a refused one: the checks, the vector width, the plan, the launch.
+def _prepare(inputs, out):
+    """A signature's first call, or a refused one: host.py's checks, the buffer limits, the vector width, the plan,
+    the launch.
 
-    Its facts: everything but M, the pointers and the outputs that the launch takes (fixed by the signature)."""
+    Its facts: the element count a row span and an output must stay under, N / vec, the slots' row strides in
+    vectors, the loop count and the outputs' torch dtypes: everything but M, the pointers and the outputs that the
+    launch takes, fixed by the signature."""
     f = lw.facts()
-    host.check_count(f.module.SOURCE, inputs, len(f.inputs))
+    op = f.module.SOURCE
+    host.check_count(op, inputs, len(f.inputs))
     x = inputs[f.x]
-    m, n, _ = host.rows_of("lowered", x)
+    m, n, _ = host.rows_of(op, x)
     n //= f.widths[f.x]  # the row length N: a wide x is [M, r*N]
     _, outs = host.lowered_operands(f.module, inputs, out, host.lowered_out_shapes(f.module, m, n),
                                     rows_contiguous=False)
     rows = [(name, t, w) for name, kind, t, w in zip(f.inputs, f.kinds, inputs, f.widths) if kind == "row"]
-    lds = [host.rows_of(f"lowered ({name})", t)[2] for name, t, _ in rows]
+    lds = [host.rows_of(f"{op} ({name})", t)[2] for name, t, _ in rows]
     for (name, t, w), ld in zip(rows, lds):
         if ((m - 1) * ld + w * n) * t.element_size() >= MAX_BYTES:
-            raise ValueError(f"lowered: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
+            raise ValueError(f"{op}: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
     broadcast = [t for t, kind in zip(inputs, f.kinds) if kind == "broadcast"]  # a view's span, not its numel
     if any(_span(t) * t.element_size() >= MAX_BYTES for t in broadcast):
-        raise ValueError("lowered: a broadcast input spans 2 GiB or more; buffer accesses address under 2 GiB")
+        raise ValueError(f"{op}: a broadcast input spans 2 GiB or more; buffer accesses address under 2 GiB")
     lw.check_buffer_range([*(t for t, kind in zip(inputs, f.kinds) if kind != "broadcast"), *outs])
     wide = [*(inputs[i] for i in f.loaded), *(o for o, k in zip(outs, f.outputs) if k == "row")]  # a mask: vec bytes
     strides = [*lds, *(s for t in broadcast for s in t.stride()[:3])]  # a broadcast row starts at a vector too
     vec = lw.pick_vec(lw.widest_bytes(wide), n, strides, [(t.data_ptr(), t.element_size()) for t in wide])
-    cfg = _lowered_plan(n, vec)
+    cfg = _plan(n, vec)
     dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
-    fn = rt.compiled(_compiled, ("lowered", *dtypes, *_lowered_constexprs(vec, cfg)), lowered_launch,
-                     lambda: _lowered_compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg))
+    fn = rt.compiled(_compiled, (*dtypes, *_constexprs(vec, cfg)), reduction_launch,
+                     lambda: _compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg))
     ldvs = [ld // vec for ld in lds]
     slot_ldvs = [ldvs.pop(0) if k == "row" else 0 for k in f.kinds] + [0] * (lw.SLOTS - len(f.kinds))
     facts = (MAX_BYTES // lw.widest_bytes((*inputs, *outs)), n // vec, slot_ldvs, cfg["iters"],
              tuple(o.dtype for o in outs))
-    return rt.Launch("lowered", fn, _lowered_constexprs(vec, cfg), x.get_device(), facts)
+    return rt.Launch(op, fn, _constexprs(vec, cfg), x.get_device(), facts)
 
 
 def _span(t) -> int:
@@ -966,13 +829,14 @@ def _span(t) -> int:
     return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
-def _run_lowered(inputs, out):
-    """The lowered op: run(*inputs, out=None) -> one tensor, or a tuple for several outputs (OUTPUTS order).
+def run(*inputs, out=None):
+    """lowered.compute over the rows of x on the current stream: one output tensor, or a tuple (OUTPUTS order).
 
-    inputs in lowered.INPUTS order, the function's own (x the first row input, [M, N] or of rank 3 or more: rows of
-    its last dim); a mask bool, a scalar one element. Rows of any rank, heads (HEADS) and broadcast inputs go
-    through host.rows_nd, which hands _run_rows 2-D rows (and broadcast_rows' views); a plain [M, N] x goes
-    straight there."""
+    inputs in lowered.INPUTS order, the function's own (softmax: run(x); rmsnorm: run(x, weight); x the first row
+    input, [M, N] or of rank 3 or more: rows of its last dim); a mask bool, a scalar one element; `out` one tensor
+    or a tuple/list in OUTPUTS order. Rows of any rank, heads (HEADS) and broadcast inputs go through
+    host.rows_nd, which hands _run_rows 2-D rows (and broadcast_rows' views); a plain [M, N] x goes straight
+    there."""
     f = lw.facts()
     if len(inputs) == len(f.kinds) and (inputs[f.x].dim() != 2 or f.module.HEADS or "broadcast" in f.kinds):
         return host.rows_nd(f.module, _run_rows, inputs, out)
@@ -980,13 +844,16 @@ def _run_lowered(inputs, out):
 
 
 def _run_rows(*inputs, out=None):
-    """_run_lowered on x [M, N] (as host.rows_nd calls a row cell's run: the inputs positional, `out` by name): the
-    signature's prepared launch, the per-call checks, the launch."""
+    """run() on x [M, N] (as host.rows_nd calls a row cell's run: the inputs positional, `out` by name): the hot path.
+
+    The signature (dtypes, devices, N, every row stride, the pointers' low 4 bits) picks the prepared launch, M is
+    free: a dict lookup, the checks FlyDSL's call does not make (M, the shapes, contiguity, the 2 GiB spans), 1-D
+    views of the rows, and the launch; see flydsl_runtime.py."""
     import torch
 
     f = lw.facts()
     if len(inputs) != len(f.kinds) or inputs[f.x].dim() != 2:
-        _prepare_lowered(inputs, out)  # raises, in host.py's words
+        _prepare(inputs, out)  # raises, in host.py's words
     inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
     x = inputs[f.x]
     m, n = x.shape
@@ -994,13 +861,14 @@ def _run_rows(*inputs, out=None):
     rows = [t for t, k in zip(inputs, f.kinds) if k == "row"]
     widths = [w for w, k in zip(f.widths, f.kinds) if k == "row"]
     signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1
-                        else 1) for t in rows), tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t in inputs),
+                        else 1) for t in rows),  # M is free: checked per call below
+                 tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t, k in zip(inputs, f.kinds) if k != "row"),
                  n, tuple(t.data_ptr() & 15 for t in inputs),
                  None if out is None else tuple(o.data_ptr() & 15 for o in ((out,) if isinstance(out, torch.Tensor)
                                                                             else out)))
     launch = _launches.get(signature)
     if launch is None:
-        launch = _launches[signature] = _prepare_lowered(inputs, out)
+        launch = _launches[signature] = _prepare(inputs, out)
     limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
     shapes = host.lowered_out_shapes(f.module, m, n)
     if out is None:
@@ -1012,7 +880,7 @@ def _run_rows(*inputs, out=None):
             and len(outs) == len(shapes)
             and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
                     for o, s, d in zip(outs, shapes, out_dtypes))):
-        launch = _prepare_lowered(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
+        launch = _prepare(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
         limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
     spans = iter(spans)
     flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
@@ -1020,115 +888,63 @@ def _run_rows(*inputs, out=None):
     return outs[0] if len(outs) == 1 else outs
 
 
-def run(x, *args, out=None, op: str = OP, eps: float = EPS):
-    """Reduce x [M, N] over its last dim on the current stream. rmsnorm: run(x, weight, out=None).
-
-    The hot path is a dict lookup (the signature fixes the variant: N, the row stride and the tensors'
-    alignment pick it), the checks FlyDSL's call does not make (M, out's shape, contiguity, the 2 GiB span),
-    1-D views of x and a [M, N] out, and the launch; see flydsl_runtime.py. The lowered op (op.json "op":
-    "lowered") takes lowered.INPUTS and returns its OUTPUTS (see _run_lowered)."""
-    if op == "lowered":
-        return _run_lowered((x, *args), out)
-    row_out = op in ROW_OUT_OPS
-    if x.dim() != 2:
-        _prepare(op, x, args, out)  # raises, in host.py's words
-    m, n = x.shape
-    if out is None:
-        out = x.new_empty((m, n) if row_out else (m,))
-    w = args[0] if args else None
-    stride = x.stride()
-    ld = stride[0] if m > 1 else n
-    align = (x.data_ptr() | (out.data_ptr() if row_out else 0) | (w.data_ptr() if args else 0)) & 15
-    signature = (op, len(args), x.dtype, out.dtype, x.get_device(), out.get_device(), n, ld,
-                 stride[1] if n > 1 else 1, align, (w.dtype, w.get_device(), w.shape) if args else None)
-    launch = _launches.get(signature)
-    if launch is None:
-        launch = _launches[signature] = _prepare(op, x, args, out)
-    span = (m - 1) * ld + n  # elements from the first to the last one read
-    if not (0 < m and span < launch.facts[0] and out.shape == ((m, n) if row_out else (m,)) and out.is_contiguous()
-            and (not args or w.is_contiguous())):
-        launch = _prepare(op, x, args, out)  # raises, in host.py's words (or prepares exactly this call)
-    _, nv, ldv, iters = launch.facts
-    flat_x = x.as_strided((span,), (1,))  # the rows' storage, gaps included; the kernel indexes r * ld + c
-    launch(flat_x, w if args else flat_x, out.view(-1) if row_out else out, m, nv, ldv, iters, float(eps))
-    return out
-
-
-def _case_shape(case: dict | None, op: str = OP) -> tuple[int, int, int]:
-    """(M, N, row stride) of a case as the kernel runs it; no case means the headline 32768 x 8192. A lowered op's
-    rows as host.lowered_lengths makes them: a case [M, N] of a program with a wide first row output (RoPE's row of
-    N = r pieces) runs rows of N / r, one that views x's rows as heads of c (HEADS) M*N/c rows of c."""
+def _case_shape(case: dict | None) -> tuple[int, int, int]:
+    """(M, N, row stride) of a case as the kernel runs it; no case means the headline 32768 x 8192. Rows as
+    host.lowered_lengths makes them: a case [M, N] of a program with a wide first row output (RoPE's row of N = r
+    pieces) runs rows of N / r, one that views x's rows as heads of c (HEADS) M*N/c rows of c."""
     if not case:
         return 32768, 8192, 8192
     dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
     m, n = int(dims[0]), int(dims[-1])
-    if op == "lowered":
-        f = lw.facts()
-        heads = f.module.HEADS
-        rows = host.lowered_lengths(n, heads, next((r for r, kind in zip(f.out_widths, f.outputs) if kind == "row"),
-                                                   1))[0]
-        m, n = m * n // rows if heads else m, rows
+    f = lw.facts()
+    heads = f.module.HEADS
+    rows = host.lowered_lengths(n, heads, next((r for r, kind in zip(f.out_widths, f.outputs) if kind == "row"), 1))[0]
+    m, n = m * n // rows if heads else m, rows
     return m, n, int(case.get("row_stride") or n)
 
 
 def _variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
-    """The vector width and plan run() picks for 16-byte-aligned tensors, and the ISA file tag."""
-    vec = _pick_vec(_BYTES[dtype], n, ld, [])
-    cfg = plan(n, vec)
-    tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
-    if vec * _BYTES[dtype] * 8 < ACCESS_BITS:
-        tag += f"_vec{vec}"
-    return vec, cfg, tag
-
-
-def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", op: str = OP,
-                 dtype: str | None = None, arch: str | None = None) -> str:
-    """Compile the variant run() would pick for the case, for `arch` (default op.json's target), with no GPU.
-
-    Writes and returns the AMDGPU ISA (kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<arch>.s)."""
-    dtype = dtype or OP_SPEC["dtype"]
-    if op not in (*OPS, "lowered"):
-        raise ValueError(f"compile_only: unknown reduction op {op!r}; expected one of {OPS} or 'lowered'")
-    _, n, ld = _case_shape(case, op)
-    tag = (_lowered_variant if op == "lowered" else _variant)(n, ld, dtype)[2]
-    return rt.compile_isa(__file__, f"{op}_{dtype}_{tag}", [op, dtype, n, ld], arch, out_dir)
-
-
-def _lowered_variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
-    """_variant for the lowered op: compile_only's dtypes (_placeholder_dtypes), 16-byte-aligned tensors."""
+    """The vector width and plan run() picks for 16-byte-aligned tensors of compile_only's dtypes
+    (lw.placeholder_dtypes), and the ISA file tag."""
     vec = lw.compile_vec(dtype)
     while vec > 1 and (n % vec or ld % vec):
         vec //= 2
-    cfg = _lowered_plan(n, vec)
+    cfg = _plan(n, vec)
     tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
     if vec < lw.compile_vec(dtype):
         tag += f"_vec{vec}"
     return vec, cfg, tag
 
 
-def _emit_isa(op: str, dtype: str, n: str, ld: str) -> None:
+def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build", dtype: str | None = None,
+                 arch: str | None = None) -> str:
+    """Compile the variant run() would pick for the case, for `arch` (default op.json's target), with no GPU.
+
+    Writes and returns the AMDGPU ISA (kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<arch>.s)."""
+    dtype = dtype or OP_SPEC["dtype"]
+    _, n, ld = _case_shape(case)
+    return rt.compile_isa(__file__, f"{OP}_{dtype}_{_variant(n, ld, dtype)[2]}", [dtype, n, ld], arch, out_dir)
+
+
+def _emit_isa(dtype: str, n: str, ld: str) -> None:
     """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
-    if op == "lowered":
-        vec, cfg, _ = _lowered_variant(int(n), int(ld), dtype)
-        flyc.compile(lowered_launch, *_lowered_compile_args(*lw.placeholder_dtypes(dtype), vec, cfg))
-        return
     vec, cfg, _ = _variant(int(n), int(ld), dtype)
-    flyc.compile(reduction_launch, *_compile_args(op, dtype, vec, cfg))
+    flyc.compile(reduction_launch, *_compile_args(*lw.placeholder_dtypes(dtype), vec, cfg))
 
 
 def describe(case: dict) -> dict:
     """Launch configuration of a case, for the plan and the report."""
     dtype = OP_SPEC["dtype"]
+    f = lw.facts()
     m, n, ld = _case_shape(case)
-    lowered = OP == "lowered"
-    vec, cfg, _ = (_lowered_variant if lowered else _variant)(n, ld, dtype)
+    vec, cfg, _ = _variant(n, ld, dtype)
     grid = m if cfg["looped"] else -(-m // cfg["rows"])
-    two_pass = cfg["looped"] and OP in ROW_OUT_OPS
     waves_per_row = max(1, cfg["tpr"] // WAVE)
     bits = vec * _BYTES[dtype] * 8
+    reads = passes() if cfg["looped"] else 1
     return {
-        "path": (f"looped (one workgroup per row, {len(lw.facts().reductions) + 1 if lowered else 2} passes)"
-                 if cfg["looped"] else "register-resident rows"),
+        "path": f"looped (one workgroup per row, {passes()} pass{'es' if passes() != 1 else ''})" if cfg["looped"]
+        else "register-resident rows",
         "vector_elements": vec,
         "vector_bits": bits,
         "lanes_per_row": cfg["tpr"],
@@ -1137,22 +953,21 @@ def describe(case: dict) -> dict:
         "rows_per_workgroup": cfg["rows"],
         "threads_per_cta": cfg["threads"],
         "waves_per_workgroup": cfg["threads"] // WAVE,
-        "lds_bytes": 4 * (cfg["lds_floats"] if lowered else _lds_floats(OP, cfg)),
+        "lds_bytes": 4 * cfg["lds_floats"],
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
-        "data_movement": f"HBM -> VGPRs with {bits}-bit buffer loads, fp32 reduce in VGPRs"
+        "data_movement": f"HBM -> VGPRs with {bits}-bit buffer loads, fp32 compute() and reduce in VGPRs"
         + (", DPP within the wave" if cfg["tpr"] > 1 else " (one lane per row: no cross-lane step)")
-        + (", LDS across waves (one s_barrier per reduction)" if cfg["tpr"] > WAVE else "")
+        + (", LDS across waves (one s_barrier per reduction)" if cfg["tpr"] > WAVE and f.reductions else "")
         + ", then VGPRs -> HBM"
-        + ("; the row is read twice (the second pass is expected to hit L2 / Infinity Cache)" if two_pass
-           else "; x is read once" if not lowered else
-           f"; every input is read {len(lw.facts().reductions) + 1} times, one pass per reduce() and the stores "
-           "(later passes expected from L2 / Infinity Cache)" if cfg["looped"] and lw.facts().reductions else
-           "; every input is read once, in one pass (no reduce())" if cfg["looped"] else
-           "; every input is read once and kept in VGPRs through every reduce()")
-        + (f"; bool masks as their bytes, {vec} per access" if lowered and "bool" in lw.facts().dtypes else "")
-        + ("; scalar inputs one load per lane" if lowered and "scalar" in lw.facts().kinds else "")
-        + (_wide_movement(vec) if lowered else ""),
+        + ("; every input is read once and kept in VGPRs through every reduce()" if not cfg["looped"]
+           else "; every input is read once, in one pass" if reads <= 1 else
+           f"; every input is read {reads} times: {reduction_passes()} reduction pass(es)"
+           + (" (online max and sum in one)" if any(m is not None for m in f.online) else "")
+           + " and one that stores (later passes expected from L2 / Infinity Cache)")
+        + (f"; bool masks as their bytes, {vec} per access" if "bool" in f.dtypes else "")
+        + ("; scalar inputs one load per lane" if "scalar" in f.kinds else "")
+        + _wide_movement(vec),
     }
 
 
