@@ -40,3 +40,19 @@ def test_amd_bake_says_it_compiles_while_it_runs(matrix):
     took = next(i for i, line in enumerate(lines) if line.startswith("kbaseline: compile step took "))
     assert compiled < took
     assert read_json(baked.project_path / "results" / "compile_only.json")["seconds"] > 0
+
+
+def test_a_built_in_program_is_traced_once(tmp_path, monkeypatch):
+    """A built-in op's program (programs.py) is lowered on its first bake and read back from the cache after: the
+    second lowering traces nothing (the tracer would raise), and the IR is the same."""
+    from tools import lower, registry
+
+    monkeypatch.setattr(lower, "CACHE", tmp_path / "programs")
+    first = lower.lower_builtin(registry.programs_path("reduction"), "softmax")
+    assert first["ok"] and len(list((tmp_path / "programs").glob("reduction-softmax-*.json"))) == 1
+
+    def no_trace(*args, **kwargs):
+        raise AssertionError("traced again")
+
+    monkeypatch.setattr(lower, "lower_here", no_trace)
+    assert lower.lower_builtin(registry.programs_path("reduction"), "softmax") == first

@@ -96,11 +96,12 @@ def _lowering(resolved: dict, pattern, cell: dict) -> dict:
 def _program(resolved: dict) -> dict:
     """A built-in op of a pattern whose ops are programs (registry.programs_path): its function traced and lowered
     as a user's would be, kept as op.json's ``program`` (the post-gen hook writes it out as lowered.py). Traced in
-    this process: it is the template's own code, not the user's."""
+    this process, as it is the template's own code, not the user's, and once per template version and torch
+    (lower.lower_builtin's cache)."""
     source = registry.programs_path(resolved["pattern_name"])
     if resolved["op"] == LOWERED or source is None:
         return {}
-    got = lower.lower_here(str(source), resolved["op"])
+    got = lower.lower_builtin(source, resolved["op"])
     if not got["ok"]:  # the template's own program: a bug here, not bad input
         raise RuntimeError(f"the built-in {resolved['op']} ({source}) does not lower: {got['error']}")
     return {"program": {**got["ir"], "builtin": True}}  # lowered.SOURCE is then the op's own name

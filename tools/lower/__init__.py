@@ -6,6 +6,9 @@
   code, so it gets a timeout and its own process group, killed whole at the end) and returns ``{"ok": True, "ir": program}``, or ``{"ok": False,
   "stage": ..., "error": one line}``. The result is cached per file version, since the inputs are checked twice
   (while prompting, then for op.json).
+- ``lower_builtin(path, function)`` lowers a built-in op's program (tools/patterns/<pattern>/programs.py) in this
+  process, once per template version and torch: the IR is kept on disk, so a built-in bake imports no torch after
+  the first.
 - ``op_spec(program)`` is the lowered op's entry in op.json, in the same form as a built-in op's (tools/patterns/):
   its inputs, outputs, math and FLOP/byte formulas.
 - ``tensors(case, program)`` the tensors a case allocates (the shape checks' memory and index limits).
@@ -17,6 +20,7 @@ steps per element of C and each epilogue input's bytes by its kind (row M*N, vec
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from fractions import Fraction
@@ -57,6 +61,36 @@ def lower_here(path: str, function: str, hints: dict | None = None) -> dict:
     if key not in _CACHE:
         _CACHE[key] = capture.lower(path, function, hints)
     return _CACHE[key]
+
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbaseline" / "programs"
+
+
+def lower_builtin(path: Path, function: str) -> dict:
+    """lower_here() of a built-in op's program (tools/patterns/<pattern>/programs.py), kept on disk under CACHE by
+    what decides it: the program's file and its pattern's spec, the lowering's own sources, torch's version. The
+    first bake of an op traces it (importing torch: seconds); later bakes read the IR back and import no torch.
+    A cache that cannot be read or written is passed by, never an error."""
+    from importlib import metadata
+
+    digest = hashlib.sha256(metadata.version("torch").encode())
+    for source in (path, path.parent / "__init__.py", *sorted(Path(__file__).parent.glob("*.py"))):
+        digest.update(source.read_bytes())
+    kept = CACHE / f"{path.parent.name}-{function}-{digest.hexdigest()[:24]}.json"
+    try:
+        return json.loads(kept.read_text())
+    except (OSError, ValueError):
+        pass
+    got = lower_here(str(path), function)
+    if got["ok"]:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=kept.parent, delete=False, suffix=".tmp") as f:
+                json.dump(got, f)
+            os.replace(f.name, kept)
+        except OSError:
+            pass
+    return got
 
 
 def _run_child(path: str, function: str, timeout: float) -> dict:
