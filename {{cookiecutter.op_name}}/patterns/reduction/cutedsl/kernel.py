@@ -220,7 +220,7 @@ def _row_reduce(val: Float32, kind: cutlass.Constexpr[str], tpr: cutlass.Constex
 
 def _allocate_partials(rows: int, tpr: int, slots: int):
     """The smem step's fp32 partials [rows, warps per row, slots] (see _row_reduce)."""
-    smem = cutlass.utils.SmemAllocator()
+    smem = cutlass.memory.SmemAllocator()
     return smem.allocate_tensor(Float32, cute.make_layout((rows, tpr // 32, slots), stride=(tpr // 32 * slots, slots, 1)), 4)
 
 
