@@ -186,12 +186,12 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         done.append("one compile, one host.py check, one launch; a hit skips both; ABI slots right")
 
     if pattern == "elementwise":
-        # one program path (silu_mul's lowered.py): the launcher's tensor slots (inputs, outputs, then x again in the
-        # unused ones), then N; both calls below SMALL_N elements, so one variant (one vector per lane)
+        # one program path (silu_mul's lowered.py): the launcher's tensor slots (inputs, outputs: its launcher of
+        # 3 slots, lw.short_slots), then N; both calls below SMALL_N elements, so one variant (one vector per lane)
         x, y = torch.randn(1000, 1111, dtype=bf16), torch.randn(1000, 1111, dtype=bf16)
         out = torch.empty_like(x)
         x1, y1, o1 = torch.randn(4099, dtype=bf16), torch.randn(4099, dtype=bf16), torch.empty(4099, dtype=bf16)
-        launch_args = lambda *ts: (*kernel.lw.slots([t.view(-1) for t in ts]), ts[0].shape[-1])  # noqa: E731
+        launch_args = lambda *ts: (*kernel.lw.short_slots([t.view(-1) for t in ts]), ts[0].shape[-1])  # noqa: E731
         first_and_second("lowered_operands", lambda: kernel.run(x, y, out=out), lambda: kernel.run(x1, y1, out=o1),
                          lambda: expect_abi(*launch_args(x, y, out)), lambda: expect_abi(*launch_args(x1, y1, o1)))
         refused(stubs, lambda: kernel.run(x.t(), y, out=out), "(row) must be a contiguous")
@@ -216,11 +216,13 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         out = torch.empty_like(x)
         base = torch.randn(77, 8192 + 64, dtype=bf16)
         xp, op_ = base[:, :8192], torch.empty(77, 8192, dtype=bf16)  # padded rows: another signature (the stride)
-        # one program path (rmsnorm's lowered.py): the tensor slots (x's rows as a 1-D span, weight, out, then x
-        # again in the unused ones), each slot's row stride in vectors (0: not a row), M, N / vec, the loop count
+        # one program path (rmsnorm's lowered.py, its launcher of 3 slots: lw.short_slots): the tensor slots (x's
+        # rows as a 1-D span, weight, out), each slot's row stride in vectors (0: not a row), M, N / vec, the loop
+        # count
         launch_args = lambda t, o: (  # noqa: E731
-            *kernel.lw.slots([t.as_strided(((t.shape[0] - 1) * t.stride(0) + t.shape[1],), (1,)), w, o.view(-1)]),
-            t.stride(0) // 8, *[0] * (kernel.lw.SLOTS - 1), t.shape[0], 8192 // 8, 1)
+            *kernel.lw.short_slots([t.as_strided(((t.shape[0] - 1) * t.stride(0) + t.shape[1],), (1,)), w,
+                                    o.view(-1)]),
+            *kernel.lw.short_slots([t.stride(0) // 8, 0, 0]), t.shape[0], 8192 // 8, 1)
         x2, o2 = x[:40], out[:40]
         first_and_second("lowered_operands", lambda: kernel.run(x, w, out=out), lambda: kernel.run(x2, w, out=o2),
                          lambda: expect_abi(*launch_args(x, out)), lambda: expect_abi(*launch_args(x2, o2)))
@@ -307,13 +309,14 @@ def time_cell(pattern: str, kernel, stubs) -> list[dict]:
         fn = next(iter(kernel._compiled.values()))
         launch = next(iter(kernel._launches.values()))
         getpid = ctypes.CDLL(None).getpid
-        slots = kernel.lw.slots([x1, y1, o1])
+        slots = getattr(kernel.lw, "short_slots", kernel.lw.slots)([x1, y1, o1])
+        launcher = getattr(kernel, "LAUNCHERS", {len(slots): kernel.elementwise_launch})[len(slots)]
         parts = {
-            "FlyDSL call alone: 8 tensor slots + N + stream, fills + ctypes call":
+            f"FlyDSL call alone: {len(slots)} tensor slots + N + stream, fills + ctypes call":
                 lambda: fn(*slots, 1111, *launch.constexprs, 0),
             "Launch alone (adds constexprs, stream read, error read)": lambda: launch(*slots, 1111),
             "the @flyc.jit launcher called directly (its cache key built per call)":
-                lambda: kernel.elementwise_launch(*slots, 1111, *launch.constexprs, 0),
+                lambda: launcher(*slots, 1111, *launch.constexprs, 0),
             "x.view(-1)": lambda: x.view(-1),
             "x.as_strided((n,), (1,))": lambda: x.as_strided((1111000,), (1,)),
             "x.is_contiguous()": lambda: x.is_contiguous(),

@@ -180,11 +180,13 @@ def test_elementwise_access_counts(isa, arch, op, shape, unroll):
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_long_softmax_reads_the_row_twice(isa, arch):
     """softmax on rows of 131072 (the looped path): lowered.PASSES (0, 0) and ONLINE (None, 0) put its max and sum in
-    one online pass, so x is read twice (reductions, then outputs): 2 x LOOP_CHUNKS dwordx4 loads per lane (one per
-    reduce() call in its own pass would be 3 x 4 = 12), LOOP_CHUNKS dwordx4 stores, one barrier per reduction."""
+    one online pass, so x is read twice (reductions, then outputs). Each pass is a loop over the whole slices
+    (unpredicated, unmasked) and the partial last slice (predicated), each LOOP_CHUNKS dwordx4 loads per lane: 2 x 2 x
+    LOOP_CHUNKS loads (one per reduce() call in its own pass would be 3 x 2 x 4 = 24), 2 x LOOP_CHUNKS dwordx4 stores
+    (the last pass's two), one barrier per reduction."""
     text = isa[("reduction", "softmax", "bf16", arch, "8x131072")]
-    assert text.count("buffer_load_dwordx4") == 2 * LOOP_CHUNKS, "x is not read in exactly 2 passes"
-    assert text.count("buffer_store_dwordx4") == LOOP_CHUNKS
+    assert text.count("buffer_load_dwordx4") == 2 * 2 * LOOP_CHUNKS, "x is not read in exactly 2 passes"
+    assert text.count("buffer_store_dwordx4") == 2 * LOOP_CHUNKS
     assert text.count("s_barrier") == 2
 
 

@@ -46,3 +46,12 @@ def test_reduction_model_catches_a_shifted_rescale():
     fail (it is not vacuous, and the kernel's unshifted m_old / m_t matter)."""
     done = run_model("reduction", "8x131072", "mut=shifted")
     assert done.returncode == 1 and "softmax: NaN mismatch" in done.stdout, done.stdout[-2000:]
+
+
+@needs_flydsl
+def test_reduction_model_catches_a_missing_chunk_mask():
+    """The kernel does not zero-fill its registers before predicated loads, so a chunk that was not loaded is made
+    harmless by reduce()'s per-chunk mask alone: the model loads NaN there, and without the mask it must fail on the
+    register path's partial chunks (N = 1000 at ld 1003: vec 1) and the looped path's partial last slice."""
+    done = run_model("reduction", "9x1000@1003", "2x32776", "mut=no_mask")
+    assert done.returncode == 1 and "NaN mismatch" in done.stdout, done.stdout[-2000:]

@@ -171,9 +171,10 @@ def test_masks_and_scalars_keep_their_kinds(isa, arch, pattern, example, dtype, 
         assert x1 in (LOWERED_UNROLL * 8 + 1, LOWERED_UNROLL * 8 + 2), "x's tail elements and alpha"
     else:
         # every pass loads x, the mask and w once per chunk (rows: 2 chunks; looped: 1 chunk per pass, the
-        # reductions' passes (lowered.PASSES; without it one per reduce() call: 2) and one for the row output)
+        # reductions' passes (lowered.PASSES; without it one per reduce() call: 2) and one for the row output, each
+        # pass twice: its loop over the whole slices and its partial last slice)
         passes = declared(example).get("PASSES")
-        chunks = 2 if path == "rows" else (max(passes) + 1 if passes else 2) + 1
+        chunks = 2 if path == "rows" else 2 * ((max(passes) + 1 if passes else 2) + 1)
         assert (x4, x2) == (2 * chunks, chunks), (x4, x2)
         assert x1 == 1, "alpha: one load per lane"
         assert text.count("s_barrier") == 2
@@ -187,11 +188,12 @@ def test_wide_inputs_are_read_once_with_vector_loads(isa, arch, pattern, example
     interleaved lanes (one 2*vec-wide register tensor per chunk: two dwordx4 loads, deinterleaved in registers),
     beside w's one dwordx4 per chunk: every byte of x once, 128-bit loads only; the [M, N] output's chunks stored
     with dwordx4; no scratch. Rows of 7168: 3 loads share the budget (21 values: two chunks per lane, 7 waves per
-    row); looped rows of 65536: one chunk per iteration, one pass (no reduce())."""
+    row); looped rows of 65536: one chunk per iteration, one pass (no reduce()), its loop over the whole slices and
+    its partial last slice each loading it."""
     text = isa[(example, path, arch)]
     assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
     assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
-    chunks = 2 if path == "rows" else 1
+    chunks = 2 if path == "rows" else 2 * 1  # looped: the whole slices' loop and the partial last slice
     assert text.count("buffer_load_dwordx4") == (2 + 1) * chunks  # x's two parts (or its lane pair) and w
     assert text.count("buffer_store_dwordx4") == chunks
     narrow = [w for w in ("dwordx2", "dword ", "dword\t", "ushort", "short_d16", "ubyte") if f"buffer_load_{w}" in text]
@@ -257,8 +259,9 @@ def test_rope_reads_halves_and_broadcast_rows_and_writes_whole_rows(compiled, ar
     assert plan["vector_elements"] == 8
     chunks = 1 if path == "looped" else plan["chunks_per_lane"]
     assert chunks == 1 and plan["lanes_per_row"] == (512 if path == "looped" else 8)
-    assert text.count("buffer_load_dwordx4") == 6 * chunks
-    assert text.count("buffer_store_dwordx4") == 2 * chunks
+    copies = 2 if path == "looped" else 1  # the whole slices' loop and the partial last slice
+    assert text.count("buffer_load_dwordx4") == 6 * chunks * copies
+    assert text.count("buffer_store_dwordx4") == 2 * chunks * copies
     narrow = [w for w in NARROW_ACCESSES for op in ("load", "store") if f"buffer_{op}_{w}" in text]
     assert not narrow, f"narrower accesses: {narrow}"
     assert text.count("v_cvt_f32_u32") == 2 * 2, "the broadcast rows: two divisions per broadcast input"

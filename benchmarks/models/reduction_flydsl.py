@@ -8,7 +8,8 @@ bf16 and fp32 vectors, that
     first two and last two workgroups; looped path: every iteration), and no vector leaves the tensor's span
     (num_records);
   * the kernel's algorithm in numpy fp32 -- compute() of the op's lowered.py run on each lane's values (a numpy
-    `pointwise`), with the cell's reduce(): the not-loaded values replaced by the identity, the in-lane fold, then
+    `pointwise`), with the cell's reduce(): each chunk folded, a chunk that was not loaded (NaN here: the kernel
+    does not zero-fill its registers) replaced by the identity, the in-lane fold, then
     across the row's lanes; on the looped path the passes of lowered.PASSES, the online max / sum pairs of
     lowered.ONLINE (running max, its -inf shift, the rescale, the row combine), and a last pass for the row outputs
     -- matches torch in float64 (relative error < 2e-4, same NaN / inf positions), on up to 40 rows with a NaN, an
@@ -18,10 +19,12 @@ bf16 and fp32 vectors, that
 It does NOT check the compiler (FlyDSL's lowering; that is read from the ISA) or the hardware: nothing runs on
 a GPU.
 
-usage: .venv/bin/python benchmarks/models/reduction_flydsl.py [MxN[@ld] ...] [mut=shifted]
+usage: .venv/bin/python benchmarks/models/reduction_flydsl.py [MxN[@ld] ...] [mut=shifted|mut=no_mask]
        (no shapes: the boundary cases below, well under a minute). Exit status 1 if any case fails.
        mut=shifted rescales by exp(shift(m_old) - shift(m_new)) and combines by exp(shift(m_t) - shift(M)), both
        shifted, as a check that the model is not vacuous: the planted rows then overflow to 0 * inf = NaN.
+       mut=no_mask drops the per-chunk mask of reduce(): the chunks that were not loaded hold NaN (the kernel does
+       not zero-fill its registers), so every row with a partial chunk turns NaN.
 """
 
 import importlib.util
@@ -143,12 +146,16 @@ def vectors_of(lanes: int, chunks: int, j0: int, nv: int):
     return j, j < nv
 
 
+GARBAGE = F(np.nan)  # what a register tensor holds where no vector was loaded: the kernel does not zero-fill them
+
+
 def gather(t, j, ok, vec):
-    """A lane's loaded values of t ([M, N] or [N]) for vectors j: [.., lanes, chunks*vec]; not loaded: 0 (the
-    register tensors start at 0)."""
+    """A lane's loaded values of t ([M, N] or [N]) for vectors j: [.., lanes, chunks*vec]; not loaded: NaN (the
+    register tensors are not filled first, so they may hold anything: NaN is the worst, a masked chunk must drop
+    it)."""
     e = (np.where(ok, j, 0)[..., None] * vec + np.arange(vec)).reshape(j.shape[0], -1)  # [lanes, chunks*vec]
     mask = np.repeat(ok, vec, axis=1)
-    return np.where(mask, t[..., e], F(0)).astype(F)
+    return np.where(mask, t[..., e], GARBAGE).astype(F)
 
 
 def scatter(out, value, j, ok, vec):
@@ -159,11 +166,15 @@ def scatter(out, value, j, ok, vec):
 
 
 def lane_partial(kind, v, ok, vec, shape):
-    """_lane_partial: the not-loaded values replaced by the identity, folded in-lane -> [M, lanes]."""
+    """_lane_partial: each chunk (vector) folded, a not-loaded chunk's partial replaced by the identity (one select
+    per chunk), the chunks folded -> [M, lanes]."""
     u = np.broadcast_to(-np.asarray(v, F) if kind == "min" else np.asarray(v, F), shape)
     ident = F(0) if kind == "sum" else F(-np.inf)
-    u = np.where(np.repeat(ok, vec, axis=1), u, ident)
-    return u.sum(-1, dtype=F) if kind == "sum" else u.max(-1)  # numpy max propagates NaN
+    u = u.reshape(*u.shape[:-1], -1, vec)  # [M, lanes, chunks, vec]
+    part = u.sum(-1, dtype=F) if kind == "sum" else u.max(-1)  # numpy max propagates NaN
+    if MUTATION != "no_mask":
+        part = np.where(ok, part, ident)
+    return part.sum(-1, dtype=F) if kind == "sum" else part.max(-1)
 
 
 def row_fold(kind, part):
@@ -244,8 +255,13 @@ def model(program, x, w, vec, cfg):
     last = max(passes) + 1 if passes else 0
     shape = (m, T, ch * vec)
     for p in range(last + ("row" in program.OUTPUTS)):
+        whole = nv // (T * ch)  # slices with every vector in the row: unpredicated, no mask
         for it in range(iters):
             j, ok = vectors_of(T, ch, it * T * ch, nv)
+            if it < whole:
+                assert ok.all(), "a whole slice with a vector past the row"
+            else:
+                assert it == whole == iters - 1, "more than one partial slice"
             values = [gather(inputs[kind], j, ok, vec) for kind in program.KINDS]
             results = program.compute(*values, n_f, PassReduce(program, ok, vec, shape, acc, known, p))
             if p == last:

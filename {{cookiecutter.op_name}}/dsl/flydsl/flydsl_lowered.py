@@ -22,6 +22,13 @@ The cell keeps its own tiling, loads, reductions and stores; this module gives i
                         launchers take SLOTS tensor slots: the inputs in INPUTS order, then the outputs in
                         OUTPUTS order, the unused slots filled with the first tensor (never read; FlyDSL still
                         fills each slot's ABI words on every call, a few hundred ns each)
+    LAUNCH_SLOTS, short_slots(), kernel_slots()
+                        so the row cells (elementwise, reduction) also have launchers of 2 and 3 tensor slots
+                        (x and one output; two inputs and one output, or one input and two outputs: every built-in
+                        op): run() calls the smallest that holds the op's tensors (short_slots pads to it), and the
+                        launcher pads them to the kernel's SLOTS slots inside the JIT'd host function
+                        (kernel_slots: compiled code, no per-call Python), so the kernels, their arguments and
+                        their ISA are the same whichever launcher runs them
     check_buffer_range()  the one check FlyDSL adds to host.lowered_operands (the argument checks every cell
                         shares, CuTe DSL's too): a buffer descriptor spans under 2 GiB
     dtype_name()        a tensor's op.json dtype name, "uint8" for a mask's bytes (host.lowered_views)
@@ -65,6 +72,7 @@ import host
 from flydsl_runtime import DTYPE_BYTES, MAX_BYTES
 
 SLOTS = 8  # tensor slots of a lowered launcher: inputs + outputs
+LAUNCH_SLOTS = (2, 3, SLOTS)  # the row cells' launchers' tensor slots: run() takes the smallest that holds its tensors
 ACCESS_BYTES = 16  # 128-bit buffer accesses
 MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_views)
 OUT_DTYPES = ("input", "fp32", "int8", "fp8")  # x's dtype, fp32, a quantizer's int8 / fp8 e4m3fn (row cells only)
@@ -172,6 +180,24 @@ def out_dtype_name(kind: str, x_dtype: str) -> str:
 def slots(tensors) -> tuple:
     """The launcher's SLOTS tensor arguments: `tensors`, then tensors[0] (never read) in the unused slots."""
     return (*tensors, *(tensors[0],) * (SLOTS - len(tensors)))
+
+
+def launch_slots(count: int) -> int:
+    """The tensor slots of the row cells' launcher for `count` tensors: the smallest of LAUNCH_SLOTS that holds
+    them (facts() refuses more than SLOTS)."""
+    return next(k for k in LAUNCH_SLOTS if k >= count)
+
+
+def short_slots(values) -> tuple:
+    """A row cell's launcher arguments of one kind (tensors, or row strides): `values`, then values[0] (never read)
+    up to launch_slots(len(values))."""
+    return (*values, *(values[0],) * (launch_slots(len(values)) - len(values)))
+
+
+def kernel_slots(values) -> tuple:
+    """Inside a launcher (at trace time): its tensor slots (or row strides) padded to the kernel's SLOTS with the
+    first (never read), so every launcher calls the same kernel."""
+    return (*values, *(values[0],) * (SLOTS - len(values)))
 
 
 def dtype_name(t) -> str:

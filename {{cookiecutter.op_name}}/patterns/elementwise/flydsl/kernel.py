@@ -100,7 +100,9 @@ What compute() gets (lowered.py)
                      element on the tail)
 
     vec is 128 bits of the widest element among the row-wise tensors (bf16 in, fp32 out: vec 4). The launcher
-    has flydsl_lowered.SLOTS tensor slots (inputs, then outputs), the tile count from x's slot.
+    has flydsl_lowered.SLOTS tensor slots (inputs, then outputs), the tile count from x's slot; run() calls the
+    launcher of 2 or 3 slots when the op's tensors fit (flydsl_lowered.LAUNCH_SLOTS), which pads them to SLOTS
+    inside the JIT'd host function.
 
 Host side: argument checks come from host.py, op.json, the targets and compile-only from flydsl_runtime.py, the glue
 to lowered.py from flydsl_lowered.py. Compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware.
@@ -224,6 +226,17 @@ def elementwise_kernel(
         _tile(tensors, cols, vec, unroll, vec_fast, bid, tid, False)
 
 
+def _launch(tensors, cols, vec: int, unroll: int, vec_fast: bool, key: str, stream):
+    """Every launcher's body (at trace time): one workgroup of THREADS lanes per tile of THREADS * vec * unroll
+    elements of x (the slot of the first row input). The kernel takes lw.SLOTS tensors whatever the launcher's count
+    (lw.kernel_slots: the unused ones repeat the first, never read), so its ISA does not depend on the launcher."""
+    tile = THREADS * vec * unroll
+    n = fx.get_scalar(fx.size(tensors[lw.facts().x].shape))
+    elementwise_kernel(*lw.kernel_slots(tensors), cols, vec, unroll, vec_fast, key).launch(
+        grid=((n + tile - 1) // tile, 1, 1), block=(THREADS, 1, 1), stream=stream,
+    )
+
+
 @flyc.jit
 def elementwise_launch(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
@@ -231,13 +244,31 @@ def elementwise_launch(
     vec: fx.Constexpr[int], unroll: fx.Constexpr[int], vec_fast: fx.Constexpr[bool], key: fx.Constexpr[str],
     stream: fx.Stream = fx.Stream(None),
 ):
-    """Host side: one workgroup of THREADS lanes per tile of THREADS * vec * unroll elements of x (the slot of the
-    first row input)."""
-    tile = THREADS * vec * unroll
-    n = fx.get_scalar(fx.size([T0, T1, T2, T3, T4, T5, T6, T7][lw.facts().x].shape))
-    elementwise_kernel(T0, T1, T2, T3, T4, T5, T6, T7, cols, vec, unroll, vec_fast, key).launch(
-        grid=((n + tile - 1) // tile, 1, 1), block=(THREADS, 1, 1), stream=stream,
-    )
+    """Host side, lw.SLOTS tensor slots (lowered.INPUTS then OUTPUTS, flydsl_lowered.slots)."""
+    _launch([T0, T1, T2, T3, T4, T5, T6, T7], cols, vec, unroll, vec_fast, key, stream)
+
+
+@flyc.jit
+def elementwise_launch3(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, cols: fx.Int32,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], vec_fast: fx.Constexpr[bool], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """elementwise_launch with 3 tensor slots (silu_mul, add, mul: x, y, out): 5 tensors fewer to pack per call."""
+    _launch([T0, T1, T2], cols, vec, unroll, vec_fast, key, stream)
+
+
+@flyc.jit
+def elementwise_launch2(
+    T0: fx.Tensor, T1: fx.Tensor, cols: fx.Int32,
+    vec: fx.Constexpr[int], unroll: fx.Constexpr[int], vec_fast: fx.Constexpr[bool], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """elementwise_launch with 2 tensor slots (silu, gelu, relu: x and out)."""
+    _launch([T0, T1], cols, vec, unroll, vec_fast, key, stream)
+
+
+LAUNCHERS = {2: elementwise_launch2, 3: elementwise_launch3, lw.SLOTS: elementwise_launch}  # by lw.launch_slots
 
 
 _compiled: dict = {}  # (dtypes, vec, vec_fast, unroll) -> CompiledFunction; n and N are runtime values
@@ -251,7 +282,7 @@ def _constexprs(vec: int, vec_fast: bool, unroll: int) -> tuple:
 def _compile_args(in_dtypes, out_dtypes, vec: int, vec_fast: bool, unroll: int) -> tuple:
     """What run() and compile_only compile: 1-D CPU placeholders in the tensor slots, cols, the constexprs."""
     tensors = [rt.placeholder(d, THREADS * 8 * 4) for d in (*in_dtypes, *out_dtypes)]
-    return (*lw.slots(tensors), 1, *_constexprs(vec, vec_fast, unroll))
+    return (*lw.short_slots(tensors), 1, *_constexprs(vec, vec_fast, unroll))
 
 
 def _prepare(inputs, out):
@@ -271,7 +302,7 @@ def _prepare(inputs, out):
     vec_fast = cols % vec == 0 or "vector" not in f.kinds  # host.py had every tensor on a 16-byte boundary
     unroll = unroll_for(x.numel())
     dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
-    fn = rt.compiled(_compiled, (*dtypes, vec, vec_fast, unroll), elementwise_launch,
+    fn = rt.compiled(_compiled, (*dtypes, vec, vec_fast, unroll), LAUNCHERS[lw.launch_slots(len(dtypes))],
                      lambda: _compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, vec_fast, unroll))
     limit = MAX_BYTES // max(t.element_size() for t in (*inputs, *outs))
     return rt.Launch(op, fn, _constexprs(vec, vec_fast, unroll), x.get_device(), (limit, tuple(t.dtype for t in outs)))
@@ -312,7 +343,7 @@ def run(*inputs, out=None):
             and all(o.shape == x.shape and o.dtype == d and o.is_contiguous() and not o.data_ptr() & 15
                     for o, d in zip(outs, out_dtypes))):
         launch = _prepare(inputs, outs)  # raises, in the words of flydsl_lowered / host.py (or prepares this call)
-    launch(*lw.slots([t if t.dim() == 1 else t.view(-1) for t in (*inputs, *outs)]), x.shape[-1])  # 1-D views
+    launch(*lw.short_slots([t if t.dim() == 1 else t.view(-1) for t in (*inputs, *outs)]), x.shape[-1])  # 1-D views
     return outs[0] if len(outs) == 1 else outs
 
 
@@ -347,7 +378,8 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 def _emit_isa(dtype: str, vec: str, vec_fast: str, unroll: str) -> None:
     """Child side of compile_only: compile what run() compiles (COMPILE_ONLY: no engine, nothing launched)."""
     ins, outs = lw.placeholder_dtypes(dtype)
-    flyc.compile(elementwise_launch, *_compile_args(ins, outs, int(vec), vec_fast == "True", int(unroll)))
+    flyc.compile(LAUNCHERS[lw.launch_slots(len(ins) + len(outs))],
+                 *_compile_args(ins, outs, int(vec), vec_fast == "True", int(unroll)))
 
 
 def describe(case: dict) -> dict:

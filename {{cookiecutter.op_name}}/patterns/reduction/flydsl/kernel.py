@@ -11,7 +11,8 @@ lane's fp32 values with a reduce(kind, v) that is the row's reduction hierarchy 
 every input once. plan() picks the lanes per row and vectors per lane so that a row of up to 32768 elements fits in
 registers at 32 fp32 values per lane per load; longer rows take a looped path with one workgroup per row and the
 reductions in passes (lowered.PASSES). Edges (N not a multiple of the vector, M not a multiple of the rows per
-workgroup) are explicit branches around each access, never padding. One launcher, one run().
+workgroup) are explicit branches around each access, never padding. One launcher body (_launch, behind launchers of
+2, 3 and 8 tensor slots: flydsl_lowered.LAUNCH_SLOTS), one run().
 
 What it computes
     x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor): the first "row"
@@ -66,10 +67,13 @@ CDNA facts it rests on (contrast: the CuTe DSL cell for Hopper)
 
 The reduction hierarchy: reduce(kind, v) (one row is owned by TPR lanes; vector k of lane t is the row's vector
 k*TPR + t)
-    0. mask:      the values of vectors that were not loaded (past the row end) become the identity of the kind
-                  (0 for sum, -inf for max; min is folded as max of -v and negated at the end), a select on v:
-                  compute() may have turned a not-loaded 0 into anything (exp(0) = 1).
-    1. lane:      chunks x vec values, fp32 tree (sum) or NaN-propagating max, no communication.
+    1. lane:      chunks x vec values, fp32 tree (sum) or NaN-propagating max, no communication; each chunk
+                  (vector) is folded first, then a chunk that was not loaded (past the row end) becomes the
+                  identity of the kind (0 for sum, -inf for max; min is folded as max of -v and negated at the
+                  end): one select per chunk, not per value. The mask is what makes such a chunk harmless: its
+                  registers are not zero-filled before the predicated loads, and compute() may have made
+                  anything of them. Only the register path's rows that are not `full` and the looped path's
+                  partial last slice have masks.
     2. wave:      DPP over min(TPR, 64) lanes as above; every lane of the group ends with the result.
     3. workgroup: TPR = 64*W > 64: lane 0 of each wave writes LDS[slot][wave], one s_barrier, every lane
                   reads its row's W totals (an LDS broadcast, ds_read_b128) and folds them in one fixed
@@ -110,9 +114,12 @@ Large N (past the register path: > 32768 elements for one or two loads): the loo
     One 512-lane workgroup (8 waves) per row, a runtime loop over the row 512 x LOOP_CHUNKS vectors at a time
     (4 vectors per lane per iteration for one load, 32 KiB bf16; the loads share the 4: rmsnorm's x and weight 2
     each), in passes that lowered.PASSES schedules (tools/lower/ir.py's schedule() in the template). Pass p runs
-    compute() on every slice with a reduce() (_PassReduce) that folds the masked lane partial of each call q with
+    compute() on every slice with a reduce() (_PassReduce) that folds the lane partial of each call q with
     PASSES[q] == p into acc[q], a register tensor of one fp32 per reduction that the loop carries (through memory,
-    which LLVM keeps in VGPRs); a call of an earlier pass returns its row result, a call of a later pass a dummy
+    which LLVM keeps in VGPRs). The slices whose vectors all lie in the row (nv // (512 x LOOP_CHUNKS) of them)
+    load and store unpredicated and mask nothing; only the partial last slice, if any, is predicated and masked
+    (the CuTe DSL cell's split: masking every slice made its long-row max 2.5x slower on the H200). A call of an
+    earlier pass returns its row result, a call of a later pass a dummy
     (nothing pass p folds depends on it, and LLVM drops what does). After the loop each of the pass's lane
     partials goes through DPP and its own LDS slot. A reduction that needs earlier results runs one pass after
     the last of them, independent ones share a pass, and an online pair shares one: lowered.ONLINE[q] = m when
@@ -142,12 +149,13 @@ Boundaries
       (buffer_load_ushort / _dword, still coalesced across lanes); stride 4160 keeps 8.
     - Vectors past the row end (j >= NV, only when not `full`) and rows past M (the last workgroup when M is
       not a multiple of its rows) are skipped by branches around each load and store (exec-masked on AMD); the
-      register tensors start at 0 and reduce() replaces a skipped vector's values by the identity, so they fold
-      away.
+      register tensors are not zero-filled first (a fill before the predicated loads cost the CuTe DSL cell 0.76x
+      at rmsnorm N = 5120 on the H200): reduce() replaces a skipped vector's partial by the identity (one select
+      per chunk), and the stores skip it.
     - Every byte offset is < 2^31 (run() refuses a tensor or a row span of >= 2 GiB), and the descriptors'
       num_records are the real tensor sizes, a second guard that no access can leave them.
     - The barrier and the DPP steps sit outside every divergent branch: all lanes of the workgroup reach
-      them (rows past M compute on zeros and are never stored).
+      them (rows past M compute on whatever their registers hold, within their own lanes, and are never stored).
 
 What compute() gets (lowered.py)
     lowered.py declares INPUTS in the function's parameter order with KINDS ("row" [M, N], each with its own row
@@ -392,15 +400,37 @@ def _store_scalar(Out, index, val, dtype):
 
 
 def _lane_partial(kind: str, v, masks, vec: int):
-    """One lane's part of reduce(kind, v): its values, the not-loaded ones replaced by the identity, folded.
+    """One lane's part of reduce(kind, v): its values folded, a chunk that was not loaded (masks[k] false) counting
+    as the identity.
+
+    One select per chunk (128-bit vector), not per value: each chunk is folded first (the pairwise tree over a
+    power-of-two vec, so the fold order is the one a per-value tree over all the values has), then a masked chunk's
+    partial becomes the identity (on gfx942's max, also its NaN flag is dropped). The mask is what makes a vector
+    that was not loaded harmless: the register tensors are not zero-filled before the predicated loads (_inputs), so
+    such a chunk holds whatever the registers held, and compute() may have made anything of it. The CuTe DSL cell's
+    _thread_partial; per-value selects and the fill cost it on the H200 (its _chunk_mask).
 
     min is folded as max of -v (negation is exact and keeps NaN; it becomes a source modifier of v_max3), so
     min and max share _lane_max's NaN handling and _row_reduce's max path; the caller negates the row result."""
     u = -v if kind == "min" else v
-    ident = fx.Float32(0.0 if kind == "sum" else -math.inf)
-    vals = [u[i] for i in range(vec * len(masks))]
-    vals = [x if masks[i // vec] is None else masks[i // vec].select(x, ident) for i, x in enumerate(vals)]
-    return _lane_sum(vals) if kind == "sum" else _lane_max(vals)
+    chunks = [[u[k * vec + e] for e in range(vec)] for k in range(len(masks))]
+    if all(ok is None for ok in masks):
+        vals = [x for c in chunks for x in c]
+        return _lane_sum(vals) if kind == "sum" else _lane_max(vals)
+    if kind == "sum":
+        parts = [_lane_sum(c) if ok is None else ok.select(_lane_sum(c), fx.Float32(0.0))
+                 for c, ok in zip(chunks, masks)]
+        return _lane_sum(parts)
+    if current_target().arch.startswith("gfx95"):
+        parts = [_tree(c, fx.max) for c in chunks]  # arith.maximumf -> v_maximum3_f32
+        return _tree([p if ok is None else ok.select(p, fx.Float32(-math.inf)) for p, ok in zip(parts, masks)],
+                     fx.max)
+    # gfx942: v_max3_f32 per chunk (drops NaN) and a NaN flag per chunk (v_cmp_u_f32, s_or_b64), both masked
+    parts = [_tree(c, fx.maxnumf) for c in chunks]
+    nans = [_tree([x != x for x in c], lambda a, b: a | b) for c in chunks]
+    m = _tree([p if ok is None else ok.select(p, fx.Float32(-math.inf)) for p, ok in zip(parts, masks)], fx.maxnumf)
+    nan = _tree([n if ok is None else n & ok for n, ok in zip(nans, masks)], lambda a, b: a | b)
+    return nan.select(fx.Float32(math.nan), m)
 
 
 def _as_vector(v, like):
@@ -527,8 +557,7 @@ def _inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, chunks: i
     for (i, how, part), width in zip(f.loads, f.load_widths):
         T, ldv, kind = tensors[i], ldvs[i], f.kinds[i]
         dtype = T.element_type
-        r, v = _regs(vec, chunks * width, dtype)
-        r.fill(0.0 if dtype.is_float else 0)
+        r, v = _regs(vec, chunks * width, dtype)  # not zero-filled: a chunk not loaded is masked (_lane_partial)
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy(vec * dtype.width), dtype)
         gmem = _storage_vectors(T, vec) if kind == "broadcast" else _vectors(T, vec)
         # traced after the view: the order that keeps non-wide ISA as it was
@@ -681,21 +710,30 @@ def rows_kernel(
 @flyc.jit
 def _pass(tensors, ldvs, starts: dict, scalars: dict, row, iters, nv, vec: int, threads: int, chunks: int, tid, acc,
           known: dict, p: int):
-    """Pass p of the looped path over the row, `threads * chunks` vectors per iteration (see _PassReduce)."""
-    for it in range(iters):
-        _slice(tensors, ldvs, starts, scalars, row, it * (threads * chunks), nv, vec, threads, chunks, tid, acc, known,
-               p, it == 0)
+    """Pass p of the looped path over the row, `threads * chunks` vectors per iteration (see _PassReduce): the whole
+    slices (every vector in the row) with unpredicated loads and stores and no masks, then the partial last slice,
+    if any, predicated and masked. The CuTe DSL cell's looped_kernel: masking every slice made its long-row max 2.5x
+    slower on the H200."""
+    step = threads * chunks
+    whole = nv // step
+    for it in range(whole):
+        _slice(tensors, ldvs, starts, scalars, row, it * step, nv, vec, threads, chunks, tid, acc, known, p, it == 0,
+               True)
+    if whole < iters:
+        _slice(tensors, ldvs, starts, scalars, row, whole * step, nv, vec, threads, chunks, tid, acc, known, p,
+               whole == 0, False)
 
 
 def _slice(tensors, ldvs, starts: dict, scalars, row, j0, nv, vec: int, threads: int, chunks: int, tid, acc,
-           known: dict, p: int, first):
-    """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once)."""
+           known: dict, p: int, first, whole: bool):
+    """One slice of a pass: load, compute; the last pass stores the row outputs (and the reduced ones once). A whole
+    slice (every vector in the row: `whole`, a Python bool) loads and stores unpredicated and masks nothing."""
     f = lw.facts()
-    values = _inputs(tensors, ldvs, starts, scalars, row, j0, threads, chunks, tid, nv, vec, False, True)
-    masks = _chunk_masks(j0, threads, chunks, tid, nv, False)
+    values = _inputs(tensors, ldvs, starts, scalars, row, j0, threads, chunks, tid, nv, vec, whole, True)
+    masks = _chunk_masks(j0, threads, chunks, tid, nv, whole)
     results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, p))
     if const_expr(p == reduction_passes()):
-        _stores(tensors, results, row, j0, threads, chunks, tid, nv, vec, False, True, first)
+        _stores(tensors, results, row, j0, threads, chunks, tid, nv, vec, whole, True, first)
 
 
 @flyc.kernel
@@ -742,6 +780,21 @@ def looped_kernel(
         _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
 
 
+def _launch(tensors, ldvs, m, nv, iters, vec: int, tpr: int, chunks: int, threads: int, looped: bool, full: bool,
+            lds_floats: int, key: str, stream):
+    """Every launcher's body (at trace time): one workgroup per threads // tpr rows (register path) or per row
+    (looped path). The kernels take lw.SLOTS tensors and row strides whatever the launcher's count
+    (lw.kernel_slots: the unused ones repeat the first, never read), so their ISA does not depend on the launcher."""
+    T, L = lw.kernel_slots(tensors), lw.kernel_slots(ldvs)
+    if looped:
+        looped_kernel(*T, *L, nv, iters, vec, threads, chunks, lds_floats, key).launch(
+            grid=(m, 1, 1), block=(threads, 1, 1), stream=stream)
+    else:
+        rows = threads // tpr
+        rows_kernel(*T, *L, m, nv, vec, tpr, chunks, threads, full, lds_floats, key).launch(
+            grid=((m + rows - 1) // rows, 1, 1), block=(threads, 1, 1), stream=stream)
+
+
 @flyc.jit
 def reduction_launch(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
@@ -751,16 +804,38 @@ def reduction_launch(
     looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
     stream: fx.Stream = fx.Stream(None),
 ):
-    """Host side: one workgroup per threads // tpr rows (register path) or per row (looped path). Tensor slot i and
-    row stride L<i> (in vectors; 0 for a vector input) are lowered.INPUTS then OUTPUTS (flydsl_lowered.slots)."""
-    if const_expr(looped):
-        looped_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, nv, iters, vec, threads, chunks,
-                      lds_floats, key).launch(grid=(m, 1, 1), block=(threads, 1, 1), stream=stream)
-    else:
-        rows = threads // tpr
-        rows_kernel(T0, T1, T2, T3, T4, T5, T6, T7, L0, L1, L2, L3, L4, L5, L6, L7, m, nv, vec, tpr, chunks, threads,
-                    full, lds_floats, key).launch(grid=((m + rows - 1) // rows, 1, 1), block=(threads, 1, 1),
-                                                  stream=stream)
+    """Host side, lw.SLOTS tensor slots: tensor slot i and row stride L<i> (in vectors; 0 for a vector input) are
+    lowered.INPUTS then OUTPUTS (flydsl_lowered.slots)."""
+    _launch([T0, T1, T2, T3, T4, T5, T6, T7], [L0, L1, L2, L3, L4, L5, L6, L7], m, nv, iters, vec, tpr, chunks,
+            threads, looped, full, lds_floats, key, stream)
+
+
+@flyc.jit
+def reduction_launch3(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, m: fx.Int32,
+    nv: fx.Int32, iters: fx.Int32,
+    vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int], threads: fx.Constexpr[int],
+    looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """reduction_launch with 3 tensor slots (rmsnorm: x, weight, out): FlyDSL packs 5 tensors and 5 strides fewer
+    per call."""
+    _launch([T0, T1, T2], [L0, L1, L2], m, nv, iters, vec, tpr, chunks, threads, looped, full, lds_floats, key,
+            stream)
+
+
+@flyc.jit
+def reduction_launch2(
+    T0: fx.Tensor, T1: fx.Tensor, L0: fx.Int32, L1: fx.Int32, m: fx.Int32, nv: fx.Int32, iters: fx.Int32,
+    vec: fx.Constexpr[int], tpr: fx.Constexpr[int], chunks: fx.Constexpr[int], threads: fx.Constexpr[int],
+    looped: fx.Constexpr[bool], full: fx.Constexpr[bool], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """reduction_launch with 2 tensor slots (softmax, sum, mean, max: x and the output)."""
+    _launch([T0, T1], [L0, L1], m, nv, iters, vec, tpr, chunks, threads, looped, full, lds_floats, key, stream)
+
+
+LAUNCHERS = {2: reduction_launch2, 3: reduction_launch3, lw.SLOTS: reduction_launch}  # by lw.launch_slots
 
 
 # ------------------------------------------------------------------------------------------------
@@ -783,7 +858,7 @@ def _compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
     kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
     tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
                else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
-    return (*lw.slots(tensors), *[1] * lw.SLOTS, 1, 1, 1, *_constexprs(vec, cfg))
+    return (*lw.short_slots(tensors), *lw.short_slots([1] * len(tensors)), 1, 1, 1, *_constexprs(vec, cfg))
 
 
 def _prepare(inputs, out):
@@ -815,10 +890,10 @@ def _prepare(inputs, out):
     vec = lw.pick_vec(lw.widest_bytes(wide), n, strides, [(t.data_ptr(), t.element_size()) for t in wide])
     cfg = _plan(n, vec)
     dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
-    fn = rt.compiled(_compiled, (*dtypes, *_constexprs(vec, cfg)), reduction_launch,
+    fn = rt.compiled(_compiled, (*dtypes, *_constexprs(vec, cfg)), LAUNCHERS[lw.launch_slots(len(dtypes))],
                      lambda: _compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg))
     ldvs = [ld // vec for ld in lds]
-    slot_ldvs = [ldvs.pop(0) if k == "row" else 0 for k in f.kinds] + [0] * (lw.SLOTS - len(f.kinds))
+    slot_ldvs = lw.short_slots([ldvs.pop(0) if k == "row" else 0 for k in f.kinds] + [0] * len(outs))
     facts = (MAX_BYTES // lw.widest_bytes((*inputs, *outs)), n // vec, slot_ldvs, cfg["iters"],
              tuple(o.dtype for o in outs))
     return rt.Launch(op, fn, _constexprs(vec, cfg), x.get_device(), facts)
@@ -884,7 +959,7 @@ def _run_rows(*inputs, out=None):
         limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
     spans = iter(spans)
     flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
-    launch(*lw.slots([*flat, *(o.view(-1) for o in outs)]), *slot_ldvs, m, nv, iters)
+    launch(*lw.short_slots([*flat, *(o.view(-1) for o in outs)]), *slot_ldvs, m, nv, iters)
     return outs[0] if len(outs) == 1 else outs
 
 
@@ -929,7 +1004,8 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 def _emit_isa(dtype: str, n: str, ld: str) -> None:
     """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
     vec, cfg, _ = _variant(int(n), int(ld), dtype)
-    flyc.compile(reduction_launch, *_compile_args(*lw.placeholder_dtypes(dtype), vec, cfg))
+    ins, outs = lw.placeholder_dtypes(dtype)
+    flyc.compile(LAUNCHERS[lw.launch_slots(len(ins) + len(outs))], *_compile_args(ins, outs, vec, cfg))
 
 
 def describe(case: dict) -> dict:
