@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +19,17 @@ import pytest
 import compute_utilization  # the workspace tools, unit-tested in place (pyproject.toml's pythonpath)
 import memory_manager
 from helpers import MATRIX, PATTERN_OF, ROOT, SPECS_PATH, WS_TEMPLATE, bake_cli, read_json
-from tools import registry, scaffold, spec
+from tools import lower, registry, scaffold, spec
 
 # The workspace tools read reference/ beside their tools/ folder; in the template repo that folder is at the root.
 compute_utilization.SPECS_PATH = SPECS_PATH
 memory_manager.SCHEMA_PATH = ROOT / "reference" / "v_iteration.schema.json"
+
+# The built-in programs' IR cache (lower.lower_builtin) of this session alone, for this process and every bake it
+# starts (they inherit XDG_CACHE_HOME): no state from outside the run, nothing left in the user's ~/.cache.
+_CACHE_HOME = Path(tempfile.mkdtemp(prefix="kbaseline-cache-"))
+os.environ["XDG_CACHE_HOME"] = str(_CACHE_HOME)
+lower.CACHE = _CACHE_HOME / "kbaseline" / "programs"
 
 def pytest_collection_finish(session):
     """FlyDSL compiles start in the background once collected: the FlyDSL GEMM cell's variants
@@ -56,8 +63,13 @@ class Baked:
 
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory) -> dict[tuple[str, str], Baked]:
-    """Every row of MATRIX baked once per session, keyed (gpu, op)."""
+    """Every row of MATRIX baked once per session, keyed (gpu, op). The built-in programs are lowered here first,
+    in this process (torch is loaded already), so each bake reads its op's IR from the session's cache instead of
+    importing torch to trace it."""
     out = tmp_path_factory.mktemp("matrix")
+    for pattern, op in sorted({(row[1], row[2]) for row in MATRIX}):
+        if registry.programs_path(pattern):
+            lower.lower_builtin(registry.programs_path(pattern), op)
 
     defaults = spec.context()
 
