@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
-from sweep_common import copies, kernel_time, load_workspace, rel_err
+from sweep_common import ab_calls, ab_sets, ab_times, load_workspace, rel_err
 from tools import registry
 
 ROUNDS = 4
-ROUND_BYTES = 256 << 20
 
 
 def main() -> int:
@@ -46,14 +44,11 @@ def main() -> int:
         want = ref.reference(*(t.float() for t in first))
         row = {"shape": text, **{f"{n}_err": rel_err(k.run(*first), want) for n, k in kernels.items()}}
         per_copy = sum(t.numel() * t.element_size() for t in first) + want.numel() * first[0].element_size()
-        sets = [first] + [ref.make_inputs(case, torch.bfloat16, "cuda", s)
-                          for s in range(1, copies(per_copy, ROUND_BYTES, 64))]
-        calls = max(20, min(400, int(2e9 // per_copy)))
+        sets = ab_sets(ref, case, first, per_copy)
         names = list(kernels)
-        for r in range(ROUNDS):
-            for n in (names if r % 2 == 0 else names[::-1]):
-                us = kernel_time([lambda x=x, k=kernels[n]: k.run(*x) for x in sets], calls)[0]
-                row[f"{n}_us"] = min(row.get(f"{n}_us", math.inf), us)
+        best = ab_times({n: [lambda x=x, k=kernels[n]: k.run(*x) for x in sets] for n in names}, ab_calls(per_copy),
+                        ROUNDS)
+        row.update({f"{n}_us": us for n, us in best.items()})
         base = names[0]
         row.update({f"{base}/{n}": row[f"{base}_us"] / row[f"{n}_us"] for n in names[1:]})
         rows.append(row)

@@ -17,7 +17,8 @@ torch.compile where the issue names them.
   - GPU time: torch.profiler kernel time over rotated input copies (enough that no call finds its inputs in the
     L2), the sides in turn, ROUNDS times with the order reversed every round, each keeping its best round
     (sweep_common.kernel_time);
-  - call time: back-to-back run() calls over the same copies with no sync inside, wall time per call;
+  - call time: the harness's call_latency (back-to-back run() calls, no sync inside, wall time per call), cycling
+    over the same copies;
   - host time: sweep_common.host_us of run() on a tiny input (the GPU keeps up: submission alone).
   Peers, in the same process: quack.softmax / quack.rmsnorm and torch.compile of the reference's baseline.
 """
@@ -25,19 +26,19 @@ torch.compile where the issue names them.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import math
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from sweep_common import bake, copies, host_us, kernel_time, load_workspace, rel_err
+from harness import call_latency
+from sweep_common import AB_ROUND_BYTES, ab_calls, ab_sets, ab_times, bake, host_us, load_workspace, rel_err
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 4
-ROUND_BYTES = 256 << 20  # rotated copies per round: far past the 50 MB L2
 EXTRA = {  # shapes beyond the template's cases: the issue's quack / compile shapes and a few regime points
     "reduction": ["4096x32000", "1024x128256", "128x8192", "16384x5120", "1x8192", "128x1024", "32768x1024",
                   "32x131072"],
@@ -60,25 +61,6 @@ def bake_old(tree: Path, out: Path) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=tree, check=True)
 
 
-def _call_us(fns, calls: int) -> float:
-    """Wall time per call of `calls` back-to-back calls cycling over fns, with no sync inside (host and GPU overlap:
-    the larger of the two per call)."""
-    import torch
-
-    for fn in fns:
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for i in range(calls):
-        fns[i % len(fns)]()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e6
-
-
-def _calls_for(nbytes: int) -> int:
-    return max(20, min(400, int(2e9 // max(nbytes, 1))))  # ~1 GB of traffic per timing, 20..400 calls
-
-
 def run(old_dir: Path, pattern_name: str, out: Path, ops: list[str] | None) -> None:
     import torch
 
@@ -87,7 +69,7 @@ def run(old_dir: Path, pattern_name: str, out: Path, ops: list[str] | None) -> N
     pattern = registry.pattern(pattern_name)
     shapes = [*pattern.DEFAULT_SHAPES["representative"], *pattern.DEFAULT_SHAPES["boundary"], *EXTRA[pattern_name]]
     rows, meta = [], {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "pattern": pattern_name,
-                      "date": time.strftime("%Y-%m-%d"), "rounds": ROUNDS, "round_bytes": ROUND_BYTES}
+                      "date": time.strftime("%Y-%m-%d"), "rounds": ROUNDS, "round_bytes": AB_ROUND_BYTES}
     compiled = {}
     tmp = Path(tempfile.mkdtemp())
     for op in ops or list(pattern.OPS):
@@ -102,9 +84,8 @@ def run(old_dir: Path, pattern_name: str, out: Path, ops: list[str] | None) -> N
             row.update(new_err=rel_err(got_new, want), old_err=rel_err(got_old, want),
                        bitwise=bool(torch.equal(got_new, got_old)))
             per_copy = sum(t.numel() * t.element_size() for t in first) + got_new.numel() * got_new.element_size()
-            sets = [first] + [ref.make_inputs(case, torch.bfloat16, "cuda", s) for s in
-                              range(1, copies(per_copy, ROUND_BYTES, 64))]
-            calls = _calls_for(per_copy)
+            sets = ab_sets(ref, case, first, per_copy)
+            calls = ab_calls(per_copy)
             sides = {"new": [lambda x=x: new_k.run(*x) for x in sets], "old": [lambda x=x: old_k.run(*x) for x in sets]}
             if text in QUACK.get(op, []):
                 import quack
@@ -115,12 +96,10 @@ def run(old_dir: Path, pattern_name: str, out: Path, ops: list[str] | None) -> N
             if text in COMPILE.get(op, []):
                 fn = compiled.setdefault(op, torch.compile(ref.baseline, dynamic=False, fullgraph=True))
                 sides["compile"] = [lambda x=x: fn(*x) for x in sets]
-            for r in range(ROUNDS):  # the sides in turn, the order reversed every round: neither is always first
-                for side, fns in (list(sides.items()) if r % 2 == 0 else list(sides.items())[::-1]):
-                    us = kernel_time(fns, calls)[0]
-                    row[f"{side}_us"] = min(row.get(f"{side}_us", math.inf), us)
-            for side in ("new", "old"):
-                row[f"{side}_call_us"] = _call_us(sides[side], calls)
+            row.update({f"{side}_us": us for side, us in ab_times(sides, calls, ROUNDS).items()})
+            for side in ("new", "old"):  # the harness's call time, cycling over the same input sets
+                cycle = itertools.cycle(sides[side])
+                row[f"{side}_call_us"] = call_latency(lambda c=cycle: next(c)(), row[f"{side}_us"])["call_us"]
             row["ratio"] = row["old_us"] / row["new_us"]  # > 1: the one path is faster
             for peer in ("quack", "compile"):
                 if f"{peer}_us" in row:

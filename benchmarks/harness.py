@@ -1,6 +1,6 @@
 """The workspace harness's timer, for the benchmark scripts: one timing method for every measurement here.
 
-bench() and copy_ceiling() live in the template's test_kernel.py, the file every workspace runs; the
+bench(), call_latency() and copy_ceiling() live in the template's test_kernel.py, the file every workspace runs; the
 benchmarks import them from there rather than keep a copy (CUDA events per launch, L2 flushed before each,
 median after warm-up; the copy ceiling counts read + write bytes of a 1 GiB device copy).
 
@@ -21,6 +21,7 @@ _spec.loader.exec_module(_harness)
 bench = _harness.bench
 copy_ceiling = _harness.copy_ceiling
 l2_flush_buffer = _harness.l2_flush_buffer
+call_latency = _harness.call_latency
 
 
 def paired(fn_a, fn_b, *, pairs: int = 50) -> dict:

@@ -89,6 +89,34 @@ def copies(per_copy: int, round_bytes: int, cap: int) -> int:
     return max(2, min(cap, -(-round_bytes // max(1, per_copy))))
 
 
+AB_ROUND_BYTES = 256 << 20  # an A/B's rotated copies per round: far past the 50 MB L2
+
+
+def ab_sets(reference, case: dict, first: list, per_copy: int) -> list:
+    """An A/B's input sets: `first` (bf16, seed 0) and more copies from reference.make_inputs, enough that a round of
+    them holds AB_ROUND_BYTES (copies(), at most 64)."""
+    import torch
+
+    return [first] + [reference.make_inputs(case, torch.bfloat16, "cuda", seed)
+                      for seed in range(1, copies(per_copy, AB_ROUND_BYTES, 64))]
+
+
+def ab_calls(per_copy: int) -> int:
+    """Calls per timing of an A/B point: ~1 GB of traffic, 20..400 calls."""
+    return max(20, min(400, int(2e9 // max(per_copy, 1))))
+
+
+def ab_times(sides: dict, calls: int, rounds: int = 4) -> dict:
+    """{side: best GPU us} of sides ({name: zero-argument calls, one per input set}): kernel_time of each in turn,
+    `rounds` times with the order reversed every round (so that no side is always timed first), each keeping its
+    best round (ab_workspaces.py, bench_one_path.py)."""
+    best = {}
+    for r in range(rounds):
+        for side in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+            best[side] = min(best.get(side, math.inf), kernel_time(sides[side], calls)[0])
+    return best
+
+
 def bake(tmp: Path, pattern: str, op: str | None = None) -> Path:
     """An H200 bf16 workspace of `pattern` (and `op`) under tmp, arranged as a bake would, without the V0 run."""
     extra = {"op": op} if op else {}

@@ -35,6 +35,16 @@ def test_workspace_passes_on_the_gpu(tmp_path, pattern, op, dtype):
     assert results["max_rel_err"] < read_json(ws / "op.json")["tolerance"]
 
 
+def run_child_in_baked(tmp_path, child: str, *pairs: str) -> None:
+    """Bake a workspace `ws` (run_baseline=no) with `pairs`, run the script `child` in it, and require it to end well
+    and print "ok" first."""
+    done = bake_cli(tmp_path, *pairs, "op_name=ws", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    run = subprocess.run([sys.executable, "-c", child], cwd=tmp_path / "ws", capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
+
+
 GRAPH_CHILD = """
 import math, sys
 import torch
@@ -90,11 +100,7 @@ def test_run_is_capturable_in_a_cuda_graph(tmp_path, pattern):
     """Every Hopper cell's run(): correct eagerly, on a side stream, replayed from a CUDA graph with new inputs, and
     inside torch.compile(fullgraph=True) as the workspace package's custom op (torch.ops.ws.run); a bad call is
     refused in host.py's words (the TVM-FFI wrapper's refusal is re-explained)."""
-    done = bake_cli(tmp_path, f"pattern={pattern}", "op_name=ws", "run_baseline=no")
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([sys.executable, "-c", GRAPH_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
+    run_child_in_baked(tmp_path, GRAPH_CHILD, f"pattern={pattern}")
 
 
 STRIDED_Q_CHILD = """
@@ -129,11 +135,7 @@ def test_decode_takes_q_as_a_view_of_the_fused_qkv_output(tmp_path):
     """Decode attention reads q through its batch stride: a view of a fused QKV output gives the same bits as the
     contiguous q (mixed lengths), eagerly and through the custom op, with no copy; a q whose heads are not
     contiguous is refused in host.py's words."""
-    done = bake_cli(tmp_path, "pattern=decode_attention", "op_name=ws", "run_baseline=no")
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([sys.executable, "-c", STRIDED_Q_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
+    run_child_in_baked(tmp_path, STRIDED_Q_CHILD, "pattern=decode_attention")
 
 
 ONLINE_CHILD = """
@@ -167,8 +169,4 @@ def test_long_softmax_online_pass_matches_torch_on_special_rows(tmp_path):
     a masked -inf prefix longer than a slice gives 0 there and the right row elsewhere (not NaN), also when the rest
     of the row lies near -200 (where a shifted -inf would rescale by exp(200) = inf), a NaN makes the row NaN, an
     all -inf row is NaN, large values do not overflow: torch's softmax on every row."""
-    done = bake_cli(tmp_path, "pattern=reduction", "op=softmax", "op_name=ws", "run_baseline=no")
-    assert done.returncode == 0, done.stderr
-    run = subprocess.run([sys.executable, "-c", ONLINE_CHILD], cwd=tmp_path / "ws", capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
+    run_child_in_baked(tmp_path, ONLINE_CHILD, "pattern=reduction", "op=softmax")

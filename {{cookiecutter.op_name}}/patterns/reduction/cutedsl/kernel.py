@@ -303,7 +303,7 @@ def _values(frags, scalars, vec: int, chunks: int):
     return made
 
 
-def _chunk_mask(vec: int, chunks: int, first, tpr: int, nv):
+def _chunk_mask(chunks: int, first, tpr: int, nv):
     """Which of a thread's CHUNKS vectors lie in the row: vector first + k*TPR exists (first + k*TPR < NV). One
     predicate per vector, not per value: the mask costs CHUNKS selects per reduce(), not VEC * CHUNKS.
 
@@ -493,7 +493,7 @@ def row_kernel(
     if row < m:
         _load_chunks(loads, frags, t, row, nv, tpr, chunks, full)
     values = _values(frags, scalars, vec, chunks)
-    valid = None if const_expr(full) else _chunk_mask(vec, chunks, t, tpr, nv)
+    valid = None if const_expr(full) else _chunk_mask(chunks, t, tpr, nv)
     results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_LIKE], tpr, buf))
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
@@ -509,7 +509,7 @@ def _fold_slice(p: int, loads, frags, scalars, acc, known: dict, first, row, nv,
     exists) loads unpredicated and masks nothing; the partial last one predicates its loads and masks its reduce."""
     _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
     values = _values(frags, scalars, vec, chunks)
-    valid = None if const_expr(whole) else _chunk_mask(vec, chunks, first, tpr, nv)
+    valid = None if const_expr(whole) else _chunk_mask(chunks, first, tpr, nv)
     lowered.compute(*values, n_f, _PassReducer(p, known, acc, valid, values[_LIKE]))
 
 
@@ -761,7 +761,7 @@ def _run_rows(*inputs, out=None):
     signature = (x.dtype, n, *lds, *[t.data_ptr() & 15 for t in inputs], *[t.data_ptr() & 15 for t in outputs],
                  *[inputs[i].stride()[:3] for i in _BROADCAST])
     prepared = _launches.get(signature)
-    if prepared is None or (m - 1) * max(lds) + n >= 2**31:  # M is not in the signature: _in_index_range
+    if prepared is None or not _in_index_range(m, n, max(lds)):  # M is not in the signature
         prepared = _launches[signature] = _prepare(inputs, out)[0]
     launcher, iters = prepared
     try:
