@@ -72,16 +72,29 @@ def test_reduction_markers(workspace_of, op):
 
 def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
     """The looped path schedules softmax's max and sum in one pass (lowered.ONLINE: the online softmax), so a row of
-    131072 reads x in two passes, the reductions, then the outputs; each pass is a loop over whole slices (no
+    2**20 reads x in two passes, the reductions, then the outputs; each pass is a loop over whole slices (no
     predicates) and one partial slice, LOOP_CHUNKS 128-bit loads each."""
     ws = workspace_of("H200", "softmax")
     lowered = (ws / "lowered.py").read_text()
     assert "PASSES = (0, 0)" in lowered and "ONLINE = (None, 0)" in lowered
     kernel = load_package(ws, "softmax_long").kernel
-    ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
+    ptx = kernel.compile_only({"dims": [8, 1 << 20]}, tmp_path)
     assert ptx.count("ld.global.v4") == 2 * 2 * kernel.LOOP_CHUNKS
     assert ptx.count("st.global.v4") == 2 * kernel.LOOP_CHUNKS
-    assert kernel.describe({"dims": [8, 131072]})["path"] == "looped (one CTA per row, 2 passes)"
+    assert kernel.describe({"dims": [8, 1 << 20]})["path"] == "looped (one CTA per row, 2 passes)"
+
+
+def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
+    """A softmax row of 131072 bf16 is split across a cluster of 16 CTAs of 256 threads (4 chunks each), read once
+    into registers and written once; its max and its sum each cross the cluster once: a st.async into every peer's
+    shared memory, completed on the receiver's mbarrier."""
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster").kernel
+    ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
+    plan = kernel.describe({"dims": [8, 131072]})
+    assert (plan["cluster"], plan["threads_per_cta"], plan["chunks_per_thread"], plan["grid_blocks"]) == (16, 256, 4, 128)
+    assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4
+    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
+    assert ptx.count("mbarrier.try_wait.parity") >= 2 and "barrier.cluster.wait" in ptx
 
 
 def test_gemm_markers(workspace_of):

@@ -138,35 +138,69 @@ def test_decode_takes_q_as_a_view_of_the_fused_qkv_output(tmp_path):
     run_child_in_baked(tmp_path, STRIDED_Q_CHILD, "pattern=decode_attention")
 
 
-ONLINE_CHILD = """
+SPECIAL_ROWS_CHILD = """
 import math, sys
 import torch
 sys.path.insert(0, "..")
 from ws import kernel
-inf, nan = math.inf, math.nan
-x = torch.randn(7, 131072, device="cuda") * 4
-x[0, :70000] = -inf  # a masked prefix longer than one slice of the loop
-x[1, 5000] = nan  # one NaN: the whole row NaN, as torch
+inf, nan, n = math.inf, math.nan, {n}
+cfg = kernel.plan(n, 8)
+x = torch.randn(8, n, device="cuda") * 4
+x[0, :n * 53 // 100] = -inf  # a masked prefix longer than one slice of the loop, or than one CTA's share
+x[1, n // 26] = nan  # one NaN: the whole row NaN, as torch
 x[2] = -inf  # all -inf: NaN, as torch
-x[3, 100000:] = -inf  # a masked suffix
+x[3, n * 76 // 100:] = -inf  # a masked suffix
 x[4] *= 30  # exp would overflow without the max
-x[6, :70000] = -inf  # a masked prefix, then values whose exp underflows: exp(-inf - m) rescales, never 0 * inf
-x[6, 70000:] -= 200
+x[6, :n * 53 // 100] = -inf  # a masked prefix, then values whose exp underflows: exp(-inf - m) rescales, never 0 * inf
+x[6, n * 53 // 100:] -= 200
+rows = [0, 3, 4, 5, 6]
+if cfg["cluster"] > 1:  # row 7: CTA 0's share of the row all -inf, the rest near -200
+    vector = torch.arange(n, device="cuda") // 8
+    x[7, (vector // cfg["tpr"]) % cfg["cluster"] == 0] = -inf
+    x[7] -= 200
+    rows.append(7)
 x = x.to(torch.bfloat16)
 want = torch.softmax(x.float(), -1)
 got = kernel.run(x).float()
 assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the other way round"
-for r in (0, 3, 4, 5, 6):
+for r in rows:
     err = ((got[r] - want[r]).norm() / want[r].norm()).item()
     assert err < 1e-2, (r, err)
-assert (got[0, :70000] == 0).all() and (got[3, 100000:] == 0).all()
+assert (got[0, :n * 53 // 100] == 0).all() and (got[3, n * 76 // 100:] == 0).all()
+print("ok", cfg)
+"""
+
+
+@pytest.mark.parametrize("n", [32000, 131072, 1 << 20])
+def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
+    """softmax on long rows, every path: 32000 and 131072 split each row across a thread-block cluster (2 CTAs with a
+    partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM; 2**20 takes the looped path, whose
+    one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
+    elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
+    exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
+    large values do not overflow: torch's softmax on every row."""
+    run_child_in_baked(tmp_path, SPECIAL_ROWS_CHILD.replace("{n}", str(n)), "pattern=reduction", "op=softmax")
+
+
+CLUSTER_REDUCED_CHILD = """
+import math, sys
+import torch
+sys.path.insert(0, "..")
+from ws import kernel
+assert kernel.plan(131072, 8)["cluster"] > 1
+x = torch.randn(5, 131072, device="cuda").to(torch.bfloat16)
+x[1, 123457] = math.nan  # one CTA's share holds a NaN: the row's max is NaN in every CTA
+x[2] = -math.inf
+x[3, :100000] = -math.inf
+got = kernel.run(x)
+torch.testing.assert_close(got, x.amax(-1), rtol=0, atol=0, equal_nan=True)
 print("ok")
 """
 
 
-def test_long_softmax_online_pass_matches_torch_on_special_rows(tmp_path):
-    """softmax rows of 131072 take the looped path, whose one reduction pass is the online softmax (lowered.ONLINE):
-    a masked -inf prefix longer than a slice gives 0 there and the right row elsewhere (not NaN), also when the rest
-    of the row lies near -200 (where a shifted -inf would rescale by exp(200) = inf), a NaN makes the row NaN, an
-    all -inf row is NaN, large values do not overflow: torch's softmax on every row."""
-    run_child_in_baked(tmp_path, ONLINE_CHILD, "pattern=reduction", "op=softmax")
+def test_cluster_max_equals_torch_amax(tmp_path):
+    """A reduced output of a cluster row (one value per row, stored once by rank 0's thread 0) is torch.amax's, bit
+    for bit: max is order-free, and NaN survives the DSMEM exchange (max.NaN.f32 in every combine)."""
+    run_child_in_baked(tmp_path, CLUSTER_REDUCED_CHILD, "pattern=reduction", "op=max")
+
+

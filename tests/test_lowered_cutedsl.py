@@ -179,16 +179,26 @@ def test_every_pointwise_function_compiles_on_every_operand_kind(lowered_ws):
     assert "max.NaN.f32" in ptx and "min.NaN.f32" in ptx
 
 
-@pytest.mark.parametrize("example", REDUCTION_EXAMPLES)
-@pytest.mark.parametrize("n", [8192, 131072])
+# N = 8192: every input's row in registers, loaded once. N = 131072: the same split across a cluster of 16 CTAs that
+# exchange each reduce() result through DSMEM, for a program of one or two loads (plan); with three, the looped path,
+# which a one-load program takes from N = 2**20.
+_PATHS = [(example, n) for example in REDUCTION_EXAMPLES for n in (8192, 131072)]
+_PATHS += [(example, 1 << 20) for example in REDUCTION_EXAMPLES if "softmax" in example]
+
+
+@pytest.mark.parametrize("example,n", _PATHS)
 def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
-    """Register path (N = 8192: every input's row in registers, loaded once) and looped path (N = 131072)."""
+    """Each example on each path of the plan (_PATHS)."""
     ws, lowered = lowered_ws("reduction", example)
     ptx, plan = _compiled(ws, (64, n), "bf16")
-    looped = n > 8192 * 4
+    loads = len(lowered["INPUTS"])  # one load per input in these examples
+    looped = n == 1 << 20 or (n == 131072 and loads > 2)
     assert plan["path"].startswith("looped") == looped
+    assert (plan["cluster"] > 1) == (n == 131072 and loads <= 2)
     chunks = plan["chunks_per_thread"] if not looped else int(plan["chunks_per_thread"].split()[0])
     assert plan["vector_elements"] == 8
+    if plan["cluster"] > 1:  # one send per reduce() call, each completing on its own mbarrier
+        assert ptx.count("st.async.shared::cluster") == len(lowered["REDUCTIONS"]) and "mapa" in ptx
     if not looped:  # HBM read once: one 128-bit load per input and chunk, one store per row output and chunk
         assert ptx.count("ld.global.v4") == len(lowered["INPUTS"]) * chunks
         assert ptx.count("st.global.v4") == lowered["OUTPUTS"].count("row") * chunks
@@ -203,14 +213,16 @@ def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
     _no_spills(ptx, tmp_path)
 
 
-@pytest.mark.parametrize("n", [8192, 131072])
-def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, n):
+@pytest.mark.parametrize("n,path", [(8192, "register-resident rows"),
+                                    (131072, "register-resident rows, each split across a cluster of 16 CTAs"),
+                                    (1 << 20, "looped (one CTA per row, 2 passes)")])
+def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, n, path):
     """ROW_RANGE: NaN-propagating min and max; with no row output the looped path makes one pass per reduce()."""
     ws, _ = lowered_ws("reduction", "row_range")
     ptx, plan = _compiled(ws, (64, n), "bf16")
     assert "min.NaN.f32" in ptx and "max.NaN.f32" in ptx and "shfl.sync.bfly" in ptx
     assert "ld.global.v4" in ptx and "st.global.v4" not in ptx
-    assert plan["path"] == ("looped (one CTA per row, 2 passes)" if n > 32768 else "register-resident rows")
+    assert plan["path"] == path
     _no_spills(ptx, tmp_path)
 
 

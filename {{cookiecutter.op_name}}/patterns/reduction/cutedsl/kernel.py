@@ -32,10 +32,14 @@ The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-
                 reads the TPR/32 partials back and does one more full-warp butterfly, so every
                 thread ends with the row result (softmax needs it to normalise its own values).
                 Each reduce() call of compute() uses its own smem slot, so one barrier per call.
-    4. cluster: not used. Rows up to 32768 elements fit one CTA's registers; longer rows use the
-                looped path below (one CTA per row), which is correct for any N but leaves SMs idle
-                when M is small (8 x 131072 keeps only 8 SMs busy). A cluster of CTAs per row with a
-                DSMEM reduction is the lever for that case.
+    4. cluster: a row that needs more than CLUSTER_ABOVE = 256 threads is split across a thread-block
+                cluster of up to 16 CTAs of 256 or more (plan); each CTA reduces its share as above, then
+                the CTAs exchange their results through distributed shared memory (_ClusterRow: one
+                st.async per CTA pair into the receiver's smem, completed on its mbarrier, no cluster-wide
+                barrier) and every CTA combines them in rank order, so each holds the same row value.
+                This keeps a long row in registers (read once) and puts more CTAs on the GPU when rows
+                are few: 8 x 131072 runs on 128 CTAs instead of 8, 4.1 us instead of 17.8 on the H200
+                (benchmarks/2026-12-04-h200-cluster.md).
 
 NaN semantics (as torch.amax / torch.softmax)
     Every max is the IEEE-754 ``maximum`` (PTX ``max.NaN.f32``: NaN in, NaN out), never ``fmax``'s
@@ -58,20 +62,22 @@ Thread/value layout (register path)
         k = 0:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     one ld.global.v4 per thread,
         k = 1:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     a warp reads 512 contiguous bytes
 
-    Per N, TPR is the smallest power of two (1..1024) that keeps CHUNKS * VEC <= the values a thread may hold
-    per loaded tensor (VALUES_PER_THREAD = 32 fp32 values for one or two loads: the row cached in registers
+    Per N, TPR is the smallest power of two (1..16 * 1024, over a cluster's CTAs) that keeps CHUNKS * VEC <= the
+    values a thread may hold per loaded tensor (VALUES_PER_THREAD = 32 fp32 values for one or two loads: the row cached in registers
     costs 32 of the 255 registers; more loads share 64, see values_per_load); a CTA has max(128, TPR) threads
     and holds 128/TPR rows when TPR < 128. A row of at most 32 vectors gets one vector per thread
     (plan). Examples, bf16 softmax:
         N = 1000             TPR 32,   4 chunks, 4 rows/CTA    -- one warp per row, no smem step
         N = 4096             TPR 128,  4 chunks, 1 row/CTA     -- 4 warps per row, smem step
         N = 8192             TPR 256,  4 chunks, 1 row/CTA     -- 64 B per thread in flight, 32768 CTAs
-        N = 32768            TPR 1024, 4 chunks, 1 row/CTA     -- the largest register-resident row
+        N = 32768            TPR 1024 = a cluster of 4 CTAs of 256 threads, 4 chunks each
+        N = 131072           TPR 4096 = a cluster of 16 CTAs of 256, 4 chunks each
+        N = 524288           TPR 16384 = a cluster of 16 CTAs of 1024: the largest register-resident row
     fp32 has VEC = 4, so CHUNKS <= 8 and the same TPR per N. 32 values is the balance between bytes in
     flight per thread (fewer values: more, smaller CTAs) and registers (more values: lower occupancy);
     the 16 / 32 / 64 sweep is in benchmarks/2026-11-30-h200-reduction.md.
 
-Large N (> 32 * 1024 elements): the looped path
+Larger N (> 16 * 1024 * 32 elements of one load): the looped path
     One CTA of 512 threads per row, a dynamic loop over the row 2048 vectors (16 KiB bf16) at a time
     (4 chunks per thread per iteration), in passes that lowered.PASSES schedules (tools/lower/ir.py,
     ``schedule``): pass p runs compute() on every slice and folds the thread partials of the reduce() calls
@@ -83,8 +89,8 @@ Large N (> 32 * 1024 elements): the looped path
     and rescales its running sum by exp(m_old - m_new) when the max grows (shifting by 0 while the max is
     still -inf, so a masked -inf prefix gives 0, not NaN: benchmarks/2026-12-01-h200-reduction-masked-prefix.md),
     and the row combines the pairs as sum_t s_t * exp(m_t - M). So softmax reads a long row twice, and rmsnorm
-    twice; the second read is expected to hit L2 (one row per resident CTA, ~132 x 256 KiB = 33 MB, is under the
-    50 MB L2).
+    twice; the second read is expected to hit L2 (one row per resident CTA, ~132 x 1 MiB, is over the 50 MB L2 at
+    the largest rows: these rows are rare, and the second pass then reads part of the row from HBM).
 
 Alignment and predication
     VEC is the widest power of two (<= 128 bits) that divides N, every row stride and the element offsets
@@ -139,7 +145,10 @@ from cutlass import Float32, Int32, const_expr
 OP_SPEC = host.OP
 ACCESS_BITS = 128
 VALUES_PER_THREAD = 32  # fp32 row values a thread keeps in registers per loaded tensor (see values_per_load)
-MAX_TPR = 1024  # threads per row on the register path -> rows up to 32 * 1024 elements
+MAX_TPR = 1024  # threads per CTA on the register path
+CLUSTER_ABOVE = 256  # a row needing more threads than this is split across a cluster of CTAs of this many or more
+MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which CuTe DSL allows on every kernel)
+CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -152,29 +161,34 @@ _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def _fit(n: int, vec: int, values: int) -> dict:
-    """Threads per row, chunks per thread and CTA size for a row of n elements read VEC at a time.
+def _fit(n: int, vec: int, values: int, max_cluster: int) -> dict:
+    """Threads per row, chunks per thread, CTA size and cluster size for a row of n elements read VEC at a time.
 
-    `values`: the fp32 row values one thread may hold per loaded tensor (plan: values_per_load, or VEC)."""
+    `values`: the fp32 row values one thread may hold per loaded tensor (plan: values_per_load, or VEC);
+    `max_cluster`: the CTAs a row may be split across (plan)."""
     nv = -(-n // vec)
     kmax = max(1, values // vec)
-    tpr = 1
-    while tpr < MAX_TPR and -(-nv // tpr) > kmax:
+    tpr = 1  # threads per row, over the whole cluster
+    while tpr < MAX_TPR * max_cluster and -(-nv // tpr) > kmax:
         tpr *= 2
-    if -(-nv // tpr) <= kmax:
-        threads = max(MIN_CTA_THREADS, tpr)
+    cluster = max(1, min(max_cluster, tpr // CLUSTER_ABOVE))
+    if -(-nv // tpr) <= kmax and tpr // cluster <= MAX_TPR:
         chunks = -(-nv // tpr)
-        return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
-                "rows_per_cta": threads // tpr, "iters": 1}
+        tpr //= cluster  # per CTA
+        threads = max(MIN_CTA_THREADS, tpr)
+        return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "cluster": cluster,
+                "full": chunks * tpr * cluster == nv, "rows_per_cta": threads // tpr, "iters": 1}
     chunks = max(1, min(LOOP_CHUNKS, values // vec))
-    return {"looped": True, "tpr": LOOP_THREADS, "chunks": chunks, "threads": LOOP_THREADS, "full": False,
-            "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
+    return {"looped": True, "tpr": LOOP_THREADS, "chunks": chunks, "threads": LOOP_THREADS, "cluster": 1,
+            "full": False, "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
 
 
 def _smem_bytes(cfg: dict, slots: int) -> int:
-    """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2)."""
+    """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
+    row adds its CTA results [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow)."""
     warps_per_row = max(1, cfg["tpr"] // 32)
-    return 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 else 0
+    cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 else 0
+    return cta + ((8 + 4 * cfg["cluster"]) * slots + 16 if cfg["cluster"] > 1 else 0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -248,9 +262,15 @@ def plan(n: int, vec: int) -> dict:
     of 128 ([8192, 4096] bf16) ran 36.5-37.1 us with 16 threads of one vector per head against 38.9 us with 4 of
     four; RoPE's rows of 64 already ran one vector per thread. Rows of scalars (VEC 1: an odd N) keep the budget: at
     4096x7, 8 threads of one element per row ran 1.09 us against 0.99 for one thread of seven
-    (benchmarks/2026-12-04-h200-one-path.md)."""
+    (benchmarks/2026-12-04-h200-one-path.md).
+
+    A row is split across a cluster (up to MAX_CLUSTER CTAs) only for programs of at most CLUSTER_LOADS loads
+    (softmax, rmsnorm, sum, max: one or two): with three (F.layer_norm's x, weight and bias) each thread holds two
+    vectors per load and the split lost on the H200, 371.9 against 343.7 us at 32768x8192 and 242.5 against 172.0
+    (looped) at 4096x32000 (benchmarks/2026-12-04-h200-cluster.md)."""
     nv = -(-n // vec)
-    return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load())
+    return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
+                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1)
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
@@ -330,19 +350,79 @@ def _thread_partial(kind: str, v, valid, like):
     return part
 
 
+class _ClusterRow:
+    """The cluster level of the reduction hierarchy: a row split across the CLUSTER CTAs of a thread-block cluster
+    (rank r owns the vectors r*TPR + t + k*CLUSTER*TPR), each CTA's row result exchanged through distributed shared
+    memory (DSMEM).
+
+    Per reduce() call (slot i): thread j < CLUSTER of every CTA sends the CTA's result to CTA j with one
+    ``st.async.shared::cluster`` into results[i, own rank], which completes bytes on CTA j's mbarrier i; every CTA
+    waits on its own mbarrier i (armed once for the CLUSTER * 4 bytes it receives), then each thread combines
+    results[i, 0..CLUSTER) in rank order, so every CTA holds the same row value, bit for bit. One round trip per
+    reduce() and no cluster-wide barrier: a CTA waits only for the bytes it is owed. The mbarriers are initialised
+    before anything is loaded and published by one cluster arrive, whose wait comes before the first send (a peer's
+    store must not reach a barrier not yet initialised); a CTA may exit once it has waited on every slot, because by
+    then nothing more is sent to it."""
+
+    def __init__(self, cluster: int, slots: int):
+        smem = cutlass.memory.SmemAllocator()
+        self.cluster, self.rank = cluster, cute.arch.block_idx_in_cluster()
+        self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
+        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, cluster), stride=(cluster, 1)), 4)
+        _init_barriers(self.mbar, slots)
+
+    def published(self):
+        """Before the first send: every CTA of the cluster has initialised its mbarriers."""
+        cute.arch.cluster_wait()
+
+    def reduce(self, val, kind: str, slot: int):
+        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
+
+
+@cute.jit
+def _init_barriers(mbar, slots: cutlass.Constexpr[int]):
+    t, _, _ = cute.arch.thread_idx()
+    if t < slots:
+        cute.arch.mbarrier_init(mbar + t, 1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive_relaxed()
+
+
+@cute.jit
+def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
+              slot: cutlass.Constexpr[int]):
+    """_ClusterRow.reduce: send this CTA's row result to every CTA of the cluster, wait for theirs, combine."""
+    t, _, _ = cute.arch.thread_idx()
+    bar = mbar + slot
+    if t == 0:
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * cluster)
+    if t < cluster:
+        cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), val.bitcast(Int32), bar, t)
+    cute.arch.mbarrier_wait(bar, 0)
+    out = results[slot, 0]
+    for r in cutlass.range_constexpr(1, cluster):
+        out = _combine(kind)(out, results[slot, r])
+    return out
+
+
 class _RowReducer:
     """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
-    call number i in smem slot i."""
+    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None)."""
 
-    def __init__(self, valid, like, tpr: int, buf):
-        self.valid, self.like, self.tpr, self.buf, self.calls = valid, like, tpr, buf, 0
+    def __init__(self, valid, like, tpr: int, buf, cluster=None):
+        self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
 
     def __call__(self, kind: str, v):
         self.calls += 1
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
-        return Float32(_row_reduce(_thread_partial(kind, v, self.valid, self.like), kind, self.tpr, self.buf,
-                                   self.calls - 1))
+        val = Float32(_row_reduce(_thread_partial(kind, v, self.valid, self.like), kind, self.tpr, self.buf,
+                                  self.calls - 1))
+        if const_expr(self.cluster is not None):
+            if const_expr(self.calls == 1):
+                self.cluster.published()
+            val = Float32(self.cluster.reduce(val, kind, self.calls - 1))
+        return val
 
 
 def _shift(m):
@@ -477,29 +557,37 @@ def _store_reduced(outputs, results, row):
 def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
+    cluster: cutlass.Constexpr[int],
 ):
-    """Register path: TPR threads own one row; every input's row values stay in registers from the load, through
-    compute()'s reductions, to the outputs."""
+    """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
+    thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
+    to the outputs."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     rows = threads // tpr
-    row = bidx * rows + tidx // tpr
+    row = bidx // cluster * rows + tidx // tpr
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
+    exchange, first = None, t
+    if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
+        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS))
+    if const_expr(cluster > 1):
+        first = cute.arch.block_idx_in_cluster() * tpr + t
+    stride = tpr * cluster  # between a thread's vectors
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     if row < m:
-        _load_chunks(loads, frags, t, row, nv, tpr, chunks, full)
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full)
     values = _values(frags, scalars, vec, chunks)
-    valid = None if const_expr(full) else _chunk_mask(chunks, t, tpr, nv)
-    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_LIKE], tpr, buf))
+    valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
+    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_LIKE], tpr, buf, exchange))
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
     if row < m:
-        _store_chunks(row_outputs, out_frags, t, row, nv, tpr, chunks, full)
-        if t == 0:
+        _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, full)
+        if first == 0:
             _store_reduced(reduced, results, row)
 
 
@@ -573,7 +661,7 @@ def looped_kernel(
 def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
-    smem_bytes: cutlass.Constexpr[int], *tensors,
+    cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -608,9 +696,10 @@ def reduction_launch(
         looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
-        rows = threads // tpr
-        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full).launch(
-            grid=[(m + rows - 1) // rows, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
+        rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster).launch(
+            grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
+            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -622,8 +711,10 @@ _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters)
 
 
 def _plan_args(vec: int, cfg: dict) -> tuple:
-    """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, smem bytes (a slot per reduce)."""
-    return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], _smem_bytes(cfg, _SLOTS))
+    """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, cluster, smem bytes (a slot per
+    reduce)."""
+    return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["cluster"],
+            _smem_bytes(cfg, _SLOTS))
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -793,7 +884,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     _, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec)
-    path = "looped" if cfg["looped"] else "rows"
+    path = "looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
     return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg), out_dir, f"{OP_SPEC['op']}_{dtype}_n{n}_{path}")
 
 
@@ -808,12 +899,14 @@ def describe(case: dict) -> dict:
     m, n = _case_mn(case)
     vec = _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec)
-    grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"])
+    grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"]) * cfg["cluster"]
     reads = {1: "; x is read once", 2: "; the row is read twice (the second pass is expected to hit L2)"}
     return {
-        "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows",
+        "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows"
+        + (f", each split across a cluster of {cfg['cluster']} CTAs" if cfg["cluster"] > 1 else ""),
+        "cluster": cfg["cluster"],
         "vector_elements": vec,
-        "threads_per_row": cfg["tpr"],
+        "threads_per_row": cfg["tpr"] * cfg["cluster"],
         "chunks_per_thread": cfg["chunks"] if not cfg["looped"] else f"{cfg['chunks']} per iteration x {cfg['iters']}",
         "rows_per_cta": cfg["rows_per_cta"],
         "threads_per_cta": cfg["threads"],

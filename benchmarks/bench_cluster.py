@@ -1,0 +1,176 @@
+"""The cluster split of the CuTe DSL reduction cell, measured: a long row (or a long row among few) split across a
+thread-block cluster whose CTAs exchange their row results through distributed shared memory, against the plan
+without it, quack and torch.compile, on the H200, in one process with one timer, on the same inputs.
+
+    python3 benchmarks/bench_cluster.py run --out FILE.json [--op softmax ...]     # H200
+    python3 benchmarks/bench_cluster.py render FILE.json                          # the tables, CPU
+
+Per op and shape, the workspace's kernel runs under each plan variant (the kernel module's CLUSTER_ABOVE,
+MAX_CLUSTER and VALUES_PER_THREAD set before the signature's first call; MAX_CLUSTER 1 is the plan before the split: register rows up to
+1024 threads, the looped path beyond), checked against reference.reference in fp32 (rel_err; max also bitwise
+against torch.amax), and timed beside quack and torch.compile of the reference's baseline:
+- GPU time: sweep_common.ab_times (torch.profiler over rotated input copies, sides in turn, order reversed every
+  round, best round);
+- call time: the harness's call_latency (back-to-back calls, no sync inside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import call_latency
+from sweep_common import ab_calls, ab_sets, ab_times, bake, load_workspace, rel_err
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+ROUNDS = 4
+VARIANTS = {"no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUSTER_ABOVE": 256},
+            "above256_v64": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 64}, "above512": {"CLUSTER_ABOVE": 512},
+            "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48}}
+SHAPES = {
+    "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
+                "4096x16384", "32768x8192"],
+    "rmsnorm": ["128x8192", "16384x5120", "8x65536", "32x131072", "1024x32768"],
+    "max": ["8x131072", "4096x32000"],
+    "sum": ["8x131072"],
+}
+USER = {  # user functions, baked from their file: the issue's torch.compile goals (three row-shaped tensors)
+    "layer_norm": ("tests/lowering_corpus/ops.py", ["32768x8192", "4096x32000"]),
+    "layer_norm_by_hand": ("tests/lowering_corpus/ops.py", ["32768x8192"]),
+    "fused_add_rmsnorm": ("tests/lowering_corpus/ops.py", ["32768x8192"]),
+    "log_softmax_temperature": ("benchmarks/models/row_ops.py", ["32768x8192", "4096x32000"]),
+}
+QUACK = {"softmax", "rmsnorm"}
+COMPILE = {"softmax", "rmsnorm", "sum", "max", *USER}
+
+
+def _variant(kernel, knobs: dict) -> None:
+    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
+                                                              ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD")})
+    for k, v in {**defaults, **knobs}.items():
+        setattr(kernel, k, v)
+    kernel._launches.clear()  # the next call plans again
+
+
+def run(out: Path, ops: list[str] | None, variants: list[str] | None) -> None:
+    import torch
+
+    from tools import registry
+
+    pattern = registry.pattern("reduction")
+    eps = pattern.OPS["rmsnorm"]["params"]["eps"]
+    chosen = {name: VARIANTS[name] for name in variants or VARIANTS}
+    rows, meta = [], {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": ROUNDS,
+                      "date": time.strftime("%Y-%m-%d"), "variants": chosen}
+    tmp = Path(tempfile.mkdtemp())
+    torch._dynamo.config.recompile_limit = 64  # torch.compile with dynamic=False: one graph per shape
+    for op in ops or [*SHAPES, *USER]:
+        kernel, ref = load_workspace(bake(tmp, "reduction", op) if op in SHAPES else _bake_user(tmp, op))
+        compiled = torch.compile(ref.baseline, dynamic=False, fullgraph=True)
+        for text in SHAPES.get(op) or USER[op][1]:
+            (case,) = pattern.cases(text, "representative", "bf16")
+            row = {"op": op, "shape": text}
+            first = ref.make_inputs(case, torch.bfloat16, "cuda", 0)
+            want = ref.reference(*(t.float() for t in first))
+            want = tuple(want) if isinstance(want, (tuple, list)) else (want,)
+            per_copy = sum(t.numel() * t.element_size() for t in first) + sum(w.numel() * 2 for w in want)
+            sets = ab_sets(ref, case, first, per_copy)
+            sides = {}
+            for name, knobs in chosen.items():
+                _variant(kernel, knobs)
+                got = kernel.run(*first)
+                row[f"{name}_plan"] = kernel.plan(first[0].shape[-1], 16 // first[0].element_size())
+                got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+                errs = [rel_err(g, w) for g, w in zip(got, want)]
+                row[f"{name}_err"] = None if None in errs else max(errs)
+                if op == "max":  # NaN-propagating, order-free: must equal torch.amax bit for bit
+                    row[f"{name}_exact"] = bool(torch.equal(got[0], first[0].amax(-1)))
+                sides[name] = [lambda x=x, v=knobs: _call(kernel, v, x) for x in sets]
+            _variant(kernel, {})
+            if op in QUACK:
+                import quack
+
+                sides["quack"] = [(lambda x=x: quack.softmax(x[0])) if op == "softmax" else
+                                  (lambda x=x: quack.rmsnorm(x[0], x[1], eps=eps)) for x in sets]
+            if op in COMPILE:
+                sides["compile"] = [lambda x=x: compiled(*x) for x in sets]
+            row.update({f"{side}_us": us for side, us in ab_times(sides, ab_calls(per_copy), ROUNDS).items()})
+            for side in sides:
+                cycle = itertools.cycle(sides[side])
+                row[f"{side}_call_us"] = call_latency(lambda c=cycle: next(c)(), row[f"{side}_us"])["call_us"]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            del sets, first, want, sides
+            torch.cuda.empty_cache()
+            out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+
+
+def _bake_user(tmp: Path, name: str) -> Path:
+    """A user function's H200 bf16 workspace, baked through the template as a user would (no V0 run)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(tmp),
+                           f"pytorch_logic={ROOT / USER[name][0]}:{name}", "run_baseline=no", "gpu=H200"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return tmp / name
+
+
+_ACTIVE = {}
+
+
+def _call(kernel, knobs: dict, x):
+    """run() under a variant: switching variants re-plans (the switch is outside the timed loop's steady state:
+    ab_times times one side's calls back to back, so only its first call switches)."""
+    key = tuple(sorted(knobs.items()))
+    if _ACTIVE.get(id(kernel)) != key:
+        _variant(kernel, knobs)
+        _ACTIVE[id(kernel)] = key
+    return kernel.run(*x)
+
+
+def render(files: list[Path]) -> str:
+    lines = []
+    for f in files:
+        data = json.loads(f.read_text())
+        names = list(data["meta"]["variants"])
+        lines += ["| op | shape | " + " | ".join(f"{n} us" for n in names) + " | quack us | compile us | best / quack "
+                  "| best / compile | plans (cluster x threads) | rel_err |", "|" + "---|" * (len(names) + 8)]
+        for r in data["rows"]:
+            best = min(r[f"{n}_us"] for n in names)
+            q, c = r.get("quack_us"), r.get("compile_us")
+            plans = ", ".join(f"{r[f'{n}_plan']['cluster']}x{r[f'{n}_plan']['tpr']}"
+                              + ("L" if r[f"{n}_plan"]["looped"] else "") for n in names)
+            err = max(r[f"{n}_err"] or 0 for n in names)
+            lines.append(f"| {r['op']} | {r['shape']} | " + " | ".join(f"{r[f'{n}_us']:.2f}" for n in names)
+                         + f" | {'' if q is None else f'{q:.2f}'} | {'' if c is None else f'{c:.2f}'} | "
+                         f"{'' if q is None else f'{q / best:.3f}'} | {'' if c is None else f'{c / best:.3f}'} | "
+                         f"{plans} | {err:.1e} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--op", action="append")
+    r.add_argument("--variant", action="append", choices=list(VARIANTS))
+    r.add_argument("--out", type=Path, required=True)
+    t = sub.add_parser("render")
+    t.add_argument("files", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.mode == "run":
+        run(args.out, args.op, args.variant)
+    else:
+        print(render(args.files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
