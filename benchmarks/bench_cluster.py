@@ -6,7 +6,7 @@ without it, quack and torch.compile, on the H200, in one process with one timer,
     python3 benchmarks/bench_cluster.py render FILE.json                          # the tables, CPU
 
 Per op and shape, the workspace's kernel runs under each plan variant (the kernel module's CLUSTER_ABOVE,
-MAX_CLUSTER and VALUES_PER_THREAD set before the signature's first call; MAX_CLUSTER 1 is the plan before the split: register rows up to
+MAX_CLUSTER, VALUES_PER_THREAD and WHOLE_WARPS set before the signature's first call; MAX_CLUSTER 1 is the plan before the split: register rows up to
 1024 threads, the looped path beyond), checked against reference.reference in fp32 (rel_err; max also bitwise
 against torch.amax), and timed beside quack and torch.compile of the reference's baseline:
 - GPU time: sweep_common.ab_times (torch.profiler over rotated input copies, sides in turn, order reversed every
@@ -30,13 +30,15 @@ from sweep_common import ab_calls, ab_sets, ab_times, bake, load_workspace, rel_
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 ROUNDS = 4
-VARIANTS = {"no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUSTER_ABOVE": 256},
+VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUSTER_ABOVE": 256},
             "above256_v64": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 64}, "above512": {"CLUSTER_ABOVE": 512},
-            "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48}}
+            "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48},
+            "pow2": {"WHOLE_WARPS": False}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
-                "4096x16384", "32768x8192"],
-    "rmsnorm": ["128x8192", "16384x5120", "8x65536", "32x131072", "1024x32768"],
+                "4096x16384", "32768x8192", "16384x5120", "8192x14336"],
+    "rmsnorm": ["128x8192", "16384x5120", "8x65536", "32x131072", "1024x32768", "32768x8192", "16384x5600",
+                "16384x7168", "8192x12288", "8192x14336", "4096x28672"],
     "max": ["8x131072", "4096x32000"],
     "sum": ["8x131072"],
 }
@@ -51,10 +53,15 @@ COMPILE = {"softmax", "rmsnorm", "sum", "max", *USER}
 
 
 def _variant(kernel, knobs: dict) -> None:
+    """Set a variant's knobs on the kernel module (the rest to their defaults) and give it its own compile cache: a
+    knob read at trace time would not be in the cache's key."""
     defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
-                                                              ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD")})
+                                                              ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
+                                                               "WHOLE_WARPS")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
+    caches = kernel.__dict__.setdefault("_bench_caches", {})
+    kernel._compiled = caches.setdefault(tuple(sorted(knobs.items())), {})
     kernel._launches.clear()  # the next call plans again
 
 
@@ -136,22 +143,28 @@ def _call(kernel, knobs: dict, x):
 
 
 def render(files: list[Path]) -> str:
+    """One table per file: GPU us (call us) per variant and peer, the best variant against the peers, the plans
+    (cluster x threads per CTA x chunks, L: looped) and the worst rel_err."""
+    def us(r: dict, side: str) -> str:
+        return "" if f"{side}_us" not in r else f"{r[f'{side}_us']:.2f} ({r[f'{side}_call_us']:.1f})"
+
     lines = []
     for f in files:
         data = json.loads(f.read_text())
         names = list(data["meta"]["variants"])
-        lines += ["| op | shape | " + " | ".join(f"{n} us" for n in names) + " | quack us | compile us | best / quack "
-                  "| best / compile | plans (cluster x threads) | rel_err |", "|" + "---|" * (len(names) + 8)]
+        lines += ["| op | shape | " + " | ".join(f"{n}: GPU us (call us)" for n in names) + " | quack | torch.compile "
+                  "| quack / best | compile / best | plans | rel_err |", "|" + "---|" * (len(names) + 8)]
         for r in data["rows"]:
             best = min(r[f"{n}_us"] for n in names)
             q, c = r.get("quack_us"), r.get("compile_us")
-            plans = ", ".join(f"{r[f'{n}_plan']['cluster']}x{r[f'{n}_plan']['tpr']}"
-                              + ("L" if r[f"{n}_plan"]["looped"] else "") for n in names)
+            plans = ", ".join("L" if r[f"{n}_plan"]["looped"] else
+                              f"{r[f'{n}_plan']['cluster']}x{r[f'{n}_plan']['tpr']}x{r[f'{n}_plan']['chunks']}"
+                              for n in names)
             err = max(r[f"{n}_err"] or 0 for n in names)
-            lines.append(f"| {r['op']} | {r['shape']} | " + " | ".join(f"{r[f'{n}_us']:.2f}" for n in names)
-                         + f" | {'' if q is None else f'{q:.2f}'} | {'' if c is None else f'{c:.2f}'} | "
-                         f"{'' if q is None else f'{q / best:.3f}'} | {'' if c is None else f'{c / best:.3f}'} | "
-                         f"{plans} | {err:.1e} |")
+            lines.append(f"| {r['op']} | {r['shape']} | " + " | ".join(us(r, n) for n in names)
+                         + f" | {us(r, 'quack')} | {us(r, 'compile')} | {'' if q is None else f'{q / best:.3f}'} | "
+                         f"{'' if c is None else f'{c / best:.3f}'} | {plans} | {err:.1e} |")
+        lines.append("")
     return "\n".join(lines)
 
 

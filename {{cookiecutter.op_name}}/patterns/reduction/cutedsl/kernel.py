@@ -63,12 +63,13 @@ Thread/value layout (register path)
         k = 1:  | t0: v0..v7 | t1: v0..v7 | ... | t(TPR-1) |     a warp reads 512 contiguous bytes
 
     Per N, TPR is the smallest power of two (1..16 * 1024, over a cluster's CTAs) that keeps CHUNKS * VEC <= the
-    values a thread may hold per loaded tensor (VALUES_PER_THREAD = 32 fp32 values for one or two loads: the row cached in registers
-    costs 32 of the 255 registers; more loads share 64, see values_per_load); a CTA has max(128, TPR) threads
-    and holds 128/TPR rows when TPR < 128. A row of at most 32 vectors gets one vector per thread
-    (plan). Examples, bf16 softmax:
+    values a thread may hold per loaded tensor (VALUES_PER_THREAD = 32 fp32 values for one or two loads: the row
+    cached in registers costs 32 of the 255 registers; more loads share 64, see values_per_load); a CTA has
+    max(128, TPR) threads and holds 128/TPR rows when TPR < 128. A row of at most 32 vectors gets one vector per
+    thread, and a one-CTA row that would leave budget unused takes fewer, fuller warps (plan). Examples, bf16:
         N = 1000             TPR 32,   4 chunks, 4 rows/CTA    -- one warp per row, no smem step
         N = 4096             TPR 128,  4 chunks, 1 row/CTA     -- 4 warps per row, smem step
+        N = 5120             TPR 160,  4 chunks, 1 row/CTA     -- 5 warps: 256 threads would hold 3 chunks each
         N = 8192             TPR 256,  4 chunks, 1 row/CTA     -- 64 B per thread in flight, 32768 CTAs
         N = 32768            TPR 1024 = a cluster of 4 CTAs of 256 threads, 4 chunks each
         N = 131072           TPR 4096 = a cluster of 16 CTAs of 256, 4 chunks each
@@ -149,6 +150,7 @@ MAX_TPR = 1024  # threads per CTA on the register path
 CLUSTER_ABOVE = 256  # a row needing more threads than this is split across a cluster of CTAs of this many or more
 MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which CuTe DSL allows on every kernel)
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
+WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -172,6 +174,8 @@ def _fit(n: int, vec: int, values: int, max_cluster: int) -> dict:
     while tpr < MAX_TPR * max_cluster and -(-nv // tpr) > kmax:
         tpr *= 2
     cluster = max(1, min(max_cluster, tpr // CLUSTER_ABOVE))
+    if WHOLE_WARPS and cluster == 1 and tpr > MIN_CTA_THREADS and -(-nv // tpr) < kmax:
+        tpr = max(MIN_CTA_THREADS, -(-(-(-nv // kmax)) // 32) * 32)  # one row per CTA: whole warps, full budgets
     if -(-nv // tpr) <= kmax and tpr // cluster <= MAX_TPR:
         chunks = -(-nv // tpr)
         tpr //= cluster  # per CTA
@@ -263,6 +267,12 @@ def plan(n: int, vec: int) -> dict:
     four; RoPE's rows of 64 already ran one vector per thread. Rows of scalars (VEC 1: an odd N) keep the budget: at
     4096x7, 8 threads of one element per row ran 1.09 us against 0.99 for one thread of seven
     (benchmarks/2026-12-04-h200-one-path.md).
+
+    A row of one CTA whose power-of-two plan gives each thread fewer chunks than its budget takes the fewest whole
+    warps that hold it at full budget instead (WHOLE_WARPS; N = 5120 bf16: 160 threads of 4 chunks, not 256 of 3, the
+    last one partial): rmsnorm 16384x5120 ran 81.0 against 88.7 us, 16384x5600 88.4 against 93.9. Where the
+    power-of-two plan already fills the budget it stays: at 16384x7168, 224 threads of 4 full chunks ran 122.5 us
+    against 112.5 for 256 threads whose last chunk is half empty (benchmarks/2026-12-04-h200-cluster.md).
 
     A row is split across a cluster (up to MAX_CLUSTER CTAs) only for programs of at most CLUSTER_LOADS loads
     (softmax, rmsnorm, sum, max: one or two): with three (F.layer_norm's x, weight and bias) each thread holds two
