@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 _CHILD = """
@@ -67,3 +68,16 @@ def isa_of(jobs: list[tuple[Path, object]]) -> dict[Path, str]:
     failed = {str(ws): r["error"] for ws, r in results.items() if "error" in r}
     assert not failed, failed
     return {ws: r["isa"] for ws, r in results.items()}
+
+
+_BACKGROUND: dict[str, object] = {}
+_POOL = ThreadPoolExecutor(max_workers=2)  # two batches at once beside the main test process: the CI has 2 cores
+
+
+def background(key: str, jobs_by_arch: dict[str, list[tuple[Path, object]]], describe: bool = False):
+    """Future of {arch: run(jobs, describe)} for jobs that a test module lays out once a session (by key), started on a
+    shared background pool: conftest calls each collected module's start_compiles() once pytest has collected it, so
+    the FlyDSL compiles run beside the CuTe DSL tests in the main process instead of before the module's tests."""
+    if key not in _BACKGROUND:
+        _BACKGROUND[key] = _POOL.submit(lambda: {arch: run(jobs, describe) for arch, jobs in jobs_by_arch.items()})
+    return _BACKGROUND[key]

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import subprocess
+import tempfile
 import sys
 import types
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flydsl_batch
@@ -108,21 +107,33 @@ def decode_workspace(dest: Path, example: str, dtype: str, arch: str, shape: str
     return ws if example == "gqa" else make_lowered(ws, source(example), "flydsl")
 
 
+_SPACES: dict = {}
+
+
+def start_compiles():
+    """Every (variant, arch)'s workspace, laid out now, and their compiles started in the background (one child per
+    target: flydsl_batch.background, called by conftest once collected). A variant's vectors compile in the
+    workspace's dtype (compile_only's default, as make_inputs draws them)."""
+    if not HAVE_FLYDSL:
+        return None
+    if not _SPACES:
+        root = Path(tempfile.mkdtemp(prefix="kbaseline-decode-"))
+        _SPACES.update({(v, arch): decode_workspace(root / f"{i}_{arch}", v[0], v[1], arch, v[2])
+                        for i, v in enumerate(VARIANTS) for arch in ARCHS})
+    jobs = {arch: [(ws, None) for (v, a), ws in _SPACES.items() if a == arch] for arch in ARCHS}
+    return flydsl_batch.background(__name__, jobs, describe=True)
+
+
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """Every (variant, arch)'s ISA and describe(), compiled once: one child per target, both cores at once. A
-    variant's vectors compile in the workspace's dtype (compile_only's default, as make_inputs draws them)."""
+def compiled():
+    """Every (variant, arch)'s ISA and describe(), compiled once (start_compiles)."""
     if not HAVE_FLYDSL:
         return {}
-    spaces = {(v, arch): decode_workspace(tmp_path_factory.mktemp("decode"), v[0], v[1], arch, v[2])
-              for v in VARIANTS for arch in ARCHS}
-    jobs = {arch: [(ws, None) for (v, a), ws in spaces.items() if a == arch] for arch in ARCHS}
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = dict(zip(ARCHS, pool.map(lambda j: flydsl_batch.run(j, describe=True), jobs.values())))
+    results = start_compiles().result()
     failed = {str(ws): r["error"] for done in results.values() for ws, r in done.items() if "error" in r}
     assert not failed, failed
     out = {}
-    for (v, arch), ws in spaces.items():
+    for (v, arch), ws in _SPACES.items():
         op = "gqa" if v[0] == "gqa" else "lowered"
         files = list((ws / "build").glob(f"kernel_{op}_{v[1]}*.{arch}.s"))
         assert len(files) == 1 and files[0].read_text() == results[arch][ws]["isa"], files
