@@ -924,7 +924,9 @@ def describe(case: dict) -> dict:
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
         "data_movement": f"global -> registers with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in registers, "
-        "warp shfl.sync butterfly, smem across warps, then registers -> global"
+        "warp shfl.sync butterfly, smem across warps"
+        + (", DSMEM across the cluster's CTAs (st.async + mbarrier)" if cfg["cluster"] > 1 else "")
+        + ", then registers -> global"
         + (reads.get(passes(), f"; the row is read {passes()} times (passes after the first are expected to hit L2)")
            if cfg["looped"] else reads[1]),
     }
