@@ -40,10 +40,11 @@ COMPILES = {
                     ("mul", "fp32", "", []), ("silu", "fp16", "", []),
                     ("relu", "bf16", "1000x1001", ["buffer_load_dwordx4"])],  # 2-D, small, N not a multiple of 8
     "reduction": [("softmax", "bf16", "", []),
-                  ("softmax", "bf16", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped, online max/sum
-                  ("rmsnorm", "fp32", "8x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped, x and weight
+                  ("softmax", "bf16", "512x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped, online max/sum
+                  ("softmax", "bf16", "8x131072", ["buffer_load_dwordx4", "s_barrier", "buffer_load_dword "]),  # split
+                  ("rmsnorm", "fp32", "512x131072", ["buffer_load_dwordx4", "s_barrier"]),  # looped, x and weight
                   ("max", "fp16", "4096x7", ["buffer_load_ushort"]),  # N = 7: one element per access
-                  ("sum", "fp32", "8x131072", ["buffer_load_dwordx4", "buffer_store_dword"]),  # looped, [M] only
+                  ("sum", "fp32", "512x131072", ["buffer_load_dwordx4", "buffer_store_dword"]),  # looped, [M] only
                   ("mean", "bf16", "1000x4096@4160", ["buffer_load_dwordx4", "s_barrier", "buffer_store_short"])],
     "gemm": [("matmul", "bf16", "", []), ("matmul", "fp16", "4095x4097x4096", ["buffer_store_short"])],
     "decode_attention": [("gqa", "bf16", "", []), ("gqa", "fp16", "4x16x1x2048x128@mixed", ["v_mfma"])],
@@ -179,15 +180,46 @@ def test_elementwise_access_counts(isa, arch, op, shape, unroll):
 @needs_flydsl
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_long_softmax_reads_the_row_twice(isa, arch):
-    """softmax on rows of 131072 (the looped path): lowered.PASSES (0, 0) and ONLINE (None, 0) put its max and sum in
-    one online pass, so x is read twice (reductions, then outputs). Each pass is a loop over the whole slices
+    """softmax on 512 rows of 131072 (the looped path: enough rows to fill the GPU): lowered.PASSES (0, 0) and ONLINE
+    (None, 0) put its max and sum in one online pass, so x is read twice (reductions, then outputs). Each pass is a
+    loop over the whole slices
     (unpredicated, unmasked) and the partial last slice (predicated), each LOOP_CHUNKS dwordx4 loads per lane: 2 x 2 x
     LOOP_CHUNKS loads (one per reduce() call in its own pass would be 3 x 2 x 4 = 24), 2 x LOOP_CHUNKS dwordx4 stores
     (the last pass's two), one barrier per reduction."""
-    text = isa[("reduction", "softmax", "bf16", arch, "8x131072")]
+    text = isa[("reduction", "softmax", "bf16", arch, "512x131072")]
     assert text.count("buffer_load_dwordx4") == 2 * 2 * LOOP_CHUNKS, "x is not read in exactly 2 passes"
     assert text.count("buffer_store_dwordx4") == 2 * LOOP_CHUNKS
     assert text.count("s_barrier") == 2
+
+
+def kernel_bodies(isa: str) -> dict[str, str]:
+    """{kernel symbol: its code} of an ISA file: from each top-level label (not a .L one) to its .Lfunc_end."""
+    return {name: body for name, body in re.findall(r"^([A-Za-z_]\w*):\n(.*?)^\.Lfunc_end", isa, re.M | re.S)}
+
+
+def partial_accesses(body: str, op: str) -> int:
+    """The fp32 values a kernel moves with 32- and 64-bit buffer loads or stores ("load" | "store"): the split path's
+    partials (gfx950's LLVM merges lane 0's two adjacent partial stores into one dwordx2)."""
+    return sum(int(x or 1) for x in re.findall(rf"^\s*buffer_{op}_dword(?:x([2]))?\s", body, re.M))
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_few_long_softmax_rows_are_split(isa, arch):
+    """softmax on 8 rows of 131072 (8 workgroups would leave most of the CUs idle: kernel.split) is split across G
+    workgroups per row in two kernels. Kernel A (the online max/sum pass over its slice: whole slices and the
+    partial last one, LOOP_CHUNKS dwordx4 loads each) folds its lanes (DPP, two barriers) and stores its two fp32
+    partials; kernel B loads the row's partials (one dword per reduction per lane), combines them through the
+    workgroup (two barriers), re-reads its slice and stores it (2 x LOOP_CHUNKS dwordx4 each)."""
+    bodies = kernel_bodies(isa[("reduction", "softmax", "bf16", arch, "8x131072")])
+    assert list(bodies) == ["split_kernel_0", "split_kernel_1"], list(bodies)
+    a, b = bodies.values()
+    assert a.count("buffer_load_dwordx4") == 2 * LOOP_CHUNKS and "buffer_store_dwordx4" not in a
+    assert (partial_accesses(a, "load"), partial_accesses(a, "store")) == (0, 2), "kernel A: max and sum partials"
+    assert a.count("s_barrier") == 2 and "row_bcast:31" in a
+    assert b.count("buffer_load_dwordx4") == 2 * LOOP_CHUNKS and b.count("buffer_store_dwordx4") == 2 * LOOP_CHUNKS
+    assert (partial_accesses(b, "load"), partial_accesses(b, "store")) == (2, 0), "kernel B: the row's partials"
+    assert b.count("s_barrier") == 2 and "row_bcast:31" in b
 
 
 @needs_flydsl

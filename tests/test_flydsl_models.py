@@ -55,3 +55,55 @@ def test_reduction_model_catches_a_missing_chunk_mask():
     register path's partial chunks (N = 1000 at ld 1003: vec 1) and the looped path's partial last slice."""
     done = run_model("reduction", "9x1000@1003", "2x32776", "mut=no_mask")
     assert done.returncode == 1 and "NaN mismatch" in done.stdout, done.stdout[-2000:]
+
+
+@needs_flydsl
+def test_reduction_model_catches_a_shifted_split_combine():
+    """With only the split-row combine of the workgroups' online pairs shifted (exp(shift(m_g) - shift(M))), a
+    workgroup that saw only -inf beside a row max of -150 adds 0 * inf = NaN: the split model must fail on softmax
+    while the looped model of the same rows passes (the split check is not vacuous)."""
+    done = run_model("reduction", "12x131072", "mut=split_shifted")
+    assert done.returncode == 1 and "softmax split: NaN mismatch" in done.stdout, done.stdout[-2000:]
+    assert "softmax: " not in done.stdout, done.stdout[-2000:]
+
+
+SPLIT_RULE = """
+import json, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import cell
+with tempfile.TemporaryDirectory() as tmp:
+    kernel = cell.load_kernel(tmp, "reduction", "softmax")
+    out = []
+    for m, n, vec, loads, cus in json.loads(sys.argv[2]):
+        cfg = kernel.plan(n, vec, *kernel.budget(loads))
+        out.append(list(kernel.split(m, cfg, cus)))
+print(json.dumps(out))
+"""
+
+# (M, N, vec, loads, CUs) -> (G, per): which shapes kernel.split() splits, and how far (its docstring's rule)
+SPLIT_CASES = {
+    (8, 131072, 8, 1, 304): (8, 1),  # 8 whole iterations of 512 x 4 vectors: G = 8, 64 workgroups
+    (12, 131072, 4, 2, 304): (16, 2),  # fp32 rmsnorm: 32 whole iterations, ceil(304 / 12) = 26 -> per 2 -> G 16
+    (151, 131072, 8, 1, 304): (3, 3),  # 2 * 151 < 304: still split, ceil(304 / 151) = 3
+    (152, 131072, 8, 1, 304): (1, 0),  # 152 workgroups fill half the CUs: the looped path
+    (127, 131072, 8, 1, 256): (3, 3),  # MI355X's 256 CUs
+    (128, 131072, 8, 1, 256): (1, 0),
+    (1, 1 << 20, 8, 1, 304): (64, 1),  # G capped by the row's whole iterations
+    (1, 1 << 24, 8, 1, 304): (256, 4),  # G capped by the CUs: 304 -> per 4 -> 256, none left empty
+    (8, 32776, 8, 1, 304): (2, 1),  # 2 whole iterations (the second workgroup also takes the 1-vector tail)
+    (8, 32768, 8, 1, 304): (1, 0),  # register path
+    (8, 131072, 8, 1, None): (1, 0),  # no compute_units in op.json: never split
+}
+
+
+@needs_flydsl
+def test_split_rule():
+    """kernel.split(): only looped rows, only when 2 * M < CUs, G = min(ceil(CUs / M), whole iterations, 512), then
+    per = ceil(whole / G) and G = ceil(whole / per) (none left empty, each with a whole iteration)."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", SPLIT_RULE, str(MODELS), json.dumps([list(k) for k in SPLIT_CASES])],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    got = dict(zip(SPLIT_CASES, map(tuple, json.loads(done.stdout.strip().splitlines()[-1]))))
+    assert got == SPLIT_CASES

@@ -21,7 +21,7 @@ from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE,
                              QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
 from helpers import lowered_constants, make_lowered
-from test_flydsl_compile import HAVE_FLYDSL, metadata, needs_flydsl
+from test_flydsl_compile import HAVE_FLYDSL, kernel_bodies, metadata, needs_flydsl, partial_accesses
 from tools import scaffold
 
 EXAMPLES = Path(__file__).resolve().parent / "lowered_examples"
@@ -37,31 +37,34 @@ NARROW = ("int8", "fp8")  # OUT_DTYPES stored as one byte: vec bytes per access 
 
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
 # vector input then gathers one element at a time), the reduction examples on a register-path row and a
-# looped one; MASK_SCALAR in each cell and on each path; PARTS and LANES (dims: [M, N], x [M, 2N]) on each path;
-# ROPE (dims: [M, D], the output row: q's halves of D/2) on each path, ROPE_LANES on the register path; HEADS with
-# [64, 4096]: 2048 rows of 128.
+# looped one (512 long rows: enough to fill the GPU, so not split); MASK_SCALAR in each cell and on each path; PARTS
+# and LANES (dims: [M, N], x [M, 2N]) on each path; ROPE (dims: [M, D], the output row: q's halves of D/2) on each
+# path, ROPE_LANES on the register path; HEADS with [64, 4096]: 2048 rows of 128; layer norm on 8 long rows, split
+# across workgroups (kernel.split: its mean pass, its variance pass that needs the mean, the stores: 3 kernels).
 VARIANTS = [
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [8192, 8192], "vector loads"),
     ("elementwise", "lowered_gelu_tanh_mul_bias.py", "bf16", [1000, 1001], "vector gathers"),
     *[("reduction", example, "bf16", dims, path)
       for example in ("lowered_softmax_temp_lse.py", "lowered_layer_norm.py", "lowered_fused_add_rmsnorm.py")
-      for dims, path in (([4096, 8192], "rows"), ([8, 131072], "looped"))],
+      for dims, path in (([4096, 8192], "rows"), ([512, 131072], "looped"))],
+    ("reduction", "lowered_layer_norm.py", "bf16", [8, 131072], "split"),
     ("elementwise", "mask_scalar_elementwise", "bf16", [8192, 8192], "vector loads"),
     ("reduction", "mask_scalar", "bf16", [4096, 8192], "rows"),
-    ("reduction", "mask_scalar", "bf16", [8, 131072], "looped"),
+    ("reduction", "mask_scalar", "bf16", [512, 131072], "looped"),
     *[("reduction", wide, "bf16", dims, path) for wide in ("parts", "lanes")
-      for dims, path in (([64, 7168], "rows"), ([4, 65536], "looped"))],
+      for dims, path in (([64, 7168], "rows"), ([512, 65536], "looped"))],
     *[("reduction", quant, "bf16", [64, 8192], "rows") for quant in ("quant", "quant_fp8")],
     *[("elementwise", quant, "bf16", [8192, 8192], "vector loads")
       for quant in ("quant_elementwise", "quant_fp8_elementwise")],
     ("reduction", "rope", "bf16", [64, 128], "rows"),
     ("reduction", "rope_lanes", "bf16", [64, 128], "rows"),
-    ("reduction", "rope", "bf16", [4, 131072], "looped"),
+    ("reduction", "rope", "bf16", [512, 131072], "looped"),
     ("reduction", "heads", "bf16", [64, 4096], "rows"),
 ]
 MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]
 ROPE_VARIANTS = [v for v in VARIANTS if v[1].startswith("rope")]
 HEADS_VARIANTS = [v for v in VARIANTS if v[1] == "heads"]
+SPLIT_VARIANTS = [v for v in VARIANTS if v[4] == "split"]
 WIDE_VARIANTS = [v for v in VARIANTS if v[1] in ("parts", "lanes")]
 QUANT_VARIANTS = [v for v in VARIANTS if v[1].startswith("quant")]
 ARCHS = ("gfx942", "gfx950")
@@ -114,7 +117,7 @@ def isa(compiled):
 @needs_flydsl
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"),
-                         [v for v in VARIANTS if v not in HEADS_VARIANTS])  # a head's row is in one wave
+                         [v for v in VARIANTS if v not in HEADS_VARIANTS + SPLIT_VARIANTS])  # a head: one wave
 def test_lowered_isa(isa, arch, pattern, example, dtype, dims, path):
     """128-bit loads of the inputs and stores of the row outputs (a quantizer's int8 / fp8 row: the same vec elements,
     64-bit), no scratch or spills, the reductions' LDS step."""
@@ -284,3 +287,27 @@ def test_heads_run_rows_of_the_head(compiled, arch, pattern, example, dtype, dim
     assert text.count("buffer_load_dwordx4") == 2 * chunks and text.count("buffer_store_dwordx4") == chunks
     assert "quad_perm" in text, "no DPP step across the head's lanes"
     assert text.count("s_barrier") == 0 and metadata(text, "group_segment_fixed_size") == [0]
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), SPLIT_VARIANTS)
+def test_split_rows_run_each_pass_as_a_kernel(compiled, arch, pattern, example, dtype, dims, path):
+    """Layer norm on 8 rows of 131072 (x, weight and bias: one chunk per lane per iteration) split across G
+    workgroups per row (describe: the grid [G, M]), one kernel per pass (lowered.PASSES (0, 1): the variance needs
+    the mean) and one that stores: kernel A0 folds sum(x) over its slice (x only: whole slices and the partial last
+    one) and stores its partial; A1 loads the row's G mean partials and combines them (one barrier), folds
+    sum((x - mean)^2) and stores that partial; B loads and combines both (two barriers), then reads x, weight and
+    bias and stores its slice of the row (dwordx4). No scratch, no spills, on every kernel."""
+    result = compiled[(example, path, arch)]
+    text, plan = result["isa"], result["describe"]
+    assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0] * 3
+    assert metadata(text, "vgpr_spill_count") == [0] * 3 and metadata(text, "sgpr_spill_count") == [0] * 3
+    groups = plan["workgroups_per_row"]
+    assert plan["path"].startswith(f"split rows ({groups} workgroups per row") and groups > 1 and plan["kernels"] == 3
+    assert plan["grid"] == [groups, dims[0], 1] and plan["lanes_per_row"] == 512 * groups
+    bodies = kernel_bodies(text)
+    assert list(bodies) == ["split_kernel_0", "split_kernel_1", "split_kernel_2"], list(bodies)
+    got = [(b.count("buffer_load_dwordx4"), partial_accesses(b, "load"), partial_accesses(b, "store"),
+            b.count("s_barrier"), b.count("buffer_store_dwordx4")) for b in bodies.values()]
+    assert got == [(2, 0, 1, 1, 0), (2, 1, 1, 2, 0), (6, 2, 0, 2, 2)], got

@@ -5,26 +5,33 @@ budget() and flydsl_lowered.pick_vec()) and the lowered.py that a bake writes fo
 softmax, rmsnorm: tools/patterns/reduction/programs.py), and check, for boundary shapes [M, N] with row stride ld,
 bf16 and fp32 vectors, that
   * the lane/vector mapping covers every element of a row exactly once and nothing else (register path: the
-    first two and last two workgroups; looped path: every iteration), and no vector leaves the tensor's span
+    first two and last two workgroups; looped path: every iteration; split-row path: every iteration in exactly
+    one of the G workgroups of kernel.split(), each with a whole slice), and no vector leaves the tensor's span
     (num_records);
   * the kernel's algorithm in numpy fp32 -- compute() of the op's lowered.py run on each lane's values (a numpy
     `pointwise`), with the cell's reduce(): each chunk folded, a chunk that was not loaded (NaN here: the kernel
     does not zero-fill its registers) replaced by the identity, the in-lane fold, then
     across the row's lanes; on the looped path the passes of lowered.PASSES, the online max / sum pairs of
     lowered.ONLINE (running max, its -inf shift, the rescale, the row combine), and a last pass for the row outputs
-    -- matches torch in float64 (relative error < 2e-4, same NaN / inf positions), on up to 40 rows with a NaN, an
-    all -inf row, a leading -inf half, a +inf, a large row, a row that is -inf but one value of -150 (lanes that saw
-    only -inf beside a row max far below -88: exp(0 - M) would overflow) and one whose -inf half is followed by
-    values near -200 (a running max rising from -inf to below -88) planted.
+    -- and, where op.json's compute units make the cell split the row (kernel.split(): few long rows), the
+    split-row path as well: kernel A per pass (each workgroup's slices, its lanes folded into partials [M, G,
+    slots]), kernel B (every workgroup combines the row's partials, lane g holding partial g, then stores its
+    slices) -- matches torch in float64 (relative error < 2e-4, same NaN / inf positions), on up to 40 rows with a
+    NaN, an all -inf row, a leading -inf half (split: whole workgroups of -inf before the finite ones), a +inf, a
+    large row, a row that is -inf but one value of -150 (lanes and workgroups that saw only -inf beside a row max
+    far below -88: exp(0 - M) would overflow), one whose -inf half is followed by values near -200 (a running max
+    rising from -inf to below -88) and a -inf trailing half (split: the last workgroups see only -inf) planted.
 It does NOT check the compiler (FlyDSL's lowering; that is read from the ISA) or the hardware: nothing runs on
 a GPU.
 
-usage: .venv/bin/python benchmarks/models/reduction_flydsl.py [MxN[@ld] ...] [mut=shifted|mut=no_mask]
+usage: .venv/bin/python benchmarks/models/reduction_flydsl.py [MxN[@ld] ...] [mut=shifted|no_mask|split_shifted]
        (no shapes: the boundary cases below, well under a minute). Exit status 1 if any case fails.
        mut=shifted rescales by exp(shift(m_old) - shift(m_new)) and combines by exp(shift(m_t) - shift(M)), both
        shifted, as a check that the model is not vacuous: the planted rows then overflow to 0 * inf = NaN.
        mut=no_mask drops the per-chunk mask of reduce(): the chunks that were not loaded hold NaN (the kernel does
        not zero-fill its registers), so every row with a partial chunk turns NaN.
+       mut=split_shifted shifts only the split-row path's combine of the workgroups' online pairs, exp(shift(m_g) -
+       shift(M)): a workgroup that saw only -inf beside a row max far below -88 then adds 0 * inf = NaN.
 """
 
 import importlib.util
@@ -226,6 +233,22 @@ class PassReduce:
         return self.acc[q][..., None]
 
 
+def row_results(program, p, acc, known, shifted=None):
+    """_row_results: known[q] ([M, 1, 1]) for the reductions of pass p from the lane partials acc[q] ([M, lanes]); an
+    online sum's s_t rescaled to the row max M first, s_t * exp(m_t - shift(M)) (m_t unshifted; mut=shifted shifts
+    it). The split-row path folds a workgroup's lanes and then the row's workgroup partials with it (`shifted`: the
+    combine's own mutation)."""
+    red, passes, online = facts(program)
+    shifted = MUTATION == "shifted" if shifted is None else shifted
+    for q, kind in enumerate(red):
+        if passes[q] == p:
+            part = acc[q]
+            if online[q] is not None:
+                mt = shift(acc[online[q]]) if shifted else acc[online[q]]
+                part = part * _exp(mt - shift(known[online[q]][:, :, 0]))
+            known[q] = row_fold(kind, part)
+
+
 def store(program, results, outs, j, ok, vec, first):
     """compute()'s results to the outputs: a row output's lane values, a reduced output's row value (once)."""
     for o, kind in enumerate(program.OUTPUTS):
@@ -266,18 +289,94 @@ def model(program, x, w, vec, cfg):
             results = program.compute(*values, n_f, PassReduce(program, ok, vec, shape, acc, known, p))
             if p == last:
                 store(program, results, outs, j, ok, vec, it == 0)
-        for q, kind in enumerate(red):
-            if passes[q] == p:
-                part = acc[q]
-                if online[q] is not None:
-                    mt = shift(acc[online[q]]) if MUTATION == "shifted" else acc[online[q]]
-                    part = part * _exp(mt - shift(known[online[q]][:, :, 0]))
-                known[q] = row_fold(kind, part)
+        row_results(program, p, acc, known)
     if "row" not in program.OUTPUTS:
         j, ok = vectors_of(T, ch, 0, nv)
         zeros = [np.zeros(shape, F) for _ in program.KINDS]
         store(program, program.compute(*zeros, n_f, PassReduce(program, ok | True, vec, shape, acc, known, last)),
               outs, j, ok, vec, True)
+    return outs
+
+
+def split_iterations(cfg, groups, per, nv):
+    """Workgroup g's loop iterations on the split-row path (_split_pass): whole slices [g*per, (g+1)*per), the last
+    workgroup's up to the row's last whole slice, then its partial last slice if any."""
+    step = cfg["threads"] * cfg["chunks"]
+    whole = nv // step
+    out = []
+    for g in range(groups):
+        its = list(range(g * per, whole if g == groups - 1 else g * per + per))
+        if g == groups - 1 and whole < cfg["iters"]:
+            its.append(whole)
+        out.append(its)
+    return out
+
+
+def split_coverage(nv, cfg, groups, per):
+    """split(): every loop iteration in exactly one workgroup, each workgroup with at least one whole slice, G at
+    most the combine's 512 lanes."""
+    its = split_iterations(cfg, groups, per, nv)
+    whole = nv // (cfg["threads"] * cfg["chunks"])
+    assert sorted(i for g in its for i in g) == list(range(cfg["iters"])), "split coverage"
+    assert all(any(i < whole for i in g) for g in its), "a workgroup without a whole slice"
+    assert 2 <= groups <= cfg["threads"], "G out of range"
+
+
+def combine(program, partials, p):
+    """_combine_partials: known[q] of the passes before p from the workgroup partials [M, G, slots]: lane t < G holds
+    partial t, the other lanes of the 512 the identity (0; -inf for a max, a min's -v and an online max), folded by
+    row_results as the kernel folds them (the online pair: M = max m_g, S = sum s_g * exp(m_g - shift(M)))."""
+    red, passes, _ = facts(program)
+    m, groups, _ = partials.shape
+    lanes = [np.full((m, kernel.LOOP_LANES), F(0) if kind == "sum" else F(-np.inf), F) for kind in red]
+    for q in range(len(red)):
+        if passes[q] < p:
+            lanes[q][:, :groups] = partials[:, :, q]
+    known = {}
+    for pp in range(p):
+        row_results(program, pp, lanes, known, MUTATION in ("shifted", "split_shifted"))
+    return known
+
+
+def model_split(program, x, w, vec, cfg, groups, per):
+    """The split-row path: kernel A per reduction pass (each workgroup's passes over its slices, its lanes folded,
+    its partials written: a min as the max of -v), kernel B (the combine, then the outputs of each slice; a reduced
+    output once, from workgroup 0's first slice). Partials of later passes are NaN until written: never read."""
+    m, n = x.shape
+    nv = n // vec
+    inputs = {"row": x, "vector": w}
+    outs = [np.full((m, n) if kind == "row" else (m,), np.nan, F) for kind in program.OUTPUTS]
+    n_f = F(nv * vec)
+    red, passes, _ = facts(program)
+    T, ch = cfg["threads"], cfg["chunks"]
+    last = max(passes) + 1 if passes else 0
+    partials = np.full((m, groups, max(1, len(red))), np.nan, F)
+    shape = (m, T, ch * vec)
+    slices = split_iterations(cfg, groups, per, nv)
+    for p in range(last + 1):
+        combined = combine(program, partials, p)
+        if p == last and "row" not in program.OUTPUTS:
+            j, ok = vectors_of(T, ch, 0, nv)
+            zeros = [np.zeros(shape, F) for _ in program.KINDS]
+            acc = [np.full((m, T), np.nan, F) for _ in red]  # every call is of an earlier pass: never read
+            reduce = PassReduce(program, ok | True, vec, shape, acc, combined, last)
+            store(program, program.compute(*zeros, n_f, reduce), outs, j, ok, vec, True)
+            break
+        for g in range(groups):
+            acc = [np.full((m, T), F(0) if kind == "sum" else F(-np.inf), F) for kind in red]
+            known = dict(combined)
+            for it in slices[g]:
+                j, ok = vectors_of(T, ch, it * T * ch, nv)
+                values = [gather(inputs[kind], j, ok, vec) for kind in program.KINDS]
+                results = program.compute(*values, n_f, PassReduce(program, ok, vec, shape, acc, known, p))
+                if p == last:
+                    store(program, results, outs, j, ok, vec, it == 0)
+            if p < last:
+                mine = {}
+                row_results(program, p, acc, mine)
+                for q, kind in enumerate(red):
+                    if passes[q] == p:
+                        partials[:, g, q] = (-mine[q] if kind == "min" else mine[q])[:, 0, 0]
     return outs
 
 
@@ -314,7 +413,7 @@ def compare(op, got, ref):
 # several-waves / looped thresholds (32767, 32768, 32776), and N = 65536 / 131072 (looped path)
 CASES = [(4096, 1, 1), (4096, 7, 7), (4096, 1000, 1000), (1, 4096, 4096), (1000, 4096, 4160), (333, 65536, 65536),
          (8, 131072, 131072), (4096, 5120, 5120), (64, 8192, 8192), (3, 1003, 1003), (5, 32768, 32768),
-         (7, 32767, 32767), (2, 32776, 32776), (9, 1000, 1003)]
+         (7, 32767, 32767), (2, 32776, 32776), (9, 1000, 1003), (12, 131072, 131072), (9, 40960, 40960)]
 
 
 def parse(arg):
@@ -342,19 +441,30 @@ def run_case(m, n, ld, dtype, rng):
         x[6, n // 2] = -150.0
         x[7, : n // 2] = -np.inf                    # -inf, then a running max that rises to about -200
         x[7, n // 2:] -= 200.0
+    if mm >= 9:
+        x[8, n // 2:] = -np.inf                     # a -inf suffix: split rows' last workgroups see only -inf
     w = rng.standard_normal(n).astype(F)
     bad, paths = [], set()
     for op in OPS:
         program = programs[op]
         cfg = kernel.plan(n, vec, *kernel.budget(loads_of(program)))
-        paths.add(f"{'looped' if cfg['looped'] else 'rows'} tpr {cfg['tpr']} chunks {cfg['chunks']}")
+        groups, per = kernel.split(m, cfg, kernel.rt.COMPUTE_UNITS)
+        paths.add(f"{'looped' if cfg['looped'] else 'rows'} tpr {cfg['tpr']} chunks {cfg['chunks']}"
+                  + (f" split {groups}x{per}" if groups > 1 else ""))
         try:
             coverage(m, n, ld, vec, cfg)
+            if groups > 1:
+                split_coverage(n // vec, cfg, groups, per)
         except AssertionError as e:
             bad.append(f"{op} coverage: {e}")
-        err = compare(op, model(program, x, w, vec, cfg)[0], reference(op, x, w, 1e-6))  # programs.py's eps
+        ref = reference(op, x, w, 1e-6)  # programs.py's eps
+        err = compare(op, model(program, x, w, vec, cfg)[0], ref)  # a split row's looped path too (larger M)
         if err:
             bad.append(f"{op}: {err}")
+        if groups > 1:
+            err = compare(op, model_split(program, x, w, vec, cfg, groups, per)[0], ref)
+            if err:
+                bad.append(f"{op} split: {err}")
     print(f"{'FAIL' if bad else 'OK  '} {m}x{n}@{ld} {dtype}: vec {vec} {'; '.join(sorted(paths))} "
           f"{time.time() - t0:.1f}s" + ("" if not bad else " -- " + "; ".join(bad)), flush=True)
     return not bad

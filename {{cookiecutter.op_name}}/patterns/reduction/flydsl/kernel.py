@@ -10,9 +10,11 @@ lane's fp32 values with a reduce(kind, v) that is the row's reduction hierarchy 
 4 bytes per wave through LDS across waves), and what it returns is stored from the same registers, so HBM sees
 every input once. plan() picks the lanes per row and vectors per lane so that a row of up to 32768 elements fits in
 registers at 32 fp32 values per lane per load; longer rows take a looped path with one workgroup per row and the
-reductions in passes (lowered.PASSES). Edges (N not a multiple of the vector, M not a multiple of the rows per
-workgroup) are explicit branches around each access, never padding. One launcher body (_launch, behind launchers of
-2, 3 and 8 tensor slots: flydsl_lowered.LAUNCH_SLOTS), one run().
+reductions in passes (lowered.PASSES), and when they are too few to fill the GPU, a split-row path that spreads each
+row over several workgroups, which meet through fp32 partials in global memory between kernels (split()). Edges (N
+not a multiple of the vector, M not a multiple of the rows per workgroup) are explicit branches around each access,
+never padding. One launcher body per path kind (_launch, _split_launch, each behind launchers of 2, 3 and 8 tensor
+slots: flydsl_lowered.LAUNCH_SLOTS), one run().
 
 What it computes
     x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor): the first "row"
@@ -138,8 +140,43 @@ Large N (past the register path: > 32768 elements for one or two loads): the loo
     of the row results). So softmax reads a long row twice (its max and sum online, then the outputs), rmsnorm
     twice, sum / mean / max once; a lowered.py without PASSES / ONLINE (baked before they existed) takes one pass
     per reduce() call. A re-read row was just read (256 KiB bf16 at N = 131072), so it should come from the 4 MB L2
-    of the XCD or the 256 MB Infinity Cache. Correct for any N, but it leaves CUs idle for small M (8 x 131072 runs
-    on 8 workgroups).
+    of the XCD or the 256 MB Infinity Cache. Correct for any N, but alone it would leave CUs idle for small M
+    (8 x 131072 on 8 workgroups of op.json's 304 CUs): that is the split-row path's case.
+
+Few long rows: the split-row path (split())
+    The looped path gives a row one workgroup, so M rows keep at most M CUs busy. When M workgroups would leave most
+    of op.json's compute_units idle (2 * M < CUs) and a row has at least 2 whole loop iterations (nv // (512 x
+    LOOP_CHUNKS) of them, the looped path's unpredicated slices), each row is split across G workgroups:
+        G = min(ceil(CUs / M), whole iterations, 512), then per = ceil(whole / G) iterations per workgroup and
+        G = ceil(whole / per), so that every workgroup has at least one whole iteration (none is left empty),
+    about one workgroup per CU in all (8 x 131072 bf16: 8 whole iterations per row, G = 8, 64 workgroups; fp32
+    rmsnorm, two loads of 2 chunks, 32 whole iterations: G = 32). Otherwise (more rows, shorter rows) the register
+    and looped paths run exactly as above. CDNA has no thread-block clusters (the CuTe DSL cell shares a row's
+    results between the CTAs of a cluster through DSMEM), so the workgroups of a row meet in global memory, and
+    kernel boundaries on the stream order them:
+        kernel A, once per reduction pass p (lowered.PASSES): workgroup g of row r (grid [G, M]) runs pass p on
+            its iterations [g*per, min((g+1)*per, whole)) (the last workgroup also the partial last slice), the
+            looped path's _slice and _PassReduce unchanged, then folds its lanes (DPP, LDS: _row_results) into
+            one fp32 partial per reduction of the pass and writes it to partials[r, g, q] (lane 0; a min as the
+            max of -v it folds). The results of earlier passes come first from combining their partials, as in B.
+        kernel B, the last pass: the same combine of every reduction, then the workgroup re-reads its slice
+            (read moments ago by kernel A's workgroup of the same index: expected L2 / Infinity Cache hits), runs
+            compute() with every result known and stores its slice of the row outputs; a reduced output is
+            stored once, by workgroup 0 (with no row output, B is one workgroup per row that only stores the
+            reduced outputs).
+    The combine: lane t < G of every workgroup of the row loads partial t (the others the identity: 0, -inf),
+    then the partials go through the workgroup's own reduction (_row_results: DPP, LDS, one fixed order), so every
+    workgroup of the row gets the same row values bit for bit (one load per lane, not a loop over the G partials
+    in each lane: G dependent steps, each waiting on memory). A plain sum adds them, a max is the NaN-propagating
+    max (fx.max), a min the max of the -v partials negated; an online pair (m_g, s_g), each workgroup's running
+    max and its sum relative to shift(m_g), combines as
+        M = max_g m_g,   S = sum_g s_g * exp(m_g - shift(M))     (shift(v) = 0 if v == -inf else v)
+    the looped path's lane combine one level up: a workgroup whose slice was all -inf has m_g = -inf and s_g = 0
+    and adds 0 * exp(-inf - shift(M)) = 0; a NaN anywhere makes M (and S) NaN; an all -inf row gives M = -inf,
+    S = 0. The partials buffer is fp32 [M, G, len(REDUCTIONS)], made by run() (torch.empty on x's device, kept
+    per (M, G) and stream, so two streams never share one), passed to every kernel: x is read passes() times as
+    on the looped path, plus M * G * len(REDUCTIONS) fp32 partials, each written once and read by the G
+    workgroups of its row.
 
 Boundaries
     - vec is 128 bits of the widest element among the row, broadcast and vector inputs and the row outputs,
@@ -211,7 +248,8 @@ What compute() gets (lowered.py)
 
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index math and
 the fold order of the built-in programs' lowered.py (NaN, -inf, masked prefixes, the looped path's passes and online
-pairs) are re-traced per lane in numpy against torch in float64 by benchmarks/models/reduction_flydsl.py in the
+pairs, the split-row path's partials and their combine) are re-traced per lane in numpy against torch in float64 by
+benchmarks/models/reduction_flydsl.py in the
 template repository: that checks the algorithm, not the compiler or the hardware. Host side: argument checks from
 host.py, op.json, the targets and compile-only from flydsl_runtime.py, the glue to lowered.py from
 flydsl_lowered.py.
@@ -224,7 +262,7 @@ Interface (the same in every kbaseline cell):
     compile_only(case, out_dir) -> ISA text   compile the variant run() picks for the case (contiguous rows
                                               unless the case has a row_stride) for op.json's target, with no
                                               GPU, in a child process (flydsl_runtime.py, tools/rocm_env.py);
-                                              writes kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<gfx>.s
+                                              writes kernel_<op>_<dtype>_n<N>_<rows|looped|split>[_vec<k>].<gfx>.s
                                               (<op>: op.json's, "lowered" for a user's function)
     describe(case)              -> dict        lanes per row, chunks, passes, grid, LDS and data movement
 """
@@ -306,6 +344,25 @@ def _plan(n: int, vec: int) -> dict:
     cfg = plan(n, vec, *budget(_loads()))
     cfg["lds_floats"] = len(lw.facts().reductions) * (cfg["threads"] // WAVE) if cfg["tpr"] > WAVE else 0
     return cfg
+
+
+def split(m: int, cfg: dict, cus: int | None = rt.COMPUTE_UNITS) -> tuple[int, int]:
+    """(G, per) of the split-row path for M rows of plan `cfg`: workgroups per row and whole loop iterations per
+    workgroup; (1, 0) when the row is not split (see "Few long rows" above).
+
+    The rule: only a looped row (past the register path), only when its M workgroups would leave most of the `cus`
+    compute units idle (2 * M < CUs: op.json's compute_units, the count describe() and compile_only plan with too),
+    and only as far as every workgroup keeps at least one whole loop iteration (512 x chunks vectors, unpredicated):
+    G = min(ceil(CUs / M), whole iterations, 512 lanes: the combine's one partial per lane), per = ceil(whole / G),
+    then G = ceil(whole / per) so that none is left empty; no split unless G >= 2."""
+    if not cfg["looped"] or not cus or 2 * m >= cus:
+        return 1, 0
+    whole = cfg["nv"] // (cfg["threads"] * cfg["chunks"])
+    groups = min(-(-cus // m), whole, LOOP_LANES)
+    if groups < 2:
+        return 1, 0
+    per = -(-whole // groups)
+    return -(-whole // per), per
 
 
 def reduction_passes() -> int:
@@ -780,6 +837,149 @@ def looped_kernel(
         _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
 
 
+@flyc.jit
+def _split_pass(tensors, ldvs, starts: dict, scalars: dict, row, g, groups, per, iters, nv, vec: int, threads: int,
+                chunks: int, tid, acc, known: dict, p: int):
+    """Pass p of the split-row path over workgroup g's part of the row: its whole slices [g*per, (g+1)*per) (the last
+    workgroup's end is the row's last whole slice: split() leaves none empty) unpredicated, then, in the last
+    workgroup only, the partial last slice, predicated and masked: _pass's slices, split among the G workgroups."""
+    step = threads * chunks
+    whole = nv // step
+    lo = g * per
+    last = g == groups - 1
+    hi = last.select(whole, lo + per)
+    for it in range(lo, hi):
+        _slice(tensors, ldvs, starts, scalars, row, it * step, nv, vec, threads, chunks, tid, acc, known, p, it == 0,
+               True)
+    if last & (whole < iters):
+        _slice(tensors, ldvs, starts, scalars, row, whole * step, nv, vec, threads, chunks, tid, acc, known, p,
+               whole == 0, False)
+
+
+@flyc.jit
+def _load_partial_if(ok, P, index, regs, q: int):
+    """regs vector q (one fp32) = P[index] when `ok`: one 32-bit buffer load."""
+    if ok:
+        fx.copy(fx.make_copy_atom(fx.rocdl.BufferCopy(32), fx.Float32), _vectors(P, 1)[None, index], regs[None, q])
+
+
+def _combine_partials(P, row, groups, p: int, known: dict, threads: int, lds, tid) -> None:
+    """known[q] for every reduction of the passes before p, from the G workgroup partials of the row in P [M, G,
+    slots]: lane t < G loads partial t of each (one 32-bit load per reduction), the other lanes hold the identity
+    (sum 0, max -inf; an online sum 0 beside its max's -inf), then _row_results folds them as the looped path folds
+    its lane partials: DPP and LDS in one fixed order (the same in every workgroup of the row, so all get the same
+    bits), a min negated back, an online sum s_g rescaled by exp(m_g - shift(M)) to the combined max M."""
+    f = lw.facts()
+    slots = max(1, len(f.reductions))
+    part, view = _regs(1, slots, fx.Float32)
+    for q in range_constexpr(len(f.reductions)):
+        part[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)  # min: its partial is a max of -v
+    have = tid < groups
+    first = (row * groups + tid) * slots
+    for q in range_constexpr(len(f.reductions)):
+        if const_expr(f.passes[q] < p):
+            _load_partial_if(have, P, first + q, view, q)
+    for pp in range_constexpr(p):
+        _row_results(pp, part, known, threads, lds, tid)
+
+
+@flyc.kernel
+def split_kernel(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, P: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32,
+    L5: fx.Int32, L6: fx.Int32, L7: fx.Int32, nv: fx.Int32, iters: fx.Int32, groups: fx.Int32, per: fx.Int32,
+    vec: fx.Constexpr[int], threads: fx.Constexpr[int], chunks: fx.Constexpr[int], lds_floats: fx.Constexpr[int],
+    p: fx.Constexpr[int], key: fx.Constexpr[str],
+):
+    """Split-row path, workgroup (g, row) of grid [G, M]: pass p of its part of the row. p < reduction_passes() is
+    kernel A (fold, then write this workgroup's partials of pass p: P[row, g, q]), p == reduction_passes() kernel B
+    (store the outputs); both first combine the partials of the passes before p (_combine_partials)."""
+    tid = fx.thread_idx.x
+    g = fx.block_idx.x
+    row = fx.block_idx.y
+    f = lw.facts()
+    tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
+    ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
+    lds = None
+    if const_expr(lds_floats > 0):
+        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    acc = fx.make_rmem_tensor(max(1, len(f.reductions)), fx.Float32)
+    for q in range_constexpr(len(f.reductions)):
+        acc[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)  # min: folded as max of -v
+    scalars = _scalars(tensors)
+    starts = _broadcast_starts(tensors, row, vec)
+    known = {}
+    if const_expr(p > 0):
+        _combine_partials(P, row, groups, p, known, threads, lds, tid)
+    last = reduction_passes()
+    if const_expr(p < last or "row" in f.outputs):
+        _split_pass(tensors, ldvs, starts, scalars, row, g, groups, per, iters, nv, vec, threads, chunks, tid, acc,
+                    known, p)
+    if const_expr(p < last):
+        mine = {}
+        _row_results(p, acc, mine, threads, lds, tid)
+        base = (row * groups + g) * max(1, len(f.reductions))
+        for q in range_constexpr(len(f.reductions)):
+            if const_expr(f.passes[q] == p):
+                val = -mine[q] if f.reductions[q] == "min" else mine[q]  # min: the max of -v it folded
+                _store_scalar_if(tid == 0, P, base + q, val, fx.Float32)
+    elif const_expr("row" not in f.outputs):
+        zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
+        zeros.fill(0.0)
+        values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
+        masks = _chunk_masks(0, threads, chunks, tid, nv, True)
+        results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, last))
+        _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, g == 0)
+
+
+def _split_launch(tensors, P, ldvs, m, nv, iters, groups, per, vec: int, threads: int, chunks: int, lds_floats: int,
+                  key: str, stream):
+    """The split-row launchers' body (at trace time): kernel A once per reduction pass, then kernel B, each on grid
+    [G, M] (B on [1, M] when it has no row output to store), in stream order: each kernel's partials are in global
+    memory before the next starts."""
+    T, L = lw.kernel_slots(tensors), lw.kernel_slots(ldvs)
+    for p in range(reduction_passes() + 1):
+        width = groups if p < reduction_passes() or "row" in lw.facts().outputs else 1
+        split_kernel(*T, P, *L, nv, iters, groups, per, vec, threads, chunks, lds_floats, p, key).launch(
+            grid=(width, m, 1), block=(threads, 1, 1), stream=stream)
+
+
+@flyc.jit
+def split_launch(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
+    T7: fx.Tensor, P: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32, L3: fx.Int32, L4: fx.Int32,
+    L5: fx.Int32, L6: fx.Int32, L7: fx.Int32, m: fx.Int32, nv: fx.Int32, iters: fx.Int32, groups: fx.Int32,
+    per: fx.Int32, vec: fx.Constexpr[int], threads: fx.Constexpr[int], chunks: fx.Constexpr[int],
+    lds_floats: fx.Constexpr[int], key: fx.Constexpr[str], stream: fx.Stream = fx.Stream(None),
+):
+    """The split-row path's host side, lw.SLOTS tensor slots as reduction_launch's, then the fp32 partials P."""
+    _split_launch([T0, T1, T2, T3, T4, T5, T6, T7], P, [L0, L1, L2, L3, L4, L5, L6, L7], m, nv, iters, groups, per,
+                  vec, threads, chunks, lds_floats, key, stream)
+
+
+@flyc.jit
+def split_launch3(
+    T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, P: fx.Tensor, L0: fx.Int32, L1: fx.Int32, L2: fx.Int32,
+    m: fx.Int32, nv: fx.Int32, iters: fx.Int32, groups: fx.Int32, per: fx.Int32, vec: fx.Constexpr[int],
+    threads: fx.Constexpr[int], chunks: fx.Constexpr[int], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """split_launch with 3 tensor slots."""
+    _split_launch([T0, T1, T2], P, [L0, L1, L2], m, nv, iters, groups, per, vec, threads, chunks, lds_floats, key,
+                  stream)
+
+
+@flyc.jit
+def split_launch2(
+    T0: fx.Tensor, T1: fx.Tensor, P: fx.Tensor, L0: fx.Int32, L1: fx.Int32, m: fx.Int32, nv: fx.Int32,
+    iters: fx.Int32, groups: fx.Int32, per: fx.Int32, vec: fx.Constexpr[int], threads: fx.Constexpr[int],
+    chunks: fx.Constexpr[int], lds_floats: fx.Constexpr[int], key: fx.Constexpr[str],
+    stream: fx.Stream = fx.Stream(None),
+):
+    """split_launch with 2 tensor slots."""
+    _split_launch([T0, T1], P, [L0, L1], m, nv, iters, groups, per, vec, threads, chunks, lds_floats, key, stream)
+
+
 def _launch(tensors, ldvs, m, nv, iters, vec: int, tpr: int, chunks: int, threads: int, looped: bool, full: bool,
             lds_floats: int, key: str, stream):
     """Every launcher's body (at trace time): one workgroup per threads // tpr rows (register path) or per row
@@ -836,6 +1036,7 @@ def reduction_launch2(
 
 
 LAUNCHERS = {2: reduction_launch2, 3: reduction_launch3, lw.SLOTS: reduction_launch}  # by lw.launch_slots
+SPLIT_LAUNCHERS = {2: split_launch2, 3: split_launch3, lw.SLOTS: split_launch}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -859,6 +1060,43 @@ def _compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
     tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
                else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
     return (*lw.short_slots(tensors), *lw.short_slots([1] * len(tensors)), 1, 1, 1, *_constexprs(vec, cfg))
+
+
+def _split_constexprs(vec: int, cfg: dict) -> tuple:
+    return (vec, cfg["threads"], cfg["chunks"], cfg["lds_floats"], lw.facts().key)
+
+
+def _split_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
+    """What the split-row path compiles: _compile_args' tensor slots, the fp32 partials, the row strides, M, N /
+    vec, the loop count, G and the iterations per workgroup (runtime values), then its constexprs."""
+    kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
+    tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
+               else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
+    return (*lw.short_slots(tensors), rt.placeholder("fp32", 4096), *lw.short_slots([1] * len(tensors)), 1, 1, 1, 2,
+            1, *_split_constexprs(vec, cfg))
+
+
+class _Split:
+    """A looped signature's split-row launch (split()), prepared on its first split call: the compiled launcher of
+    the signature's dtypes and plan, and the partials buffers [M, G, slots] fp32, one per (M, G, stream)."""
+
+    __slots__ = ("cfg", "cus", "slots", "make", "launch", "partials")
+
+    def __init__(self, cfg: dict, make):
+        self.cfg, self.cus, self.slots = cfg, rt.COMPUTE_UNITS, max(1, len(lw.facts().reductions))
+        self.make, self.launch, self.partials = make, None, {}
+
+    def __call__(self, x, m: int, groups: int, per: int, tensors, slot_ldvs, nv: int, iters: int) -> None:
+        import torch
+
+        launch = self.launch
+        if launch is None:
+            launch = self.launch = self.make()
+        key = (m, groups, launch.stream(launch.device))
+        partials = self.partials.get(key)
+        if partials is None:
+            partials = self.partials[key] = torch.empty(m * groups * self.slots, dtype=torch.float32, device=x.device)
+        launch(*tensors, partials, *slot_ldvs, m, nv, iters, groups, per)
 
 
 def _prepare(inputs, out):
@@ -894,8 +1132,14 @@ def _prepare(inputs, out):
                      lambda: _compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg))
     ldvs = [ld // vec for ld in lds]
     slot_ldvs = lw.short_slots([ldvs.pop(0) if k == "row" else 0 for k in f.kinds] + [0] * len(outs))
+    splits = None  # a looped row that some M splits (split() of one row): its split launch, prepared when first used
+    if split(1, cfg)[0] > 1:
+        key = (*dtypes, "split", *_split_constexprs(vec, cfg))
+        launcher = SPLIT_LAUNCHERS[lw.launch_slots(len(dtypes))]
+        splits = _Split(cfg, lambda: rt.Launch(op, rt.compiled(_compiled, key, launcher, lambda: _split_compile_args(
+            dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg)), _split_constexprs(vec, cfg), x.get_device()))
     facts = (MAX_BYTES // lw.widest_bytes((*inputs, *outs)), n // vec, slot_ldvs, cfg["iters"],
-             tuple(o.dtype for o in outs))
+             tuple(o.dtype for o in outs), splits)
     return rt.Launch(op, fn, _constexprs(vec, cfg), x.get_device(), facts)
 
 
@@ -944,7 +1188,7 @@ def _run_rows(*inputs, out=None):
     launch = _launches.get(signature)
     if launch is None:
         launch = _launches[signature] = _prepare(inputs, out)
-    limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
+    limit, nv, slot_ldvs, iters, out_dtypes, splits = launch.facts
     shapes = host.lowered_out_shapes(f.module, m, n)
     if out is None:
         outs = tuple(torch.empty(s, dtype=d, device=x.device) for s, d in zip(shapes, out_dtypes))
@@ -956,10 +1200,16 @@ def _run_rows(*inputs, out=None):
             and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
                     for o, s, d in zip(outs, shapes, out_dtypes))):
         launch = _prepare(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
-        limit, nv, slot_ldvs, iters, out_dtypes = launch.facts
+        limit, nv, slot_ldvs, iters, out_dtypes, splits = launch.facts
     spans = iter(spans)
     flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
-    launch(*lw.short_slots([*flat, *(o.view(-1) for o in outs)]), *slot_ldvs, m, nv, iters)
+    tensors = lw.short_slots([*flat, *(o.view(-1) for o in outs)])
+    if splits is not None and 2 * m < splits.cus:  # few long rows: maybe the split-row path (split())
+        groups, per = split(m, splits.cfg, splits.cus)
+        if groups > 1:
+            splits(x, m, groups, per, tensors, slot_ldvs, nv, iters)
+            return outs[0] if len(outs) == 1 else outs
+    launch(*tensors, *slot_ldvs, m, nv, iters)
     return outs[0] if len(outs) == 1 else outs
 
 
@@ -978,14 +1228,16 @@ def _case_shape(case: dict | None) -> tuple[int, int, int]:
     return m, n, int(case.get("row_stride") or n)
 
 
-def _variant(n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
-    """The vector width and plan run() picks for 16-byte-aligned tensors of compile_only's dtypes
-    (lw.placeholder_dtypes), and the ISA file tag."""
+def _variant(m: int, n: int, ld: int, dtype: str) -> tuple[int, dict, str]:
+    """The vector width and plan run() picks for M rows of 16-byte-aligned tensors of compile_only's dtypes
+    (lw.placeholder_dtypes), with the split-row path's G and per (cfg["groups"], cfg["per"]: split(); G = 1 when it
+    does not split), and the ISA file tag."""
     vec = lw.compile_vec(dtype)
     while vec > 1 and (n % vec or ld % vec):
         vec //= 2
     cfg = _plan(n, vec)
-    tag = f"n{n}_{'looped' if cfg['looped'] else 'rows'}"
+    cfg["groups"], cfg["per"] = split(m, cfg)
+    tag = f"n{n}_{'split' if cfg['groups'] > 1 else 'looped' if cfg['looped'] else 'rows'}"
     if vec < lw.compile_vec(dtype):
         tag += f"_vec{vec}"
     return vec, cfg, tag
@@ -995,17 +1247,22 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
                  arch: str | None = None) -> str:
     """Compile the variant run() would pick for the case, for `arch` (default op.json's target), with no GPU.
 
-    Writes and returns the AMDGPU ISA (kernel_<op>_<dtype>_n<N>_<rows|looped>[_vec<k>].<arch>.s)."""
+    Writes and returns the AMDGPU ISA (kernel_<op>_<dtype>_n<N>_<rows|looped|split>[_vec<k>].<arch>.s; the split-row
+    path's kernels A and B in one file)."""
     dtype = dtype or OP_SPEC["dtype"]
-    _, n, ld = _case_shape(case)
-    return rt.compile_isa(__file__, f"{OP}_{dtype}_{_variant(n, ld, dtype)[2]}", [dtype, n, ld], arch, out_dir)
+    m, n, ld = _case_shape(case)
+    return rt.compile_isa(__file__, f"{OP}_{dtype}_{_variant(m, n, ld, dtype)[2]}", [dtype, n, ld, m], arch, out_dir)
 
 
-def _emit_isa(dtype: str, n: str, ld: str) -> None:
+def _emit_isa(dtype: str, n: str, ld: str, m: str) -> None:
     """Child side of compile_only: compile what run() compiles for this variant (COMPILE_ONLY: nothing launched)."""
-    vec, cfg, _ = _variant(int(n), int(ld), dtype)
+    vec, cfg, _ = _variant(int(m), int(n), int(ld), dtype)
     ins, outs = lw.placeholder_dtypes(dtype)
-    flyc.compile(LAUNCHERS[lw.launch_slots(len(ins) + len(outs))], *_compile_args(ins, outs, vec, cfg))
+    if cfg["groups"] > 1:
+        flyc.compile(SPLIT_LAUNCHERS[lw.launch_slots(len(ins) + len(outs))],
+                     *_split_compile_args(ins, outs, vec, cfg))
+    else:
+        flyc.compile(LAUNCHERS[lw.launch_slots(len(ins) + len(outs))], *_compile_args(ins, outs, vec, cfg))
 
 
 def describe(case: dict) -> dict:
@@ -1013,25 +1270,35 @@ def describe(case: dict) -> dict:
     dtype = OP_SPEC["dtype"]
     f = lw.facts()
     m, n, ld = _case_shape(case)
-    vec, cfg, _ = _variant(n, ld, dtype)
+    vec, cfg, _ = _variant(m, n, ld, dtype)
+    groups = cfg["groups"]
     grid = m if cfg["looped"] else -(-m // cfg["rows"])
     waves_per_row = max(1, cfg["tpr"] // WAVE)
     bits = vec * _BYTES[dtype] * 8
     reads = passes() if cfg["looped"] else 1
-    return {
-        "path": f"looped (one workgroup per row, {passes()} pass{'es' if passes() != 1 else ''})" if cfg["looped"]
-        else "register-resident rows",
+    plural = "es" if passes() != 1 else ""
+    if groups > 1:
+        path = (f"split rows ({groups} workgroups per row, {cfg['per']} loop iteration(s) each; "
+                + (f"{reduction_passes()} kernel(s) writing partials, then one combining them and storing"
+                   if f.reductions else "one kernel, no partials") + f", {passes()} pass{plural})")
+    elif cfg["looped"]:
+        path = f"looped (one workgroup per row, {passes()} pass{plural})"
+    else:
+        path = "register-resident rows"
+    described = {
+        "path": path,
         "vector_elements": vec,
         "vector_bits": bits,
-        "lanes_per_row": cfg["tpr"],
-        "waves_per_row": waves_per_row if cfg["tpr"] >= WAVE else f"1/{WAVE // cfg['tpr']}",
-        "chunks_per_lane": cfg["chunks"] if not cfg["looped"] else f"{cfg['chunks']} per iteration x {cfg['iters']}",
+        "lanes_per_row": cfg["tpr"] * groups,
+        "waves_per_row": waves_per_row * groups if cfg["tpr"] >= WAVE else f"1/{WAVE // cfg['tpr']}",
+        "chunks_per_lane": cfg["chunks"] if not cfg["looped"] else
+        f"{cfg['chunks']} per iteration x {cfg['per'] if groups > 1 else cfg['iters']}",
         "rows_per_workgroup": cfg["rows"],
         "threads_per_cta": cfg["threads"],
         "waves_per_workgroup": cfg["threads"] // WAVE,
         "lds_bytes": 4 * cfg["lds_floats"],
-        "grid": [grid, 1, 1],
-        "grid_blocks": grid,
+        "grid": [groups, m, 1] if groups > 1 else [grid, 1, 1],
+        "grid_blocks": grid * groups,
         "data_movement": f"HBM -> VGPRs with {bits}-bit buffer loads, fp32 compute() and reduce in VGPRs"
         + (", DPP within the wave" if cfg["tpr"] > 1 else " (one lane per row: no cross-lane step)")
         + (", LDS across waves (one s_barrier per reduction)" if cfg["tpr"] > WAVE and f.reductions else "")
@@ -1041,10 +1308,18 @@ def describe(case: dict) -> dict:
            f"; every input is read {reads} times: {reduction_passes()} reduction pass(es)"
            + (" (online max and sum in one)" if any(m is not None for m in f.online) else "")
            + " and one that stores (later passes expected from L2 / Infinity Cache)")
+        + (f"; each row split across {groups} workgroups, which write one fp32 partial per reduction to a "
+           f"[M, {groups}, {max(1, len(f.reductions))}] global buffer per pass and combine the row's partials "
+           "in the next kernel (stream order)" if groups > 1 and f.reductions else
+           f"; each row split across {groups} workgroups" if groups > 1 else "")
         + (f"; bool masks as their bytes, {vec} per access" if "bool" in f.dtypes else "")
         + ("; scalar inputs one load per lane" if "scalar" in f.kinds else "")
         + _wide_movement(vec),
     }
+    if groups > 1:
+        described["workgroups_per_row"] = groups
+        described["kernels"] = reduction_passes() + 1
+    return described
 
 
 def _wide_movement(vec: int) -> str:
