@@ -35,7 +35,7 @@ def pytest_collection_finish(session):
     """FlyDSL compiles start in the background once collected: the FlyDSL GEMM cell's variants
     (tests/flydsl_gemm_builds.py), the lowering corpus's (tests/lowered_corpus_builds.py), and those of every collected
     test module with a start_compiles() (flydsl_batch.background)."""
-    for module in {item.module for item in session.items}:
+    for module in sorted({item.module for item in session.items}, key=lambda m: m.__name__):
         if hasattr(module, "start_compiles"):
             module.start_compiles()
     collected = {item.path.name for item in session.items}

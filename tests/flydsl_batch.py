@@ -1,4 +1,5 @@
-"""FlyDSL compiles of many workspaces in one child process: what every FlyDSL compile test shares.
+"""FlyDSL compiles of many workspaces in one child process: what every FlyDSL compile test shares (and the CuTe DSL
+corpus compiles, which run the same way to leave the main test process free).
 
 FlyDSL cannot share a process with CuTe DSL, so the tests compile in children. One child per workspace would import
 torch and the workspace harness again for every compile (~2.3 s each); one child per batch imports them once and each
@@ -22,8 +23,8 @@ from pathlib import Path
 _CHILD = """
 import contextlib, importlib, importlib.util, io, json, os, sys, traceback
 from pathlib import Path
-MODULES = ("test_kernel", "kernel", "host", "flydsl_runtime", "flydsl_lowered", "lowered", "pointwise", "reference",
-           "user_logic")
+MODULES = ("test_kernel", "kernel", "host", "flydsl_runtime", "flydsl_lowered", "cutedsl_runtime", "lowered", "pointwise",
+           "reference", "user_logic")
 results = {}
 for ws, what, describe in json.loads(sys.argv[1]):
     for name in MODULES:
@@ -70,14 +71,20 @@ def isa_of(jobs: list[tuple[Path, object]]) -> dict[Path, str]:
     return {ws: r["isa"] for ws, r in results.items()}
 
 
-_BACKGROUND: dict[str, object] = {}
+_BACKGROUND: dict[str, dict] = {}
 _POOL = ThreadPoolExecutor(max_workers=2)  # two batches at once beside the main test process: the CI has 2 cores
 
 
-def background(key: str, jobs_by_arch: dict[str, list[tuple[Path, object]]], describe: bool = False):
-    """Future of {arch: run(jobs, describe)} for jobs that a test module lays out once a session (by key), started on a
-    shared background pool: conftest calls each collected module's start_compiles() once pytest has collected it, so
-    the FlyDSL compiles run beside the CuTe DSL tests in the main process instead of before the module's tests."""
+def background(key: str, jobs_by_arch: dict[str, list[tuple[Path, object]]], describe: bool = False) -> dict:
+    """{arch: future of run(jobs, describe)} for jobs that a test module lays out once a session (by key), started on a
+    shared background pool: conftest calls each collected module's start_compiles() once pytest has collected it (in
+    file order, the order the modules' tests run), so the FlyDSL compiles run beside the CuTe DSL tests in the main
+    process instead of before the module's tests. results() waits for them."""
     if key not in _BACKGROUND:
-        _BACKGROUND[key] = _POOL.submit(lambda: {arch: run(jobs, describe) for arch, jobs in jobs_by_arch.items()})
+        _BACKGROUND[key] = {arch: _POOL.submit(run, jobs, describe) for arch, jobs in jobs_by_arch.items()}
     return _BACKGROUND[key]
+
+
+def results(futures: dict) -> dict:
+    """{arch: {workspace: result}} of background()'s futures, once they are done."""
+    return {arch: future.result() for arch, future in futures.items()}

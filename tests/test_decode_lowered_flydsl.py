@@ -129,7 +129,7 @@ def compiled():
     """Every (variant, arch)'s ISA and describe(), compiled once (start_compiles)."""
     if not HAVE_FLYDSL:
         return {}
-    results = start_compiles().result()
+    results = flydsl_batch.results(start_compiles())
     failed = {str(ws): r["error"] for done in results.values() for ws, r in done.items() if "error" in r}
     assert not failed, failed
     out = {}
