@@ -15,7 +15,6 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -95,37 +94,13 @@ VARIANTS = [(p, op, dtype, arch, shape) for p in COMPILES for op, dtype, shape, 
             for arch in ("gfx942", "gfx950")]
 
 
-_SPACES: dict = {}
-
-
-def start_compiles():
-    """The VARIANTS of a named shape (never compiled by the bake matrix), laid out now, and their compiles started in
-    the background (one child per target: flydsl_batch.background, called by conftest once collected)."""
-    if not HAVE_FLYDSL:
-        return None
-    if not _SPACES:
-        root = Path(tempfile.mkdtemp(prefix="kbaseline-fly-"))
-        _SPACES.update({v: make_workspace(root / str(i), *v) for i, v in enumerate(VARIANTS) if v[4]})
-    jobs = {arch: [(ws, json.loads((ws / "op.json").read_text())["cases"][0]) for v, ws in _SPACES.items()
-                   if v[3] == arch] for arch in ("gfx942", "gfx950")}
-    return flydsl_batch.background(__name__, jobs)
-
-
 @pytest.fixture(scope="module")
 def isa(matrix, tmp_path_factory):
-    """Every VARIANT's ISA, compiled once: a named shape's in the background (start_compiles), a default case's read
-    from the matrix's workspace where its bake compiled it, the rest compiled here (compile_variants)."""
+    """Every VARIANT's ISA, compiled once: the default cases the matrix already compiled at bake time are read from
+    its workspaces, the rest compile here (compile_variants)."""
     if not HAVE_FLYDSL:
         return {}
-    results = flydsl_batch.results(start_compiles())
-    failed = {str(ws): r["error"] for done in results.values() for ws, r in done.items() if "error" in r}
-    assert not failed, failed
-    found = {}
-    for (_, op, dtype, arch, _), ws in _SPACES.items():
-        files = list((ws / "build").glob(f"kernel_{op}_{dtype}*.{arch}.s"))
-        assert len(files) == 1 and files[0].read_text() == results[arch][ws]["isa"], files
-    found.update({v: results[v[3]][ws]["isa"] for v, ws in _SPACES.items()})
-    found.update({v: bake_time_isa(matrix, v[1], v[2], v[3]) for v in VARIANTS if not v[4]})
+    found = {v: bake_time_isa(matrix, v[1], v[2], v[3]) if not v[4] else None for v in VARIANTS}
     found.update(compile_variants(lambda: tmp_path_factory.mktemp("fly"), [v for v, text in found.items() if not text]))
     return found
 

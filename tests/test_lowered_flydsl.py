@@ -12,7 +12,8 @@ pointwise.py). Compiles run in children (FlyDSL must not share this process with
 
 from __future__ import annotations
 
-import tempfile
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flydsl_batch
@@ -85,33 +86,21 @@ def lowered_workspace(dest: Path, pattern: str, example: str, dtype: str, arch: 
     return make_lowered(ws, source(example), "flydsl")
 
 
-_SPACES: dict = {}
-
-
-def start_compiles():
-    """Every (variant, arch)'s workspace, laid out now, and their compiles started in the background (one child per
-    target: flydsl_batch.background, called by conftest once collected)."""
-    if not HAVE_FLYDSL:
-        return None
-    if not _SPACES:
-        root = Path(tempfile.mkdtemp(prefix="kbaseline-lowered-fly-"))
-        _SPACES.update({(i, arch): lowered_workspace(root / f"{i}_{arch}", v[0], v[1], v[2], arch)
-                        for i, v in enumerate(VARIANTS) for arch in ARCHS})
-    jobs = {arch: [(ws, {"dims": VARIANTS[i][3], "vars": {"numel": VARIANTS[i][3][0] * VARIANTS[i][3][1]}})
-                   for (i, a), ws in _SPACES.items() if a == arch] for arch in ARCHS}
-    return flydsl_batch.background(__name__, jobs, describe=True)
-
-
 @pytest.fixture(scope="module")
-def compiled():
-    """Every (variant, arch)'s ISA and describe() plan, compiled once (start_compiles)."""
+def compiled(tmp_path_factory):
+    """Every (variant, arch)'s ISA and describe() plan, compiled once: one child per target, both cores at once."""
     if not HAVE_FLYDSL:
         return {}
-    results = flydsl_batch.results(start_compiles())
+    spaces = {(i, arch): lowered_workspace(tmp_path_factory.mktemp("lowered"), v[0], v[1], v[2], arch)
+              for i, v in enumerate(VARIANTS) for arch in ARCHS}
+    jobs = {arch: [(ws, {"dims": VARIANTS[i][3], "vars": {"numel": VARIANTS[i][3][0] * VARIANTS[i][3][1]}})
+                   for (i, a), ws in spaces.items() if a == arch] for arch in ARCHS}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = dict(zip(ARCHS, pool.map(lambda j: flydsl_batch.run(j, describe=True), jobs.values())))
     failed = {str(ws): r["error"] for done in results.values() for ws, r in done.items() if "error" in r}
     assert not failed, failed
     out = {}
-    for (i, arch), ws in _SPACES.items():
+    for (i, arch), ws in spaces.items():
         _, example, dtype, _, path = VARIANTS[i]
         files = list((ws / "build").glob(f"kernel_lowered_{dtype}*.{arch}.s"))
         assert len(files) == 1 and files[0].read_text() == results[arch][ws]["isa"], files
