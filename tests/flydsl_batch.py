@@ -72,7 +72,7 @@ def isa_of(jobs: list[tuple[Path, object]]) -> dict[Path, str]:
 
 
 _BACKGROUND: dict[str, dict] = {}
-_POOL = ThreadPoolExecutor(max_workers=2)  # two batches at once beside the main test process: the CI has 2 cores
+_POOL = ThreadPoolExecutor(max_workers=1)  # one batch at a time beside the main test process: the CI has 2 cores
 
 
 def background(key: str, jobs_by_arch: dict[str, list[tuple[Path, object]]], describe: bool = False) -> dict:
