@@ -736,6 +736,19 @@ def _chunk_masks(j0, lanes: int, chunks: int, t, nv, full: bool) -> list:
     return [None if full else (j0 + k * lanes + t < nv) for k in range(chunks)]
 
 
+def _lds(lds_floats: int):
+    """The LDS floats of the reductions' cross-wave step, or None when a row is one wave (lds_floats 0)."""
+    return fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek() if lds_floats > 0 else None
+
+
+def _identities(acc) -> None:
+    """Each reduction's accumulator set to its identity: 0 for a sum, -inf for a max (a min is folded as the max of
+    -v)."""
+    f = lw.facts()
+    for q in range_constexpr(len(f.reductions)):
+        acc[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)
+
+
 @flyc.kernel
 def rows_kernel(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
@@ -751,9 +764,7 @@ def rows_kernel(
     t = tid % tpr
     f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
-    lds = None
-    if const_expr(lds_floats > 0):
-        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    lds = _lds(lds_floats)
     row_ok = row < m
     values = _inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _broadcast_starts(tensors, row, vec),
                      _scalars(tensors), row, 0, tpr, chunks, t, nv, vec, full, row_ok)
@@ -813,12 +824,9 @@ def looped_kernel(
     f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
-    lds = None
-    if const_expr(lds_floats > 0):
-        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    lds = _lds(lds_floats)
     acc = fx.make_rmem_tensor(max(1, len(f.reductions)), fx.Float32)
-    for q in range_constexpr(len(f.reductions)):
-        acc[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)  # min: folded as max of -v
+    _identities(acc)
     scalars = _scalars(tensors)  # once, before every pass
     starts = _broadcast_starts(tensors, row, vec)
     known = {}
@@ -872,8 +880,7 @@ def _combine_partials(P, row, groups, p: int, known: dict, threads: int, lds, ti
     f = lw.facts()
     slots = max(1, len(f.reductions))
     part, view = _regs(1, slots, fx.Float32)
-    for q in range_constexpr(len(f.reductions)):
-        part[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)  # min: its partial is a max of -v
+    _identities(part)  # a min's partial is a max of -v
     have = tid < groups
     first = (row * groups + tid) * slots
     for q in range_constexpr(len(f.reductions)):
@@ -900,12 +907,9 @@ def split_kernel(
     f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
-    lds = None
-    if const_expr(lds_floats > 0):
-        lds = fx.SharedAllocator().allocate(fx.Array[fx.Float32, lds_floats, 16]).peek()
+    lds = _lds(lds_floats)
     acc = fx.make_rmem_tensor(max(1, len(f.reductions)), fx.Float32)
-    for q in range_constexpr(len(f.reductions)):
-        acc[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)  # min: folded as max of -v
+    _identities(acc)
     scalars = _scalars(tensors)
     starts = _broadcast_starts(tensors, row, vec)
     known = {}
