@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from harness import call_latency
-from sweep_common import ab_calls, ab_sets, ab_times, bake, load_workspace, rel_err
+from sweep_common import ab_calls, ab_sets, ab_times, bake, bake_user, load_workspace, rel_err
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -78,7 +78,7 @@ def run(out: Path, ops: list[str] | None, variants: list[str] | None) -> None:
     tmp = Path(tempfile.mkdtemp())
     torch._dynamo.config.recompile_limit = 64  # torch.compile with dynamic=False: one graph per shape
     for op in ops or [*SHAPES, *USER]:
-        kernel, ref = load_workspace(bake(tmp, "reduction", op) if op in SHAPES else _bake_user(tmp, op))
+        kernel, ref = load_workspace(bake(tmp, "reduction", op) if op in SHAPES else bake_user(tmp, f"{ROOT / USER[op][0]}:{op}"))
         compiled = torch.compile(ref.baseline, dynamic=False, fullgraph=True)
         for text in SHAPES.get(op) or USER[op][1]:
             (case,) = pattern.cases(text, "representative", "bf16")
@@ -116,17 +116,6 @@ def run(out: Path, ops: list[str] | None, variants: list[str] | None) -> None:
             del sets, first, want, sides
             torch.cuda.empty_cache()
             out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-
-
-def _bake_user(tmp: Path, name: str) -> Path:
-    """A user function's H200 bf16 workspace, baked through the template as a user would (no V0 run)."""
-    import subprocess
-
-    done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(tmp),
-                           f"pytorch_logic={ROOT / USER[name][0]}:{name}", "run_baseline=no", "gpu=H200"],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return tmp / name
 
 
 _ACTIVE = {}

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from sweep_common import bake, host_us, load_workspace
+from sweep_common import bake, bake_user, host_us, load_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -28,13 +27,7 @@ OPS = ["softmax", "rmsnorm", "layer_norm", "gated_residual"]  # built-ins (their
 
 
 def _bake(tmp: Path, op: str) -> Path:
-    if op not in USER:
-        return bake(tmp, "reduction", op)
-    done = subprocess.run([sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(tmp),
-                           f"pytorch_logic={ROOT / USER[op]}:{op}", "run_baseline=no", "gpu=H200", "shapes=64x1024"],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return tmp / op
+    return bake(tmp, "reduction", op) if op not in USER else bake_user(tmp, f"{ROOT / USER[op]}:{op}", shapes="64x1024")
 
 
 def main() -> int:

@@ -124,6 +124,14 @@ def bake(tmp: Path, pattern: str, op: str | None = None) -> Path:
                                                                         run_baseline="no", **extra))
 
 
+def bake_user(tmp: Path, logic: str, **extra) -> Path:
+    """An H200 workspace of a user's function (logic: "file.py:name") under tmp/name, arranged as a bake would,
+    without the V0 run; extra: more template fields (shapes=...)."""
+    name = logic.rsplit(":", 1)[1]
+    return scaffold.workspace(Path(tmp) / name, spec.context(pytorch_logic=logic, gpu="H200", run_baseline="no",
+                                                             **extra))
+
+
 def load_workspace(ws: Path, kernel: bool = True):
     """(kernel, reference) of a workspace, imported afresh: the previous workspace's modules (host.py reads its own
     op.json) leave sys.modules and sys.path first. kernel=False: reference only (kernel is None; no DSL import)."""
