@@ -33,7 +33,8 @@ ROUNDS = 4
 VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUSTER_ABOVE": 256},
             "above256_v64": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 64}, "above512": {"CLUSTER_ABOVE": 512},
             "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48},
-            "pow2": {"WHOLE_WARPS": False}}
+            "pow2": {"WHOLE_WARPS": False}, "early_loads": {"LATE_LOADS": False},
+            "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336"],
@@ -43,7 +44,7 @@ SHAPES = {
     "sum": ["8x131072"],
 }
 USER = {  # user functions, baked from their file: the issue's torch.compile goals (three row-shaped tensors)
-    "layer_norm": ("tests/lowering_corpus/ops.py", ["32768x8192", "4096x32000"]),
+    "layer_norm": ("tests/lowering_corpus/ops.py", ["32768x8192", "4096x32000", "4096x16384", "16384x4096"]),
     "layer_norm_by_hand": ("tests/lowering_corpus/ops.py", ["32768x8192"]),
     "fused_add_rmsnorm": ("tests/lowering_corpus/ops.py", ["32768x8192"]),
     "log_softmax_temperature": ("benchmarks/models/row_ops.py", ["32768x8192", "4096x32000"]),
@@ -57,7 +58,7 @@ def _variant(kernel, knobs: dict) -> None:
     knob read at trace time would not be in the cache's key."""
     defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
-                                                               "WHOLE_WARPS")})
+                                                               "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})
@@ -65,7 +66,7 @@ def _variant(kernel, knobs: dict) -> None:
     kernel._launches.clear()  # the next call plans again
 
 
-def run(out: Path, ops: list[str] | None, variants: list[str] | None) -> None:
+def run(out: Path, ops: list[str] | None, variants: list[str] | None, shapes: list[str] | None = None) -> None:
     import torch
 
     from tools import registry
@@ -80,7 +81,7 @@ def run(out: Path, ops: list[str] | None, variants: list[str] | None) -> None:
     for op in ops or [*SHAPES, *USER]:
         kernel, ref = load_workspace(bake(tmp, "reduction", op) if op in SHAPES else bake_user(tmp, f"{ROOT / USER[op][0]}:{op}"))
         compiled = torch.compile(ref.baseline, dynamic=False, fullgraph=True)
-        for text in SHAPES.get(op) or USER[op][1]:
+        for text in [t for t in SHAPES.get(op) or USER[op][1] if not shapes or t in shapes]:
             (case,) = pattern.cases(text, "representative", "bf16")
             row = {"op": op, "shape": text}
             first = ref.make_inputs(case, torch.bfloat16, "cuda", 0)
@@ -163,12 +164,13 @@ def main() -> int:
     r = sub.add_parser("run")
     r.add_argument("--op", action="append")
     r.add_argument("--variant", action="append", choices=list(VARIANTS))
+    r.add_argument("--shape", action="append", help="only these of each op's shapes")
     r.add_argument("--out", type=Path, required=True)
     t = sub.add_parser("render")
     t.add_argument("files", type=Path, nargs="+")
     args = parser.parse_args()
     if args.mode == "run":
-        run(args.out, args.op, args.variant)
+        run(args.out, args.op, args.variant, args.shape)
     else:
         print(render(args.files))
     return 0

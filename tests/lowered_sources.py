@@ -22,6 +22,7 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
 PASSES = (0, 0)
 ONLINE = (None, 0)
+LATE = ()
 USES_N = False
 
 
@@ -62,6 +63,7 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
+LATE = ()
 USES_N = False
 
 
@@ -92,6 +94,7 @@ OUT_DTYPES = ("int8", "fp32")
 REDUCTIONS = ("max",)
 PASSES = (0,)
 ONLINE = (None,)
+LATE = ()
 USES_N = False
 
 
@@ -129,6 +132,7 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
+LATE = ()
 USES_N = False
 
 
@@ -155,6 +159,7 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum",)
 PASSES = (0,)
 ONLINE = (None,)
+LATE = (1,)
 USES_N = True
 
 

@@ -41,6 +41,7 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
+LATE = ()
 USES_N = True
 
 
@@ -81,6 +82,7 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("min", "max")
 PASSES = (0, 1)
 ONLINE = (None, None)
+LATE = ()
 USES_N = False
 
 
@@ -211,6 +213,19 @@ def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
     if "max" in lowered["REDUCTIONS"]:
         assert "max.NaN.f32" in ptx
     _no_spills(ptx, tmp_path)
+
+
+@pytest.mark.parametrize("example,late", [("lowered_layer_norm.py", 2), ("lowered_fused_add_rmsnorm.py", 1)])
+def test_loads_no_reduction_needs_come_after_the_reductions(lowered_ws, example, late):
+    """LATE: with three loads, those no reduce() needs (LayerNorm's weight and bias, the fused add's weight) are
+    issued after the last barrier of the row reduction, and the register budget goes to the loads held across it:
+    x gets 32 values, 256 threads of 4 chunks at N = 8192 (where x, weight and bias shared 21: 512 of 2)."""
+    ws, lowered = lowered_ws("reduction", example)
+    ptx, plan = _compiled(ws, (64, 8192), "bf16")
+    assert (plan["threads_per_row"], plan["chunks_per_thread"]) == (256, 4)
+    after = ptx[ptx.rindex("bar.sync"):]
+    assert after.count("ld.global.v4") == late * 4
+    assert ptx.count("ld.global.v4") == len(lowered["INPUTS"]) * 4
 
 
 @pytest.mark.parametrize("n,path", [(8192, "register-resident rows"),

@@ -186,6 +186,16 @@ def test_a_composite_reduces_once(lowered):
     assert [n["args"][0] for n in program["nodes"] if n["op"] == "sum"][0] == "x"
 
 
+@pytest.mark.parametrize("name,late", [("layer_norm", ["weight", "bias"]), ("layer_norm_by_hand", ["weight", "bias"]),
+                                       ("fused_add_rmsnorm", ["weight"]), ("rms_norm_functional", ["weight"]),
+                                       ("softmax_temperature", []), ("bias_gelu", [])])
+def test_late_arguments_are_those_no_reduction_needs(lowered, name, late):
+    """ir.late: the arguments a register path may load after the reductions (LayerNorm's weight and bias); none
+    without reductions (bias_gelu), none when every argument feeds one (softmax)."""
+    program = lowered[name]["ir"]
+    assert [ir.arguments(program)[k] for k in ir.late(program)] == late
+
+
 @pytest.mark.parametrize("source,words", [
     ("import time\ntime.sleep(600)\n\n\ndef f(x):\n    return x\n", "did not finish in 3 s"),
     ("raise RuntimeError('no GPU here')\n\n\ndef f(x):\n    return x\n",

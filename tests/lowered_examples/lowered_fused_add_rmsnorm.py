@@ -22,6 +22,7 @@ OUT_DTYPES = ("input", "input")
 REDUCTIONS = ("sum",)
 PASSES = (0,)
 ONLINE = (None,)
+LATE = (2,)
 USES_N = True
 
 EPS = 1e-06  # user_logic.py:5, the default of `eps`

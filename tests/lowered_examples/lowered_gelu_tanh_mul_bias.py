@@ -19,6 +19,7 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
+LATE = ()
 USES_N = False
 
 

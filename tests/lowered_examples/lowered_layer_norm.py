@@ -19,6 +19,7 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum", "sum")
 PASSES = (0, 1)
 ONLINE = (None, None)
+LATE = (1, 2)
 USES_N = True
 
 EPS = 1e-05  # user_logic.py:3, the default of `eps`

@@ -19,6 +19,7 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
 PASSES = (0, 0)
 ONLINE = (None, 0)
+LATE = ()
 USES_N = False
 
 TEMPERATURE = 0.7  # user_logic.py:3, the default of `temperature`

@@ -271,7 +271,8 @@ class _Writer:
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",
             *([] if self.gemm else [f"PASSES = {_tuple(str(k) for k in schedule[0])}",
-                                    f"ONLINE = {_tuple(str(k) for k in schedule[1])}"]),
+                                    f"ONLINE = {_tuple(str(k) for k in schedule[1])}",
+                                    f"LATE = {_tuple(str(k) for k in ir.late(p))}"]),
             f"USES_N = {ir.uses_n(p)!r}",
             "",
         ]

@@ -178,6 +178,21 @@ def schedule(program: dict) -> tuple[list[int], list[int | None]]:
     return passes, online
 
 
+def late(program: dict) -> list[int]:
+    """compute()'s arguments (positions in arguments()) that no reduction depends on, when there are reductions: the
+    register path loads them after the row's reductions, so that they hold no registers across them (LayerNorm's
+    weight and bias, fused_add_rmsnorm's weight). Empty for a program without reductions: nothing to wait for."""
+    reds = [node for node in program["nodes"] if node["op"] in REDUCE]
+    if not reds:
+        return []
+    names = arguments(program)
+    uses: dict = {}  # node id -> the argument names its value depends on
+    for node in program["nodes"]:
+        uses[node["id"]] = set().union(*(uses.get(a, {a} if a in names else set()) for a in references(node)))
+    reached = set().union(*(uses[a] if a in uses else {a} for node in reds for a in references(node)))
+    return [k for k, name in enumerate(names) if name not in reached]
+
+
 def _online_partner(node: dict, by_id: dict, number: dict) -> int | None:
     """The max m of a reduction sum(exp(a - m)) with m = max(a) of the same a (schedule's online pair), else None."""
     arg = by_id.get(node["args"][0]) if node["op"] == "sum" and isinstance(node["args"][0], str) else None

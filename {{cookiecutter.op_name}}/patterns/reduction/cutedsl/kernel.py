@@ -147,10 +147,12 @@ OP_SPEC = host.OP
 ACCESS_BITS = 128
 VALUES_PER_THREAD = 32  # fp32 row values a thread keeps in registers per loaded tensor (see values_per_load)
 MAX_TPR = 1024  # threads per CTA on the register path
+MAX_UNSPLIT = 512  # ... for a row that may not be split across a cluster (_fit)
 CLUSTER_ABOVE = 256  # a row needing more threads than this is split across a cluster of CTAs of this many or more
 MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which CuTe DSL allows on every kernel)
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
+LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -163,11 +165,15 @@ _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def _fit(n: int, vec: int, values: int, max_cluster: int) -> dict:
+def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int | None = None) -> dict:
     """Threads per row, chunks per thread, CTA size and cluster size for a row of n elements read VEC at a time.
 
     `values`: the fp32 row values one thread may hold per loaded tensor (plan: values_per_load, or VEC);
-    `max_cluster`: the CTAs a row may be split across (plan)."""
+    `max_cluster`: the CTAs a row may be split across (plan); `loop_values`: the looped path's values per load
+    (values if None). A row that may not be split takes at most
+    MAX_UNSPLIT threads, else the looped path: F.layer_norm at 4096x32000 ran 227 us on 1024 threads of 4 chunks
+    against 172 looped, and 366 against 290 at 32768x8192 on 1024 threads of one chunk (H200,
+    benchmarks/2026-12-04-h200-late-loads.md)."""
     nv = -(-n // vec)
     kmax = max(1, values // vec)
     tpr = 1  # threads per row, over the whole cluster
@@ -176,13 +182,13 @@ def _fit(n: int, vec: int, values: int, max_cluster: int) -> dict:
     cluster = max(1, min(max_cluster, tpr // CLUSTER_ABOVE))
     if WHOLE_WARPS and cluster == 1 and tpr > MIN_CTA_THREADS and -(-nv // tpr) < kmax:
         tpr = max(MIN_CTA_THREADS, -(-(-(-nv // kmax)) // 32) * 32)  # one row per CTA: whole warps, full budgets
-    if -(-nv // tpr) <= kmax and tpr // cluster <= MAX_TPR:
+    if -(-nv // tpr) <= kmax and tpr // cluster <= (MAX_TPR if max_cluster > 1 else MAX_UNSPLIT):
         chunks = -(-nv // tpr)
         tpr //= cluster  # per CTA
         threads = max(MIN_CTA_THREADS, tpr)
         return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "cluster": cluster,
                 "full": chunks * tpr * cluster == nv, "rows_per_cta": threads // tpr, "iters": 1}
-    chunks = max(1, min(LOOP_CHUNKS, values // vec))
+    chunks = max(1, min(LOOP_CHUNKS, (loop_values or values) // vec))
     return {"looped": True, "tpr": LOOP_THREADS, "chunks": chunks, "threads": LOOP_THREADS, "cluster": 1,
             "full": False, "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
 
@@ -242,15 +248,21 @@ def _allocate_partials(rows: int, tpr: int, slots: int):
     return smem.allocate_tensor(Float32, cute.make_layout((rows, tpr // 32, slots), stride=(tpr // 32 * slots, slots, 1)), 4)
 
 
-def values_per_load() -> int:
+def values_per_load(held: bool = True) -> int:
     """fp32 row values a thread may hold per load: a budget of 2 * VALUES_PER_THREAD (rmsnorm's x and weight, 32
-    each) shared among the loads (_LOADS: a whole input or a part counts
-    one, a wide input's lanes r; a scalar input is one register and counts none), at most VALUES_PER_THREAD.
+    each) shared among the loads (a whole input or a part counts one, a wide input's lanes r; a scalar input is one
+    register and counts none), at most VALUES_PER_THREAD. `held`: the register path's, shared among the loads held
+    across the reductions (_early_loads; a late load counts none), else the looped path's, whose slices hold every
+    load. F.layer_norm's x thus gets 32 values (256 threads of 4 chunks at N = 8192) where x, weight and bias
+    shared 21 (512 of 2): 258 against 340 us at 32768x8192 on the H200, torch.compile 298; its looped slices at
+    4096x32000 keep 2 chunks: 170 us, against 224 with 4 (benchmarks/2026-12-04-h200-late-loads.md).
 
     Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): x, weight and bias (F.layer_norm) at 32 values
     each took 110 registers, 2 CTAs per SM and 0.71x rmsnorm's bandwidth; at 10 values each (one shared
     budget) rows of 1024 threads with one vector in flight ran 0.44x."""
-    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // sum(_load_widths())))
+    widths = _load_widths()
+    return max(1, min(VALUES_PER_THREAD, 2 * VALUES_PER_THREAD // sum(widths[q] for q in _early_loads()) if held
+                      else 2 * VALUES_PER_THREAD // sum(widths)))
 
 
 SHORT_ROW_VECTORS = 32  # a row of at most this many vectors gets one vector per thread (plan)
@@ -280,7 +292,7 @@ def plan(n: int, vec: int) -> dict:
     (looped) at 4096x32000 (benchmarks/2026-12-04-h200-cluster.md)."""
     nv = -(-n // vec)
     return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
-                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1)
+                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
@@ -310,6 +322,24 @@ def _plan_loads(args, kinds):
 _LOADS, _OF_ARG, _SCALARS = _plan_loads(lowered.ARGS, lowered.KINDS)
 
 
+def _late_loads() -> tuple:
+    """The loads whose every argument is in lowered.LATE (no reduction depends on them), when holding every load
+    would cut each one's share of the register budget (values_per_load: three loads or more): row_kernel issues
+    them after the row's reductions. With one or two loads the budget is not the limit and a late load only adds
+    its latency after the reduction: rmsnorm's weight, loaded late, took 3.0 against 2.7 us at 128x8192 and 82.5
+    against 80.5 at 16384x5120 on the H200. Empty when LATE_LOADS is off or when every load is late (no
+    reductions)."""
+    late = tuple(k for k in range(len(_LOADS))
+                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] != "scalar" and a[1] == k))
+    shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
+    return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
+
+
+def _early_loads() -> tuple:
+    """The loads row_kernel issues first: those the reductions need (every load without late ones)."""
+    return tuple(q for q in range(len(_LOADS)) if q not in _late_loads())
+
+
 # Where compute()'s results go (host.lowered_stores): one register fragment per store of a row output, a wide one's
 # halves from column j*N or its lanes as ONE fragment r*VEC wide; a reduced output by the row's thread 0.
 _STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW)
@@ -317,12 +347,15 @@ _X = lowered.KINDS.index("row")
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] != "scalar"), 0)  # an argument of the values' shape
 
 
-def _values(frags, scalars, vec: int, chunks: int):
+def _values(frags, scalars, vec: int, chunks: int, absent: tuple = ()):
     """compute()'s arguments in lowered.ARGS order: each load's fragment as fp32 (a mask's bytes as 0.0 / 1.0), a
-    lane j of a wide input as its fragment viewed with stride r from j, each scalar input's one value as a scalar."""
+    lane j of a wide input as its fragment viewed with stride r from j, each scalar input's one value as a scalar;
+    the arguments of the loads in `absent` (not loaded yet) as zeros."""
     made = []
     for arg in _OF_ARG:
-        if arg[0] == "scalar":
+        if arg[0] != "scalar" and arg[1] in absent:
+            made.append(cute.full((vec, chunks), 0.0, Float32))
+        elif arg[0] == "scalar":
             made.append(Float32(scalars[arg[1]][0].to(Float32)))
         elif arg[0] == "lane":
             frag, r = frags[arg[1]], lowered.WIDTHS[_LOADS[arg[1]][0]]
@@ -421,6 +454,12 @@ class _RowReducer:
 
     def __init__(self, valid, like, tpr: int, buf, cluster=None):
         self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
+        self.results = []  # each call's row result, for a second compute() (replay)
+
+    def replay(self):
+        """A reduce for compute() run again on the same reductions: call i returns call i's row result."""
+        results = iter(self.results)
+        return lambda kind, v: next(results)
 
     def __call__(self, kind: str, v):
         self.calls += 1
@@ -432,6 +471,7 @@ class _RowReducer:
             if const_expr(self.calls == 1):
                 self.cluster.published()
             val = Float32(self.cluster.reduce(val, kind, self.calls - 1))
+        self.results.append(val)
         return val
 
 
@@ -495,15 +535,16 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
-    """Every load's vectors first + k*TPR (k < CHUNKS) of the row into its fragment's column k: VEC elements (128-bit
-    for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's lanes (r 128-bit accesses);
-    vectors past the row end are skipped (none when `full`)."""
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
+    """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
+    column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
+    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`)."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
-            for (i, _, _), src, dst in zip(_LOADS, loads, frags):
-                cute.copy(_vector_atom(src.element_type, dst.shape[0]),
-                          _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
+            for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
+                if const_expr(only is None or q in only):
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
 @cute.jit
@@ -571,11 +612,18 @@ def row_kernel(
 ):
     """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
     thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
-    to the outputs."""
+    to the outputs.
+
+    The loads no reduction needs (_late_loads: LayerNorm's weight and bias) are issued after the reductions: compute()
+    runs once with zeros in their place, for its reductions alone (what else it computes is dead code), then again on
+    every value with the reductions' results replayed. They hold no registers across the row reduction, which is
+    what bounds the rows an SM keeps in flight: F.layer_norm at 32768x8192 took 40 registers a thread instead of
+    63, and 289 us instead of 340 on the H200 (benchmarks/2026-12-04-h200-late-loads.md). Their row index is
+    clamped to M - 1 rather than predicated: a predicated late load made ptxas keep every loaded value live (59
+    registers); a row past M reads row M - 1 and stores nothing."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     rows = threads // tpr
-    row = bidx // cluster * rows + tidx // tpr
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
@@ -587,12 +635,18 @@ def row_kernel(
     if const_expr(cluster > 1):
         first = cute.arch.block_idx_in_cluster() * tpr + t
     stride = tpr * cluster  # between a thread's vectors
+    row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
+    late = _late_loads()
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full)
-    values = _values(frags, scalars, vec, chunks)
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
+    values = _values(frags, scalars, vec, chunks, late)
     valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
-    results = lowered.compute(*values, Float32(nv * vec), _RowReducer(valid, values[_LIKE], tpr, buf, exchange))
+    reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange)
+    results = lowered.compute(*values, Float32(nv * vec), reducer)
+    if const_expr(len(late) > 0):
+        _load_chunks(loads, frags, first, cutlass.min(row, m - 1), nv, stride, chunks, full, late)
+        results = lowered.compute(*_values(frags, scalars, vec, chunks), Float32(nv * vec), reducer.replay())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
     if row < m:
