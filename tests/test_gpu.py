@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import bake_cli, read_json
+from helpers import ROOT, bake_cli, read_json
 
 torch = pytest.importorskip("torch")
 
@@ -230,3 +230,31 @@ def test_cluster_row_replays_in_a_cuda_graph(tmp_path):
     """A cluster launch (softmax rows of 131072: 16 CTAs per row) is captured in a CUDA graph and replays on new
     values in the same buffers."""
     run_child_in_baked(tmp_path, CLUSTER_GRAPH_CHILD, "pattern=reduction", "op=softmax")
+
+
+LATE_LOADS_CHILD = """
+import sys
+import torch
+import torch.nn.functional as F
+sys.path.insert(0, "..")
+from ws import kernel
+assert kernel.plan(8192, 8)["tpr"] == 256  # x alone holds the register budget: 4 chunks of 8
+for m, n in [(1001, 64), (1000, 8192), (3, 5000)]:
+    for offset in (0, 1, 0):  # aligned, then a view 2 bytes in (its own plan), then aligned again
+        x = torch.randn(m, n + 8, device="cuda").to(torch.bfloat16)[:, offset:offset + n]  # row stride n + 8
+        w, b = (torch.randn(n + 1, device="cuda").to(torch.bfloat16)[offset:offset + n] for _ in range(2))
+        want = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
+        for _ in range(2):
+            got = kernel.run(x, w, b).float()
+            err = ((got - want).norm() / want.norm()).item()
+            assert err < 1e-2, (m, n, offset, err)
+print("ok")
+"""
+
+
+def test_layer_norm_loads_weight_and_bias_after_the_reductions(tmp_path):
+    """F.layer_norm as the user's op: weight and bias are loaded after the row's reductions (lowered.LATE), the last
+    CTA of short rows (N = 64: 16 rows a CTA, M = 1001) reads row M - 1 for its rows past M and stores nothing, a
+    partial last chunk (N = 5000) and rows of stride N + 8; a view 2 bytes off alignment is refused by the plan that
+    assumed it and runs again under its own, and aligned calls after it keep theirs."""
+    run_child_in_baked(tmp_path, LATE_LOADS_CHILD, f"pytorch_logic={ROOT / 'tests/lowering_corpus/ops.py'}:layer_norm")

@@ -115,7 +115,9 @@ What compute() gets (lowered.py)
       rank 3 or more arrive as 2-D (host.rows_nd).
     - Register path (row_kernel): every input's row values are loaded once into registers, compute() runs once
       on them (its reductions in between), the row outputs are stored from registers and the reduced ones by the
-      row's thread 0: HBM read once, written once.
+      row's thread 0: HBM read once, written once. With three loads or more, those no reduction needs
+      (lowered.LATE: LayerNorm's weight and bias) are loaded after the reductions, and the register budget goes
+      to the loads held across them.
 
 Measured bandwidth against the device copy and torch, per op, shape and dtype:
 benchmarks/2026-11-30-h200-reduction.md; the built-ins through this one path against the hand-written ones they
@@ -131,6 +133,7 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import os
@@ -141,6 +144,7 @@ import lowered  # the op as a program, generated at the workspace root (tests/lo
 
 import cutlass
 import cutlass.cute as cute
+import torch
 from cutlass import Float32, Int32, const_expr
 
 OP_SPEC = host.OP
@@ -254,7 +258,7 @@ def values_per_load(held: bool = True) -> int:
     register and counts none), at most VALUES_PER_THREAD. `held`: the register path's, shared among the loads held
     across the reductions (_early_loads; a late load counts none), else the looped path's, whose slices hold every
     load. F.layer_norm's x thus gets 32 values (256 threads of 4 chunks at N = 8192) where x, weight and bias
-    shared 21 (512 of 2): 258 against 340 us at 32768x8192 on the H200, torch.compile 298; its looped slices at
+    shared 21 (512 of 2): 259 against 345 us at 32768x8192 on the H200, torch.compile 299; its looped slices at
     4096x32000 keep 2 chunks: 170 us, against 224 with 4 (benchmarks/2026-12-04-h200-late-loads.md).
 
     Measured on the H200 (benchmarks/2026-12-01-h200-lowered.md): x, weight and bias (F.layer_norm) at 32 values
@@ -617,8 +621,9 @@ def row_kernel(
     The loads no reduction needs (_late_loads: LayerNorm's weight and bias) are issued after the reductions: compute()
     runs once with zeros in their place, for its reductions alone (what else it computes is dead code), then again on
     every value with the reductions' results replayed. They hold no registers across the row reduction, which is
-    what bounds the rows an SM keeps in flight: F.layer_norm at 32768x8192 took 40 registers a thread instead of
-    63, and 289 us instead of 340 on the H200 (benchmarks/2026-12-04-h200-late-loads.md). Their row index is
+    what bounds the rows an SM keeps in flight: F.layer_norm at 32768x8192 on 512 threads of 2 chunks took 40
+    registers a thread instead of 63, and 289 us instead of 340 on the H200; the budget they free gives x 4 chunks
+    (values_per_load): 259 us, torch.compile 299 (benchmarks/2026-12-04-h200-late-loads.md). Their row index is
     clamped to M - 1 rather than predicated: a predicated late load made ptxas keep every loaded value live (59
     registers); a row past M reads row M - 1 and stores nothing."""
     tidx, _, _ = cute.arch.thread_idx()
@@ -878,9 +883,27 @@ _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadca
 _ND = bool(lowered.HEADS or _BROADCAST)  # rows that are not x's own 2-D rows: through host.rows_nd
 _VIEWED = any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS  # inputs host.lowered_views changes
 _N_INPUTS, _X_WIDTH = len(lowered.INPUTS), lowered.WIDTHS[_X]
-# each output as run() makes it: (its shape from (M, N), its dtype; None: x's)
-_NEW_OUTPUTS = tuple((host.OUTPUT_SHAPES[kind], r, d)
-                     for kind, r, d in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
+_ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
+_DATA_PTR = torch.Tensor.data_ptr
+_LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST)  # run()'s signature holds more than x's dtype, N and row stride
+
+
+def _new_output(kind: str, r: int, dtype):
+    """How run() makes an output (dtype None: x's) from x [M, r_x*N] of row stride ld: one of x's shape by
+    torch.empty_like when x's rows are packed (ld = r_x*N; torch's cheapest allocation, 0.8 against new_empty's
+    1.3 us on a CPU; it keeps x's strides, so a padded row stride, or the stride of a lone row sliced from a wider
+    matrix, which torch calls contiguous, would reach the output), else by new_empty of its shape."""
+    shape = host.OUTPUT_SHAPES[kind]
+    if kind == "row" and r == _X_WIDTH and dtype is None:
+        return lambda x, ld, m, n: torch.empty_like(x) if ld == n * r else x.new_empty(shape(m, n * r))
+    if kind == "row" and r == _X_WIDTH:
+        return lambda x, ld, m, n: torch.empty_like(x, dtype=dtype) if ld == n * r else \
+            x.new_empty(shape(m, n * r), dtype=dtype)
+    return lambda x, ld, m, n: x.new_empty(shape(m, n * r), dtype=dtype)
+
+
+_NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
+                     zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
 
 
 def run(*inputs, out=None):
@@ -900,31 +923,55 @@ def run(*inputs, out=None):
 def _run_rows(*inputs, out=None):
     """run() on 2-D rows: the hot path.
 
-    The signature (N, every row stride, every pointer's 16-byte phase) picks the compiled plan, M is free: one
-    dict lookup, then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides and alignment against the
-    compiled variant. host.py runs on a signature's first call and when the wrapper refuses one, so its checks
-    and its words cost nothing on the hot path (see cutedsl_runtime.py)."""
+    The signature (x's dtype, N, the row strides; the pointers' 16-byte phases once any call had one) picks the
+    compiled plan, M is free: one dict lookup, then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides
+    and the alignment each plan assumes against the compiled variant. host.py runs on a signature's first call and
+    when the wrapper refuses one, so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py).
+
+    Pointers: a plan's vector width depends on every pointer's 16-byte phase, but reading them costs 0.1 us a
+    tensor, and torch's allocations are aligned. So run() assumes phase 0 until a call is refused with a pointer
+    that is not (a view x[:, 1:], say): from then on (_PHASES) the phases are part of the signature, and that call
+    runs again under its own plan."""
+    global _PHASES
     if _VIEWED:
         inputs = host.lowered_views(lowered, inputs)
     x = inputs[_X]
     m, n = x.shape
     if _X_WIDTH != 1:
         n //= _X_WIDTH  # the row length N: a wide x is r*N
-    outputs = host.lowered_outputs(out) if out is not None else [
-        x.new_empty(shape(m, n * r)) if d is None else x.new_empty(shape(m, n * r), dtype=d) for shape, r, d in _NEW_OUTPUTS]
-    lds = [inputs[i].stride(0) for i in _ROW_INPUTS] if m > 1 else [n] * len(_ROW_INPUTS)
-    signature = (x.dtype, n, *lds, *[t.data_ptr() & 15 for t in inputs], *[t.data_ptr() & 15 for t in outputs],
-                 *[inputs[i].stride()[:3] for i in _BROADCAST])
+    ld = x.stride(0)
+    outputs = [new(x, ld, m, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
+    phase = _phase(inputs, outputs) if _PHASES else 0
+    if not _ONE_ROW_INPUT:
+        ld = max(inputs[i].stride(0) for i in _ROW_INPUTS)
+    if m == 1:
+        ld = n  # one row: its stride is never used
+    # x's row alone, every pointer 16-byte aligned (phase 0): a short key; else every row stride, each pointer's
+    # phase (which picks the vector width) and the broadcast inputs' strides
+    signature = (x.dtype, n, ld) if not (phase or _LONG_KEY) else (
+        x.dtype, n, ld, *[inputs[i].stride(0) for i in _ROW_INPUTS], *[t.data_ptr() & 15 for t in (*inputs, *outputs)],
+        *[inputs[i].stride()[:3] for i in _BROADCAST])
     prepared = _launches.get(signature)
-    if prepared is None or not _in_index_range(m, n, max(lds)):  # M is not in the signature
+    if prepared is None or (m - 1) * ld + n >= 2**31:  # M is not in the signature: _in_index_range
         prepared = _launches[signature] = _prepare(inputs, out)[0]
     launcher, iters = prepared
     try:
         launcher(iters, *inputs, *outputs)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
+        if not _PHASES and _phase(inputs, outputs):  # a pointer off 16 bytes: key on the phases from now on
+            _PHASES = True
+            return _run_rows(*inputs, out=out)
         _prepare(inputs, out)  # host.py says why in the words every cell uses ...
         raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+_PHASES = False  # _run_rows: set by the first call refused for a pointer that is not 16-byte aligned
+
+
+def _phase(inputs, outputs) -> int:
+    """The OR of every pointer's low 4 bits: 0 when all are 16-byte aligned."""
+    return functools.reduce(operator.or_, map(_DATA_PTR, (*inputs, *outputs))) & 15
 
 
 def _case_mn(case: dict | None) -> tuple[int, int]:
