@@ -53,11 +53,12 @@ def lower(path: str, function: str, timeout: float = TIMEOUT_S) -> dict:
 
 def lower_here(path: str, function: str, hints: dict | None = None) -> dict:
     """lower(), traced in this process: for code this process trusts already (the tests' corpus), where a child per
-    function would cost a torch import each. A bake never calls it. `hints` ({parameter: annotation}) stand in for
-    annotations the source lacks (real model code, copied as it is)."""
+    function would cost a torch import each. A bake never calls it, but a scaffold in this process after it finds its
+    result under lower()'s key and starts no child. `hints` ({parameter: annotation}) stand in for annotations the
+    source lacks (real model code, copied as it is); a lowering with hints has a key of its own."""
     from tools.lower import capture
 
-    key = (*_key(path, function), tuple(sorted((hints or {}).items())))
+    key = (*_key(path, function), tuple(sorted(hints.items()))) if hints else _key(path, function)  # lower()'s own
     if key not in _CACHE:
         _CACHE[key] = capture.lower(path, function, hints)
     return _CACHE[key]
