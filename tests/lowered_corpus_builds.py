@@ -3,8 +3,8 @@ collected tests/test_lowering_compiles.py.
 
 Every lowered corpus function gets one workspace per compile target (H200: sm_90a, MI300X: gfx942, MI355X: gfx950),
 arranged by tools/scaffold.py from a trace made in this process (tools.lower.lower_here: the corpus is ours). The
-FlyDSL compiles then run on a background thread, beside the rest of the suite, which mostly keeps one core busy: the
-second core does them. Each one is the workspace's own `test_kernel.py --compile-only` path (compile_only_check: the
+AMD targets' workspaces are arranged, and their FlyDSL compiles run, on a background thread, beside the rest of the
+suite, which mostly keeps one core busy: the second core does them. Each one is the workspace's own `test_kernel.py --compile-only` path (compile_only_check: the
 ISA markers, results/compile_only.json), run in ONE child per target (tests/flydsl_batch.py): one interpreter per
 workspace instead cost ~2.3 s of imports each, 70 times.
 """
@@ -82,13 +82,17 @@ def workspace(root: Path, name: str, target: str) -> Path:
 
 
 def start() -> dict:
-    """{target: {name: workspace}} and the background FlyDSL compiles ({target: future of {workspace: result}});
-    once a session."""
+    """{"workspaces": {"sm_90a": {name: workspace}}, "amd": {target: future of ({name: workspace}, {workspace:
+    result})}}; once a session. The traces and the sm_90a workspaces are made here; the AMD targets' workspaces are
+    arranged on the background thread, then compiled there (their traces are cached by then: no torch there)."""
     if not _started:
         root = Path(tempfile.mkdtemp(prefix="kbaseline-lowered-"))
-        built = {t: {n: workspace(root, n, t) for n in names()} for t in TARGETS}
+        built = {"sm_90a": {n: workspace(root, n, "sm_90a") for n in names()}}
         pool = ThreadPoolExecutor(max_workers=1)
-        compiled = {t: pool.submit(flydsl_batch.run, [(ws, "check") for ws in built[t].values()])
-                    for t in ("gfx942", "gfx950") if HAVE_FLYDSL}
-        _started.update(workspaces=built, compiled=compiled)
+
+        def amd(target: str) -> tuple[dict, dict]:
+            spaces = {n: workspace(root, n, target) for n in names()}
+            return spaces, flydsl_batch.run([(ws, "check") for ws in spaces.values()])
+
+        _started.update(workspaces=built, amd={t: pool.submit(amd, t) for t in ("gfx942", "gfx950") if HAVE_FLYDSL})
     return _started
