@@ -174,10 +174,11 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int | Non
 
     `values`: the fp32 row values one thread may hold per loaded tensor (plan: values_per_load, or VEC);
     `max_cluster`: the CTAs a row may be split across (plan); `loop_values`: the looped path's values per load
-    (values if None). A row that may not be split takes at most
-    MAX_UNSPLIT threads, else the looped path: F.layer_norm at 4096x32000 ran 227 us on 1024 threads of 4 chunks
-    against 172 looped, and 366 against 290 at 32768x8192 on 1024 threads of one chunk (H200,
-    benchmarks/2026-12-04-h200-late-loads.md)."""
+    (values if None).
+
+    A row that may not be split takes at most MAX_UNSPLIT threads, else the looped path: F.layer_norm at 4096x32000
+    ran 227 us on 1024 threads of 4 chunks against 172 looped, and 366 against 290 at 32768x8192 on 1024 threads of
+    one chunk (H200, benchmarks/2026-12-04-h200-late-loads.md)."""
     nv = -(-n // vec)
     kmax = max(1, values // vec)
     tpr = 1  # threads per row, over the whole cluster
