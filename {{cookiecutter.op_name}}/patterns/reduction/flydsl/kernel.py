@@ -749,6 +749,29 @@ def _identities(acc) -> None:
         acc[q] = fx.Float32(0.0 if f.reductions[q] == "sum" else -math.inf)
 
 
+def _pass_state(tensors, row, vec: int, lds_floats: int) -> tuple:
+    """What the looped and split kernels set up before their passes: the LDS floats, the reductions' accumulators at
+    their identities, the scalar inputs (read once, before every pass) and the broadcast inputs' row starts."""
+    lds = _lds(lds_floats)
+    acc = fx.make_rmem_tensor(max(1, len(lw.facts().reductions)), fx.Float32)
+    _identities(acc)
+    return lds, acc, _scalars(tensors), _broadcast_starts(tensors, row, vec)
+
+
+def _reduced_only(tensors, scalars: dict, acc, known: dict, row, nv, vec: int, threads: int, chunks: int, tid,
+                  store) -> None:
+    """The reduced outputs of a row with no row output, once every row result is known: compute() on zeros (its
+    outputs are functions of the row results alone), stored by lane 0 where `store` holds."""
+    f = lw.facts()
+    last = reduction_passes()
+    zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
+    zeros.fill(0.0)
+    values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
+    masks = _chunk_masks(0, threads, chunks, tid, nv, True)
+    results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, last))
+    _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, store)
+
+
 @flyc.kernel
 def rows_kernel(
     T0: fx.Tensor, T1: fx.Tensor, T2: fx.Tensor, T3: fx.Tensor, T4: fx.Tensor, T5: fx.Tensor, T6: fx.Tensor,
@@ -824,11 +847,7 @@ def looped_kernel(
     f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
-    lds = _lds(lds_floats)
-    acc = fx.make_rmem_tensor(max(1, len(f.reductions)), fx.Float32)
-    _identities(acc)
-    scalars = _scalars(tensors)  # once, before every pass
-    starts = _broadcast_starts(tensors, row, vec)
+    lds, acc, scalars, starts = _pass_state(tensors, row, vec, lds_floats)
     known = {}
     for p in range_constexpr(reduction_passes()):
         _pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, p)
@@ -837,12 +856,7 @@ def looped_kernel(
     if const_expr("row" in f.outputs):
         _pass(tensors, ldvs, starts, scalars, row, iters, nv, vec, threads, chunks, tid, acc, known, last)
     else:
-        zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
-        zeros.fill(0.0)
-        values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
-        masks = _chunk_masks(0, threads, chunks, tid, nv, True)
-        results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, last))
-        _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, True)
+        _reduced_only(tensors, scalars, acc, known, row, nv, vec, threads, chunks, tid, True)
 
 
 @flyc.jit
@@ -907,11 +921,7 @@ def split_kernel(
     f = lw.facts()
     tensors = [T0, T1, T2, T3, T4, T5, T6, T7]
     ldvs = [L0, L1, L2, L3, L4, L5, L6, L7]
-    lds = _lds(lds_floats)
-    acc = fx.make_rmem_tensor(max(1, len(f.reductions)), fx.Float32)
-    _identities(acc)
-    scalars = _scalars(tensors)
-    starts = _broadcast_starts(tensors, row, vec)
+    lds, acc, scalars, starts = _pass_state(tensors, row, vec, lds_floats)
     known = {}
     if const_expr(p > 0):
         _combine_partials(P, row, groups, p, known, threads, lds, tid)
@@ -928,12 +938,7 @@ def split_kernel(
                 val = -mine[q] if f.reductions[q] == "min" else mine[q]  # min: the max of -v it folded
                 _store_scalar_if(tid == 0, P, base + q, val, fx.Float32)
     elif const_expr("row" not in f.outputs):
-        zeros = fx.make_rmem_tensor(vec * chunks, fx.Float32)
-        zeros.fill(0.0)
-        values = [scalars[k] if how == "scalar" else zeros.load() for how, k, _ in f.of_arg]
-        masks = _chunk_masks(0, threads, chunks, tid, nv, True)
-        results = lw.compute(values, fx.Float32(nv * vec), _PassReduce(masks, vec, values[f.like], acc, known, last))
-        _stores(tensors, results, row, 0, threads, chunks, tid, nv, vec, True, True, g == 0)
+        _reduced_only(tensors, scalars, acc, known, row, nv, vec, threads, chunks, tid, g == 0)
 
 
 def _split_launch(tensors, P, ldvs, m, nv, iters, groups, per, vec: int, threads: int, chunks: int, lds_floats: int,
