@@ -169,12 +169,11 @@ _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
 # Launch plan (host side, plain Python)
 # ------------------------------------------------------------------------------------------------
 
-def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int | None = None) -> dict:
+def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int) -> dict:
     """Threads per row, chunks per thread, CTA size and cluster size for a row of n elements read VEC at a time.
 
     `values`: the fp32 row values one thread may hold per loaded tensor (plan: values_per_load, or VEC);
-    `max_cluster`: the CTAs a row may be split across (plan); `loop_values`: the looped path's values per load
-    (values if None).
+    `max_cluster`: the CTAs a row may be split across (plan); `loop_values`: the looped path's values per load.
 
     A row that may not be split takes at most MAX_UNSPLIT threads, else the looped path: F.layer_norm at 4096x32000
     ran 227 us on 1024 threads of 4 chunks against 172 looped, and 366 against 290 at 32768x8192 on 1024 threads of
@@ -193,7 +192,7 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int | Non
         threads = max(MIN_CTA_THREADS, tpr)
         return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "cluster": cluster,
                 "full": chunks * tpr * cluster == nv, "rows_per_cta": threads // tpr, "iters": 1}
-    chunks = max(1, min(LOOP_CHUNKS, (loop_values or values) // vec))
+    chunks = max(1, min(LOOP_CHUNKS, loop_values // vec))
     return {"looped": True, "tpr": LOOP_THREADS, "chunks": chunks, "threads": LOOP_THREADS, "cluster": 1,
             "full": False, "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
 
@@ -895,11 +894,9 @@ def _new_output(kind: str, r: int, dtype):
     1.3 us on a CPU; it keeps x's strides, so a padded row stride, or the stride of a lone row sliced from a wider
     matrix, which torch calls contiguous, would reach the output), else by new_empty of its shape."""
     shape = host.OUTPUT_SHAPES[kind]
-    if kind == "row" and r == _X_WIDTH and dtype is None:
-        return lambda x, ld, m, n: torch.empty_like(x) if ld == n * r else x.new_empty(shape(m, n * r))
     if kind == "row" and r == _X_WIDTH:
-        return lambda x, ld, m, n: torch.empty_like(x, dtype=dtype) if ld == n * r else \
-            x.new_empty(shape(m, n * r), dtype=dtype)
+        like = torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
+        return lambda x, ld, m, n: like(x) if ld == n * r else x.new_empty(shape(m, n * r), dtype=dtype)
     return lambda x, ld, m, n: x.new_empty(shape(m, n * r), dtype=dtype)
 
 
@@ -953,7 +950,7 @@ def _run_rows(*inputs, out=None):
         x.dtype, n, ld, *[inputs[i].stride(0) for i in _ROW_INPUTS], *[t.data_ptr() & 15 for t in (*inputs, *outputs)],
         *[inputs[i].stride()[:3] for i in _BROADCAST])
     prepared = _launches.get(signature)
-    if prepared is None or (m - 1) * ld + n >= 2**31:  # M is not in the signature: _in_index_range
+    if prepared is None or not _in_index_range(m, n, ld):  # M is not in the signature
         prepared = _launches[signature] = _prepare(inputs, out)[0]
     launcher, iters = prepared
     try:
