@@ -1,5 +1,4 @@
-"""FlyDSL compiles of many workspaces in one child process: what every FlyDSL compile test shares (and the CuTe DSL
-corpus compiles, which run the same way to leave the main test process free).
+"""FlyDSL compiles of many workspaces in one child process: what every FlyDSL compile test shares.
 
 FlyDSL cannot share a process with CuTe DSL, so the tests compile in children. One child per workspace would import
 torch and the workspace harness again for every compile (~2.3 s each); one child per batch imports them once and each
@@ -23,8 +22,8 @@ from pathlib import Path
 _CHILD = """
 import contextlib, importlib, importlib.util, io, json, os, sys, traceback
 from pathlib import Path
-MODULES = ("test_kernel", "kernel", "host", "flydsl_runtime", "flydsl_lowered", "cutedsl_runtime", "lowered", "pointwise",
-           "reference", "user_logic")
+MODULES = ("test_kernel", "kernel", "host", "flydsl_runtime", "flydsl_lowered", "lowered", "pointwise", "reference",
+           "user_logic")
 results = {}
 for ws, what, describe in json.loads(sys.argv[1]):
     for name in MODULES:
