@@ -33,7 +33,8 @@ def _side(kernel, x) -> dict:
     """The three timed calls of one workspace: run(), run(out=), its compiled launcher alone."""
     y = kernel.run(*x)
     prepared = next(iter(kernel._launches.values()))
-    launcher, lead = (prepared[0], prepared[1:]) if isinstance(prepared, tuple) else (prepared, ())
+    # a reduction's plan is (launcher, iters[, largest M]): the launcher takes iters first
+    launcher, lead = (prepared[0], prepared[1:2]) if isinstance(prepared, tuple) else (prepared, ())
     outs = list(y) if isinstance(y, (tuple, list)) else [y]
     return {"run()": lambda: kernel.run(*x), "run(out=)": lambda: kernel.run(*x, out=y),
             "launcher alone": lambda: launcher(*lead, *x, *outs)}

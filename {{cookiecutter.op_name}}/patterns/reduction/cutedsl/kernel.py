@@ -858,6 +858,7 @@ def _out_shapes(m: int, n: int) -> list:
 
 def _prepare(inputs, out):
     """A signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher (and the
+    outputs). Returns ((launcher, iters, the largest M whose offsets stay in int32 at this N and row stride),
     outputs)."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
@@ -875,15 +876,17 @@ def _prepare(inputs, out):
     cfg = plan(n, vec)
     key = (dtype, *_plan_args(vec, cfg))
     launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(dtype, vec, cfg))
-    return (launcher, cfg["iters"]), outputs
+    ld = max(lds) if m > 1 else n
+    return (launcher, cfg["iters"], (2**31 - 1 - n) // max(ld, 1) + 1), outputs
 
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST)  # rows that are not x's own 2-D rows: through host.rows_nd
 _VIEWED = any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS  # inputs host.lowered_views changes
-_N_INPUTS, _X_WIDTH = len(lowered.INPUTS), lowered.WIDTHS[_X]
+_X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
+_ONE_OUTPUT = len(lowered.OUTPUTS) == 1
 _DATA_PTR = torch.Tensor.data_ptr
 _LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST)  # run()'s signature holds more than x's dtype, N and row stride
 
@@ -904,37 +907,36 @@ _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
 
 
-def run(*inputs, out=None):
+def _run_rows(*inputs, out=None):
     """lowered.compute over the rows of x, on the current CUDA stream: one output tensor, or a tuple of them.
 
     inputs in lowered.INPUTS order, the function's own (rows [..., N] with a contiguous last dim and any row stride,
-    vectors [N], scalars of one element, masks bool); `out` one tensor or a tuple/list in OUTPUTS order. Rows of
-    rank 3 or more, heads and broadcast inputs go through host.rows_nd, which hands _run_rows 2-D rows; a plain
-    [M, N] x goes straight there."""
-    if _ND or len(inputs) != _N_INPUTS or inputs[_X].dim() != 2:
-        if len(inputs) == _N_INPUTS:
-            return host.rows_nd(lowered, _run_rows, inputs, out)
-        _prepare(inputs, out)  # raises, in host.py's words
-    return _run_rows(*inputs, out=out)
+    vectors [N], scalars of one element, masks bool); `out` one tensor or a tuple/list in OUTPUTS order.
 
-
-def _run_rows(*inputs, out=None):
-    """run() on 2-D rows: the hot path.
-
-    The signature (x's dtype, N, the row strides; the pointers' 16-byte phases once any call had one) picks the
-    compiled plan, M is free: one dict lookup, then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides
-    and the alignment each plan assumes against the compiled variant. host.py runs on a signature's first call and
-    when the wrapper refuses one, so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py).
+    This is run() itself for a program whose rows are x's (see run below) and the hot path: the signature (x's dtype,
+    N, the row strides; the pointers' 16-byte phases once any call had one) picks the compiled plan, M is free: one
+    dict lookup, then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides and the alignment each plan
+    assumes against the compiled variant. host.py runs on a signature's first call and when the wrapper refuses one,
+    so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py). Rows of rank 3 or more (x's
+    shape does not unpack to M, N) go through host.rows_nd, which calls back with 2-D rows.
 
     Pointers: a plan's vector width depends on every pointer's 16-byte phase, but reading them costs 0.1 us a
     tensor, and torch's allocations are aligned. So run() assumes phase 0 until a call is refused with a pointer
     that is not (a view x[:, 1:], say): from then on (_PHASES) the phases are part of the signature, and that call
-    runs again under its own plan."""
+    runs again under its own plan.
+
+    Host cost: every step here is paid per call (1.6 us on a CPU with the launcher a no-op, the launcher itself
+    5-6 us on the H200's host): hence no call to a helper, no isinstance, and the int32 bound kept in the plan
+    (the largest M of the signature's N and row stride) rather than recomputed."""
     global _PHASES
     if _VIEWED:
         inputs = host.lowered_views(lowered, inputs)
-    x = inputs[_X]
-    m, n = x.shape
+    try:
+        x = inputs[_X]
+        m, n = x.shape
+    except (IndexError, ValueError):  # too few inputs (host.py says so), or x not 2-D: rows of its last dim
+        host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
+        return host.rows_nd(lowered, _run_rows, inputs, out)
     if _X_WIDTH != 1:
         n //= _X_WIDTH  # the row length N: a wide x is r*N
     ld = x.stride(0)
@@ -950,9 +952,9 @@ def _run_rows(*inputs, out=None):
         x.dtype, n, ld, *[inputs[i].stride(0) for i in _ROW_INPUTS], *[t.data_ptr() & 15 for t in (*inputs, *outputs)],
         *[inputs[i].stride()[:3] for i in _BROADCAST])
     prepared = _launches.get(signature)
-    if prepared is None or not _in_index_range(m, n, ld):  # M is not in the signature
+    if prepared is None or m > prepared[2]:  # M is not in the signature: its int32 bound is in the plan
         prepared = _launches[signature] = _prepare(inputs, out)[0]
-    launcher, iters = prepared
+    launcher, iters, _ = prepared
     try:
         launcher(iters, *inputs, *outputs)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
@@ -961,9 +963,17 @@ def _run_rows(*inputs, out=None):
             return _run_rows(*inputs, out=out)
         _prepare(inputs, out)  # host.py says why in the words every cell uses ...
         raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
-    return outputs[0] if len(outputs) == 1 else outputs
+    return outputs[0] if _ONE_OUTPUT else tuple(outputs)
 
 
+def _through_rows_nd(*inputs, out=None):
+    """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
+    the inputs as 2-D rows and calls _run_rows on them."""
+    host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
+    return host.rows_nd(lowered, _run_rows, inputs, out)
+
+
+run = _through_rows_nd if _ND else _run_rows  # run(*inputs, out=None): one output tensor, or a tuple of them
 _PHASES = False  # _run_rows: set by the first call refused for a pointer that is not 16-byte aligned
 
 
