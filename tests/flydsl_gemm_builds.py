@@ -46,6 +46,7 @@ OUT_WIDTHS = (1,)
 OUT_HOW = ("whole",)
 DIMS = ()
 HEADS = None
+RANK = None
 OUT_DTYPES = ("fp32",)
 REDUCTIONS = ()
 USES_N = False

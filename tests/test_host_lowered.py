@@ -15,7 +15,7 @@ host = load_module(ROOT / "{{cookiecutter.op_name}}" / "host.py", "host_for_lowe
 LOWERED = SimpleNamespace(SOURCE="test:nd", INPUTS=("alpha", "x", "w"), KINDS=("scalar", "row", "vector"),
                           DTYPES=("float", "float", "float"), WIDTHS=(1, 1, 1),
                           OUTPUTS=("row", "reduced", "reduced_keepdim"), OUT_WIDTHS=(1, 1, 1),
-                          OUT_HOW=("whole", "whole", "whole"), DIMS=(), HEADS=None)
+                          OUT_HOW=("whole", "whole", "whole"), DIMS=(), HEADS=None, RANK=None)
 
 
 def stand_in(alpha, x, w, out=None):
@@ -39,6 +39,20 @@ def test_rank_3_rows_run_as_2_d_and_come_back_in_x_shape():
     outs = (torch.full((4, 6, 10), float("nan")), torch.full((4, 6), float("nan")), torch.full((4, 6, 1), float("nan")))
     host.rows_nd(LOWERED, stand_in, [alpha, x, w], outs)  # the harness's poisoned outputs are written in place
     assert all(torch.allclose(o, v) for o, v in zip(outs, want))
+
+
+def test_a_function_bound_to_rank_2_refuses_x_of_another_rank_in_one_line():
+    """lowered.RANK (a function naming a dim by position, x.mean(dim=1)): 2-D rows run, x of rank 3 or 1 is refused
+    before the cell sees it, in one line that names the fix; no output is written."""
+    bound = SimpleNamespace(**{**vars(LOWERED), "RANK": 2})
+    x, w, alpha = torch.randn(6, 10), torch.randn(10), torch.tensor(0.5)
+    assert torch.allclose(host.rows_nd(bound, stand_in, [alpha, x, w], None)[0], x * alpha * w)
+    for wrong in (x.reshape(2, 3, 10), x[0]):
+        with pytest.raises(ValueError) as err:
+            host.rows_nd(bound, stand_in, [alpha, wrong, w], None)
+        words = str(err.value)
+        assert "\n" not in words and words.startswith("test:nd: the function names a dim by its position")
+        assert f"got x of shape {tuple(wrong.shape)}" in words and "dim=-1" in words
 
 
 @pytest.mark.parametrize("x_names,c_names,shape", [
@@ -65,7 +79,7 @@ def test_broadcast_rows_pair_each_row_of_x_with_its_row_of_the_input(x_names, c_
 def test_heads_run_as_rows_of_the_head_and_come_back_as_heads():
     """A function that views x [T, H*c] as heads (HEADS = c): the cell gets T*H rows of c, the output is [T, H, c]."""
     lowered = SimpleNamespace(SOURCE="test:heads", INPUTS=("x", "w"), KINDS=("row", "vector"), OUTPUTS=("row",),
-                              HEADS=4, DIMS=())
+                              HEADS=4, DIMS=(), RANK=None)
     x, w = torch.randn(3, 12), torch.randn(4)
 
     def cell(x, w, out=None):

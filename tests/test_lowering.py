@@ -196,6 +196,26 @@ def test_late_arguments_are_those_no_reduction_needs(lowered, name, late):
     assert [ir.arguments(program)[k] for k in ir.late(program)] == late
 
 
+@pytest.mark.parametrize("name,rank", [("mean_center", 2), ("layer_norm", None), ("softmax_temperature", None),
+                                       ("sum_by_hand_divided", None)])
+def test_a_function_naming_a_dim_by_position_holds_at_its_traced_rank(lowered, name, rank):
+    """capture.bound_rank: x.mean(dim=1) is x's last dim at rank 2 only (the program's "rank"; RANK in lowered.py,
+    and run() refuses x of rank 3); dim=-1, x.shape[-1] and F.layer_norm (whose aten graph names its dims by
+    position) hold at any rank."""
+    assert lowered[name]["ir"].get("rank") == rank
+    assert f"\nRANK = {rank!r}\n" in codegen.generate(lowered[name]["ir"], "bf16")
+
+
+def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
+    """The same gated MLP split by x.chunk(2, 1) and by x.chunk(2, -1): at rank 3 the first splits another dim."""
+    (tmp_path / "glu.py").write_text("import torch.nn.functional as F\n\n\n"
+                                     "def by_position(x):\n    a, b = x.chunk(2, 1)\n    return F.silu(a) * b\n\n\n"
+                                     "def from_the_end(x):\n    a, b = x.chunk(2, -1)\n    return F.silu(a) * b\n")
+    got = {name: lower.lower(str(tmp_path / "glu.py"), name) for name in ("by_position", "from_the_end")}
+    assert all(g["ok"] for g in got.values()), got
+    assert got["by_position"]["ir"].get("rank") == 2 and got["from_the_end"]["ir"].get("rank") is None
+
+
 @pytest.mark.parametrize("source,words", [
     ("import time\ntime.sleep(600)\n\n\ndef f(x):\n    return x\n", "did not finish in 3 s"),
     ("raise RuntimeError('no GPU here')\n\n\ndef f(x):\n    return x\n",

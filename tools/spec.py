@@ -109,7 +109,8 @@ def _program(resolved: dict) -> dict:
 
 def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     """op.json's cases; a lowered op in the row cell adds one of rank 3 ([4, 6, 1000]: rows of the last dim, as a
-    QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd); a lowered elementwise op with
+    QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd), unless the function names a dim
+    by position (program["rank"]: its run() refuses x of rank 3); a lowered elementwise op with
     [N] vectors takes its 1-D cases as one row."""
     made = shapes.build_cases(pattern, dtype, resolved["shapes"])
     program = resolved["pytorch_logic"]["lowering"]["ir"] if resolved["op"] == LOWERED else None
@@ -119,8 +120,9 @@ def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     if program and lower.decode.is_decode(program):
         return [lower.fit_case(program, c) for c in made]
     if resolved["op"] == LOWERED and resolved["pattern_name"] == "reduction":
-        nd = pattern.cases("24x1000", "boundary", dtype)[0]
-        made.append({**nd, "name": "bou_4x6x1000", "lead": [4, 6]})
+        if not program.get("rank"):  # a function that names a dim by position holds at its traced rank only
+            nd = pattern.cases("24x1000", "boundary", dtype)[0]
+            made.append({**nd, "name": "bou_4x6x1000", "lead": [4, 6]})
         return [lower.fit_case(program, c) for c in made]
     if any("lead" in c for c in made):
         raise catalog.InputError("shapes: a shape of rank 3 or more is for your own function's rows (pytorch_logic, "

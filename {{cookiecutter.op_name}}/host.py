@@ -136,6 +136,15 @@ def lowered_views(lowered, inputs):
 _VIEWED: dict = {}  # id(lowered) -> whether any input needs lowered_views (the hot path skips it when none does)
 
 
+def check_rank(lowered, x) -> None:
+    """x of the rank the function was lowered at, when it names a dim by position (lowered.RANK: ``x.mean(dim=1)``
+    is x's last dim at rank 2 only; tools/lower/capture.py bound_rank); of any rank when RANK is None."""
+    if lowered.RANK is not None and x.dim() != lowered.RANK:
+        raise ValueError(f"{lowered.SOURCE}: the function names a dim by its position (dim=1, x[:, :d]), x's last dim "
+                         f"only at rank {lowered.RANK}; got x of shape {tuple(x.shape)}: pass x as [M, N] rows "
+                         "(x.reshape(-1, x.shape[-1])), or name the dim from the end (dim=-1, x[..., :d])")
+
+
 def rows_nd(lowered, run_2d, inputs, out):
     """run_2d (a row cell's run on [M, N] rows) on inputs of any rank: a lowered op's rows are x's last dim, so rank
     3 or more ([B, S, H, D], a QK-norm over heads) is M = B*S*H rows of D, and a function that views x's rows as
@@ -144,6 +153,7 @@ def rows_nd(lowered, run_2d, inputs, out):
     against q [B, S, H, D]) as broadcast_rows makes it, and the outputs come back in x's leading shape: a row output
     [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d."""
     x = inputs[lowered_x(lowered)]
+    check_rank(lowered, x)
     if x.dim() == 2 and not lowered.HEADS and "broadcast" not in lowered.KINDS:
         return run_2d(*inputs, out=out)
     if x.dim() == 0:
@@ -209,6 +219,7 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     op = lowered.SOURCE
     check_count(op, inputs, len(lowered.INPUTS))
     x = inputs[lowered_x(lowered)]
+    check_rank(lowered, x)  # the row cells see 2-D rows here: rows_nd checked the rank they came in at
     dtype = dtype_of(x, op)
     if x.dim() == 0 or not x.is_cuda:
         raise ValueError(f"{op}: x must be a GPU tensor of rank >= 1, got shape {tuple(x.shape)} on {x.device}")

@@ -18,6 +18,7 @@ OUT_WIDTHS = (1, 1)
 OUT_HOW = ("whole", "whole")
 DIMS = ()
 HEADS = None
+RANK = None
 OUT_DTYPES = ("input", "input")
 REDUCTIONS = ("sum",)
 PASSES = (0,)

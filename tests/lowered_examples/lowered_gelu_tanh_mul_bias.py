@@ -15,6 +15,7 @@ OUT_WIDTHS = (1,)
 OUT_HOW = ("whole",)
 DIMS = ()
 HEADS = None
+RANK = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()

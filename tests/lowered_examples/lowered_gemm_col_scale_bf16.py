@@ -29,6 +29,7 @@ OUT_WIDTHS = (1,)
 OUT_HOW = ("whole",)
 DIMS = ()
 HEADS = None
+RANK = None
 OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 USES_N = False

@@ -15,6 +15,7 @@ OUT_WIDTHS = (1, 1)
 OUT_HOW = ("whole", "whole")
 DIMS = ()
 HEADS = None
+RANK = None
 OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
 PASSES = (0, 0)

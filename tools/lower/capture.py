@@ -529,6 +529,9 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
     err = verify(fn, program, inputs, constants)
     if err:
         return {"ok": False, "stage": "lower", "error": err}
+    rank = bound_rank(fn, program, inputs, constants)
+    if rank:
+        program["rank"] = rank
     return {"ok": True, "ir": program}
 
 
@@ -588,6 +591,45 @@ def verify(fn, program, inputs, constants) -> str | None:
                 (w[both] - g[both]).norm() > tol * max(1e-30, w[both].norm().item()):
             return (f"the lowering does not reproduce output {i} at other sizes {sizes} (it depends on "
                     "the sizes in a way the trace fixed); please report it")
+    return None
+
+
+def bound_rank(fn, program, inputs, constants) -> int | None:
+    """x's traced rank (2) when the function computes other rows at rank 3, else None.
+
+    run() takes x [..., N] of any rank as rows of its last dim (host.rows_nd), which is what the function does when it
+    names dims from the end (``x.mean(-1)``, ``x[..., :d]``). One that names them by position (``x.mean(dim=1)``,
+    ``x[:, :d]``) reduces or slices another dim when x has one more: its program holds for the traced rank only, and
+    the cells refuse x of another (lowered.RANK). The test is the function itself, float64, on the check sizes' rows
+    with a leading dim split off ([M, N] as [2, M/2, N]): it must raise, or give the lowering's rows. The dims in the
+    traced graph cannot tell: aten writes x[..., :d] and F.layer_norm's reduction with positional dims too."""
+    import torch
+
+    from tools.lower import decode, ir
+
+    if ir.is_gemm(program) or decode.is_decode(program) or any("names" in i for i in inputs):
+        return None  # a GEMM's operands are 2-D; inputs with named dims have the rank the user wrote
+    sizes = sizes_of(inputs, constants, check=True, heads=program.get("heads"))
+    values = example(inputs, sizes, torch.float64, 2)
+    got = ir.interpret(program, values)
+    got = got if isinstance(got, tuple) else (got,)
+    m = sizes["M"]
+    lead = (2, m // 2) if m % 2 == 0 else (1, m)
+    stacked = {i["name"]: values[i["name"]].reshape(*lead, -1) if i["kind"] == "row" else values[i["name"]]
+               for i in inputs}
+    try:
+        want = fn(**stacked, **constants)
+    except Exception:  # noqa: BLE001 -- the function does not take x of rank 3 (x.T, a 2-D view): rank-bound
+        return 2
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    for w, g in zip(want, got):
+        if not isinstance(w, torch.Tensor) or w.numel() != g.numel():
+            return 2
+        w, g = w.double().reshape(g.shape), g.to(w.dtype).double()
+        both = torch.isfinite(w) & torch.isfinite(g)
+        if not torch.equal(torch.isfinite(w), torch.isfinite(g)) or \
+                (w[both] - g[both]).norm() > tolerance(w.dtype) * max(1e-30, w[both].norm().item()):
+            return 2
     return None
 
 

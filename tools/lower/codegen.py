@@ -268,6 +268,7 @@ class _Writer:
             f"OUT_HOW = {_strings(o.get('how', 'whole') for o in p['outputs'])}",
             f"DIMS = {_tuple(_strings(i['names']) for i in p['inputs']) if 'names' in ir.x_input(p) else '()'}",
             f"HEADS = {p.get('heads')!r}",
+            f"RANK = {p.get('rank')!r}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",
             f"REDUCTIONS = {_strings(reductions)}",
             *([] if self.gemm else [f"PASSES = {_tuple(str(k) for k in schedule[0])}",
