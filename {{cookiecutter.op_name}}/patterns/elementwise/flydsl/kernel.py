@@ -313,9 +313,9 @@ def run(*inputs, out=None):
 
     inputs in lowered.INPUTS order, the function's own (x the first row input; a mask bool, a scalar one element);
     `out` one tensor or a tuple/list in OUTPUTS order. The hot path is a dict lookup (the signature: dtypes,
-    devices, x's rank, N, the vector inputs' alignment and the size class, which picks unroll_for), the checks
-    FlyDSL's call does not make (shapes, contiguity, alignment, size), 1-D views, and the launch; see
-    flydsl_runtime.py."""
+    devices, x's rank if lowered.RANK binds it, N, the vector inputs' alignment and the size class, which picks
+    unroll_for), the checks FlyDSL's call does not make (shapes, contiguity, alignment, size), 1-D views, and the
+    launch; see flydsl_runtime.py."""
     f = lw.facts()
     if len(inputs) != len(f.kinds):
         _prepare(inputs, out)  # raises, in host.py's words
@@ -326,7 +326,7 @@ def run(*inputs, out=None):
         outs = host.lowered_operands(f.module, inputs, out, [x.shape] * len(f.outputs), rows_contiguous=True)[1]
         return outs[0] if len(outs) == 1 else outs
     vectors = tuple(t.data_ptr() & 15 for t, kind in zip(inputs, f.kinds) if kind == "vector")  # refused
-    signature = (tuple((t.dtype, t.get_device()) for t in inputs), x.dim(),
+    signature = (tuple((t.dtype, t.get_device()) for t in inputs), x.dim() if f.module.RANK else None,
                  x.shape[-1] if _VECTORS and x.dim() else None,
                  vectors, None if out is None else len(out) if isinstance(out, (tuple, list)) else 1,
                  numel < SMALL_N)
