@@ -973,7 +973,10 @@ def _through_rows_nd(*inputs, out=None):
     return host.rows_nd(lowered, _run_rows, inputs, out)
 
 
-run = _through_rows_nd if _ND else _run_rows  # run(*inputs, out=None): one output tensor, or a tuple of them
+# run(*inputs, out=None): one output tensor, or a tuple of them (_run_rows says how). A program whose rows are x's own
+# takes the hot path itself, with no frame in front of it: a call costs 0.8-0.9 us less on the H200's host
+# (benchmarks/2026-12-04-h200-host-trim.md).
+run = _through_rows_nd if _ND else _run_rows
 _PHASES = False  # _run_rows: set by the first call refused for a pointer that is not 16-byte aligned
 
 
