@@ -601,8 +601,9 @@ def bound_rank(fn, program, inputs, constants) -> int | None:
     names dims from the end (``x.mean(-1)``, ``x[..., :d]``). One that names them by position (``x.mean(dim=1)``,
     ``x[:, :d]``) reduces or slices another dim when x has one more: its program holds for the traced rank only, and
     the cells refuse x of another (lowered.RANK). The test is the function itself, float64, on the check sizes' rows
-    with a leading dim split off ([M, N] as [2, M/2, N]): it must raise, or give the lowering's rows. The dims in the
-    traced graph cannot tell: aten writes x[..., :d] and F.layer_norm's reduction with positional dims too."""
+    with a leading dim split off ([M, N] as [2, M/2, N]): it must raise, or give the lowering's rows in x's leading
+    shape (as host.rows_nd returns them). The dims in the traced graph cannot tell: aten writes x[..., :d] and
+    F.layer_norm's reduction with positional dims too."""
     import torch
 
     from tools.lower import decode, ir
@@ -622,8 +623,8 @@ def bound_rank(fn, program, inputs, constants) -> int | None:
     except Exception:  # noqa: BLE001 -- the function does not take x of rank 3 (x.T, a 2-D view): rank-bound
         return 2
     want = want if isinstance(want, (tuple, list)) else (want,)
-    for w, g in zip(want, got):
-        if not isinstance(w, torch.Tensor) or w.numel() != g.numel():
+    for w, g in zip(want, got):  # each output as run() returns it at rank 3: x's leading dims, then the row's
+        if not isinstance(w, torch.Tensor) or tuple(w.shape) != (*lead, *g.shape[1:]):
             return 2
         w, g = w.double().reshape(g.shape), g.to(w.dtype).double()
         both = torch.isfinite(w) & torch.isfinite(g)
