@@ -55,6 +55,15 @@ def test_a_function_bound_to_rank_2_refuses_x_of_another_rank_in_one_line():
         assert f"got x of shape {tuple(wrong.shape)}" in words and "dim=-1" in words
 
 
+def test_the_elementwise_cells_check_the_rank_with_the_operands():
+    """The elementwise cells take x whole (no rows_nd): host.lowered_operands, which every cell's first call of a
+    signature runs (its rank is in the signature), refuses x of another rank than RANK before anything else."""
+    bound = SimpleNamespace(**{**vars(LOWERED), "RANK": 2, "KINDS": ("scalar", "row", "vector"), "OUTPUTS": ("row",)})
+    with pytest.raises(ValueError, match="got x of shape \\(2, 3, 10\\)"):
+        host.lowered_operands(bound, [torch.tensor(0.5), torch.randn(2, 3, 10), torch.randn(10)], None, [(2, 3, 10)],
+                              True)
+
+
 @pytest.mark.parametrize("x_names,c_names,shape", [
     (("B", "S", "H", "D"), ("S", "D"), (2, 5, 3, 8)),  # RoPE's cos [S, D] against q [B, S, H, D]
     (("B", "H", "S", "D"), ("B", "S", "D"), (2, 3, 5, 8)),  # Llama's cos [B, S, D] against q [B, H, S, D]
