@@ -925,9 +925,9 @@ def _run_rows(*inputs, out=None):
     that is not (a view x[:, 1:], say): from then on (_PHASES) the phases are part of the signature, and that call
     runs again under its own plan.
 
-    Host cost: every step here is paid per call (1.6 us on a CPU with the launcher a no-op, the launcher itself
-    5-6 us on the H200's host): hence no call to a helper, no isinstance, and the int32 bound kept in the plan
-    (the largest M of the signature's N and row stride) rather than recomputed."""
+    Host cost: every step here is paid on every call, beside the TVM-FFI launch itself: hence one Python frame
+    (run is this function), and the int32 bound kept in the plan (the largest M of the signature's N and row
+    stride) rather than recomputed (benchmarks/2026-12-04-h200-host-trim.md)."""
     global _PHASES
     if _VIEWED:
         inputs = host.lowered_views(lowered, inputs)
