@@ -211,7 +211,7 @@ def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
     (tmp_path / "glu.py").write_text("import torch.nn.functional as F\n\n\n"
                                      "def by_position(x):\n    a, b = x.chunk(2, 1)\n    return F.silu(a) * b\n\n\n"
                                      "def from_the_end(x):\n    a, b = x.chunk(2, -1)\n    return F.silu(a) * b\n")
-    got = {name: lower.lower(str(tmp_path / "glu.py"), name) for name in ("by_position", "from_the_end")}
+    got = {name: lower.lower_here(str(tmp_path / "glu.py"), name) for name in ("by_position", "from_the_end")}
     assert all(g["ok"] for g in got.values()), got
     assert got["by_position"]["ir"].get("rank") == 2 and got["from_the_end"]["ir"].get("rank") is None
 
