@@ -20,6 +20,7 @@ import sys
 import warnings
 
 import pytest
+import readme  # the workspace's tools/readme.py (pyproject's pythonpath)
 import torch
 from helpers import ROOT, bake_cli, read_json
 
@@ -204,6 +205,8 @@ def test_a_function_naming_a_dim_by_position_holds_at_its_traced_rank(lowered, n
     position) hold at any rank."""
     assert lowered[name]["ir"].get("rank") == rank
     assert f"\nRANK = {rank!r}\n" in codegen.generate(lowered[name]["ir"], "bf16")
+    x_line = readme.input_rows(lowered[name]["ir"])[0]  # the workspace README's line for x
+    assert ("[M, N] only" in x_line) == (rank is not None) and ("any rank" in x_line) == (rank is None)
 
 
 def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
@@ -214,6 +217,15 @@ def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
     got = {name: lower.lower_here(str(tmp_path / "glu.py"), name) for name in ("by_position", "from_the_end")}
     assert all(g["ok"] for g in got.values()), got
     assert got["by_position"]["ir"].get("rank") == 2 and got["from_the_end"]["ir"].get("rank") is None
+
+
+def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_line(tmp_path):
+    """mean_center (x.mean(dim=1)) baked with a rank-3 shape: one line naming the rule and the fix, nothing made."""
+    done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:mean_center", "shapes=4x6x1000", "run_baseline=no")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0 and list(tmp_path.iterdir()) == [] and len(lines) == 1, done.stderr
+    assert lines[0].startswith("kbaseline: error: shapes: `mean_center` names a dim of x by its position")
+    assert "give 2-D shapes (MxN)" in lines[0] and "dim=-1" in lines[0]
 
 
 @pytest.mark.parametrize("source,words", [

@@ -110,13 +110,18 @@ def _program(resolved: dict) -> dict:
 def _cases(pattern, dtype: str, resolved: dict) -> list[dict]:
     """op.json's cases; a lowered op in the row cell adds one of rank 3 ([4, 6, 1000]: rows of the last dim, as a
     QK-norm's [T, H, D]), which its run() takes as 24 rows of 1000 (host.rows_nd), unless the function names a dim
-    by position (program["rank"]: its run() refuses x of rank 3); a lowered elementwise op with
-    [N] vectors takes its 1-D cases as one row."""
+    by position (program["rank"]: its run() refuses x of rank 3, and a shape of another rank is refused here); a
+    lowered elementwise op with [N] vectors, or bound to 2-D x, takes its 1-D cases as one row."""
     made = shapes.build_cases(pattern, dtype, resolved["shapes"])
     program = resolved["pytorch_logic"]["lowering"]["ir"] if resolved["op"] == LOWERED else None
-    if program and resolved["pattern_name"] == "elementwise" and any(i["kind"] == "vector" for i in program["inputs"]):
-        # a function with [N] vectors takes rows: a 1-D case is one row [1, n] (F.prelu on a 1-D x is another op)
+    rows = program and (program.get("rank") or resolved["pattern_name"] == "elementwise"
+                        and any(i["kind"] == "vector" for i in program["inputs"]))
+    if rows:  # a function with [N] vectors, or bound to 2-D x, takes rows: a 1-D case is one row [1, n]
         made = [pattern.cases(f"1x{c['dims'][0]}", c["role"], dtype)[0] if len(c["dims"]) == 1 else c for c in made]
+    if program and program.get("rank") and any("lead" in c or len(c["dims"]) != program["rank"] for c in made):
+        raise catalog.InputError(f"shapes: `{program['function']}` names a dim of x by its position (dim=1, "
+                                 "x[:, :d]), so its kernel takes x as [M, N] only: give 2-D shapes (MxN), or name the "
+                                 "dim from the end (dim=-1, x[..., :d]) to bake rows of any rank")
     if program and lower.decode.is_decode(program):
         return [lower.fit_case(program, c) for c in made]
     if resolved["op"] == LOWERED and resolved["pattern_name"] == "reduction":

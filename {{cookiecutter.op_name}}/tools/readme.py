@@ -187,6 +187,9 @@ def input_rows(program: dict) -> list[str]:
             read = " and ".join(f"columns {v['index']}, {v['index'] + width}, {v['index'] + 2 * width}, ..." if v["how"] == "lane" else
                                 f"columns [{v['index']}N, {v['index'] + 1}N)" for v in parts)
             how = f"[..., {width}N], read in parts: {read or 'none used'}"
+        elif program.get("rank"):  # the function names a dim by position: x's rank is the traced one
+            how = (f"[M, N] only (rank {program['rank']}: the function names a dim by its position, which is the "
+                   "last dim at this rank only), one row per row of the output")
         else:
             how = "[..., N], one row per row of the output, any rank (M = the product of the leading dims)"
         how = _named(program, i, how)
