@@ -4,9 +4,10 @@ collected tests/test_lowering_compiles.py.
 Every lowered corpus function gets one workspace per compile target (H200: sm_90a, MI300X: gfx942, MI355X: gfx950),
 arranged by tools/scaffold.py from a trace made in this process (tools.lower.lower_here: the corpus is ours). The
 AMD targets' workspaces are arranged, and their FlyDSL compiles run, on a background thread, beside the rest of the
-suite, which mostly keeps one core busy: the second core does them. Each one is the workspace's own `test_kernel.py --compile-only` path (compile_only_check: the
-ISA markers, results/compile_only.json), run in ONE child per target (tests/flydsl_batch.py): one interpreter per
-workspace instead cost ~2.3 s of imports each, 70 times.
+suite, which mostly keeps one core busy: the second core does them. Each one is the workspace's own
+`test_kernel.py --compile-only` path (compile_only_check: the ISA markers, results/compile_only.json), run in ONE
+child per target (tests/flydsl_batch.py): one interpreter per workspace instead cost ~2.3 s of imports each, 70
+times.
 """
 
 from __future__ import annotations

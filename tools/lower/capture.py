@@ -583,15 +583,23 @@ def verify(fn, program, inputs, constants) -> str | None:
     got = ir.interpret(program, values)
     want, got = (want if isinstance(want, (tuple, list)) else (want,)), (got if isinstance(got, tuple) else (got,))
     for i, (w, g) in enumerate(zip(want, got)):
-        tol, w, g = tolerance(w.dtype), w.double(), g.to(w.dtype).double()
         if w.shape != g.shape:
             return f"output {i} has shape {list(w.shape)} at another size, the lowering {list(g.shape)}"
-        both = torch.isfinite(w) & torch.isfinite(g)
-        if not torch.equal(torch.isfinite(w), torch.isfinite(g)) or \
-                (w[both] - g[both]).norm() > tol * max(1e-30, w[both].norm().item()):
+        if _differs(w, g):
             return (f"the lowering does not reproduce output {i} at other sizes {sizes} (it depends on "
                     "the sizes in a way the trace fixed); please report it")
     return None
+
+
+def _differs(want, got) -> bool:
+    """Whether the lowering's output `got` is not the function's `want` (same shape), in float64: the same
+    non-finite places, and the finite rest within the tolerance of want's dtype (relative, by norm)."""
+    import torch
+
+    tol, w, g = tolerance(want.dtype), want.double(), got.to(want.dtype).double()
+    both = torch.isfinite(w) & torch.isfinite(g)
+    return not torch.equal(torch.isfinite(w), torch.isfinite(g)) or \
+        bool((w[both] - g[both]).norm() > tol * max(1e-30, w[both].norm().item()))
 
 
 def bound_rank(fn, program, inputs, constants) -> int | None:
@@ -624,12 +632,8 @@ def bound_rank(fn, program, inputs, constants) -> int | None:
         return 2
     want = want if isinstance(want, (tuple, list)) else (want,)
     for w, g in zip(want, got):  # each output as run() returns it at rank 3: x's leading dims, then the row's
-        if not isinstance(w, torch.Tensor) or tuple(w.shape) != (*lead, *g.shape[1:]):
-            return 2
-        w, g = w.double().reshape(g.shape), g.to(w.dtype).double()
-        both = torch.isfinite(w) & torch.isfinite(g)
-        if not torch.equal(torch.isfinite(w), torch.isfinite(g)) or \
-                (w[both] - g[both]).norm() > tolerance(w.dtype) * max(1e-30, w[both].norm().item()):
+        if not isinstance(w, torch.Tensor) or tuple(w.shape) != (*lead, *g.shape[1:]) or \
+                _differs(w.reshape(g.shape), g):
             return 2
     return None
 

@@ -794,9 +794,10 @@ def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
     return vec
 
 
-def _in_index_range(m: int, n: int, ld: int) -> bool:
-    """The last element of x [M, N] with row stride ld has an int32 offset: the kernel's offsets are 32-bit."""
-    return (m - 1) * ld + n < 2**31
+def _max_rows(n: int, ld: int) -> int:
+    """The largest M whose last element of x [M, N] with row stride ld has an int32 offset ((M - 1) * ld + N <
+    2**31): the kernel's offsets are 32-bit."""
+    return (2**31 - 1 - n) // max(ld, 1) + 1
 
 
 def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
@@ -865,7 +866,8 @@ def _prepare(inputs, out):
     n //= lowered.WIDTHS[_X]  # the row length N (a wide x is r*N)
     dtype, outputs = host.lowered_operands(lowered, inputs, out, _out_shapes(m, n), False)
     lds = [host.rows_of(lowered.SOURCE, t)[2] for t, kind in zip(inputs, lowered.KINDS) if kind == "row"]
-    if not all(_in_index_range(m, n, ld) for ld in lds):
+    ld = max(lds) if m > 1 else n  # as run()'s signature has it (one row: its stride is never used)
+    if m > _max_rows(n, ld):
         raise ValueError(f"{lowered.SOURCE}: {m}x{n} with row strides {lds} exceeds the int32 index range of this kernel")
     vec = _operand_vec(inputs[_X].element_size(), n, lds, inputs, outputs)
     for i, width in enumerate(lowered.WIDTHS):  # a lanes load reads r elements together: the row stride keeps them
@@ -876,8 +878,7 @@ def _prepare(inputs, out):
     cfg = plan(n, vec)
     key = (dtype, *_plan_args(vec, cfg))
     launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(dtype, vec, cfg))
-    ld = max(lds) if m > 1 else n
-    return (launcher, cfg["iters"], (2**31 - 1 - n) // max(ld, 1) + 1), outputs
+    return (launcher, cfg["iters"], _max_rows(n, ld)), outputs
 
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
