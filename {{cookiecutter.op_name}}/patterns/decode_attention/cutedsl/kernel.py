@@ -713,7 +713,7 @@ def split_kernel(
             # cp.async path: each thread streams its own K/V slices `stages - 1` steps ahead into a private
             # slot of shared memory (no registers held by loads in flight, no CTA barrier: a thread reads back
             # only what it copied itself, so cp.async.wait_group alone orders it)
-            g2s = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
+            g2s = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL),
                                       mK.element_type, num_bits_per_copy=128)
             s2r = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mK.element_type, num_bits_per_copy=128)
             for st in cutlass.range_constexpr(stages - 1):
@@ -869,7 +869,7 @@ def mma_split_kernel(
         live = split < n_valid
     if live:
         s1 = cutlass.min(s0 + split_size, hi)
-        g2s_atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.cpasync.LoadCacheMode.GLOBAL),
+        g2s_atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL),
                                        dt, num_bits_per_copy=128)
         # q rows of this head chunk -> sQ (rows >= heads are zero: the M = 16 padding)
         q_copy = cute.make_tiled_copy_tv(g2s_atom, cute.make_layout((nt // tpr, tpr), stride=(tpr, 1)),

@@ -377,7 +377,7 @@ def _smem_layouts(dtype, cfg: Config, c_dtype=None):
     k_atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dtype)  # 8 rows x 128 B
     sA = cute.tile_to_shape(k_atom, (cfg.tile_m, cfg.tile_k, cfg.stages), order=(0, 1, 2))
     sB = cute.tile_to_shape(k_atom, (cfg.tile_n, cfg.tile_k, cfg.stages), order=(0, 1, 2))
-    c_kind = sm90_utils.get_smem_layout_atom(cutlass.utils.LayoutEnum.ROW_MAJOR, c_dtype, cfg.epi_n)
+    c_kind = sm90_utils.get_smem_layout_atom(cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, c_dtype, cfg.epi_n)
     c_atom = warpgroup.make_smem_layout_atom(c_kind, c_dtype)  # 32 bf16 = 64 B rows -> 64-byte swizzle
     sC = cute.tile_to_shape(c_atom, (cfg.tile_m, cfg.epi_n, cfg.epi_stages), order=(0, 1, 2))
     return sA, sB, sC
@@ -399,7 +399,7 @@ def _shared_storage(dtype, cfg: Config, sA, sB, sC, c_dtype=None):
 def _tiled_mma(dtype, cfg: Config):
     """2 warpgroups stacked along M, each issuing wgmma m64n{tile_n}k16 with A and B from SMEM."""
     return sm90_utils.make_trivial_tiled_mma(
-        dtype, dtype, warpgroup.OperandMajorMode.K, warpgroup.OperandMajorMode.K, cutlass.Float32,
+        dtype, dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, cutlass.Float32,
         (cfg.tile_m // 64, 1, 1), tiler_mn=(64, cfg.tile_n),
     )
 
@@ -672,7 +672,7 @@ def _gemm_body(
 
     # ---- shared memory and the TMA -> WGMMA stage ring
     sA_l, sB_l, sC_l = _smem_layouts(dtype, cfg, c_dtype)
-    storage = cutlass.utils.SmemAllocator().allocate(_shared_storage(dtype, cfg, sA_l, sB_l, sC_l, c_dtype))
+    storage = cutlass.memory.SmemAllocator().allocate(_shared_storage(dtype, cfg, sA_l, sB_l, sC_l, c_dtype))
     sA = storage.a.get_tensor(sA_l.outer, swizzle=sA_l.inner)
     sB = storage.b.get_tensor(sB_l.outer, swizzle=sB_l.inner)
     sC = storage.c.get_tensor(sC_l.outer, swizzle=sC_l.inner)
@@ -750,7 +750,7 @@ def _gemm_body(
             r2s = cute.make_tiled_copy_C_atom(
                 cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), c_dtype), tiled_mma)
             r2s = cute.make_tiled_copy_S(sm90_utils.sm90_get_smem_store_op(
-                cutlass.utils.LayoutEnum.ROW_MAJOR, elem_ty_d=c_dtype, elem_ty_acc=cutlass.Float32), r2s)
+                cutlass.tensor_utils.LayoutEnum.ROW_MAJOR, elem_ty_d=c_dtype, elem_ty_acc=cutlass.Float32), r2s)
             thr_r2s = r2s.get_slice(ctid)
             tRS_sC = thr_r2s.partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_STAGES)
             tRS_acc = r2s.retile(acc)
