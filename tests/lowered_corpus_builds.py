@@ -31,8 +31,10 @@ _started: dict = {}
 
 
 # Real model code with N-D rows (annotated.py over real_models.py): RoPE read and written in halves and in
-# interleaved lanes with cos/sin broadcast over the heads, and a QK-norm over heads of 128; shapes as on the H200.
-N_D = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024"}
+# interleaved lanes with cos/sin broadcast over the heads, a QK-norm over heads of 128, and SD3.5's adaLN ([B, D]
+# shifts and scales over x [B, S, D], two outputs); shapes as on the H200.
+N_D = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024",
+       "sd35_ada_layer_norm_zero_x": "2x32x1024"}
 ANNOTATED = CORPUS.parent / "annotated.py"
 
 

@@ -70,6 +70,7 @@ def test_the_elementwise_cells_check_the_rank_with_the_operands():
     (("B", "S", "H", "D"), ("B", "S", "D"), (2, 5, 3, 8)),  # B and S merge into one mode (contiguous in cos)
     (("B", "H", "S", "D"), ("B", "1", "S", "D"), (2, 3, 5, 8)),  # a dim of size 1: an attention mask's [B, 1, S, N]
     (("T", "D"), ("D",), (7, 8)),  # all rows broadcast: stride 0 throughout
+    (("B", "S", "D"), ("B", "D"), (2, 5, 8)),  # adaLN's shift [B, D] over x [B, S, D]: stride 0 over S
 ])
 def test_broadcast_rows_pair_each_row_of_x_with_its_row_of_the_input(x_names, c_names, shape):
     """host.broadcast_rows' [L0, L1, L2, W] view, read row-major as the row cell's layout reads it, is the input

@@ -235,6 +235,10 @@ def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_lin
     ("import sys\nsys.exit(3)\n\n\ndef f(x):\n    return x\n", "importing slow.py failed at slow.py:2: SystemExit: 3"),
     ("import os\nos._exit(9)\n\n\ndef f(x):\n    return x\n", "ended with exit code 9"),
     ("def f(x):\n    raise ValueError('bad input')\n", "calling f(x [M, N]) failed at slow.py:2"),
+    # a mask not named as one is traced in x's dtype: the line says how to make it bool
+    ("def f(x, keep):\n    return x.masked_fill(keep, 0.0)\n", "a boolean mask is traced as bool when it is named"),
+    # a [B, D] modulation made [B, 1, D] by the function, with x traced 2-D: the line says to name the dims
+    ("def f(x, mod):\n    return x + mod[:, None]\n", "rank 3 or more names x's dims and those of each input it"),
 ])
 def test_the_child_turns_what_the_users_code_does_into_one_line(tmp_path, source, words):
     (tmp_path / "slow.py").write_text(source)

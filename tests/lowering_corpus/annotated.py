@@ -67,6 +67,14 @@ def qwen3_q_norm(q_proj_out, weight, head_dim: int = 128, variance_epsilon: floa
     return upstream.qwen3_q_norm(q_proj_out, weight, head_dim, variance_epsilon)
 
 
+def sd35_ada_layer_norm_zero_x(hidden_states: "[B, S, D]", shift_msa: "[B, D]", scale_msa: "[B, D]",  # noqa: F722, F821
+                               shift_msa2: "[B, D]", scale_msa2: "[B, D]"):  # noqa: F722, F821
+    """adaLN (DiT, SD3.5): one LayerNorm of x [B, S, D], two modulations by [B, D] shifts and scales broadcast over S
+    by the function's own [:, None]. Added after the round's H200 runs: compiled on the CPU, not yet run on the H200."""
+    return upstream.sd35_ada_layer_norm_zero_x(hidden_states, shift_msa, scale_msa, shift_msa2, scale_msa2)
+
+
+ADALN = "2x4096x3072;1x1024x1536;3x7x1000"  # x's [B, S, D] (SD3.5 large: 4096 image tokens of 1536; Flux: 3072)
 ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
 EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("reduction", 1), "xielu": ("elementwise", 1),
@@ -79,4 +87,5 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           # N-D rows: RoPE's q and k [B, S, H, D] with cos/sin [S, D] broadcast over B and H (8192 tokens x 32 heads
           # x 128), and a QK-norm that views [T, 32*128] as heads of 128
           "llama_rope": ("reduction", 2, ROPE), "cohere_rope": ("reduction", 2, ROPE),
-          "qwen3_q_norm": ("reduction", 1, "8192x4096;4096x4096;1000x1024;7x128")}
+          "qwen3_q_norm": ("reduction", 1, "8192x4096;4096x4096;1000x1024;7x128"),
+          "sd35_ada_layer_norm_zero_x": ("reduction", 2, ADALN)}

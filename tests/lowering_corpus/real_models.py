@@ -408,6 +408,22 @@ def bert_residual_layernorm(hidden_states, input_tensor, weight, bias, eps: floa
     return hidden_states
 
 
+# diffusers/models/normalization.py: AdaLayerNormZero.forward, from emb.chunk(6, dim=1) on (self.norm: LayerNorm
+# without affine, eps 1e-6; emb's Linear is a GEMM of its own). shift and scale are [B, D], x is [B, S, D]
+def diffusers_ada_layer_norm_zero(x, shift_msa, scale_msa):
+    x = F.layer_norm(x, (x.shape[-1],), None, None, 1e-6) * (1 + scale_msa[:, None]) + shift_msa[:, None]
+    return x
+
+
+# diffusers/models/normalization.py: SD35AdaLayerNormZeroX.forward, from emb.chunk(9, dim=1) on: one norm, two
+# modulations of it
+def sd35_ada_layer_norm_zero_x(hidden_states, shift_msa, scale_msa, shift_msa2, scale_msa2):
+    norm_hidden_states = F.layer_norm(hidden_states, (hidden_states.shape[-1],), None, None, 1e-6)
+    hidden_states = norm_hidden_states * (1 + scale_msa[:, None]) + shift_msa[:, None]
+    norm_hidden_states2 = norm_hidden_states * (1 + scale_msa2[:, None]) + shift_msa2[:, None]
+    return hidden_states, norm_hidden_states2
+
+
 # ============================================================================================================= RoPE
 
 
@@ -1214,6 +1230,14 @@ CASES = [
     _case("bert_residual_layernorm", "transformers/models/bert/modeling_bert.py: BertSelfOutput.forward "
           "(after dense)", "reduction", {"hidden_states": X3, "input_tensor": X3, "weight": (D,), "bias": (D,)},
           notes="eval dropout, then LayerNorm(h + residual), eps 1e-12"),
+    _case("diffusers_ada_layer_norm_zero", "diffusers/models/normalization.py: AdaLayerNormZero.forward "
+          "(after emb.chunk)", "reduction", {"x": X3, "shift_msa": (4, D), "scale_msa": (4, D)},
+          notes="DiT's adaLN: LayerNorm without affine, then * (1 + scale[:, None]) + shift[:, None]: [B, D] "
+                "modulations broadcast over the sequence through the function's own [:, None]"),
+    _case("sd35_ada_layer_norm_zero_x", "diffusers/models/normalization.py: SD35AdaLayerNormZeroX.forward "
+          "(after emb.chunk)", "reduction",
+          {"hidden_states": X3, **{k: (4, D) for k in ("shift_msa", "scale_msa", "shift_msa2", "scale_msa2")}},
+          notes="one LayerNorm, two modulations of it: two outputs, four [B, D] inputs broadcast over S"),
     # ----------------------------------------------------------------------------------------------------- RoPE
     _case("llama_apply_rotary_pos_emb", "transformers/models/llama/modeling_llama.py: apply_rotary_pos_emb",
           "elementwise", {"q": QKV, "k": QKV, "cos": CS, "sin": CS},

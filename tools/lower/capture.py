@@ -565,8 +565,9 @@ def called(function: str, inputs: list[dict], folder: str, err: Exception) -> di
             "(`alpha: \"[]\"`); an input read in parts beside [N] vectors is annotated `x: \"[M, 2N]\"`; a function "
             "of rank 3 or more names x's dims (`q: \"[B, S, H, D]\"`) and those of each input it broadcasts "
             "(`cos: \"[S, D]\"`)"
-            if ranks else "if a parameter is a [N] vector, name it weight/bias or annotate it `w: \"[N]\"`; a "
-            "one-element scalar, `alpha: \"[]\"`")
+            if ranks else "a boolean mask is traced as bool when it is named `mask` or `*_mask`, or annotated "
+            "`m: bool`" if "bool" in message.lower() else "if a parameter is a [N] vector, name it weight/bias or "
+            "annotate it `w: \"[N]\"`; a one-element scalar, `alpha: \"[]\"`")
     return {"ok": False, "stage": "call",
             "error": f"calling {function}({described}) failed{where}: {type(err).__name__}: {message}; {hint}"}
 

@@ -271,6 +271,15 @@ class Converter:
             else ""
 
     @staticmethod
+    def _whole_slice(node) -> bool:
+        """Whether a slice keeps its whole dim, step 1 (the `:` of ``shift[:, None]``, which aten writes as
+        slice(shift, 0, 0, 2**63 - 1)): the tensor itself, whatever its shape."""
+        args = list(node.args) + [None] * 5
+        src = node.args[0].meta.get("val")
+        return (args[4] in (None, 1) and src is not None
+                and [str(s) for s in node.meta["val"].shape] == [str(s) for s in src.shape])
+
+    @staticmethod
     def _last(node) -> bool:
         """Whether a slice / split / stack node works along the last dim (a stack: a new last dim)."""
         args = list(node.args) + [None] * 3
@@ -368,6 +377,8 @@ class Converter:
             self.refuse(f"torch.{base} selects, orders or draws elements (not a pointwise map or a row reduction), "
                         "which these kernels do not lower: keep it in PyTorch and lower the rest as its own function")
         first = self.env.get(args[0]) if args and isinstance(args[0], torch.fx.Node) else None
+        if base == "slice" and isinstance(first, Value) and self._whole_slice(node):  # x[:, None]'s `:`: x itself
+            return first
         if isinstance(first, Value) and (first.wide or first.parts is not None and first.shape != "stacked") \
                 and base in ("split", "split_with_sizes", "slice", "alias", "clone", "contiguous", "detach"):
             return self.part(base, node)
@@ -389,7 +400,9 @@ class Converter:
                         f"which are neither x's rows {self.words(self.xshape)} nor its halves or lanes")
         if shape == "other":
             self.refuse(f"torch.{base} makes a tensor of shape {self.words(val.shape)}, which is neither x's "
-                        f"{self.words(self.xshape)}, a vector [N] over the last dim, nor one value per row")
+                        f"{self.words(self.xshape)}, a vector [N] over the last dim, nor one value per row"
+                        + ("; a function of rank 3 or more names x's dims and those of each input it broadcasts "
+                           "(`x: \"[B, S, N]\"`, `shift: \"[B, N]\"`)" if len(val.shape) > len(self.xshape) else ""))
         if base == "sym_size":
             if args[1] in (len(self.xshape) - 1, -1):  # the row length N, or a wide input's r*N
                 ratio = _hint(val) // _hint(self.n)
