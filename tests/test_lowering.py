@@ -219,6 +219,19 @@ def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
     assert got["by_position"]["ir"].get("rank") == 2 and got["from_the_end"]["ir"].get("rank") is None
 
 
+def test_a_constant_made_in_the_inputs_dtype_is_rounded_to_the_workspaces():
+    """Gemma's torch.tensor(sqrt(2048), dtype=x.dtype): the bf16 trace holds 45.25, right for bf16 only. The program
+    keeps the float32 value and rounds it to the workspace's dtype, as torch does: a cast in bf16 and fp16, the value
+    itself in fp32."""
+    got = lower.lower_here(str(ROOT / "tests" / "lowering_corpus" / "real_models.py"), "gemma_embed_normalizer")
+    assert got["ok"], got
+    (const,) = [n for n in got["ir"]["nodes"] if n["op"] == "cast"]
+    assert const["attr"] == "input" and const["args"] == [float(torch.tensor(2048**0.5, dtype=torch.float32))]
+    for dtype in ("bf16", "fp16"):
+        assert f'pw.cast({const["args"][0]!r}, "{dtype}")' in codegen.generate(got["ir"], dtype)
+    assert f'= {const["args"][0]!r}  #' in codegen.generate(got["ir"], "fp32")
+
+
 def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_line(tmp_path):
     """mean_center (x.mean(dim=1)) baked with a rank-3 shape: one line naming the rule and the fix, nothing made."""
     done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:mean_center", "shapes=4x6x1000", "run_baseline=no")

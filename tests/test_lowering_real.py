@@ -31,7 +31,7 @@ OUTCOME = {
         "quick_gelu", "clipped_gelu", "accurate_gelu", "mish_python", "mish", "silu", "laplace", "relu_squared",
         "sqrt_softplus", "xielu", "bloom_gelu", "hard_sigmoid", "hard_swish", "hard_mish", "prelu", "llama_mlp_act",
         "t5_gated_act", "qwen3_next_attn_gate", "gemma2_final_logit_softcap", "granite_logits_scaling",
-        "granite_residual", "bloom_dropout_add", "deepseek_v3_sigmoid_scores", "temperature_warper",
+        "granite_residual", "bloom_dropout_add", "gemma_embed_normalizer", "deepseek_v3_sigmoid_scores", "temperature_warper",
         "bitnet_post_quant_process",
         # an input read in equal parts (x.chunk(2, -1), x[..., ::2]): [M, 2N] in, [M, N] out, in the row cell
         "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act",

@@ -290,9 +290,17 @@ GEMM_EXPECT = {
     "gemm_two_outputs": ("refused", "returns 2 outputs"),
     "batched_matmul": ("refused", "batched"),
 }
+
+
+def preference_logsigmoid(chosen, rejected, beta: float = 0.1):
+    """A DPO-style loss per element: F.logsigmoid, which aten traces as log_sigmoid_forward (value, buffer)."""
+    return -F.logsigmoid(beta * (chosen - rejected))
+
+
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
+    "preference_logsigmoid": ("elementwise", 1),
     "transcendental_mix": ("elementwise", 1), "sigmoid_gate": ("elementwise", 1),
     "pow_and_reciprocal": ("elementwise", 1), "erf_and_rsqrt": ("elementwise", 1),
     "minimum_maximum": ("elementwise", 1), "relu_squared": ("elementwise", 1),

@@ -636,6 +636,14 @@ def gemma2_final_logit_softcap(logits, final_logit_softcapping: float = 30.0):
     return logits
 
 
+# transformers/models/gemma/modeling_gemma.py: GemmaModel.forward, the embeddings' normalizer (hidden_size 2048,
+# Gemma-2B): a constant made in the hidden states' own dtype, so sqrt(2048) is 45.25 in bf16 and 45.2548 in fp32
+def gemma_embed_normalizer(hidden_states, hidden_size: int = 2048):
+    normalizer = torch.tensor(hidden_size**0.5, dtype=hidden_states.dtype)
+    hidden_states = hidden_states * normalizer
+    return hidden_states
+
+
 # transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward, after lm_head (logits_scaling 8.0)
 def granite_logits_scaling(logits, logits_scaling: float = 8.0):
     logits = logits / logits_scaling  # main diff with Llama
@@ -1285,6 +1293,9 @@ CASES = [
                 "a reduction over Sk + 1 that the row model cannot express as written"),
     _case("gemma2_final_logit_softcap", "transformers/models/gemma2/modeling_gemma2.py: Gemma2ForCausalLM.forward "
           "(softcapping)", "elementwise", {"logits": LOGITS}, notes="logits / cap, tanh, * cap"),
+    _case("gemma_embed_normalizer", "transformers/models/gemma/modeling_gemma.py: GemmaModel.forward (normalizer)",
+          "elementwise", {"hidden_states": X2},
+          notes="x * torch.tensor(sqrt(2048), dtype=x.dtype): the constant is rounded to the workspace's dtype"),
     _case("granite_logits_scaling", "transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward "
           "(logits_scaling)", "elementwise", {"logits": LOGITS}, notes="logit scaling by a constant"),
     _case("granite_residual", "transformers/models/granite/modeling_granite.py: GraniteDecoderLayer.forward "

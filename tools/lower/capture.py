@@ -349,9 +349,9 @@ def user_line(folder: str) -> str | None:
     return loc
 
 
-def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | None = None):
-    """make_fx over the function, each aten node tagged with the user's file:line that made it. Not `gemm`: a
-    matmul-family call raises MatmulFound; `gemm`: each one goes through matmul_check."""
+def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | None = None, dtype=None):
+    """make_fx over the function on bf16 inputs (or `dtype`'s), each aten node tagged with the user's file:line that
+    made it. Not `gemm`: a matmul-family call raises MatmulFound; `gemm`: each one goes through matmul_check."""
     import torch
     import torch.fx.traceback as fx_traceback
     from torch._decomp import get_decompositions
@@ -399,11 +399,36 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
             return fn(**dict(zip(names, tensors)), **constants)
 
     sizes = GEMM_TRACE if gemm else sizes_of(inputs, constants, heads=heads)
-    args = list(example(inputs, sizes, torch.bfloat16, 0).values())
+    args = list(example(inputs, sizes, dtype or torch.bfloat16, 0).values())
     with fx_traceback.preserve_node_meta():
         gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
     lines = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return gm, lines
+
+
+def exact_constants(gm, retrace) -> dict:
+    """{graph name: value} of the one-element constants the function made in its input's dtype
+    (``torch.tensor(hidden_size**0.5, dtype=x.dtype)``, Gemma's embedding normalizer), to float32 precision: the bf16
+    trace holds them rounded to bf16, which is right for a bf16 workspace only, so `retrace()` traces the function
+    once more on float32 inputs and its constants of the same names are read there. {} when there are none, or when
+    the second trace does not make the same constants (the float64 check then holds the bf16 values to account)."""
+    import torch
+
+    def scalars(module, dtype) -> dict:
+        return {n.target: getattr(module, n.target) for n in module.graph.nodes if n.op == "get_attr" and isinstance(
+            getattr(module, n.target), torch.Tensor) and getattr(module, n.target).numel() == 1
+            and getattr(module, n.target).dtype == dtype}
+
+    rounded = scalars(gm, torch.bfloat16)
+    if not rounded:
+        return {}
+    try:
+        wide = scalars(retrace(), torch.float32)
+    except Exception:  # noqa: BLE001 -- the function may refuse float32 inputs; the bf16 values stand
+        return {}
+    if set(wide) != set(rounded) or any(float(wide[k].to(torch.bfloat16)) != float(rounded[k]) for k in rounded):
+        return {}
+    return {k: float(v) for k, v in wide.items()}
 
 
 def source_text(folder: str, loc: str) -> str:
@@ -477,7 +502,7 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
         except ValueError:
             return {"ok": False, "stage": "lower", "error": rule_error}
         inputs = [{"name": i["name"], "kind": "row", "why": ""} for i in inputs]
-    gemm = False
+    gemm, heads = False, None
     try:
         with warnings.catch_warnings():  # `w.T` on a GEMM operand that this first rule takes for a [N] vector
             warnings.filterwarnings("ignore", message="The use of `x.T` on tensors of dimension other than 2")
@@ -492,6 +517,7 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
         for c in head_sizes(inputs, constants) if not gemm and rule_error is None else []:
             try:  # its vectors one head long: a QK-norm's weight [head_dim]
                 gm, lines = trace(fn, inputs, constants, folder, heads=c)
+                heads = c
                 break
             except Exception:  # noqa: BLE001 -- not this head length; the first error stands
                 continue
@@ -511,8 +537,10 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
             return {**refused(err, folder), "near": "gemm"}
         except Exception as err:  # noqa: BLE001 -- as above
             return {**called(function, inputs, folder, err), "near": "gemm"}
+    exact = exact_constants(gm, lambda: trace(fn, inputs, constants, folder, gemm=gemm, heads=heads,
+                                              dtype=torch.float32)[0])
     try:
-        nodes, outputs, views, heads = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm)
+        nodes, outputs, views, heads = convert(gm, inputs, torch.bfloat16, lines, gemm=gemm, exact=exact)
     except Refused as err:
         return {**refused(err, folder), "near": "gemm" if gemm else _near(gm)}
     program = {"function": function, "file": Path(path).name, "inputs": inputs, "views": views,

@@ -47,7 +47,8 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.var_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
              aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
              aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
-             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu]
+             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
+             aten.log_sigmoid_forward]
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
@@ -105,6 +106,7 @@ class Converter:
         self.how = "part"  # how a wide row used whole splits into N-wide pieces (domain_width decides)
         self.narrow = 1  # r while a wide node is lowered piece by piece (componentwise): r*N counts as N
         self.heads = None  # c when the function views x's rows [.., N] as heads [.., N/c, c] (a QK-norm)
+        self.exact: dict = {}  # a constant made in the input's dtype -> its unrounded value (constant_attr)
 
     # -------------------------------------------------------------------- helpers
     def refuse(self, message: str):
@@ -271,15 +273,6 @@ class Converter:
             else ""
 
     @staticmethod
-    def _whole_slice(node) -> bool:
-        """Whether a slice keeps its whole dim, step 1 (the `:` of ``shift[:, None]``, which aten writes as
-        slice(shift, 0, 0, 2**63 - 1)): the tensor itself, whatever its shape."""
-        args = list(node.args) + [None] * 5
-        src = node.args[0].meta.get("val")
-        return (args[4] in (None, 1) and src is not None
-                and [str(s) for s in node.meta["val"].shape] == [str(s) for s in src.shape])
-
-    @staticmethod
     def _last(node) -> bool:
         """Whether a slice / split / stack node works along the last dim (a stack: a new last dim)."""
         args = list(node.args) + [None] * 3
@@ -303,7 +296,12 @@ class Converter:
         return self.nodes, self.outputs(outputs)
 
     def constant_attr(self, node) -> Value:
+        """A one-element tensor constant: its value, or, for one made in the input's dtype (Gemma's
+        ``torch.tensor(hidden_size**0.5, dtype=x.dtype)``), its unrounded value rounded to the workspace's dtype
+        in the kernel (a cast): the trace's bf16 value (45.25 for 2048**0.5) is right for a bf16 workspace only."""
         t = getattr(self.gm, node.target)
+        if isinstance(t, torch.Tensor) and t.numel() == 1 and t.dtype == self.in_dtype and node.target in self.exact:
+            return self.emit("cast", [self.exact[node.target]], CONST, "scalar", attr="input")
         if isinstance(t, torch.Tensor) and t.numel() == 1:
             return Value(float(t.item()), CONST, "scalar", t.dtype == torch.bool)
         self.refuse("captures a tensor constant with more than one element (pass it as an argument instead)")
@@ -377,8 +375,8 @@ class Converter:
             self.refuse(f"torch.{base} selects, orders or draws elements (not a pointwise map or a row reduction), "
                         "which these kernels do not lower: keep it in PyTorch and lower the rest as its own function")
         first = self.env.get(args[0]) if args and isinstance(args[0], torch.fx.Node) else None
-        if base == "slice" and isinstance(first, Value) and self._whole_slice(node):  # x[:, None]'s `:`: x itself
-            return first
+        if base == "slice" and isinstance(first, Value) and self.full_slice(node):  # x[:, None]'s `:`: x itself,
+            return first  # whatever its shape (a [B, D] shift before its [:, None] makes it broadcast over x's S)
         if isinstance(first, Value) and (first.wide or first.parts is not None and first.shape != "stacked") \
                 and base in ("split", "split_with_sizes", "slice", "alias", "clone", "contiguous", "detach"):
             return self.part(base, node)
@@ -444,9 +442,6 @@ class Converter:
                 fill = args[0] if base == "scalar_tensor" else args[1] if base in ("full", "full_like") else args[2]
             v = self.arg(fill)
             return Value(v.ref, v.kind, shape, v.boolean)
-        if base == "slice" and self.full_slice(node):  # x[:, None]: a whole dim, a view
-            src = self.arg(args[0])
-            return Value(src.ref, src.kind, shape, src.boolean)
         if base in SHAPE_ONLY:
             if base == "_assert_tensor_metadata":
                 return None
@@ -807,12 +802,14 @@ def prune(nodes: list[dict], outputs: list[dict]) -> tuple[list[dict], list[dict
     return kept, [{**o, "value": each(o["value"], lambda v: rename.get(v, v))} for o in outputs]
 
 
-def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False) -> tuple[list[dict], list[dict],
-                                                                                        list[dict], int | None]:
+def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False, exact: dict | None = None
+            ) -> tuple[list[dict], list[dict], list[dict], int | None]:
     """(nodes, outputs, views, heads) of the IR for a traced graph (a GEMM's when `gemm`), or Refused. `views` are
     the pieces of wide inputs the program reads (Converter.part), in input order; `heads` is c when the function
-    views x's rows as heads of c (Converter.split_heads), else None."""
+    views x's rows as heads of c (Converter.split_heads), else None. `exact`: the unrounded values of the one-element
+    constants the function made in the input's dtype, by their graph names (Converter.constant_attr)."""
     converter = (GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines)
+    converter.exact = exact or {}
     nodes, outputs = prune(*converter.run())
     if gemm and not any(o["value"] == ACC for o in outputs) and not any(ACC in n["args"] for n in nodes):
         raise Refused("does not use its matmul's result in its output; a GEMM's output is C = a @ b^T with a "
