@@ -219,6 +219,27 @@ def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
     assert got["by_position"]["ir"].get("rank") == 2 and got["from_the_end"]["ir"].get("rank") is None
 
 
+# torch functions whose aten op has no kernel form of its own but decomposes into the vocabulary (convert.DECOMPOSE):
+# each lowers, and the float64 check holds the decomposition to torch's own function
+DECOMPOSED = {
+    "-F.logsigmoid(x)": "elementwise", "torch.logit(torch.sigmoid(x), eps=1e-6)": "elementwise",
+    "torch.logaddexp(x, y)": "elementwise", "F.threshold(x, 0.1, 20.0)": "elementwise",
+    "torch.addcdiv(x, y, y.abs() + 1.0, value=0.5)": "elementwise",
+    "F.binary_cross_entropy_with_logits(x, y, reduction='none')": "elementwise",
+    "F.smooth_l1_loss(x, y, reduction='none', beta=0.5)": "elementwise",
+    "F.huber_loss(x, y, reduction='none', delta=2.0)": "elementwise", "F.mse_loss(x, y, reduction='none')": "elementwise",
+    "F.soft_margin_loss(x, y, reduction='none')": "elementwise", "F.pairwise_distance(x, y)": "reduction",
+}
+
+
+def test_what_aten_decomposes_into_the_vocabulary_lowers(tmp_path):
+    (tmp_path / "fns.py").write_text("import torch\nimport torch.nn.functional as F\n" + "".join(
+        f"\n\ndef f{k}(x, y):\n    return {body}\n" for k, body in enumerate(DECOMPOSED)))
+    for k, (body, cls) in enumerate(DECOMPOSED.items()):
+        got = lower.lower_here(str(tmp_path / "fns.py"), f"f{k}")
+        assert got["ok"] and got["ir"]["class"] == cls, (body, got.get("error"))
+
+
 def test_a_constant_made_in_the_inputs_dtype_is_rounded_to_the_workspaces():
     """Gemma's torch.tensor(sqrt(2048), dtype=x.dtype): the bf16 trace holds 45.25, right for bf16 only. The program
     keeps the float32 value and rounds it to the workspace's dtype, as torch does: a cast in bf16 and fp16, the value

@@ -30,7 +30,7 @@ import operator
 
 import torch
 
-from tools.lower.ir import ACC, ATEN, VOCABULARY, output_refs
+from tools.lower.ir import ACC, ATEN, REDUCE, VOCABULARY, output_refs
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -48,7 +48,10 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
              aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
              aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
-             aten.log_sigmoid_forward]
+             aten.log_sigmoid_forward, aten.logit, aten.logaddexp, aten.threshold, aten.addcdiv, aten.norm,
+             # per-element losses (reduction="none"): pointwise maps of two inputs
+             aten.binary_cross_entropy_with_logits, aten.smooth_l1_loss, aten.huber_loss, aten.mse_loss,
+             aten.soft_margin_loss]
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
@@ -454,8 +457,10 @@ class Converter:
             return Value(src.ref, src.kind, shape, src.boolean)
         if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin"):
             return self.reduction(base, node, shape)
-        self.refuse(f"torch.{base} ({target}) has no kernel form here; see the README's 'Your own op' for the "
-                    "ops that lower")
+        self.refuse(f"torch.{base} ({target}) has no kernel form here: the kernels compute "
+                    f"{', '.join(sorted(k for k in VOCABULARY if k not in (*REDUCE, 'cast', 'to_float')))}, row sums, maxima "
+                    "and minima, and what torch decomposes into those (softmax, layer_norm, gelu, softplus, the "
+                    "per-element losses, ...); write it with them")
 
     @staticmethod
     def is_wide(v) -> bool:
