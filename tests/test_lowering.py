@@ -280,6 +280,22 @@ def test_the_child_turns_what_the_users_code_does_into_one_line(tmp_path, source
     assert not result["ok"] and words in result["error"] and "\n" not in result["error"], result
 
 
+@pytest.mark.parametrize("note", ["[M]", "[M, 1]", "[K, 1]", "[2N]"])
+def test_a_shape_annotation_the_row_rule_does_not_take_is_refused_not_read_as_x(note):
+    """A per-row scale annotated `s: "[M, 1]"` was read as a row input of x's shape: the kernel would have taken
+    another tensor than the user's. Any bracketed shape the rule does not know is refused in one line; a type
+    annotation (torch.Tensor) is no shape and keeps the rule's default."""
+    def f(x, s):
+        return x * s
+
+    f.__annotations__ = {"s": note}
+    with pytest.raises(ValueError, match="a shape the row rule does not take") as refused:
+        capture.parameters(f)
+    assert "\n" not in str(refused.value)
+    f.__annotations__ = {"x": "torch.Tensor", "s": "Optional[torch.Tensor]"}
+    assert [i["kind"] for i in capture.parameters(f)[0]] == ["row", "row"]
+
+
 def test_parameters_follow_the_documented_rule():
     """Kinds by annotation, tensor default, then name; the inputs keep the signature's order (x need not be first)."""
     def f(weight, x, residual, gamma, up_bias, w2: "[N]", scale_row: "[M, N]", alpha: "[]", mask,  # noqa: F821

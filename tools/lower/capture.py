@@ -132,6 +132,11 @@ def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tupl
         return "per_row", f"annotated {note!r}"
     if shape in ROW_ANNOTATIONS or _width(shape) > 1:
         return "row", f"annotated {note!r}"
+    if re.fullmatch(r"\[.*\]", shape) and not per_row and _names(shape) is None:  # never taken for x's shape
+        raise ValueError(f"`{name}` is annotated {note!r}, a shape the row rule does not take: a row input is "
+                         "`\"[M, N]\"` (or its dims' names, `\"[B, S, D]\"`), a vector `\"[N]\"`, a scalar "
+                         "`\"[]\"`; one value per row (`[M]`, `[M, 1]`) is an input of a GEMM's epilogue only: pass "
+                         "it at x's shape (`s.expand_as(x).contiguous()`), or keep that step in PyTorch")
     if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
         return "vector", "by its name"
     if per_row and (name in PER_ROW_NAMES or name.endswith("_row_scale")):
