@@ -280,6 +280,17 @@ def test_the_child_turns_what_the_users_code_does_into_one_line(tmp_path, source
     assert not result["ok"] and words in result["error"] and "\n" not in result["error"], result
 
 
+def test_an_input_broadcast_over_xs_dims_computes_in_its_own_dims_but_is_no_output(tmp_path):
+    """adaLN's (1 + scale)[:, None, :]: arithmetic on scale [B, D] before the function broadcasts it lowers (per
+    element of its rows, which the kernel pairs with x's); returning such a value is refused in one line."""
+    (tmp_path / "ada.py").write_text(
+        'def modulate(x: "[B, S, D]", scale: "[B, D]"):\n    return x * (1 + scale)[:, None, :]\n\n\n'
+        'def returns_it(x: "[B, S, D]", scale: "[B, D]"):\n    t = 1 + scale\n    return x * t[:, None, :], t\n')
+    assert lower.lower_here(str(tmp_path / "ada.py"), "modulate")["ok"]
+    got = lower.lower_here(str(tmp_path / "ada.py"), "returns_it")
+    assert not got["ok"] and "an input's own dims (broadcast over x's)" in got["error"], got
+
+
 @pytest.mark.parametrize("note", ["[M]", "[M, 1]", "[K, 1]", "[2N]"])
 def test_a_shape_annotation_the_row_rule_does_not_take_is_refused_not_read_as_x(note):
     """A per-row scale annotated `s: "[M, 1]"` was read as a row input of x's shape: the kernel would have taken

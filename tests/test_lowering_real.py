@@ -44,7 +44,7 @@ OUTCOME = {
         "cohere_qk_layernorm", "olmo_layernorm", "nemotron_layernorm1p", "chameleon_layernorm",
         "qwen3_next_rmsnorm_gated", "bert_residual_layernorm", "llama_attn_scores_softmax",
         # adaLN: [B, D] shift and scale, made [B, 1, D] by the function's [:, None], over x [B, S, D]
-        "diffusers_ada_layer_norm_zero", "sd35_ada_layer_norm_zero_x",
+        "diffusers_ada_layer_norm_zero", "sd35_ada_layer_norm_zero_x", "diffusers_ada_layer_norm_continuous",
         "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "bitnet_act_quant",
         # quantizers whose values leave as int8 / fp8 e4m3 (the final .to(), done by the store)
         "bitnet_activation_quant", "quantize_fp8_per_row",

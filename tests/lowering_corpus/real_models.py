@@ -415,6 +415,13 @@ def diffusers_ada_layer_norm_zero(x, shift_msa, scale_msa):
     return x
 
 
+# diffusers/models/normalization.py: AdaLayerNormContinuous.forward, from torch.chunk(emb, 2, dim=1) on (SD3's
+# norm_out: LayerNorm without affine, eps 1e-6): the arithmetic on scale happens in its own dims, [B, D]
+def diffusers_ada_layer_norm_continuous(x, scale, shift):
+    x = F.layer_norm(x, (x.shape[-1],), None, None, 1e-6) * (1 + scale)[:, None, :] + shift[:, None, :]
+    return x
+
+
 # diffusers/models/normalization.py: SD35AdaLayerNormZeroX.forward, from emb.chunk(9, dim=1) on: one norm, two
 # modulations of it
 def sd35_ada_layer_norm_zero_x(hidden_states, shift_msa, scale_msa, shift_msa2, scale_msa2):
@@ -1242,6 +1249,9 @@ CASES = [
           "(after emb.chunk)", "reduction", {"x": X3, "shift_msa": (4, D), "scale_msa": (4, D)},
           notes="DiT's adaLN: LayerNorm without affine, then * (1 + scale[:, None]) + shift[:, None]: [B, D] "
                 "modulations broadcast over the sequence through the function's own [:, None]"),
+    _case("diffusers_ada_layer_norm_continuous", "diffusers/models/normalization.py: AdaLayerNormContinuous.forward "
+          "(after emb.chunk)", "reduction", {"x": X3, "scale": (4, D), "shift": (4, D)},
+          notes="(1 + scale)[:, None, :]: the modulation computed in scale's own [B, D] dims, then broadcast over S"),
     _case("sd35_ada_layer_norm_zero_x", "diffusers/models/normalization.py: SD35AdaLayerNormZeroX.forward "
           "(after emb.chunk)", "reduction",
           {"hidden_states": X3, **{k: (4, D) for k in ("shift_msa", "scale_msa", "shift_msa2", "scale_msa2")}},

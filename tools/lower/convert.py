@@ -104,6 +104,7 @@ class Converter:
         self.nodes: list[dict] = []
         self.env: dict = {}
         self.views: dict = {}  # a wide input's parts that the function uses (Converter.part)
+        self.own_shapes: set = set()  # the traced shapes of the inputs broadcast over some of x's dims (shape_class)
         self.m = self.n = self.xshape = None
         self.line = None
         self.how = "part"  # how a wide row used whole splits into N-wide pieces (domain_width decides)
@@ -133,6 +134,8 @@ class Converter:
             return "scalar"
         if self.broadcasts(shape, self.xshape):  # an N-D input broadcast over some leading dims ([S, 1, D])
             return "row"
+        if tuple(map(str, shape)) in self.own_shapes:  # such an input in its own dims, before the function makes it
+            return "row"  # broadcast ((1 + scale)[:, None, :]): per element of its rows, which the kernel pairs with x's
         return "other"
 
     @staticmethod
@@ -226,6 +229,8 @@ class Converter:
                                        "express", wide=(spec["name"], ratio), boolean=spec.get("dtype") == "bool")
             else:
                 self.env[node] = Value(spec["name"], kind, shape, boolean=spec.get("dtype") == "bool")
+                if spec.get("names") and len(spec["names"]) < len(self.xshape):  # broadcast over some of x's dims
+                    self.own_shapes.add(tuple(map(str, node.meta["val"].shape)))
 
     def split_heads(self, x) -> None:
         """A view of x [.., N] as [.., N/c, c] with c a constant (``q.view(*q.shape[:-1], -1, head_dim)``): the
@@ -334,6 +339,10 @@ class Converter:
             if shape is None or (shape != "row" and v.kind == ELEMENT):
                 raise Refused(f"returns a tensor of shape {self.words(val.shape)}; an output must have x's shape "
                               f"{self.words(self.xshape)} or one value per row", self.line)
+            if shape == "row" and tuple(map(str, val.shape)) in self.own_shapes - {tuple(map(str, self.xshape))}:
+                raise Refused(f"returns a tensor of shape {self.words(val.shape)}, an input's own dims (broadcast "
+                              f"over x's); an output must have x's shape {self.words(self.xshape)} or one value per "
+                              "row", self.line)
             if v.kind == CONST:
                 raise Refused("returns a constant, which needs no kernel", self.line)
             dtype = v.store or ("input" if val.dtype == self.in_dtype else "fp32")
