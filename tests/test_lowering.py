@@ -229,6 +229,7 @@ DECOMPOSED = {
     "F.smooth_l1_loss(x, y, reduction='none', beta=0.5)": "elementwise",
     "F.huber_loss(x, y, reduction='none', delta=2.0)": "elementwise", "F.mse_loss(x, y, reduction='none')": "elementwise",
     "F.soft_margin_loss(x, y, reduction='none')": "elementwise", "F.pairwise_distance(x, y)": "reduction",
+    "torch.std_mean(x, dim=-1)[0] * y.mean(-1)": "reduction",
 }
 
 
@@ -238,6 +239,9 @@ def test_what_aten_decomposes_into_the_vocabulary_lowers(tmp_path):
     for k, (body, cls) in enumerate(DECOMPOSED.items()):
         got = lower.lower_here(str(tmp_path / "fns.py"), f"f{k}")
         assert got["ok"] and got["ir"]["class"] == cls, (body, got.get("error"))
+    (tmp_path / "dot.py").write_text('import torch\n\n\ndef f(x, y):\n    return torch.einsum("bd,bd->b", x, y)\n')
+    got = lower.lower_here(str(tmp_path / "dot.py"), "f")  # not a decomposition: a product the GEMM head does not take
+    assert not got["ok"] and "is a row reduction: `(x * y).sum(-1)`" in got["error"], got
 
 
 def test_a_constant_made_in_the_inputs_dtype_is_rounded_to_the_workspaces():

@@ -291,7 +291,8 @@ def matmul_check(func, args, kwargs, operands, state) -> None:
     if name not in HEADS:
         raise Refused(f"{shown} is a batched or other matrix product; the GEMM head is one 2-D product "
                       f"{a_name} [M, K] @ {b_name} [N, K]^T: write `{a_name} @ {b_name}.T` or F.linear({a_name}, "
-                      f"{b_name})")
+                      f"{b_name})" + ("; a dot product per row (`\"bd,bd->b\"`) is a row reduction: `(x * y).sum(-1)`"
+                                      if name == "einsum" else ""))
     args = list(args) + list((kwargs or {}).values())
     first, second = (args[1], args[0]) if name == "__rmatmul__" else (args[1], args[2]) if name == "addmm" else \
         (args[0], args[1])

@@ -44,7 +44,7 @@ class Refused(Exception):
 
 
 DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.correction, aten.std.correction,
-             aten.var_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
+             aten.var_mean.correction, aten.std_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
              aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
              aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
              aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
