@@ -219,8 +219,8 @@ def test_a_split_by_position_is_bound_and_one_from_the_end_is_not(tmp_path):
     assert got["by_position"]["ir"].get("rank") == 2 and got["from_the_end"]["ir"].get("rank") is None
 
 
-# torch functions whose aten op has no kernel form of its own but decomposes into the vocabulary (convert.DECOMPOSE):
-# each lowers, and the float64 check holds the decomposition to torch's own function
+# torch functions whose aten op has no kernel form of its own but decomposes into the vocabulary (convert.DECOMPOSE,
+# or the converter's own steps): each lowers, and the float64 check holds the lowering to torch's own function
 DECOMPOSED = {
     "-F.logsigmoid(x)": "elementwise", "torch.logit(torch.sigmoid(x), eps=1e-6)": "elementwise",
     "torch.logaddexp(x, y)": "elementwise", "F.threshold(x, 0.1, 20.0)": "elementwise",
@@ -230,6 +230,8 @@ DECOMPOSED = {
     "F.huber_loss(x, y, reduction='none', delta=2.0)": "elementwise", "F.mse_loss(x, y, reduction='none')": "elementwise",
     "F.soft_margin_loss(x, y, reduction='none')": "elementwise", "F.pairwise_distance(x, y)": "reduction",
     "torch.std_mean(x, dim=-1)[0] * y.mean(-1)": "reduction",
+    # sign and sgn: (x > 0) - (x < 0) in the converter (torch's decomposition ends in prims.sign); softshrink uses it
+    "torch.sign(x) * y.abs().sqrt()": "elementwise", "torch.sgn(x) + y": "elementwise", "F.softshrink(x, 0.5)": "elementwise",
 }
 
 

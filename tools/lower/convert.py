@@ -47,7 +47,7 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.var_mean.correction, aten.std_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
              aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
              aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
-             aten.celu, aten.selu, aten.sgn, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
+             aten.celu, aten.selu, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
              aten.log_sigmoid_forward, aten.logit, aten.logaddexp, aten.threshold, aten.addcdiv, aten.norm,
              # per-element losses (reduction="none"): pointwise maps of two inputs
              aten.binary_cross_entropy_with_logits, aten.smooth_l1_loss, aten.huber_loss, aten.mse_loss,
@@ -428,6 +428,11 @@ class Converter:
         if base == "masked_fill":
             a, mask, fill = (self.arg(a) for a in args)
             return self.emit("where", [mask.ref, fill.ref, a.ref], self.kind_of(a, mask, fill), shape)
+        if base in ("sign", "sgn"):  # (x > 0) - (x < 0): 0 for 0 and NaN, as torch.sign
+            a, zero = self.arg(args[0]), Value(0.0, CONST, "scalar")
+            pos, neg = (self.emit("to_float", [self.binary(op, a, zero, shape, True).ref], a.kind, shape)
+                        for op in ("gt", "lt"))
+            return self.binary("sub", pos, neg, shape)
         if base in ("prelu", "_prelu_kernel"):  # x where x > 0, else weight * x
             a, w = self.arg(args[0]), self.arg(args[1])
             pos = self.binary("gt", a, Value(0.0, CONST, "scalar"), shape, True)
