@@ -172,6 +172,9 @@ def write(path, text):
 @pytest.mark.parametrize("source,spec,message", [
     ("def f(:\n", "logic.py", "does not parse"),
     ("def ref(x, y):\n    return x + y\n", "logic.py:other", "defines no top-level function 'other'"),
+    # an nn.Module pasted whole: the line says how to make it a function
+    ("import torch\n\n\nclass Norm(torch.nn.Module):\n    def forward(self, x):\n        return x\n", "logic.py:Norm",
+     "is a class (its forward is the op); copy its forward into a top-level function"),
     ("def a(x):\n    return x\n\ndef b(x):\n    return x\n", "logic.py", "defines 2 public functions (a, b)"),
     ("def f(a, b, c):\n    return a\n", "logic.py", "cannot take this op's inputs (x, y)"),
 ])
