@@ -30,11 +30,12 @@ HAVE_FLYDSL = importlib.util.find_spec("flydsl") is not None
 _started: dict = {}
 
 
-# Real model code with N-D rows (annotated.py over real_models.py): RoPE read and written in halves and in
-# interleaved lanes with cos/sin broadcast over the heads, a QK-norm over heads of 128, and SD3.5's adaLN ([B, D]
-# shifts and scales over x [B, S, D], two outputs); shapes as on the H200.
-N_D = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024",
-       "sd35_ada_layer_norm_zero_x": "2x32x1024"}
+# Real model code as users annotate it (annotated.py over real_models.py), each on a code path of its own: RoPE read
+# and written in halves and in interleaved lanes with cos/sin broadcast over the heads, a QK-norm over heads of 128,
+# SD3.5's adaLN ([B, D] shifts and scales over x [B, S, D], two outputs) and Gemma's normalizer (a constant rounded to
+# the workspace's dtype in the kernel); shapes as on the H200.
+ANNOTATED_SHAPES = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024",
+                    "sd35_ada_layer_norm_zero_x": "2x32x1024", "gemma_embed_normalizer": "64x2048"}
 ANNOTATED = CORPUS.parent / "annotated.py"
 
 
@@ -73,13 +74,13 @@ def decode_names() -> list[str]:
 def names() -> list[str]:
     import ops
 
-    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(N_D) + decode_names()
+    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(ANNOTATED_SHAPES) + decode_names()
 
 
 def workspace(root: Path, name: str, target: str) -> Path:
-    path = ANNOTATED if name in N_D else DECODE if name in decode_names() else CORPUS
+    path = ANNOTATED if name in ANNOTATED_SHAPES else DECODE if name in decode_names() else CORPUS
     lower.lower_here(str(path), name)
-    shapes = {"shapes": N_D[name]} if name in N_D else {}
+    shapes = {"shapes": ANNOTATED_SHAPES[name]} if name in ANNOTATED_SHAPES else {}
     return scaffold.workspace(root / target / name, spec.context(pytorch_logic=f"{path}:{name}",
                                                                  gpu=TARGETS[target], run_baseline="no", **shapes))
 
