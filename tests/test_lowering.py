@@ -313,6 +313,21 @@ def test_a_shape_annotation_the_row_rule_does_not_take_is_refused_not_read_as_x(
     assert [i["kind"] for i in capture.parameters(f)[0]] == ["row", "row"]
 
 
+def test_an_optional_tensor_annotated_with_a_shape_is_an_input():
+    """`weight: "[N]" = None` (an optional affine weight): the annotation makes it an input, traced as a tensor, so the
+    kernel computes the `weight is not None` branch; unannotated, a None default stays a constant (the documented
+    rule), and the function's other branch is what lowers."""
+    def f(x, weight: "[N]" = None, eps: float = 1e-6):  # noqa: F821
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        return y if weight is None else y * weight
+
+    inputs, constants = capture.parameters(f)
+    assert [(i["name"], i["kind"]) for i in inputs] == [("x", "row"), ("weight", "vector")] and constants == {"eps": 1e-6}
+    f.__annotations__ = {}
+    inputs, constants = capture.parameters(f)
+    assert [i["name"] for i in inputs] == ["x"] and constants == {"weight": None, "eps": 1e-6}
+
+
 def test_parameters_follow_the_documented_rule():
     """Kinds by annotation, tensor default, then name; the inputs keep the signature's order (x need not be first)."""
     def f(weight, x, residual, gamma, up_bias, w2: "[N]", scale_row: "[M, N]", alpha: "[]", mask,  # noqa: F821

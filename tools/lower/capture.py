@@ -86,7 +86,8 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
             raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
                              "each tensor parameter")
         note = (hints or {}).get(p.name, _annotation(p)).replace(" ", "")
-        if p.default is not p.empty and not isinstance(p.default, torch.Tensor):
+        optional = p.default is None and re.fullmatch(r"(bool|float)?\[.*\](bool|float)?", note)  # w: "[N]" = None
+        if p.default is not p.empty and not isinstance(p.default, torch.Tensor) and not optional:
             constants[p.name] = p.default
         else:
             tensors.append((p.name, note, p.default if p.default is not p.empty else None))
