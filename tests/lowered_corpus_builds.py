@@ -74,7 +74,8 @@ def decode_names() -> list[str]:
 def names() -> list[str]:
     import ops
 
-    return [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"] + list(ANNOTATED_SHAPES) + decode_names()
+    lowered = [name for name, (kind, _) in ops.EXPECT.items() if kind != "refused"]
+    return lowered + list(ANNOTATED_SHAPES) + decode_names()
 
 
 def workspace(root: Path, name: str, target: str) -> Path:

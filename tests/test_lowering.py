@@ -227,11 +227,13 @@ DECOMPOSED = {
     "torch.addcdiv(x, y, y.abs() + 1.0, value=0.5)": "elementwise",
     "F.binary_cross_entropy_with_logits(x, y, reduction='none')": "elementwise",
     "F.smooth_l1_loss(x, y, reduction='none', beta=0.5)": "elementwise",
-    "F.huber_loss(x, y, reduction='none', delta=2.0)": "elementwise", "F.mse_loss(x, y, reduction='none')": "elementwise",
+    "F.huber_loss(x, y, reduction='none', delta=2.0)": "elementwise",
+    "F.mse_loss(x, y, reduction='none')": "elementwise",
     "F.soft_margin_loss(x, y, reduction='none')": "elementwise", "F.pairwise_distance(x, y)": "reduction",
     "torch.std_mean(x, dim=-1)[0] * y.mean(-1)": "reduction",
     # sign and sgn: (x > 0) - (x < 0) in the converter (torch's decomposition ends in prims.sign); softshrink uses it
-    "torch.sign(x) * y.abs().sqrt()": "elementwise", "torch.sgn(x) + y": "elementwise", "F.softshrink(x, 0.5)": "elementwise",
+    "torch.sign(x) * y.abs().sqrt()": "elementwise", "torch.sgn(x) + y": "elementwise",
+    "F.softshrink(x, 0.5)": "elementwise",
 }
 
 
@@ -322,7 +324,8 @@ def test_an_optional_tensor_annotated_with_a_shape_is_an_input():
         return y if weight is None else y * weight
 
     inputs, constants = capture.parameters(f)
-    assert [(i["name"], i["kind"]) for i in inputs] == [("x", "row"), ("weight", "vector")] and constants == {"eps": 1e-6}
+    assert [(i["name"], i["kind"]) for i in inputs] == [("x", "row"), ("weight", "vector")]
+    assert constants == {"eps": 1e-6}
     f.__annotations__ = {}
     inputs, constants = capture.parameters(f)
     assert [i["name"] for i in inputs] == ["x"] and constants == {"weight": None, "eps": 1e-6}

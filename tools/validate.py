@@ -185,8 +185,9 @@ def check_logic_file(spec: str) -> dict | None:
         cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == func), None)
         if cls is not None:  # a module pasted whole (an nn.Module): its forward is the op, self.* its parameters
             forward = any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in cls.body)
-            raise InputError(f"pytorch_logic: '{func}' in '{path}' is a class{' (its forward is the op)' if forward else ''}"
-                             f"; copy {'its forward' if forward else 'the computation'} into a top-level function whose "
+            what = " (its forward is the op)" if forward else ""
+            raise InputError(f"pytorch_logic: '{func}' in '{path}' is a class{what}; copy "
+                             f"{'its forward' if forward else 'the computation'} into a top-level function whose "
                              "parameters are its inputs and tensors (`self.weight` -> `weight`) and its settings with "
                              "their values as defaults (`self.variance_epsilon` -> `eps: float = 1e-6`), and name that")
         raise InputError(f"pytorch_logic: '{path}' defines no top-level function '{func}'; check the name after ':'")

@@ -86,7 +86,7 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
             raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
                              "each tensor parameter")
         note = (hints or {}).get(p.name, _annotation(p)).replace(" ", "")
-        optional = p.default is None and re.fullmatch(r"(bool|float)?\[.*\](bool|float)?", note)  # w: "[N]" = None
+        optional = p.default is None and SHAPE.fullmatch(_shape(note))  # w: "[N]" = None: an input, not a constant
         if p.default is not p.empty and not isinstance(p.default, torch.Tensor) and not optional:
             constants[p.name] = p.default
         else:
@@ -95,6 +95,7 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
 
 
 NAME = re.compile(r"[A-Za-z_]\w*")
+SHAPE = re.compile(r"\[.*\]")  # a shape annotation's bracket (a type annotation, torch.Tensor, is none)
 
 
 def _shape(note: str) -> str:
@@ -133,7 +134,7 @@ def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tupl
         return "per_row", f"annotated {note!r}"
     if shape in ROW_ANNOTATIONS or _width(shape) > 1:
         return "row", f"annotated {note!r}"
-    if re.fullmatch(r"\[.*\]", shape) and not per_row and _names(shape) is None:  # never taken for x's shape
+    if SHAPE.fullmatch(shape) and not per_row and _names(shape) is None:  # never taken for x's shape
         raise ValueError(f"`{name}` is annotated {note!r}, a shape the row rule does not take: a row input is "
                          "`\"[M, N]\"` (or its dims' names, `\"[B, S, D]\"`), a vector `\"[N]\"`, a scalar "
                          "`\"[]\"`; one value per row (`[M]`, `[M, 1]`) is an input of a GEMM's epilogue only: pass "
@@ -422,9 +423,8 @@ def exact_constants(gm, retrace) -> dict:
     import torch
 
     def scalars(module, dtype) -> dict:
-        return {n.target: getattr(module, n.target) for n in module.graph.nodes if n.op == "get_attr" and isinstance(
-            getattr(module, n.target), torch.Tensor) and getattr(module, n.target).numel() == 1
-            and getattr(module, n.target).dtype == dtype}
+        found = {n.target: getattr(module, n.target) for n in module.graph.nodes if n.op == "get_attr"}
+        return {k: t for k, t in found.items() if isinstance(t, torch.Tensor) and t.numel() == 1 and t.dtype == dtype}
 
     rounded = scalars(gm, torch.bfloat16)
     if not rounded:

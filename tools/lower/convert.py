@@ -44,10 +44,10 @@ class Refused(Exception):
 
 
 DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.correction, aten.std.correction,
-             aten.var_mean.correction, aten.std_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu, aten.softplus,
-             aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid, aten.hardswish,
-             aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6,
-             aten.celu, aten.selu, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
+             aten.var_mean.correction, aten.std_mean.correction, aten.linalg_vector_norm, aten.logsumexp, aten.silu,
+             aten.softplus, aten.leaky_relu, aten.hardtanh, aten.gelu, aten.mish, aten.elu, aten.hardsigmoid,
+             aten.hardswish, aten.square, aten.rms_norm, aten.mean.dim, aten.addcmul, aten.lerp, aten.relu6, aten.celu,
+             aten.selu, aten.xlogy, aten.sigmoid_backward, aten.softmax.int, aten.log_softmax.int, aten.frac, aten.glu,
              aten.log_sigmoid_forward, aten.logit, aten.logaddexp, aten.threshold, aten.addcdiv, aten.norm,
              # per-element losses (reduction="none"): pointwise maps of two inputs
              aten.binary_cross_entropy_with_logits, aten.smooth_l1_loss, aten.huber_loss, aten.mse_loss,
@@ -99,7 +99,7 @@ class Value:
 
 
 class Converter:
-    def __init__(self, gm, inputs: list[dict], in_dtype, lines: dict):
+    def __init__(self, gm, inputs: list[dict], in_dtype, lines: dict, exact: dict | None = None):
         self.gm, self.inputs, self.in_dtype, self.lines = gm, inputs, in_dtype, lines
         self.nodes: list[dict] = []
         self.env: dict = {}
@@ -110,7 +110,7 @@ class Converter:
         self.how = "part"  # how a wide row used whole splits into N-wide pieces (domain_width decides)
         self.narrow = 1  # r while a wide node is lowered piece by piece (componentwise): r*N counts as N
         self.heads = None  # c when the function views x's rows [.., N] as heads [.., N/c, c] (a QK-norm)
-        self.exact: dict = {}  # a constant made in the input's dtype -> its unrounded value (constant_attr)
+        self.exact = exact or {}  # a constant made in the input's dtype -> its unrounded value (constant_attr)
 
     # -------------------------------------------------------------------- helpers
     def refuse(self, message: str):
@@ -134,8 +134,8 @@ class Converter:
             return "scalar"
         if self.broadcasts(shape, self.xshape):  # an N-D input broadcast over some leading dims ([S, 1, D])
             return "row"
-        if tuple(map(str, shape)) in self.own_shapes:  # such an input in its own dims, before the function makes it
-            return "row"  # broadcast ((1 + scale)[:, None, :]): per element of its rows, which the kernel pairs with x's
+        if tuple(map(str, shape)) in self.own_shapes:  # such an input in its own dims, before the function makes
+            return "row"  # it broadcast ((1 + scale)[:, None, :]): per element of its rows, which the kernel pairs
         return "other"
 
     @staticmethod
@@ -308,7 +308,7 @@ class Converter:
         ``torch.tensor(hidden_size**0.5, dtype=x.dtype)``), its unrounded value rounded to the workspace's dtype
         in the kernel (a cast): the trace's bf16 value (45.25 for 2048**0.5) is right for a bf16 workspace only."""
         t = getattr(self.gm, node.target)
-        if isinstance(t, torch.Tensor) and t.numel() == 1 and t.dtype == self.in_dtype and node.target in self.exact:
+        if node.target in self.exact:
             return self.emit("cast", [self.exact[node.target]], CONST, "scalar", attr="input")
         if isinstance(t, torch.Tensor) and t.numel() == 1:
             return Value(float(t.item()), CONST, "scalar", t.dtype == torch.bool)
@@ -339,7 +339,7 @@ class Converter:
             if shape is None or (shape != "row" and v.kind == ELEMENT):
                 raise Refused(f"returns a tensor of shape {self.words(val.shape)}; an output must have x's shape "
                               f"{self.words(self.xshape)} or one value per row", self.line)
-            if shape == "row" and tuple(map(str, val.shape)) in self.own_shapes - {tuple(map(str, self.xshape))}:
+            if shape == "row" and tuple(map(str, val.shape)) in self.own_shapes:
                 raise Refused(f"returns a tensor of shape {self.words(val.shape)}, an input's own dims (broadcast "
                               f"over x's); an output must have x's shape {self.words(self.xshape)} or one value per "
                               "row", self.line)
@@ -471,10 +471,10 @@ class Converter:
             return Value(src.ref, src.kind, shape, src.boolean)
         if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin"):
             return self.reduction(base, node, shape)
-        self.refuse(f"torch.{base} ({target}) has no kernel form here: the kernels compute "
-                    f"{', '.join(sorted(k for k in VOCABULARY if k not in (*REDUCE, 'cast', 'to_float')))}, row sums, maxima "
-                    "and minima, and what torch decomposes into those (softmax, layer_norm, gelu, softplus, the "
-                    "per-element losses, ...); write it with them")
+        pointwise = sorted(k for k in VOCABULARY if k not in (*REDUCE, "cast", "to_float"))
+        self.refuse(f"torch.{base} ({target}) has no kernel form here: the kernels compute {', '.join(pointwise)}, "
+                    "row sums, maxima and minima, and what torch decomposes into those (softmax, layer_norm, gelu, "
+                    "softplus, the per-element losses, ...); write it with them")
 
     @staticmethod
     def is_wide(v) -> bool:
@@ -827,8 +827,7 @@ def convert(gm, inputs: list[dict], in_dtype, lines: dict, gemm: bool = False, e
     the pieces of wide inputs the program reads (Converter.part), in input order; `heads` is c when the function
     views x's rows as heads of c (Converter.split_heads), else None. `exact`: the unrounded values of the one-element
     constants the function made in the input's dtype, by their graph names (Converter.constant_attr)."""
-    converter = (GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines)
-    converter.exact = exact or {}
+    converter = (GemmConverter if gemm else Converter)(gm, inputs, in_dtype, lines, exact)
     nodes, outputs = prune(*converter.run())
     if gemm and not any(o["value"] == ACC for o in outputs) and not any(ACC in n["args"] for n in nodes):
         raise Refused("does not use its matmul's result in its output; a GEMM's output is C = a @ b^T with a "
