@@ -35,7 +35,8 @@ _started: dict = {}
 # SD3.5's adaLN ([B, D] shifts and scales over x [B, S, D], two outputs) and Gemma's normalizer (a constant rounded to
 # the workspace's dtype in the kernel); shapes as on the H200.
 ANNOTATED_SHAPES = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024",
-                    "sd35_ada_layer_norm_zero_x": "2x32x1024", "gemma_embed_normalizer": "64x2048"}
+                    "sd35_ada_layer_norm_zero_x": "2x32x1024", "gemma_embed_normalizer": "64x2048",
+                    "esm_embeddings_norm_mask": "2x32x1024"}
 ANNOTATED = CORPUS.parent / "annotated.py"
 
 

@@ -172,3 +172,74 @@ USES_N = True
 def compute(x, weight, n, reduce):
     return (weight * x * pw.rsqrt(reduce("sum", x * x) * pw.reciprocal(n) + 1e-6),)
 '''
+# One value per row (KINDS "per_row"), as the lowering writes it for `x.float() * scale[:, None]` with scale [M] and a
+# bool keep_mask [M, 1] (launched as its M bytes), then an RMS norm of the scaled row with a [N] weight: each single
+# value is read once per thread, at the thread's row, and compute() takes it as an fp32 scalar.
+PER_ROW = '''
+import pointwise as pw
+
+SOURCE = "test:per_row"
+INPUTS = ("x", "scale", "keep_mask", "weight")
+KINDS = ("row", "per_row", "per_row", "vector")
+DTYPES = ("float", "float", "bool", "float")
+WIDTHS = (1, 1, 1, 1)
+ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0), (3, "whole", 0))
+OUTPUTS = ("row", "reduced")
+OUT_WIDTHS = (1, 1)
+OUT_HOW = ("whole", "whole")
+DIMS = ()
+HEADS = None
+RANK = None
+OUT_DTYPES = ("input", "fp32")
+REDUCTIONS = ("sum",)
+PASSES = (0,)
+ONLINE = (None,)
+LATE = (2, 3)
+USES_N = True
+
+EPS = 1e-06
+
+
+def compute(x, scale, keep_mask, weight, n, reduce):
+    keep_mask = keep_mask != 0.0
+    t0 = x * scale
+    t1 = t0 * t0
+    t2 = reduce("sum", t1)
+    t3 = t2 * pw.reciprocal(n)
+    t4 = t3 + EPS
+    t5 = pw.rsqrt(t4)
+    t6 = t0 * t5
+    t7 = t6 * weight
+    t8 = pw.logical_not(keep_mask)
+    t9 = pw.where(t8, 0.0, t7)
+    t11 = t3 * scale
+    return (t9, t11)
+'''
+# The same kind in a program without reductions (a Mamba padding mask, `hidden_states * attention_mask[:, :, None]`
+# over [B, S, D]): it runs in the row cell (tools/lower/ir.py pattern), the only one that knows a value's row.
+PER_ROW_ELEMENTWISE = '''
+SOURCE = "test:per_row_elementwise"
+INPUTS = ("hidden_states", "attention_mask")
+KINDS = ("row", "per_row")
+DTYPES = ("float", "bool")
+WIDTHS = (1, 1)
+ARGS = ((0, "whole", 0), (1, "whole", 0))
+OUTPUTS = ("row",)
+OUT_WIDTHS = (1,)
+OUT_HOW = ("whole",)
+DIMS = (("B", "S", "D"), ("B", "S"))
+HEADS = None
+RANK = None
+OUT_DTYPES = ("input",)
+REDUCTIONS = ()
+PASSES = ()
+ONLINE = ()
+LATE = ()
+USES_N = False
+
+
+def compute(hidden_states, attention_mask, n, reduce):
+    attention_mask = attention_mask != 0.0
+    t0 = hidden_states * attention_mask
+    return (t0,)
+'''

@@ -104,3 +104,47 @@ def test_heads_run_as_rows_of_the_head_and_come_back_as_heads():
 def test_output_dtypes_by_name():
     assert host.out_dtypes(["input", "fp32", "int8", "fp8"]) == [None, torch.float32, torch.int8,
                                                                   torch.float8_e4m3fn]
+
+
+PER_ROW = SimpleNamespace(SOURCE="test:per_row", INPUTS=("x", "s", "keep"), KINDS=("row", "per_row", "per_row"),
+                          DTYPES=("float", "float", "bool"), WIDTHS=(1, 1, 1), OUTPUTS=("row",), OUT_WIDTHS=(1,),
+                          OUT_HOW=("whole",), DIMS=(), HEADS=None, RANK=None)
+
+
+def per_row_stand_in(x, s, keep, out=None):
+    """A 2-D row cell as the kernels see a per-row input: x [M, N], each per-row input its M values (a mask's
+    bytes), one per row."""
+    assert x.dim() == 2 and s.shape == keep.shape == (x.shape[0],) and keep.dtype == torch.uint8
+    y = x * s[:, None] * keep[:, None]
+    return y if out is None else out.copy_(y)
+
+
+@pytest.mark.parametrize("lead,trailing_one", [((6,), False), ((6,), True), ((2, 3), False), ((2, 3), True)])
+def test_one_value_per_row_reaches_the_cell_as_its_m_values(lead, trailing_one):
+    """A per-row input comes as the function takes it ([M], [M, 1], [B, S], [B, S, 1]); lowered_views makes it its M
+    values (a bool mask its bytes: free views) and rows_nd, for x of rank 3, flattens it with x's rows, so row r of x
+    meets value r."""
+    x = torch.randn(*lead, 10)
+    shape = (*lead, 1) if trailing_one else lead
+    s, keep = torch.randn(shape), torch.rand(shape) > 0.3
+    viewed = host.lowered_views(PER_ROW, [x, s, keep])
+    assert viewed[1].data_ptr() == s.data_ptr() and viewed[1].shape == (s.numel(),)  # a view, not a copy
+    got = host.rows_nd(PER_ROW, per_row_stand_in, viewed, None)
+    want = x * s.reshape(*lead, 1) * keep.reshape(*lead, 1)
+    assert got.shape == x.shape and torch.equal(got, want)
+
+
+@pytest.mark.parametrize("bad,words", [
+    (lambda x: torch.randn(7), "a contiguous (6,) (or (6, 1))"),
+    (lambda x: torch.randn(6, 2)[:, 0], "a contiguous (6,) (or (6, 1))"),
+    (lambda x: torch.randn(6, dtype=torch.float16), "dtype torch.float32"),
+])
+def test_a_per_row_input_of_another_shape_or_layout_is_refused_in_one_line(bad, words):
+    """host.lowered_operands (every cell's first call of a signature, and any call the launcher refuses): a per-row
+    input must hold M values of x's dtype, contiguous, as [M] or [M, 1]; anything else is one line naming it."""
+    x = torch.randn(6, 10)
+    cuda = type("OnGpu", (torch.Tensor,), {"is_cuda": property(lambda self: True)})  # the check wants a GPU x
+    inputs = [x.as_subclass(cuda), bad(x), torch.ones(6, dtype=torch.bool)]
+    with pytest.raises(ValueError) as err:
+        host.lowered_operands(PER_ROW, inputs, None, [(6, 10)], False)
+    assert "\n" not in str(err.value) and words in str(err.value) and "s (per_row)" in str(err.value)

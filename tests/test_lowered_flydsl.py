@@ -1,6 +1,7 @@
 """FlyDSL cells on the lowered op: each lowered_examples/ file compiles, in its cell, to gfx942 and gfx950 ISA on
 the CPU with the cell's data movement intact (128-bit buffer accesses, no scratch, the reductions' barriers), and so
-does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask),
+does MASK_SCALAR, the input model's other kinds (a runtime scalar first, so x is not input 0, and a bool mask), PER_ROW
+(one value per row, a scale and a mask),
 QUANT, a quantizer whose row output is int8 or fp8 e4m3fn (converted by the store, 8 bytes per access), ROPE (halves
 or lanes of q, cos and sin broadcast over q's rows, a row output written in two pieces) and HEADS (rows of a head).
 
@@ -17,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flydsl_batch
-from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, QUANT, QUANT_ELEMENTWISE,
-                             QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
+from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW, QUANT,
+                              QUANT_ELEMENTWISE, QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
 from helpers import lowered_constants, make_lowered
 from test_flydsl_compile import HAVE_FLYDSL, kernel_bodies, metadata, needs_flydsl, partial_accesses
@@ -32,7 +33,7 @@ SMALL_N = 1 << 24  # ... and 1 below (kernel.unroll_for)
 SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE,  # beside EXAMPLES' files
            "parts": PARTS, "lanes": LANES, "quant": QUANT, "quant_fp8": QUANT_FP8,
            "quant_elementwise": QUANT_ELEMENTWISE, "quant_fp8_elementwise": QUANT_FP8_ELEMENTWISE, "rope": ROPE,
-           "rope_lanes": ROPE_LANES, "heads": HEADS}
+           "rope_lanes": ROPE_LANES, "heads": HEADS, "per_row": PER_ROW}
 NARROW = ("int8", "fp8")  # OUT_DTYPES stored as one byte: vec bytes per access (dwordx2 beside a bf16 x)
 
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
@@ -60,8 +61,11 @@ VARIANTS = [
     ("reduction", "rope_lanes", "bf16", [64, 128], "rows"),
     ("reduction", "rope", "bf16", [512, 131072], "looped"),
     ("reduction", "heads", "bf16", [64, 4096], "rows"),
+    ("reduction", "per_row", "bf16", [4096, 8192], "rows"),
+    ("reduction", "per_row", "bf16", [512, 131072], "looped"),
 ]
 MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]
+PER_ROW_VARIANTS = [v for v in VARIANTS if v[1].startswith("per_row")]
 ROPE_VARIANTS = [v for v in VARIANTS if v[1].startswith("rope")]
 HEADS_VARIANTS = [v for v in VARIANTS if v[1] == "heads"]
 SPLIT_VARIANTS = [v for v in VARIANTS if v[4] == "split"]
@@ -181,6 +185,25 @@ def test_masks_and_scalars_keep_their_kinds(isa, arch, pattern, example, dtype, 
         assert (x4, x2) == (2 * chunks, chunks), (x4, x2)
         assert x1 == 1, "alpha: one load per lane"
         assert text.count("s_barrier") == 2
+
+
+@needs_flydsl
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("pattern", "example", "dtype", "dims", "path"), PER_ROW_VARIANTS)
+def test_one_value_per_row_is_one_load_per_lane(compiled, arch, pattern, example, dtype, dims, path):
+    """PER_ROW: the per-row scale (bf16) and keep mask (a byte) are one buffer load each per lane, at the lane's row
+    (outside the looped path's passes), never a row: x and w keep their dwordx4 loads (one per chunk on the register
+    path); no scratch."""
+    text, plan = compiled[(example, path, arch)]["isa"], compiled[(example, path, arch)]["describe"]
+    assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
+    assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
+    singles = [d for k, d in zip(declared(example)["KINDS"], declared(example)["DTYPES"]) if k == "per_row"]
+    assert text.count("buffer_load_ushort") == singles.count("float"), "a per-row bf16 value: one load per lane"
+    assert text.count("buffer_load_ubyte") == singles.count("bool"), "a per-row mask byte: one load per lane"
+    rows = 1 + declared(example)["KINDS"].count("vector")  # x and a [N] vector, dwordx4 per chunk
+    if path == "rows":
+        assert text.count("buffer_load_dwordx4") == rows * plan["chunks_per_lane"]
+    assert "buffer_load_dwordx4" in text
 
 
 @needs_flydsl

@@ -299,11 +299,11 @@ def test_an_input_broadcast_over_xs_dims_computes_in_its_own_dims_but_is_no_outp
     assert not got["ok"] and "an input's own dims (broadcast over x's)" in got["error"], got
 
 
-@pytest.mark.parametrize("note", ["[M]", "[M, 1]", "[K, 1]", "[2N]"])
+@pytest.mark.parametrize("note", ["[K, 1]", "[2N]", "[Q]"])
 def test_a_shape_annotation_the_row_rule_does_not_take_is_refused_not_read_as_x(note):
-    """A per-row scale annotated `s: "[M, 1]"` was read as a row input of x's shape: the kernel would have taken
-    another tensor than the user's. Any bracketed shape the rule does not know is refused in one line; a type
-    annotation (torch.Tensor) is no shape and keeps the rule's default."""
+    """An annotation was once read as x's shape whatever it said (`s: "[M, 1]"` became a row input): the kernel would
+    have taken another tensor than the user's. Any bracketed shape the rule does not know is refused in one line; a
+    type annotation (torch.Tensor) is no shape and keeps the rule's default."""
     def f(x, s):
         return x * s
 
@@ -313,6 +313,93 @@ def test_a_shape_annotation_the_row_rule_does_not_take_is_refused_not_read_as_x(
     assert "\n" not in str(refused.value)
     f.__annotations__ = {"x": "torch.Tensor", "s": "Optional[torch.Tensor]"}
     assert [i["kind"] for i in capture.parameters(f)[0]] == ["row", "row"]
+
+
+PER_ROW_SOURCE = '''import torch
+
+
+def token_scale(x, s: "[M]"):
+    return x * s[:, None]
+
+
+def dequant_rmsnorm(x, s: "[M, 1]", weight, eps: float = 1e-6):
+    h = x.float() * s
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight, h.pow(2).sum(-1) * s[:, 0]
+
+
+def padding_mask(hidden_states: "[B, S, D]", attention_mask: "[B, S]"):
+    return (hidden_states * attention_mask[:, :, None]).to(hidden_states.dtype)
+
+
+def gate(h: "[T, D]", g: "[T, 1]", bias: "[D]"):
+    return torch.sigmoid(g) * h + bias
+
+
+def per_row_heads(q: "[T, H]", s: "[T]", w, head_dim: int = 64):
+    v = q.view(*q.shape[:-1], -1, head_dim)
+    return (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True)) * w).view(q.shape) * s[:, None]
+'''
+
+
+@pytest.mark.parametrize("name,kinds,names", [
+    ("token_scale", ["row", "per_row"], [None, None]),
+    ("dequant_rmsnorm", ["row", "per_row", "vector"], [None, None, None]),
+    ("padding_mask", ["row", "per_row"], [["B", "S", "D"], ["B", "S"]]),
+    ("gate", ["row", "per_row", "vector"], [["T", "D"], ["T", "1"], None]),
+])
+def test_one_value_per_row_is_an_input_of_the_row_cell(tmp_path, name, kinds, names):
+    """A per-row input (`s: "[M]"`, `"[M, 1]"`, or x's leading dims' names: a [B, S] padding mask over [B, S, D], a
+    [T, 1] gate over [T, D]) lowers as one value per row: kind "per_row", run in the row cell (the flat
+    elementwise cell knows no row), its value a scalar of compute()'s; held to the function in float64 by the
+    lowering's check, and here once more at rows of another rank and size."""
+    (tmp_path / "rows.py").write_text(PER_ROW_SOURCE)
+    got = lower.lower_here(str(tmp_path / "rows.py"), name)
+    assert got["ok"], got
+    program = got["ir"]
+    assert [i["kind"] for i in program["inputs"]] == kinds
+    assert [i.get("names") for i in program["inputs"]] == names
+    assert ir.pattern(program) == "reduction"
+    text = codegen.generate(program, "bf16")
+    assert f"KINDS = {tuple('broadcast' if ir.broadcast(program, i) else i['kind'] for i in program['inputs'])}" \
+        .replace("'", '"') in text
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rows", tmp_path / "rows.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    g = torch.Generator().manual_seed(3)
+    lead = (3, 7) if names[0] else (11,)
+    values = {}
+    for i in program["inputs"]:
+        shape = {"row": (*lead, 48), "vector": (48,)}.get(i["kind"])
+        if i["kind"] == "per_row":
+            shape = (*lead, 1) if str((i.get("names") or i["dims"])[-1]) == "1" else lead
+        values[i["name"]] = torch.randn(shape, generator=g, dtype=torch.float64)
+        if i.get("dtype") == "bool":  # a mask by its name
+            values[i["name"]] = values[i["name"]] > 0
+    if names[0] and len(names[0]) == 2:  # [T, D]: one leading dim
+        values = {k: v.reshape(21, *v.shape[2:]) if v.dim() > 1 and v.shape[:2] == (3, 7) else v
+                  for k, v in values.items()}
+    want = getattr(module, name)(**values)
+    have = ir.interpret(program, values)
+    for w, h in zip(want if isinstance(want, tuple) else (want,), have if isinstance(have, tuple) else (have,)):
+        assert w.shape == h.shape  # the function computes in fp32 where it says .float(): agreement to fp32's
+        assert (w.double() - h.double()).norm() <= capture.VERIFY_TOLERANCE * w.double().norm()
+
+
+def test_one_value_per_row_beside_rows_viewed_as_heads_is_refused(tmp_path):
+    """Rows viewed as heads (a QK-norm) are not x's rows: a per-row input there is refused in one line."""
+    (tmp_path / "rows.py").write_text(PER_ROW_SOURCE)
+    got = lower.lower_here(str(tmp_path / "rows.py"), "per_row_heads")
+    assert not got["ok"] and "one value per row" in got["error"] and "\n" not in got["error"], got
+
+
+def test_x_s_last_dim_alone_is_a_vector_of_an_n_d_function():
+    """`w: "[D]"` beside `x: "[B, S, D]"`: x's last dim alone is a [N] vector."""
+    def f(x: "[B, S, D]", w: "[D]"):  # noqa: F821
+        return x * w
+
+    assert [i["kind"] for i in capture.parameters(f)[0]] == ["row", "vector"]
 
 
 def test_an_optional_tensor_annotated_with_a_shape_is_an_input():

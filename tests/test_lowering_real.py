@@ -33,6 +33,8 @@ OUTCOME = {
         "t5_gated_act", "qwen3_next_attn_gate", "gemma2_final_logit_softcap", "granite_logits_scaling",
         "granite_residual", "bloom_dropout_add", "gemma_embed_normalizer", "deepseek_v3_sigmoid_scores", "temperature_warper",
         "bitnet_post_quant_process",
+        # one value per row: a [B, S] padding mask over [B, S, D] or a [T, 1] gate over [T, D], in the row cell
+        "mamba2_apply_mask_to_padding_states", "deformable_detr_mask_value", "qwen2_moe_shared_expert_combine",
         # an input read in equal parts (x.chunk(2, -1), x[..., ::2]): [M, 2N] in, [M, N] out, in the row cell
         "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act",
         # RoPE: q, k [.., D] in halves or lanes, cos/sin broadcast over the heads, whole rows out, in the row cell
@@ -45,6 +47,7 @@ OUTCOME = {
         "qwen3_next_rmsnorm_gated", "bert_residual_layernorm", "llama_attn_scores_softmax",
         # adaLN: [B, D] shift and scale, made [B, 1, D] by the function's [:, None], over x [B, S, D]
         "diffusers_ada_layer_norm_zero", "sd35_ada_layer_norm_zero_x", "diffusers_ada_layer_norm_continuous",
+        "colpali_retrieval_embeddings", "esm_embeddings_norm_mask",  # a norm, then a per-row padding mask
         "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "bitnet_act_quant",
         # quantizers whose values leave as int8 / fp8 e4m3 (the final .to(), done by the store)
         "bitnet_activation_quant", "quantize_fp8_per_row",
@@ -90,6 +93,9 @@ def names(case: dict) -> dict:
     dims = [f"L{i}" for i in range(len(x) - 1)] + ["N"]
     made = {}
     for name, shape in shapes.items():
+        if tuple(shape) in (tuple(x[:-1]), (*x[:-1], 1)):  # x's leading dims: one value per row ([B, S] over [B, S, D])
+            made[name] = f"[{','.join(dims[:-1] + ['1'] * (len(shape) == len(x)))}]"
+            continue
         if len(shape) < 2 or shape[-1] != x[-1] or tuple(shape) == tuple(x):
             continue
         found, start = [], 0
@@ -107,10 +113,13 @@ def hints(case: dict) -> dict:
     if case["cls"] == "gemm":
         return {}
     made = names(case)
+    x = next(iter(case["shapes"].values()))  # a 2-D function's x: its first tensor
     for name, shape in case["shapes"].items():
         if name in made:
             continue
         note = {0: "[]"}.get(len(shape), "[1]" if tuple(shape) == (1,) else "[N]" if len(shape) == 1 else "")
+        if len(x) == 2 and x[0] != x[1] and tuple(shape) in ((x[0],), (x[0], 1)):  # one value per row of x
+            note = "[M]" if len(shape) == 1 else "[M,1]"
         if len(shape) == 2 and (name in ir.VECTOR_NAMES or name.endswith(("_weight", "_bias"))):
             note = "[M,N]"  # a matrix named like a vector
         note += "bool" if case.get("dtypes", {}).get(name) == "bool" else ""
@@ -160,6 +169,9 @@ def _inputs(case: dict, program: dict, rows: int, n: int) -> dict:
         if spec["kind"] == "row":
             shape = [*(sizes[d] for d in spec["names"][:-1]), n * width] if "names" in spec else [rows, n * width]
             shape[-1] = 3 * heads if heads else shape[-1]
+        elif spec["kind"] == "per_row":  # x's leading dims (named, or M), with the 1 the function takes it in
+            shape = [1 if d == 1 or d == "1" else sizes[d] if d in sizes else rows
+                     for d in spec.get("names") or spec.get("dims")]
         else:
             shape = {"vector": [heads or n * width]}.get(spec["kind"], spec.get("dims", []))
         t = torch.randn(shape, generator=g, dtype=torch.float64)

@@ -122,18 +122,32 @@ def lowered_x(lowered) -> int:
     return lowered.KINDS.index("row")
 
 
+def lowered_viewed(lowered) -> bool:
+    """Whether any input of a lowered op needs lowered_views: the cells skip it on the hot path when none does."""
+    return any(d == "bool" for d in lowered.DTYPES) or bool({"scalar", "per_row"} & set(lowered.KINDS))
+
+
 def lowered_views(lowered, inputs):
     """The inputs as a compiled launcher takes them: a bool mask as its bytes (uint8, a view: no copy), a 0-d scalar
-    as shape (1,). Free views; the inputs themselves are untouched."""
-    if not _VIEWED.setdefault(id(lowered), any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS):
+    as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a view where its layout allows; a layout
+    that does not is the check's to refuse). Free views; the inputs themselves are untouched."""
+    if not _VIEWED.setdefault(id(lowered), lowered_viewed(lowered)):
         return inputs
     import torch
 
-    return [t.view(torch.uint8) if kept == "bool" and t.dtype == torch.bool else t.view(1) if kind == "scalar"
-            and t.dim() == 0 else t for t, kind, kept in zip(inputs, lowered.KINDS, lowered.DTYPES)]
+    def view(t, kind, kept):
+        if kept == "bool" and t.dtype == torch.bool:
+            t = t.view(torch.uint8)
+        if kind == "scalar" and t.dim() == 0:
+            return t.view(1)
+        if kind == "per_row" and t.dim() != 1 and t.is_contiguous():
+            return t.view(-1)
+        return t
+
+    return [view(t, kind, kept) for t, kind, kept in zip(inputs, lowered.KINDS, lowered.DTYPES)]
 
 
-_VIEWED: dict = {}  # id(lowered) -> whether any input needs lowered_views (the hot path skips it when none does)
+_VIEWED: dict = {}  # id(lowered) -> lowered_viewed(lowered)
 
 
 def check_rank(lowered, x) -> None:
@@ -163,7 +177,8 @@ def rows_nd(lowered, run_2d, inputs, out):
         raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
     lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else tuple(x.shape[:-1])
     flat = [t.reshape(-1, heads or t.shape[-1]) if kind == "row" else broadcast_rows(lowered, x, t, i)
-            if kind == "broadcast" else t for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]
+            if kind == "broadcast" else t.reshape(-1) if kind == "per_row" else t
+            for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]
     shapes = {"row": lambda t: t.reshape(*lead, t.shape[-1]), "reduced": lambda t: t.reshape(lead),
               "reduced_keepdim": lambda t: t.reshape(*lead, 1)}
     given = None if out is None else tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
@@ -230,13 +245,15 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
         if kind == "broadcast" and (t.dim() != 4 or t.shape[0] * t.shape[1] * t.shape[2] != x.shape[0]):
             raise ValueError(f"{op}: {name} (broadcast over x's rows) must come as broadcast_rows makes it, got "
                              f"{tuple(t.shape)}: call run() with the inputs as the function takes them")
-        shape = {"row": (*x.shape[:-1], n * width), "vector": (n * width,), "scalar": (),
+        shape = {"row": (*x.shape[:-1], n * width), "vector": (n * width,), "scalar": (), "per_row": x.shape[:-1],
                  "broadcast": (*t.shape[:3], n * width)}[kind]
         dtypes = (torch.bool, torch.uint8) if kept == "bool" else (x.dtype,)
-        if (tuple(t.shape) != shape and not (kind == "scalar" and t.numel() == 1 and t.dim() <= 1)) \
+        if (tuple(t.shape) != shape and not (kind == "scalar" and t.numel() == 1 and t.dim() <= 1)
+                and not (kind == "per_row" and tuple(t.shape) == (*shape, 1))) \
                 or t.dtype not in dtypes or t.device != x.device or not (
                 t.is_contiguous() or kind in ("row", "broadcast") and not rows_contiguous and t.stride(-1) == 1):
-            what = "a one-element" if kind == "scalar" else f"a contiguous {shape}"
+            what = "a one-element" if kind == "scalar" else f"a contiguous {tuple(shape)} (or {(*shape, 1)})" \
+                if kind == "per_row" else f"a contiguous {shape}"
             raise ValueError(f"{op}: {name} ({kind}) must be {what} tensor of dtype {dtypes[0]} on {x.device}, got "
                              f"{tuple(t.shape)} {t.dtype} on {t.device}")
     given = None if out is None else lowered_outputs(out)
@@ -407,17 +424,20 @@ def lowered_names() -> list | None:
     return next((i.get("names") for i in (OP.get("lowered") or {}).get("inputs", []) if i["kind"] == "row"), None)
 
 
-def lowered_input(draw, name: str, row, n: int):
+def lowered_input(draw, name: str, row, n: int, lead: tuple = ()):
     """A fresh input `name` of a lowered op (op.json `kinds`, `input_dtypes`): `row(width, names)` makes a row input
     whose last dim is width units (width 1, or r for an input the function reads in r parts), of its own dims when
     `names` says it is broadcast over some of x's, a vector is [width*n], a scalar is
-    one element in the shape the function takes it (0-d or [1]). A mask (bool) is True with
+    one element in the shape the function takes it (0-d or [1]), one value per row is x's leading dims `lead` (and
+    a 1 when the function takes it so). A mask (bool) is True with
     probability 3/4 and True at each row's first element, so that a masked softmax always has something to
     normalise (torch gives NaN for a fully masked row, and NaN fails any case)."""
     kind = (OP.get("kinds") or {}).get(name, "row")
     spec = next((i for i in (OP.get("lowered") or {}).get("inputs", []) if i["name"] == name), {})  # {}: built-in
     if kind == "scalar":
         t = draw(*spec.get("dims", []))
+    elif kind == "per_row":  # x's leading dims, with the trailing 1 the function takes it in ([M, 1], [B, S, 1])
+        t = draw(*lead, *([1] if str((spec.get("names") or spec.get("dims") or ["M"])[-1]) == "1" else []))
     elif kind == "row":
         names = spec.get("names")  # broadcast over some of x's dims: made in its own dims (the row cell's inputs)
         t = row(spec.get("width", 1), names) if names and names != lowered_names() else row(spec.get("width", 1))

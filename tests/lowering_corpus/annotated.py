@@ -86,6 +86,31 @@ def gemma_embed_normalizer(hidden_states):
     return upstream.gemma_embed_normalizer(hidden_states)
 
 
+def mamba2_apply_mask_to_padding_states(hidden_states: "[B, S, D]", attention_mask: "[B, S]"):  # noqa: F722, F821
+    """Mamba2's padding mask: one value per row of [B, S, D]. Added after the round's H200 runs: compiled on the
+    CPU, not yet run on the H200."""
+    return upstream.mamba2_apply_mask_to_padding_states(hidden_states, attention_mask)
+
+
+def colpali_retrieval_embeddings(embeddings: "[B, S, D]", attention_mask: "[B, S]"):  # noqa: F722, F821
+    """ColPali's L2-normalised embeddings, then the padding mask. Added after the round's H200 runs: lowered on the
+    CPU, not yet run on the H200."""
+    return upstream.colpali_retrieval_embeddings(embeddings, attention_mask)
+
+
+def esm_embeddings_norm_mask(embeddings: "[B, S, D]", attention_mask: "[B, S]", layer_norm_weight,  # noqa: F722, F821
+                             layer_norm_bias):
+    """ESM's LayerNorm (weight and bias), then the padding mask. Added after the round's H200 runs: compiled on the
+    CPU, not yet run on the H200."""
+    return upstream.esm_embeddings_norm_mask(embeddings, attention_mask, layer_norm_weight, layer_norm_bias)
+
+
+def qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_gate_logits: "[M, 1]"):  # noqa: F722, F821
+    """Qwen2-MoE's shared expert gated by sigmoid of a [T, 1] logit, plus the routed experts. Added after the
+    round's H200 runs: lowered on the CPU, not yet run on the H200."""
+    return upstream.qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_gate_logits)
+
+
 ADALN = "2x4096x3072;1x1024x1536;3x7x1000"  # x's [B, S, D] (SD3.5 large: 4096 image tokens of 1536; Flux: 3072)
 ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
@@ -101,4 +126,8 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           "llama_rope": ("reduction", 2, ROPE), "cohere_rope": ("reduction", 2, ROPE),
           "qwen3_q_norm": ("reduction", 1, "8192x4096;4096x4096;1000x1024;7x128"),
           "sd35_ada_layer_norm_zero_x": ("reduction", 2, ADALN),
-          "diffusers_ada_layer_norm_continuous": ("reduction", 1, ADALN), "gemma_embed_normalizer": ("elementwise", 1)}
+          "diffusers_ada_layer_norm_continuous": ("reduction", 1, ADALN), "gemma_embed_normalizer": ("elementwise", 1),
+          # one value per row: a [B, S] padding mask over [B, S, D] and a [T, 1] gate, in the row cell
+          "mamba2_apply_mask_to_padding_states": ("reduction", 1, ADALN), "colpali_retrieval_embeddings":
+              ("reduction", 1, ADALN), "esm_embeddings_norm_mask": ("reduction", 1, ADALN),
+          "qwen2_moe_shared_expert_combine": ("reduction", 1)}

@@ -651,6 +651,58 @@ def gemma_embed_normalizer(hidden_states, hidden_size: int = 2048):
     return hidden_states
 
 
+# transformers/models/mamba2/modeling_mamba2.py: apply_mask_to_padding_states (also Bamba's, FalconH1's): a [B, S]
+# padding mask, one value per row of the [B, S, D] hidden states
+def mamba2_apply_mask_to_padding_states(hidden_states, attention_mask):
+    """
+    Tunes out the hidden states for padding tokens, see https://github.com/state-spaces/mamba/issues/66
+    """
+    # NOTE: attention mask is a 2D boolean tensor
+    if attention_mask is not None:
+        dtype = hidden_states.dtype
+        hidden_states = (hidden_states * attention_mask[:, :, None]).to(dtype)
+
+    return hidden_states
+
+
+# transformers/models/deformable_detr/modeling_deformable_detr.py: DeformableDetrMultiscaleDeformableAttention.forward,
+# after value_proj: padded positions of the encoder's values zeroed
+def deformable_detr_mask_value(value, attention_mask):
+    if attention_mask is not None:
+        # we invert the attention_mask
+        value = value.masked_fill(~attention_mask[..., None], float(0))
+    return value
+
+
+# transformers/models/colpali/modeling_colpali.py: ColPaliForRetrieval.forward, after embedding_proj_layer: the L2
+# normalisation of each token's embedding, then the padding mask
+def colpali_retrieval_embeddings(embeddings, attention_mask=None):
+    # L2 normalization
+    embeddings = embeddings / embeddings.norm(dim=-1, keepdim=True)  # (batch_size, sequence_length, dim)
+
+    if attention_mask is not None:
+        embeddings = embeddings * attention_mask.unsqueeze(-1)  # (batch_size, sequence_length, dim)
+    return embeddings
+
+
+# transformers/models/esm/modeling_esm.py: EsmEmbeddings.forward, its end (emb_layer_norm_before; layer_norm_eps
+# 1e-12): the LayerNorm, then the padding mask
+def esm_embeddings_norm_mask(embeddings, attention_mask, layer_norm_weight, layer_norm_bias, eps: float = 1e-12):
+    embeddings = F.layer_norm(embeddings, (embeddings.shape[-1],), layer_norm_weight, layer_norm_bias, eps)
+    if attention_mask is not None:
+        embeddings = (embeddings * attention_mask.unsqueeze(-1)).to(embeddings.dtype)
+    return embeddings
+
+
+# transformers/models/qwen2_moe/modeling_qwen2_moe.py: Qwen2MoeSparseMoeBlock.forward, after the experts: the shared
+# expert's output gated by sigmoid of its one-logit gate (shared_expert_gate: Linear(hidden, 1), a [T, 1] per token)
+def qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_gate_logits):
+    shared_expert_output = F.sigmoid(shared_gate_logits) * shared_expert_output
+
+    expert_output = expert_output + shared_expert_output
+    return expert_output
+
+
 # transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward, after lm_head (logits_scaling 8.0)
 def granite_logits_scaling(logits, logits_scaling: float = 8.0):
     logits = logits / logits_scaling  # main diff with Llama
@@ -1306,6 +1358,26 @@ CASES = [
     _case("gemma_embed_normalizer", "transformers/models/gemma/modeling_gemma.py: GemmaModel.forward (normalizer)",
           "elementwise", {"hidden_states": X2},
           notes="x * torch.tensor(sqrt(2048), dtype=x.dtype): the constant is rounded to the workspace's dtype"),
+    # one value per row: a [B, S] padding mask over [B, S, D], a [T, 1] gate over [T, D]
+    _case("mamba2_apply_mask_to_padding_states", "transformers/models/mamba2/modeling_mamba2.py: "
+          "apply_mask_to_padding_states", "elementwise", {"hidden_states": X3, "attention_mask": X3[:2]},
+          {"attention_mask": "bool"}, notes="hidden_states * attention_mask[:, :, None]: one mask value per row"),
+    _case("deformable_detr_mask_value", "transformers/models/deformable_detr/modeling_deformable_detr.py: "
+          "DeformableDetrMultiscaleDeformableAttention.forward (after value_proj)", "elementwise",
+          {"value": X3, "attention_mask": X3[:2]}, {"attention_mask": "bool"},
+          notes="masked_fill(~attention_mask[..., None], 0): an inverted per-row mask"),
+    _case("colpali_retrieval_embeddings", "transformers/models/colpali/modeling_colpali.py: "
+          "ColPaliForRetrieval.forward (after embedding_proj_layer)", "reduction",
+          {"embeddings": X3, "attention_mask": X3[:2]}, {"attention_mask": "bool"},
+          notes="an L2 norm over the row, then the per-row padding mask"),
+    _case("esm_embeddings_norm_mask", "transformers/models/esm/modeling_esm.py: EsmEmbeddings.forward (layer_norm, "
+          "then the mask)", "reduction", {"embeddings": X3, "attention_mask": X3[:2], "layer_norm_weight": (D,),
+                                          "layer_norm_bias": (D,)}, {"attention_mask": "bool"},
+          notes="LayerNorm with weight and bias, then the per-row padding mask"),
+    _case("qwen2_moe_shared_expert_combine", "transformers/models/qwen2_moe/modeling_qwen2_moe.py: "
+          "Qwen2MoeSparseMoeBlock.forward (after the experts)", "elementwise",
+          {"expert_output": X2, "shared_expert_output": X2, "shared_gate_logits": (X2[0], 1)},
+          notes="sigmoid of a [T, 1] gate times the shared expert's [T, D], plus the routed experts' output"),
     _case("granite_logits_scaling", "transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward "
           "(logits_scaling)", "elementwise", {"logits": LOGITS}, notes="logit scaling by a constant"),
     _case("granite_residual", "transformers/models/granite/modeling_granite.py: GraniteDecoderLayer.forward "

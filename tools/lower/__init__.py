@@ -173,7 +173,8 @@ def _gemm_spec(program: dict) -> dict:
 def signature(program: dict) -> str:
     """The lowered function in the user's words: `name(x [M, N], mask [M, N] bool, alpha []) -> [M, N], [M]`."""
     def shape(spec: dict) -> str:
-        dims = spec.get("dims") or {"row": ["M", "N"], "vector": ["N"], "scalar": []}.get(spec["kind"], [])
+        dims = spec.get("names") or spec.get("dims") or {"row": ["M", "N"], "vector": ["N"], "scalar": []}.get(
+            spec["kind"], [])
         return f"[{', '.join(map(str, dims))}]" + (" bool" if spec.get("dtype") == "bool" else "")
 
     outs = {"row": "[M, N]", "reduced": "[M]", "reduced_keepdim": "[M, 1]"}
@@ -219,6 +220,8 @@ def op_spec(program: dict) -> dict:
             terms.append(per(i.get("width", 1), "numel") + f"*{size}")
         elif i["kind"] == "vector":
             terms.append(f"{heads}*{size}" if heads else per(i.get("width", 1), "N") + f"*{size}")
+        elif i["kind"] == "per_row":
+            terms.append(f"(numel/N)*{size}")
     for o in program["outputs"]:
         size = ir.OUT_BYTES.get(o["dtype"], "elem_bytes")
         terms.append(per(ir.out_width(o), "numel") + f"*{size}" if o["shape"] == "row" else
@@ -234,8 +237,8 @@ def op_spec(program: dict) -> dict:
                     f"{len(program['nodes'])} steps, reductions: {', '.join(ir.reductions(program)) or 'none'}",
             "flops_note": "one FLOP per per-element step of the lowered program (a transcendental counts as one)",
             "bytes_note": "each input read once (a [N] vector once per launch, a bool mask one byte per element, an "
-                          "input read in r parts r times the output's row, a scalar not counted), each output written "
-                          "once in its dtype: the minimum traffic",
+                          "input read in r parts r times the output's row, one value per row M of them, a scalar not "
+                          "counted), each output written once in its dtype: the minimum traffic",
             "params": {}, **_words(program)}
 
 
@@ -304,8 +307,9 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
             return math.prod(v[d] for d in i["names"][:-1]) * width * unit
         return numel // n * max(case.get("row_stride", n), width * unit)
 
-    found = {i["name"]: ({"row": row(i) if i["kind"] == "row" else 0, "vector": (heads or unit) * i.get("width", 1)}
-                         .get(i["kind"], 1), 1 if i.get("dtype") == "bool" else eb) for i in program["inputs"]}
+    found = {i["name"]: ({"row": row(i) if i["kind"] == "row" else 0, "vector": (heads or unit) * i.get("width", 1),
+                          "per_row": numel // n}.get(i["kind"], 1), 1 if i.get("dtype") == "bool" else eb)
+             for i in program["inputs"]}
     for k, o in enumerate(program["outputs"]):
         size = ir.OUT_BYTES.get(o["dtype"], eb)
         found[f"out{k}"] = (numel // ow * ir.out_width(o) if o["shape"] == "row" else numel // (heads or n), size)
@@ -320,7 +324,8 @@ def phase1(program: dict, base: dict) -> dict:
     if decode.is_decode(program):
         return decode.phase1(program, base)
     shapes_of = {"row": "x's shape [M, N]", "vector": "[N], broadcast over the rows",
-                 "scalar": "one value (a runtime scalar, loaded once)"}
+                 "scalar": "one value (a runtime scalar, loaded once)",
+                 "per_row": "one value per row of x, loaded once per row"}
     inputs = "; ".join(f"`{i['name']}` {shapes_of[i['kind']]}" + (", boolean" if i.get("dtype") == "bool" else "")
                        + f" ({i['why']})" for i in program["inputs"])
     outs = "; ".join(f"output {k}: {o['shape'].replace('_', ' ')} in {'x' + chr(39) + 's dtype' if o['dtype'] == 'input' else o['dtype']}"

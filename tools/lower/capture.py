@@ -112,6 +112,15 @@ def _names(shape: str) -> list[str] | None:
         NAME.fullmatch(names[-1]) and names != ["M", "N"] else None
 
 
+def _dim_names(shape: str) -> list[str] | None:
+    """Any bracket of dim names, "[B,S,1]" -> ["B", "S", "1"] (names or 1s, at least one name), or None: the form
+    every N-D annotation takes, x's leading dims for one value per row included (``named`` sorts them out)."""
+    found = re.fullmatch(r"\[([^\]]*)\]", shape)
+    names = found.group(1).split(",") if found else []
+    return names if names and all(NAME.fullmatch(n) or n == "1" for n in names) and any(
+        NAME.fullmatch(n) for n in names) else None
+
+
 def _width(shape: str) -> int:
     """r of a row annotated r times as wide as the output's rows, "[M, 2N]" (a gated MLP's input): 1 otherwise."""
     found = re.fullmatch(r"\[(M|\.\.\.),(\d+)\*?N\]", shape)
@@ -130,15 +139,17 @@ def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tupl
         return "vector", f"annotated {note!r}"
     if shape in SCALAR_ANNOTATIONS and not per_row:
         return "scalar", f"annotated {note!r}"
-    if per_row and shape in PER_ROW_ANNOTATIONS:
+    if shape in PER_ROW_ANNOTATIONS:
         return "per_row", f"annotated {note!r}"
     if shape in ROW_ANNOTATIONS or _width(shape) > 1:
         return "row", f"annotated {note!r}"
-    if SHAPE.fullmatch(shape) and not per_row and _names(shape) is None:  # never taken for x's shape
+    if SHAPE.fullmatch(shape) and not per_row and _dim_names(shape) is None:  # never taken for x's shape
         raise ValueError(f"`{name}` is annotated {note!r}, a shape the row rule does not take: a row input is "
                          "`\"[M, N]\"` (or its dims' names, `\"[B, S, D]\"`), a vector `\"[N]\"`, a scalar "
-                         "`\"[]\"`; one value per row (`[M]`, `[M, 1]`) is an input of a GEMM's epilogue only: pass "
-                         "it at x's shape (`s.expand_as(x).contiguous()`), or keep that step in PyTorch")
+                         "`\"[]\"`, one value per row `\"[M]\"` or `\"[M, 1]\"` (or x's leading dims' names, "
+                         "`\"[B, S]\"`)")
+    if SHAPE.fullmatch(shape) and not per_row:  # dim names ("[B, S, D]", "[B, S]"): `named` gives the kind
+        return "row", f"annotated {note!r}"
     if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
         return "vector", "by its name"
     if per_row and (name in PER_ROW_NAMES or name.endswith("_row_scale")):
@@ -165,6 +176,8 @@ def parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
             " by its name" if "bool" not in note else "") if mask else ""), "dtype": "bool" if mask else "float"}
         if kind == "scalar":  # a 0-d tensor, or one of shape [1]: the shape the function takes it in
             spec["dims"] = [1] if "[1]" in note or default is not None and default.dim() == 1 else []
+        if kind == "per_row":  # [M] or [M, 1]: the shape the function takes it in
+            spec["dims"] = list(PER_ROW_ANNOTATIONS[_shape(note)])
         if _width(_shape(note)) > 1:  # traced [M, rN]; the output's rows are N
             spec["width"] = _width(_shape(note))
         inputs.append(spec)
@@ -185,9 +198,20 @@ def named(inputs: list[dict], notes: dict) -> None:
     x = next(i for i in inputs if i["kind"] == "row")
     dims = _names(_shape(notes.get(x["name"], "")))
     for spec in inputs:
-        names = _names(_shape(notes.get(spec["name"], "")))
-        if names is None or spec is x:
+        shape = _shape(notes.get(spec["name"], ""))
+        names = _dim_names(shape)
+        if names is None or spec is x or spec["kind"] != "row" or shape in ROW_ANNOTATIONS or _width(shape) > 1:
             continue
+        if dims is not None and names in (dims[:-1], [*dims[:-1], "1"]):  # x's leading dims: one value per row
+            spec.update(kind="per_row", names=names, why=f"annotated {notes[spec['name']]!r}, one value per row")
+            continue
+        if dims is not None and names == dims[-1:]:  # x's last dim alone: a vector
+            spec.update(kind="vector", why=f"annotated {notes[spec['name']]!r}")
+            continue
+        if _names(_shape(notes[spec["name"]])) is None:
+            raise ValueError(f"`{spec['name']}` is annotated {notes[spec['name']]!r}, a shape the row rule does not "
+                             "take: neither x's dims with some left out (ending in its last dim) nor x's leading dims "
+                             f"(one value per row: {_lead_words(x, dims)})")
         if dims is None:
             raise ValueError(f"`{spec['name']}` is annotated with dim names {notes[spec['name']]!r} but x "
                              f"(`{x['name']}`) is not: annotate x with all its dims, e.g. `{x['name']}: "
@@ -212,6 +236,14 @@ def named(inputs: list[dict], notes: dict) -> None:
         for spec in inputs:
             if spec["kind"] == "row" and "names" not in spec:
                 spec["names"] = dims
+
+
+def _lead_words(x: dict, dims: list | None) -> str:
+    """How to annotate one value per row of x, in x's own dim names when it has them."""
+    if dims is None:
+        return f"`\"[M]\"` or `\"[M, 1]\"` beside x (`{x['name']}`) of [M, N]"
+    lead = ", ".join(dims[:-1])
+    return f"`\"[{lead}]\"` or `\"[{lead}, 1]\"` beside x (`{x['name']}`) of [{', '.join(dims)}]"
 
 
 def _lengths(constants: dict) -> list[int]:

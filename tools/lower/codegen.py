@@ -163,7 +163,7 @@ class _Writer:
 
     def outputs(self) -> str:
         kinds = {node["id"]: node["kind"] for node in self.p["nodes"]}
-        scalars = {i["name"] for i in self.p["inputs"] if i["kind"] == "scalar"}
+        scalars = {i["name"] for i in self.p["inputs"] if i["kind"] in ("scalar", "per_row")}  # scalars in compute()
         first = ir.ACC if self.gemm else self.names[next(a for a in ir.arguments(self.p) if a not in scalars)]
         values = []
         for out in self.p["outputs"]:
@@ -181,6 +181,14 @@ class _Writer:
         return (f'({index[view["input"]]}, "{view["how"]}", {view["index"]})' if view else
                 f'({index[name]}, "whole", 0)')
 
+    def _dims(self) -> str:
+        """DIMS: each input's dim names when x has them (an N-D function), a [N] vector x's last, a scalar none."""
+        x = ir.x_input(self.p)
+        if "names" not in x:
+            return "()"
+        return _tuple(_strings(i.get("names") or (x["names"][-1:] if i["kind"] == "vector" else []))
+                      for i in self.p["inputs"])
+
     @staticmethod
     def _shape(spec: dict) -> str:
         """An input's shape in the docstring: "[M, N] (a row input)", "[N] (a vector)", a GEMM's by its dims."""
@@ -188,6 +196,8 @@ class _Writer:
             words = {"a": "the matmul's a", "b": "the matmul's b", "row": "a row input", "vector": "a vector",
                      "per_row": "one value per row", "scalar": "a runtime scalar, loaded once"}[spec["kind"]]
             shape = f"[{', '.join(map(str, spec['dims']))}] ({words})"
+        elif "names" in spec and spec["kind"] == "per_row":
+            shape = f"[{', '.join(spec['names'])}] (one value per row of x)"
         elif "names" in spec:
             shape = f"[{', '.join(spec['names'])}] (a row input: rows of its last dim)"
         else:
@@ -266,7 +276,7 @@ class _Writer:
             f"OUTPUTS = {_strings(o['shape'] for o in p['outputs'])}",
             f"OUT_WIDTHS = {_tuple(str(ir.out_width(o)) for o in p['outputs'])}",
             f"OUT_HOW = {_strings(o.get('how', 'whole') for o in p['outputs'])}",
-            f"DIMS = {_tuple(_strings(i['names']) for i in p['inputs']) if 'names' in ir.x_input(p) else '()'}",
+            f"DIMS = {self._dims()}",
             f"HEADS = {p.get('heads')!r}",
             f"RANK = {p.get('rank')!r}",
             f"OUT_DTYPES = {_strings(o['dtype'] for o in p['outputs'])}",

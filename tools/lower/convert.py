@@ -213,14 +213,18 @@ class Converter:
         self.n, self.how = self.domain_width(self.xshape)
         self.xshape = (*self.xshape[:-1], self.n)
         for node, spec in zip(placeholders, self.inputs):
-            kind, shape = {"row": (ELEMENT, "row"), "vector": (ELEMENT, "vector"),
-                           "scalar": (ROW, "scalar")}[spec["kind"]]
-            last = node.meta["val"].shape[-1] if spec["kind"] != "scalar" else 1
-            ratio = max(1, _hint(last) // _hint(self.n)) if spec["kind"] != "scalar" else 1
+            kind, shape = {"row": (ELEMENT, "row"), "vector": (ELEMENT, "vector"), "scalar": (ROW, "scalar"),
+                           "per_row": (ROW, "per_row")}[spec["kind"]]
+            one = spec["kind"] in ("scalar", "per_row")  # one value per row (or for all): never split into pieces
+            last = node.meta["val"].shape[-1] if not one else 1
+            ratio = max(1, _hint(last) // _hint(self.n)) if not one else 1
             if self.heads and spec["kind"] == "row":  # x's rows, viewed as heads by the function (split_heads)
                 self.env[node] = Value(spec["name"], ELEMENT, "unsplit", boolean=spec.get("dtype") == "bool")
                 continue
-            if spec["kind"] != "scalar" and _hint(last) != ratio * _hint(self.n):
+            if self.heads and spec["kind"] == "per_row":
+                self.refuse(f"takes `{spec['name']}` one value per row of x beside a view of x's rows as heads of "
+                            f"{self.heads}, whose rows are not x's; give it at x's shape, or keep that step in PyTorch")
+            if not one and _hint(last) != ratio * _hint(self.n):
                 self.refuse(f"takes `{spec['name']}` with a last dim that is not a whole multiple of the output's "
                             f"row length; a wider input must be read as equal parts of it (x.chunk(2, -1), x[..., ::2])")
             spec["width"] = ratio
@@ -229,7 +233,7 @@ class Converter:
                                        "express", wide=(spec["name"], ratio), boolean=spec.get("dtype") == "bool")
             else:
                 self.env[node] = Value(spec["name"], kind, shape, boolean=spec.get("dtype") == "bool")
-                if spec.get("names") and len(spec["names"]) < len(self.xshape):  # broadcast over some of x's dims
+                if spec["kind"] == "row" and spec.get("names") and len(spec["names"]) < len(self.xshape):  # broadcast
                     self.own_shapes.add(tuple(map(str, node.meta["val"].shape)))
 
     def split_heads(self, x) -> None:
@@ -459,6 +463,10 @@ class Converter:
                 fill = args[0] if base == "scalar_tensor" else args[1] if base in ("full", "full_like") else args[2]
             v = self.arg(fill)
             return Value(v.ref, v.kind, shape, v.boolean)
+        if base == "select" and isinstance(args[0], torch.fx.Node) and \
+                args[0].meta["val"].shape[args[1]] == 1:  # s[:, 0] of a [M, 1]: the one element of its dim, a view
+            src = self.arg(args[0])
+            return Value(src.ref, src.kind, shape, src.boolean)
         if base in SHAPE_ONLY:
             if base == "_assert_tensor_metadata":
                 return None

@@ -8,7 +8,8 @@ checks that the lowering is the user's function.
 A program (a dict, JSON as it is)::
 
     inputs    [{"name": "x", "kind": "row"}, {"name": "weight", "kind": "vector"}, ...]
-                row: x's shape [M, N] (x is always the first row input); vector: [N], broadcast over the rows
+                row: x's shape [M, N] (x is always the first row input); vector: [N], broadcast over the rows;
+                scalar: one element; per_row: one value per row ([M], [M, 1], or x's leading dims' ``names``)
     nodes     [{"id": "t3", "op": "rsqrt", "args": ["t2"], "line": 8}, ...]   in evaluation order
                 an arg is a reference (an input's name, an earlier node's id, or "n": the row length N as a float)
                 or a float constant; `attr` holds an op's static argument (a cast's target dtype)
@@ -225,11 +226,12 @@ def arguments(program: dict) -> list[str]:
 
 def pattern(program: dict) -> str:
     """The cell a program runs in: its class, except that an elementwise program with wide inputs, inputs broadcast
-    over some of x's dims or rows viewed as heads runs in the row (reduction) cell, whose rows carry their own
-    strides, column offsets and layouts; the flat elementwise cell cannot."""
+    over some of x's dims, one value per row or rows viewed as heads runs in the row (reduction) cell, whose rows
+    carry their own strides, column offsets, layouts and row index; the flat elementwise cell has none of them."""
     if program["class"] == "decode_attention":
         return program["class"]
-    rows = any(i.get("width", 1) > 1 or broadcast(program, i) for i in program["inputs"]) or program.get("heads")
+    rows = any(i.get("width", 1) > 1 or broadcast(program, i) or i["kind"] == "per_row" for i in program["inputs"]) \
+        or program.get("heads")
     return "reduction" if rows and program["class"] == "elementwise" else program["class"]
 
 
@@ -297,8 +299,10 @@ def interpret(program: dict, inputs: dict, dtype=None):
     for i in program["inputs"]:  # a scalar input as a 0-d tensor, a mask as booleans, whatever way it came in
         if i["kind"] == "scalar":
             env[i["name"]] = inputs[i["name"]].reshape(())
+        if i["kind"] == "per_row" and not is_gemm(program):  # one value per row: [*x's leading dims, 1]
+            env[i["name"]] = inputs[i["name"]].reshape(*x.shape[:-1], 1)
         if i.get("dtype") == "bool":
-            env[i["name"]] = inputs[i["name"]] != 0
+            env[i["name"]] = env[i["name"]] != 0
     if is_gemm(program):  # the head; per-row inputs as [M, 1], so that they broadcast over C's columns as in torch
         a, b = x, inputs[program["inputs"][1]["name"]]
         x = env[ACC] = a @ b.T

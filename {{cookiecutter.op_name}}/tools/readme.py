@@ -181,6 +181,9 @@ def input_rows(program: dict) -> list[str]:
             how = "an operand of the matmul head, K-major"
         elif i["kind"] == "scalar":
             how = f"one value ({'0-d' if not i.get('dims') else '[1]'}), read once per thread"
+        elif i["kind"] == "per_row" and program.get("head") != "matmul":
+            shape = f"[{', '.join(map(str, i.get('names') or i.get('dims') or ['M']))}]"
+            how = f"{shape}, one value per row of x, read once per row (contiguous)"
         elif i["kind"] in ("vector", "per_row"):
             how = "[N], the same for every row" if i["kind"] == "vector" else "[M], one value per row of C"
         elif width > 1:
@@ -210,7 +213,7 @@ def _named(program: dict, spec: dict, how: str) -> str:
     """An input's line with its dim names when x was annotated with them (an N-D function): which of x's dims a
     broadcast input leaves out, and so which rows of it each row of x reads."""
     x = next((i for i in program.get("inputs", []) if i["kind"] == "row"), {})
-    if "names" not in spec or "names" not in x:
+    if "names" not in spec or "names" not in x or spec["kind"] == "per_row":
         return how
     dims, names = x["names"], spec["names"]
     if names == dims:
@@ -251,6 +254,9 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "- a tensor parameter has x's shape [M, N] (the first such one is x), except a vector [N] broadcast over the "
         f"rows: named {vectors} or `*_weight`/`*_bias`, or "
         "annotated `w: \"[N]\"`; an annotation `\"[M, N]\"` forces a row input whatever the name;",
+        "- one value per row (a per-token scale, a padding mask, a one-logit gate) is annotated `s: \"[M]\"` or "
+        "`\"[M, 1]\"` (beside an N-D x, its leading dims: `attention_mask: \"[B, S]\"` over `\"[B, S, D]\"`), "
+        "passed contiguous, and read once per row (`x * s[:, None]`, `x.masked_fill(~mask[..., None], 0)`);",
         "- a one-element tensor (a learned `alpha`) is a runtime scalar, read once per thread: annotate it "
         "`alpha: \"[]\"` (0-d) or `\"[1]\"`, or give it a tensor default (`alpha=torch.tensor(1.0)`);",
         "- a boolean mask keeps its dtype (one byte per element, read as such): a parameter named `mask`, `*_mask` "

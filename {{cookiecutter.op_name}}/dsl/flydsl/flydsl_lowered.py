@@ -36,7 +36,8 @@ The cell keeps its own tiling, loads, reductions and stores; this module gives i
                         row strides and every address allow
     regs(), vectors()   the register tensor of a lane's chunks and the buffer view of a tensor cut into vectors:
                         the cells' one way to move vec elements
-    scalar()            a "scalar" input's one element as an fp32 scalar, one buffer load per lane
+    scalar()            a "scalar" input's one element (or a "per_row" input's element of a row) as an fp32
+                        scalar, one buffer load per lane
     compute(values, n, reduce)  lowered.compute(*values, n, reduce) traced under fastmath "afn" (a `/` in the
                         user's code is v_rcp_f32 and a multiply), as a tuple
     to_storage()        an output's fp32 values in its OUT_DTYPES element type, as the cells' stores write them:
@@ -54,7 +55,8 @@ only runs in the reduction cell, and its ARGS entries are views of it: "part" j,
 arrives at run() as torch.bool and is launched as its bytes (uint8, a view: host.lowered_views): the cell loads vec
 bytes per access where x loads vec elements (8 bytes beside a bf16 x's 16) and passes 0.0 / 1.0 like any other
 value (compute() compares it itself). A "scalar" input (one element, a runtime scalar) is loaded once per lane and
-passed as an fp32 scalar (scalar()), never a vector. compute() returns one value per output: a vector for a "row"
+passed as an fp32 scalar (scalar()), never a vector; so is a "per_row" input ([M], one value per row: the reduction
+cell's only), at the lane's row. compute() returns one value per output: a vector for a "row"
 output, an fp32 scalar for a "reduced" one.
 
 Compiled to gfx942/gfx950 ISA on a CPU; the lowered kernels have never run on AMD hardware here (no AMD GPU).
@@ -76,6 +78,7 @@ LAUNCH_SLOTS = (2, 3, SLOTS)  # the row cells' launchers' tensor slots: run() ta
 ACCESS_BYTES = 16  # 128-bit buffer accesses
 MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_views)
 OUT_DTYPES = ("input", "fp32", "int8", "fp8")  # x's dtype, fp32, a quantizer's int8 / fp8 e4m3fn (row cells only)
+SINGLE = ("scalar", "per_row")  # the input kinds compute() takes as one fp32 scalar: one element, or its row's
 
 
 @cache
@@ -107,10 +110,10 @@ def facts() -> SimpleNamespace:
             raise ValueError(f"lowered.py: a GEMM's KINDS {f.kinds} must be 'a', 'b', then 'row' | 'vector' | "
                              f"'per_row', with one 'row' output and no reductions (has {f.outputs}, {f.reductions})")
     elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar",
-                                                                                   "broadcast"}:
-        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector' or 'scalar' per input, "
-                         "one 'row' at least (x: the first)")
-    if len(widths) != len(kinds) or any(w < 1 or w > 1 and kind == "scalar" for w, kind in zip(widths, kinds)):
+                                                                                   "broadcast", "per_row"}:
+        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector', 'scalar' or 'per_row' "
+                         "per input, one 'row' at least (x: the first)")
+    if len(widths) != len(kinds) or any(w < 1 or w > 1 and kind in SINGLE for w, kind in zip(widths, kinds)):
         raise ValueError(f"lowered.py: WIDTHS {widths} must give 1 per input, or r > 1 for an input read in parts")
     for i, how, j in args:
         if not (0 <= i < len(kinds) and how in ("whole", "part", "lane")
@@ -156,13 +159,14 @@ def plan_loads(args, kinds, widths) -> tuple[tuple, tuple, tuple]:
         (i, "lane", 0)   all the lanes of a wide input: r*vec contiguous elements per chunk (its vectors r*v ..
                          r*v + r-1 for the chunk's vector v: r 128-bit loads), shared by its lanes
     `load_widths`: each load's vectors per chunk (r for a wide input's lanes, 1 otherwise): the registers it takes.
-    `of_arg`: per argument ("scalar", input, 0) for a scalar input (one value, never loaded as a row), else (how,
+    `of_arg`: per argument ("scalar", input, 0) for a single value (a scalar input, or one value per row: never
+    loaded as a row, compute() takes it as an fp32 scalar), else (how,
     load, j); lane j of a lanes load is its fp32 values j, j + r, j + 2r, ... (columns j + r*c of x for the
     columns c of the other values: a register shuffle, no data movement). So every byte of a wide input is read
     once, with 128-bit loads, whichever way the function splits it."""
     loads, of_arg = [], []
     for i, how, j in args:
-        if kinds[i] == "scalar":
+        if kinds[i] in SINGLE:
             of_arg.append(("scalar", i, 0))
             continue
         key = (i, how, 0 if how == "lane" else j)
@@ -262,10 +266,13 @@ def vectors(t, vec: int):
     return fx.logical_divide(fx.rocdl.make_buffer_tensor(t, max_size=False), fx.make_layout(vec, 1))
 
 
-def scalar(t):
-    """A "scalar" input's one element (a [1] tensor) as an fp32 scalar: one buffer load per lane, at offset 0."""
+def scalar(t, index=0):
+    """A "scalar" input's one element (a [1] tensor), or a "per_row" input's element `index` (its row's, [M]), as an
+    fp32 scalar: one buffer load per lane. A row past M reads past the buffer's num_records, which the hardware
+    returns as 0 without touching memory (and that row stores nothing)."""
     r = fx.make_rmem_tensor(1, t.element_type)
-    fx.copy(fx.make_copy_atom(fx.rocdl.BufferCopy(t.element_type.width), t.element_type), vectors(t, 1)[None, 0], r)
+    fx.copy(fx.make_copy_atom(fx.rocdl.BufferCopy(t.element_type.width), t.element_type), vectors(t, 1)[None, index],
+            r)
     return r.load().to(fx.Float32)[0]
 
 

@@ -8,7 +8,7 @@
 - ``make_inputs(case, dtype, device, seed)``: fresh standard-normal inputs for one op.json case: each row input
   (``x``, and a lowered op's other [M, N] inputs) with a padded row stride when the case has one (the kernel must
   honour ``x.stride(0)``), each vector (``weight`` [N]; a lowered op's ``kinds`` say which are), and a lowered op's
-  scalars and boolean masks (host.lowered_input), in the function's own parameter order; a case with ``lead``
+  scalars, one value per row and boolean masks (host.lowered_input), in the function's own parameter order; a case with ``lead``
   makes its rows [*lead, N] (rank 3 or more), and an input broadcast over some of x's dims its own shape (cos
   [S, D] beside q [B, S, H, D]). A case's N is the output row's length (host.lowered_lengths).
 """
@@ -52,4 +52,4 @@ def make_inputs(case: dict, dtype: torch.dtype, device: str, seed: int, inputs: 
         t = randn(m, max(case.get("row_stride") or 0, width * length))[:, :width * length]
         return t.reshape(*lead, width * length) if lead else t
 
-    return [host.lowered_input(randn, name, row, n) for name in inputs or host.OP["inputs"]]
+    return [host.lowered_input(randn, name, row, n, tuple(lead or [m])) for name in inputs or host.OP["inputs"]]

@@ -220,7 +220,7 @@ _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
-_VIEWED = any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS  # inputs host.lowered_views changes
+_VIEWED = host.lowered_viewed(lowered)  # whether host.lowered_views changes any input
 
 
 def unroll_for(numel: int) -> int:

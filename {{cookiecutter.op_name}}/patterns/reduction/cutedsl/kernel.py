@@ -101,13 +101,14 @@ Alignment and predication
     (N = 4096, 8192, ...) a constexpr drops the predicates and the loads issue back to back.
 
 What compute() gets (lowered.py)
-    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; a mask's bytes), OUTPUTS ("row" [M, N],
-    "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n, reduce): straight-line
-    fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th reduce() call.
+    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; "per_row": [M]; a mask's bytes), OUTPUTS
+    ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n, reduce):
+    straight-line fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th reduce() call.
     - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are
-      lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a scalar input (one fp32
-      value, read once per thread). A bool mask is loaded as its bytes (VEC bytes per access: 64-bit beside a
-      bf16 x) and handed over as 0.0 / 1.0. An input the function reads in parts ([M, r*N], WIDTHS r) is loaded
+      lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read
+      once per thread: a scalar input's one element, or a per-row input's element of the thread's row (``x *
+      scale[:, None]``, a padding mask over [B, S, D]). A bool mask is loaded as its bytes (VEC bytes per access:
+      64-bit beside a bf16 x) and handed over as 0.0 / 1.0. An input the function reads in parts ([M, r*N], WIDTHS r) is loaded
       per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for interleaved lanes
       (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views
       with stride r: every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are
@@ -307,13 +308,17 @@ def _chunk(t: cute.Tensor, kind: str, idx, row):
 
 # Where compute()'s arguments (lowered.ARGS) come from: the loads, one register fragment each (a row or vector input
 # whole; a part j of a wide input, its columns [j*N, (j+1)*N); all the lanes of a wide input, one fragment r*VEC wide
-# per chunk that each lane j views with stride r), and the scalar inputs (one value, read once per thread). x is the
-# first row input in the user's parameter order, not necessarily the first input.
+# per chunk that each lane j views with stride r), and the single values: a scalar input (one value, read once per
+# thread) or one value per row (its row's, read once per thread). x is the first row input in the user's parameter
+# order, not necessarily the first input.
+SINGLE = ("scalar", "per_row")  # the kinds compute() takes as one fp32 scalar, never loaded as a row
+
+
 def _plan_loads(args, kinds):
     loads, of_arg, scalars = [], [], []
     for i, how, j in args:
-        if kinds[i] == "scalar":
-            of_arg.append(("scalar", len(scalars)))
+        if kinds[i] in SINGLE:
+            of_arg.append((kinds[i], len(scalars)))
             scalars.append(i)
             continue
         key = (i, how, 0 if how == "lane" else j)
@@ -334,7 +339,7 @@ def _late_loads() -> tuple:
     against 80.5 at 16384x5120 on the H200. Empty when LATE_LOADS is off or when every load is late (no
     reductions)."""
     late = tuple(k for k in range(len(_LOADS))
-                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] != "scalar" and a[1] == k))
+                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
     shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
     return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
 
@@ -348,19 +353,26 @@ def _early_loads() -> tuple:
 # halves from column j*N or its lanes as ONE fragment r*VEC wide; a reduced output by the row's thread 0.
 _STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW)
 _X = lowered.KINDS.index("row")
-_LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] != "scalar"), 0)  # an argument of the values' shape
+_LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] not in SINGLE), 0)  # an argument of the values' shape
 
 
-def _values(frags, scalars, vec: int, chunks: int, absent: tuple = ()):
+def _read_singles(scalars, row) -> list:
+    """The single values of compute()'s, read once per thread (before any loop over the row) as fp32 scalars, in
+    _SCALARS order: a scalar input's one element, a per-row input's element of `row` (a row index below M: the
+    caller clamps a row past M, which stores nothing)."""
+    return [Float32(t[0 if lowered.KINDS[i] == "scalar" else row].to(Float32)) for t, i in zip(scalars, _SCALARS)]
+
+
+def _values(frags, singles, vec: int, chunks: int, absent: tuple = ()):
     """compute()'s arguments in lowered.ARGS order: each load's fragment as fp32 (a mask's bytes as 0.0 / 1.0), a
-    lane j of a wide input as its fragment viewed with stride r from j, each scalar input's one value as a scalar;
-    the arguments of the loads in `absent` (not loaded yet) as zeros."""
+    lane j of a wide input as its fragment viewed with stride r from j, each single value (_read_singles) as the
+    scalar it is; the arguments of the loads in `absent` (not loaded yet) as zeros."""
     made = []
     for arg in _OF_ARG:
-        if arg[0] != "scalar" and arg[1] in absent:
+        if arg[0] not in SINGLE and arg[1] in absent:
             made.append(cute.full((vec, chunks), 0.0, Float32))
-        elif arg[0] == "scalar":
-            made.append(Float32(scalars[arg[1]][0].to(Float32)))
+        elif arg[0] in SINGLE:
+            made.append(singles[arg[1]])
         elif arg[0] == "lane":
             frag, r = frags[arg[1]], lowered.WIDTHS[_LOADS[arg[1]][0]]
             lane = cute.make_tensor(frag.iterator + arg[2], cute.make_layout((vec, chunks), stride=(r, r * vec)))
@@ -645,13 +657,15 @@ def row_kernel(
     late = _late_loads()
     if row < m:
         _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
-    values = _values(frags, scalars, vec, chunks, late)
+    held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
+    singles = _read_singles(scalars, held)
+    values = _values(frags, singles, vec, chunks, late)
     valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
     reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange)
     results = lowered.compute(*values, Float32(nv * vec), reducer)
     if const_expr(len(late) > 0):
-        _load_chunks(loads, frags, first, cutlass.min(row, m - 1), nv, stride, chunks, full, late)
-        results = lowered.compute(*_values(frags, scalars, vec, chunks), Float32(nv * vec), reducer.replay())
+        _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late)
+        results = lowered.compute(*_values(frags, singles, vec, chunks), Float32(nv * vec), reducer.replay())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
     if row < m:
@@ -660,21 +674,21 @@ def row_kernel(
             _store_reduced(reduced, results, row)
 
 
-def _fold_slice(p: int, loads, frags, scalars, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
+def _fold_slice(p: int, loads, frags, singles, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
                 chunks: int, whole: bool):
     """One slice of reduction pass p: load it, run compute() with pass p's reducer. A whole slice (every vector
     exists) loads unpredicated and masks nothing; the partial last one predicates its loads and masks its reduce."""
     _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
-    values = _values(frags, scalars, vec, chunks)
+    values = _values(frags, singles, vec, chunks)
     valid = None if const_expr(whole) else _chunk_mask(chunks, first, tpr, nv)
     lowered.compute(*values, n_f, _PassReducer(p, known, acc, valid, values[_LIKE]))
 
 
-def _write_slice(loads, frags, scalars, row_outputs, out_frags, acc, known: dict, first, row, nv, n_f, vec: int,
+def _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known: dict, first, row, nv, n_f, vec: int,
                  tpr: int, chunks: int, whole: bool):
     """One slice of the last pass: load it, compute() with every row result known, store the row outputs."""
     _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
-    values = _values(frags, scalars, vec, chunks)
+    values = _values(frags, singles, vec, chunks)
     results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
     _round_into(out_frags, results, vec, chunks)
     _store_chunks(row_outputs, out_frags, first, row, nv, tpr, chunks, whole)
@@ -690,6 +704,7 @@ def looped_kernel(
     t, _, _ = cute.arch.thread_idx()
     row, _, _ = cute.arch.block_idx()
     loads, scalars, row_outputs, reduced = _split(tensors)
+    singles = _read_singles(scalars, row)  # once per thread, before the passes
     buf = _allocate_partials(1, tpr, _SLOTS)
     frags = _fragments(loads, vec, chunks, _load_widths())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
@@ -705,23 +720,23 @@ def looped_kernel(
             if const_expr(lowered.PASSES[q] == p):
                 acc[q] = Float32(IDENTITY[kind])
         for it in cutlass.range(whole):
-            _fold_slice(p, loads, frags, scalars, acc, known, it * step + t, row, nv, n_f, vec, tpr, chunks, True)
+            _fold_slice(p, loads, frags, singles, acc, known, it * step + t, row, nv, n_f, vec, tpr, chunks, True)
         if whole < iters:
-            _fold_slice(p, loads, frags, scalars, acc, known, whole * step + t, row, nv, n_f, vec, tpr, chunks, False)
+            _fold_slice(p, loads, frags, singles, acc, known, whole * step + t, row, nv, n_f, vec, tpr, chunks, False)
         _row_results(p, acc, known, tpr, buf)
 
     # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
     if const_expr(len(row_outputs) > 0):
         for it in cutlass.range(whole):
-            _write_slice(loads, frags, scalars, row_outputs, out_frags, acc, known, it * step + t, row, nv, n_f, vec,
+            _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known, it * step + t, row, nv, n_f, vec,
                          tpr, chunks, True)
         if whole < iters:
-            _write_slice(loads, frags, scalars, row_outputs, out_frags, acc, known, whole * step + t, row, nv, n_f,
+            _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known, whole * step + t, row, nv, n_f,
                          vec, tpr, chunks, False)
     # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
     filler = cute.full((vec, chunks), 0.0, Float32)
-    results = lowered.compute(*(Float32(scalars[a[1]][0].to(Float32)) if a[0] == "scalar" else filler
-                                for a in _OF_ARG), n_f, _PassReducer(None, known, acc, None, filler))
+    results = lowered.compute(*(singles[a[1]] if a[0] in SINGLE else filler for a in _OF_ARG), n_f,
+                              _PassReducer(None, known, acc, None, filler))
     if t == 0:
         _store_reduced(reduced, results, row)
 
@@ -753,7 +768,8 @@ def reduction_launch(
         else:
             layout = cute.make_layout((width, nv), stride=(1, width))
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
-    views += [cute.make_tensor(inputs[i].iterator, cute.make_layout(1)) for i in _SCALARS]
+    views += [cute.make_tensor(inputs[i].iterator, cute.make_layout(1 if lowered.KINDS[i] == "scalar" else m))
+              for i in _SCALARS]  # one element, or one per row
     for o, how, j in _STORES:  # a row output [M, r*N]: a half j from column j*N, or its lanes r*VEC wide
         t = outputs[o]
         width = vec * lowered.OUT_WIDTHS[o] if how == "lane" else vec
@@ -820,6 +836,7 @@ def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
                       else rt.tensor(name, (rt.dim(), rt.dim(), rt.dim(), row), (*(rt.dim(step) for _ in range(3)), 1),
                                      align=min(16, step * eb)) if kind == "broadcast"
                       else rt.tensor(name, (row,), (1,), align=min(16, step * eb)) if kind == "vector"
+                      else rt.tensor(name, (m,), (1,), align=eb) if kind == "per_row"  # M values, read one a row
                       else rt.tensor(name, (1,), (1,), align=eb))
     outputs = []
     for kind, out_dtype, width, how in zip(lowered.OUTPUTS, lowered.OUT_DTYPES, lowered.OUT_WIDTHS, lowered.OUT_HOW):
@@ -837,7 +854,7 @@ def _operand_vec(elem_bytes: int, n: int, lds, inputs, outputs) -> int:
     """_pick_vec over every input and row output (each row stride, each pointer). An fp32 row output of a 16-bit op
     stores VEC fp32 values per vector, so its pointer must be min(16, 4 * VEC)-byte aligned."""
     rows = [o for o, kind in zip(outputs, lowered.OUTPUTS) if kind == "row"]
-    loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind != "scalar"]
+    loaded = [t for t, kind in zip(inputs, lowered.KINDS) if kind not in SINGLE]
     lds = [*lds, *(s for t, kind in zip(inputs, lowered.KINDS) if kind == "broadcast" for s in t.stride()[:3])]
     vec = _pick_vec(elem_bytes, n, math.gcd(*lds), [t.data_ptr() for t in (*loaded, *rows)
                                                     if t.element_size() == elem_bytes])
@@ -884,7 +901,7 @@ def _prepare(inputs, out):
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST)  # rows that are not x's own 2-D rows: through host.rows_nd
-_VIEWED = any(d == "bool" for d in lowered.DTYPES) or "scalar" in lowered.KINDS  # inputs host.lowered_views changes
+_VIEWED = host.lowered_viewed(lowered)  # whether host.lowered_views changes any input
 _X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
 _ONE_OUTPUT = len(lowered.OUTPUTS) == 1

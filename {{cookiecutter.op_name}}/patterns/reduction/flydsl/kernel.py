@@ -269,6 +269,7 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -572,9 +573,11 @@ def _row_results(p: int, acc, known: dict, threads: int, lds, tid) -> None:
             known[q] = -val if kind == "min" else val
 
 
-def _scalars(tensors) -> dict:
-    """Every scalar input's one value as an fp32 scalar (by input index), loaded once per lane (lw.scalar)."""
-    return {i: lw.scalar(T) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)) if kind == "scalar"}
+def _scalars(tensors, row) -> dict:
+    """Every single value as an fp32 scalar (by input index), loaded once per lane (lw.scalar): a scalar input's one
+    element, a per-row input's element of `row`."""
+    return {i: lw.scalar(T, 0 if kind == "scalar" else row) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds))
+            if kind in lw.SINGLE}
 
 
 def _broadcast_starts(tensors, row, vec: int) -> dict:
@@ -755,7 +758,7 @@ def _pass_state(tensors, row, vec: int, lds_floats: int) -> tuple:
     lds = _lds(lds_floats)
     acc = fx.make_rmem_tensor(max(1, len(lw.facts().reductions)), fx.Float32)
     _identities(acc)
-    return lds, acc, _scalars(tensors), _broadcast_starts(tensors, row, vec)
+    return lds, acc, _scalars(tensors, row), _broadcast_starts(tensors, row, vec)
 
 
 def _reduced_only(tensors, scalars: dict, acc, known: dict, row, nv, vec: int, threads: int, chunks: int, tid,
@@ -790,7 +793,7 @@ def rows_kernel(
     lds = _lds(lds_floats)
     row_ok = row < m
     values = _inputs(tensors, [L0, L1, L2, L3, L4, L5, L6, L7], _broadcast_starts(tensors, row, vec),
-                     _scalars(tensors), row, 0, tpr, chunks, t, nv, vec, full, row_ok)
+                     _scalars(tensors, row), row, 0, tpr, chunks, t, nv, vec, full, row_ok)
     reduce = _RowReduce(_chunk_masks(0, tpr, chunks, t, nv, full), vec, values[f.like],
                         lambda part, kind, slot: _row_reduce(part, "sum" if kind == "sum" else "max", tpr, threads,
                                                              lds, slot, tid))
@@ -1190,7 +1193,8 @@ def _run_rows(*inputs, out=None):
     widths = [w for w, k in zip(f.widths, f.kinds) if k == "row"]
     signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1
                         else 1) for t in rows),  # M is free: checked per call below
-                 tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t, k in zip(inputs, f.kinds) if k != "row"),
+                 tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t, k in zip(inputs, f.kinds)
+                       if k not in ("row", "per_row")),  # a per-row input is M long: checked per call below
                  n, tuple(t.data_ptr() & 15 for t in inputs),
                  None if out is None else tuple(o.data_ptr() & 15 for o in ((out,) if isinstance(out, torch.Tensor)
                                                                             else out)))
@@ -1205,6 +1209,7 @@ def _run_rows(*inputs, out=None):
         outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
     spans = [(m - 1) * (t.stride(0) if m > 1 else n) + w * n for t, w in zip(rows, widths)]
     if not (0 < m and all(tuple(t.shape) == (m, w * n) for t, w in zip(rows, widths)) and max(spans) < limit
+            and all(inputs[i].dim() == 1 and inputs[i].shape[0] == m and inputs[i].stride(0) == 1 for i in _per_rows())
             and len(outs) == len(shapes)
             and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
                     for o, s, d in zip(outs, shapes, out_dtypes))):
@@ -1220,6 +1225,12 @@ def _run_rows(*inputs, out=None):
             return outs[0] if len(outs) == 1 else outs
     launch(*tensors, *slot_ldvs, m, nv, iters)
     return outs[0] if len(outs) == 1 else outs
+
+
+@functools.cache
+def _per_rows() -> tuple:
+    """The indices of the per-row inputs (lowered_views makes each its M values; run() checks M per call)."""
+    return tuple(i for i, k in enumerate(lw.facts().kinds) if k == "per_row")
 
 
 def _case_shape(case: dict | None) -> tuple[int, int, int]:
