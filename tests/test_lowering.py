@@ -14,6 +14,7 @@ for byte (`python tests/test_lowering.py` rewrites them after a change to the co
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -248,6 +249,31 @@ def test_what_aten_decomposes_into_the_vocabulary_lowers(tmp_path):
     assert not got["ok"] and "is a row reduction: `(x * y).sum(-1)`" in got["error"], got
 
 
+NON_FINITE = ("torch.where(torch.isinf(x), 0.0, x) + torch.isposinf(y).float() - torch.isneginf(y).float()",
+              "torch.where(torch.isfinite(x), x, -1.0)", "torch.xlogy(x, y)", "torch.where(x > 1.0, float('nan'), y)")
+
+
+def test_inf_and_nan_tests_and_constants_lower_with_torchs_meaning(tmp_path):
+    """isinf (|x| == inf), isposinf, isneginf, isfinite, and NaN constants (xlogy's for a NaN y, a float('nan') the
+    function writes: `math.nan` in lowered.py), held to torch on inputs that hold inf, -inf and NaN, which the
+    lowering's own check (random normal inputs) never sees."""
+    (tmp_path / "nf.py").write_text("import torch\n" + "".join(
+        f"\n\ndef f{k}(x, y):\n    return {body}\n" for k, body in enumerate(NON_FINITE)))
+    special = torch.tensor([0.0, 1.5, -2.0, float("inf"), -float("inf"), float("nan"), 3.0, 0.25], dtype=torch.float64)
+    x, y = special.repeat(8).reshape(8, 8), special.repeat(8).reshape(8, 8).T.contiguous()
+    spec = importlib.util.spec_from_file_location("nf", tmp_path / "nf.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for k, body in enumerate(NON_FINITE):
+        got = lower.lower_here(str(tmp_path / "nf.py"), f"f{k}")
+        assert got["ok"], (body, got.get("error"))
+        want, have = getattr(module, f"f{k}")(x, y).double(), ir.interpret(got["ir"], {"x": x, "y": y}).double()
+        assert torch.equal(want.isnan(), have.isnan()), body
+        assert torch.equal(want.nan_to_num(7.0), have.nan_to_num(7.0)), body
+    text = codegen.generate(lower.lower_here(str(tmp_path / "nf.py"), "f3")["ir"], "bf16")
+    assert "math.nan" in text and "import math" in text
+
+
 def test_a_constant_made_in_the_inputs_dtype_is_rounded_to_the_workspaces():
     """Gemma's torch.tensor(sqrt(2048), dtype=x.dtype): the bf16 trace holds 45.25, right for bf16 only. The program
     keeps the float32 value and rounds it to the workspace's dtype, as torch does: a cast in bf16 and fp16, the value
@@ -362,8 +388,6 @@ def test_one_value_per_row_is_an_input_of_the_row_cell(tmp_path, name, kinds, na
     text = codegen.generate(program, "bf16")
     assert f"KINDS = {tuple('broadcast' if ir.broadcast(program, i) else i['kind'] for i in program['inputs'])}" \
         .replace("'", '"') in text
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location("rows", tmp_path / "rows.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

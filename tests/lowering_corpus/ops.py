@@ -297,10 +297,17 @@ def preference_logsigmoid(chosen, rejected, beta: float = 0.1):
     return -F.logsigmoid(beta * (chosen - rejected))
 
 
+def entropy_term(p, q):
+    """An elementwise KL term as losses write it: xlogy (0 where p is 0, NaN for a NaN q: a NaN constant in
+    lowered.py), with infinities of q zeroed (isinf)."""
+    kl = torch.xlogy(p, p) - torch.xlogy(p, q)
+    return torch.where(torch.isinf(q), 0.0, kl)
+
+
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
-    "preference_logsigmoid": ("elementwise", 1),
+    "preference_logsigmoid": ("elementwise", 1), "entropy_term": ("elementwise", 1),
     "transcendental_mix": ("elementwise", 1), "sigmoid_gate": ("elementwise", 1),
     "pow_and_reciprocal": ("elementwise", 1), "erf_and_rsqrt": ("elementwise", 1),
     "minimum_maximum": ("elementwise", 1), "relu_squared": ("elementwise", 1),

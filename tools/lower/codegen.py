@@ -44,6 +44,8 @@ def _strings(items) -> str:
 def _float(v: float) -> str:
     if math.isinf(v):
         return "math.inf" if v > 0 else "-math.inf"
+    if math.isnan(v):  # a NaN the function writes (float("nan"), xlogy's NaN for a NaN y)
+        return "math.nan"
     return repr(float(v))
 
 
@@ -92,7 +94,7 @@ class _Writer:
             return self.names.get(a, a)
         if a in self.constants:
             return self.constants[a]
-        if math.isinf(a):
+        if math.isinf(a) or math.isnan(a):
             self.needs_math = True
         return _float(a)
 

@@ -26,6 +26,7 @@ result) rounds there as well; casts to fp32 or wider are no-ops.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -432,6 +433,11 @@ class Converter:
         if base == "masked_fill":
             a, mask, fill = (self.arg(a) for a in args)
             return self.emit("where", [mask.ref, fill.ref, a.ref], self.kind_of(a, mask, fill), shape)
+        if base in ("isinf", "isposinf", "isneginf"):  # |x| == inf, x == inf, x == -inf: false for NaN, as torch
+            a = self.arg(args[0])
+            a = self.emit("abs", [a.ref], a.kind, shape) if base == "isinf" else a
+            return self.binary("eq", a, Value(-math.inf if base == "isneginf" else math.inf, CONST, "scalar"), shape,
+                               True)
         if base in ("sign", "sgn"):  # (x > 0) - (x < 0): 0 for 0 and NaN, as torch.sign
             a, zero = self.arg(args[0]), Value(0.0, CONST, "scalar")
             pos, neg = (self.emit("to_float", [self.binary(op, a, zero, shape, True).ref], a.kind, shape)
