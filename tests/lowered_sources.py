@@ -243,3 +243,34 @@ def compute(hidden_states, attention_mask, n, reduce):
     t0 = hidden_states * attention_mask
     return (t0,)
 '''
+# One value per row broadcast over some of x's leading dims (KINDS "broadcast_per_row"): a per-sample a [B] and a
+# per-channel bool keep [C] over NCHW rows (DDPM's add_noise, masked by channel); each read once per thread through
+# host.broadcast_rows' [L0, L1, L2] view (stride 0 where broadcast).
+BROADCAST_PER_ROW = '''
+import pointwise as pw
+
+SOURCE = "test:broadcast_per_row"
+INPUTS = ("x", "noise", "a", "keep")
+KINDS = ("row", "row", "broadcast_per_row", "broadcast_per_row")
+DTYPES = ("float", "float", "float", "bool")
+WIDTHS = (1, 1, 1, 1)
+ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0), (3, "whole", 0))
+OUTPUTS = ("row",)
+OUT_WIDTHS = (1,)
+OUT_HOW = ("whole",)
+DIMS = (("B", "C", "H", "W"), ("B", "C", "H", "W"), ("B",), ("C",))
+HEADS = None
+RANK = None
+OUT_DTYPES = ("input",)
+REDUCTIONS = ()
+PASSES = ()
+ONLINE = ()
+LATE = ()
+USES_N = False
+
+
+def compute(x, noise, a, keep, n, reduce):
+    keep = keep != 0.0
+    t0 = pw.sqrt(a) * x + pw.sqrt(1.0 - a) * noise
+    return (pw.where(keep, t0, 0.0),)
+'''

@@ -148,3 +148,24 @@ def test_a_per_row_input_of_another_shape_or_layout_is_refused_in_one_line(bad, 
     with pytest.raises(ValueError) as err:
         host.lowered_operands(PER_ROW, inputs, None, [(6, 10)], False)
     assert "\n" not in str(err.value) and words in str(err.value) and "s (per_row)" in str(err.value)
+
+
+@pytest.mark.parametrize("x_names,s_names,shape", [
+    (("B", "C", "H", "W"), ("B",), (2, 3, 5, 8)),  # DDPM's add_noise: one value per sample over [B, C, H, W]
+    (("B", "C", "H", "W"), ("C",), (2, 3, 5, 8)),  # timm's LayerScale2d: one value per channel, broadcast over B, H
+    (("B", "C", "T"), ("1", "C", "1"), (2, 3, 8)),  # an audio model's [1, C, 1] per-channel parameter
+    (("B", "S", "D"), ("B", "S"), (2, 5, 8)),  # every leading dim: a plain per-row input, here through the view
+])
+def test_one_value_per_row_broadcast_over_some_dims_pairs_each_row_with_its_value(x_names, s_names, shape):
+    """broadcast_rows makes a per-row input that the function broadcasts over some of x's leading dims an [L0, L1,
+    L2] view (stride 0 where broadcast, no copy) whose element r, in x's row-major order, is the value the function
+    pairs with x's row r: what the cells' nested mode (CuTe DSL) or strided offset (FlyDSL) reads."""
+    lowered = SimpleNamespace(SOURCE="test:bpr", INPUTS=("x", "s"), KINDS=("row", "broadcast_per_row"),
+                              DIMS=(x_names, s_names))
+    x = torch.randn(*shape)
+    own = [shape[x_names.index(d)] if d != "1" else 1 for d in s_names]
+    s = torch.randn(*own)
+    view = host.broadcast_rows(lowered, x, s, 1)
+    assert view.dim() == 3 and view.data_ptr() == s.data_ptr()
+    aligned = s.reshape([shape[i] if d in s_names else 1 for i, d in enumerate(x_names[:-1])] + [1])
+    assert torch.equal(view.reshape(-1), aligned.expand(*shape[:-1], 1).reshape(-1))

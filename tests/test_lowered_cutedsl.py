@@ -17,8 +17,8 @@ import subprocess
 
 import pytest
 from helpers import ROOT, load_package, lowered_constants, make_lowered
-from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW, PER_ROW_ELEMENTWISE,
-                             QUANT, QUANT_FP8, ROPE, ROPE_LANES)
+from lowered_sources import (BROADCAST_PER_ROW, HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW,
+                             PER_ROW_ELEMENTWISE, QUANT, QUANT_FP8, ROPE, ROPE_LANES)
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"
@@ -96,7 +96,7 @@ def compute(x, n, reduce):
 SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR,
            "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE, "parts": PARTS, "lanes": LANES, "quant": QUANT,
            "quant_fp8": QUANT_FP8, "rope": ROPE, "rope_lanes": ROPE_LANES, "heads": HEADS, "per_row": PER_ROW,
-           "per_row_elementwise": PER_ROW_ELEMENTWISE}  # the test's own
+           "per_row_elementwise": PER_ROW_ELEMENTWISE, "broadcast_per_row": BROADCAST_PER_ROW}  # the test's own
 # lowered.py files, beside the examples
 
 REDUCTION_EXAMPLES = ["lowered_fused_add_rmsnorm.py", "lowered_layer_norm.py", "lowered_softmax_temp_lse.py"]
@@ -280,18 +280,20 @@ def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
 
 
 @pytest.mark.parametrize("source,dims", [("per_row", (64, 4096)), ("per_row", (8, 131072)), ("per_row", (4, 1 << 20)),
-                                         ("per_row_elementwise", (64, 4096))])
+                                         ("per_row_elementwise", (64, 4096)), ("broadcast_per_row", (64, 4096)),
+                                         ("broadcast_per_row", (4, 1 << 20))])
 def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
     """PER_ROW: each per-row input (a bf16 scale, a mask's byte) is one scalar load per thread, at the thread's row,
-    on the register path, a cluster's and the looped one; x and w keep their 128-bit loads; no local memory."""
+    on the register path, a cluster's and the looped one; x and w keep their 128-bit loads; no local memory. So is
+    BROADCAST_PER_ROW's per-sample and per-channel value, through its [L0, L1, L2] view."""
     ws, facts = lowered_ws("reduction", source)
     ptx, plan = _compiled(ws, dims, "bf16")
-    singles = [d for k, d in zip(facts["KINDS"], facts["DTYPES"]) if k == "per_row"]
+    singles = [d for k, d in zip(facts["KINDS"], facts["DTYPES"]) if k.endswith("per_row")]
     assert len(re.findall(r"ld\.global(\.nc)?\.[bu]16\b", ptx)) == singles.count("float"), "a bf16 per-row value"
     assert len(re.findall(r"ld\.global(\.nc)?\.[bu]8\b", ptx)) == singles.count("bool"), "a per-row mask byte"
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
     if not plan["path"].startswith("looped"):
-        assert ptx.count("ld.global.v4") == (1 + facts["KINDS"].count("vector")) * plan["chunks_per_thread"]
+        assert ptx.count("ld.global.v4") == sum(k in ("row", "vector") for k in facts["KINDS"]) * plan["chunks_per_thread"]
 
 
 @pytest.mark.parametrize("source,dims", [("parts", (64, 7168)), ("lanes", (64, 7168)), ("parts", (4, 65536)),

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import flydsl_batch
-from lowered_sources import (HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW, QUANT,
+from lowered_sources import (BROADCAST_PER_ROW, HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW, QUANT,
                               QUANT_ELEMENTWISE, QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
 from helpers import lowered_constants, make_lowered
@@ -33,7 +33,8 @@ SMALL_N = 1 << 24  # ... and 1 below (kernel.unroll_for)
 SOURCES = {"mask_scalar": MASK_SCALAR, "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE,  # beside EXAMPLES' files
            "parts": PARTS, "lanes": LANES, "quant": QUANT, "quant_fp8": QUANT_FP8,
            "quant_elementwise": QUANT_ELEMENTWISE, "quant_fp8_elementwise": QUANT_FP8_ELEMENTWISE, "rope": ROPE,
-           "rope_lanes": ROPE_LANES, "heads": HEADS, "per_row": PER_ROW}
+           "rope_lanes": ROPE_LANES, "heads": HEADS, "per_row": PER_ROW,
+           "broadcast_per_row": BROADCAST_PER_ROW}
 NARROW = ("int8", "fp8")  # OUT_DTYPES stored as one byte: vec bytes per access (dwordx2 beside a bf16 x)
 
 # (pattern, example, dtype, dims, path): the elementwise example with N a multiple of the vector and not (the
@@ -63,9 +64,10 @@ VARIANTS = [
     ("reduction", "heads", "bf16", [64, 4096], "rows"),
     ("reduction", "per_row", "bf16", [4096, 8192], "rows"),
     ("reduction", "per_row", "bf16", [512, 131072], "looped"),
+    ("reduction", "broadcast_per_row", "bf16", [4096, 8192], "rows"),
 ]
 MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]
-PER_ROW_VARIANTS = [v for v in VARIANTS if v[1].startswith("per_row")]
+PER_ROW_VARIANTS = [v for v in VARIANTS if v[1].endswith("per_row")]
 ROPE_VARIANTS = [v for v in VARIANTS if v[1].startswith("rope")]
 HEADS_VARIANTS = [v for v in VARIANTS if v[1] == "heads"]
 SPLIT_VARIANTS = [v for v in VARIANTS if v[4] == "split"]
@@ -197,10 +199,10 @@ def test_one_value_per_row_is_one_load_per_lane(compiled, arch, pattern, example
     text, plan = compiled[(example, path, arch)]["isa"], compiled[(example, path, arch)]["describe"]
     assert "scratch_" not in text and metadata(text, "private_segment_fixed_size") == [0]
     assert metadata(text, "vgpr_spill_count") == [0] and metadata(text, "sgpr_spill_count") == [0]
-    singles = [d for k, d in zip(declared(example)["KINDS"], declared(example)["DTYPES"]) if k == "per_row"]
+    singles = [d for k, d in zip(declared(example)["KINDS"], declared(example)["DTYPES"]) if k.endswith("per_row")]
     assert text.count("buffer_load_ushort") == singles.count("float"), "a per-row bf16 value: one load per lane"
     assert text.count("buffer_load_ubyte") == singles.count("bool"), "a per-row mask byte: one load per lane"
-    rows = 1 + declared(example)["KINDS"].count("vector")  # x and a [N] vector, dwordx4 per chunk
+    rows = sum(k in ("row", "vector") for k in declared(example)["KINDS"])  # x, a [N] vector: dwordx4 per chunk
     if path == "rows":
         assert text.count("buffer_load_dwordx4") == rows * plan["chunks_per_lane"]
     assert "buffer_load_dwordx4" in text

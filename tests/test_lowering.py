@@ -411,6 +411,58 @@ def test_one_value_per_row_is_an_input_of_the_row_cell(tmp_path, name, kinds, na
         assert (w.double() - h.double()).norm() <= capture.VERIFY_TOLERANCE * w.double().norm()
 
 
+BROADCAST_PER_ROW = '''import torch
+
+
+def add_noise(x: "[B, C, H, W]", noise: "[B, C, H, W]", a: "[B]"):
+    return (a**0.5)[:, None, None, None] * x + (1 - a)[:, None, None, None].sqrt() * noise
+
+
+def layer_scale(x: "[B, C, H, W]", gamma: "[C]"):
+    return x * gamma.view(1, -1, 1, 1)
+
+
+def snake_like(x: "[B, C, T]", alpha: "[1, C, 1]"):
+    return x + (alpha + 1e-9).reciprocal() * torch.sigmoid(alpha * x)
+
+
+def returns_it(x: "[B, S, D]", s: "[B]"):
+    return x * s[:, None, None], s[:, None, None] * 2
+'''
+
+
+@pytest.mark.parametrize("name,names", [("add_noise", ["B"]), ("layer_scale", ["C"]), ("snake_like", ["1", "C", "1"])])
+def test_one_value_per_row_over_some_of_xs_dims_is_broadcast_over_the_others(tmp_path, name, names):
+    """A per-sample [B] or per-channel [C] ([1, C, 1]) value over x's rows (the function's unsqueezes place it, its
+    arithmetic may run in its own dims first): KINDS "broadcast_per_row", and the program is the function at sizes
+    the trace did not see, every dim its own size (a value placed on the wrong dim cannot pass)."""
+    (tmp_path / "bpr.py").write_text(BROADCAST_PER_ROW)
+    got = lower.lower_here(str(tmp_path / "bpr.py"), name)
+    assert got["ok"], got
+    program = got["ir"]
+    single = next(i for i in program["inputs"] if i["kind"] == "per_row")
+    assert single["names"] == names and ir.broadcast_per_row(program, single)
+    assert '"broadcast_per_row"' in codegen.generate(program, "bf16").split("KINDS = ")[1].splitlines()[0]
+    spec = importlib.util.spec_from_file_location("bpr", tmp_path / "bpr.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x_names = ir.x_input(program)["names"]
+    sizes = dict(zip(x_names, (3, 4, 5, 24)[-len(x_names):] if len(x_names) == 4 else (3, 4, 24)), **{"1": 1})
+    g = torch.Generator().manual_seed(5)
+    values = {i["name"]: torch.randn([sizes[d] for d in i["names"]], generator=g, dtype=torch.float64).abs() * 0.5
+              for i in program["inputs"]}
+    want, have = getattr(module, name)(**values), ir.interpret(program, values)
+    assert want.shape == have.shape and torch.allclose(want, have, rtol=1e-12, atol=1e-12)
+
+
+def test_one_value_per_row_broadcast_over_some_rows_is_no_output(tmp_path):
+    """A value of one per row the same over some of x's dims has no output shape ([M] or [M, 1]): refused in one
+    line, never stored as if it were per row."""
+    (tmp_path / "bpr.py").write_text(BROADCAST_PER_ROW)
+    got = lower.lower_here(str(tmp_path / "bpr.py"), "returns_it")
+    assert not got["ok"] and "one value per row" in got["error"] and "\n" not in got["error"], got
+
+
 def test_one_value_per_row_beside_rows_viewed_as_heads_is_refused(tmp_path):
     """Rows viewed as heads (a QK-norm) are not x's rows: a per-row input there is refused in one line."""
     (tmp_path / "rows.py").write_text(PER_ROW_SOURCE)

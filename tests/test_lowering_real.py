@@ -35,6 +35,8 @@ OUTCOME = {
         "bitnet_post_quant_process",
         # one value per row: a [B, S] padding mask over [B, S, D] or a [T, 1] gate over [T, D], in the row cell
         "mamba2_apply_mask_to_padding_states", "deformable_detr_mask_value", "qwen2_moe_shared_expert_combine",
+        # one value per row broadcast over some of x's dims: per sample (DDPM's noise) or per channel (LayerScale2d)
+        "ddpm_add_noise", "timm_layer_scale_2d",
         # an input read in equal parts (x.chunk(2, -1), x[..., ::2]): [M, 2N] in, [M, N] out, in the row cell
         "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act",
         # RoPE: q, k [.., D] in halves or lanes, cos/sin broadcast over the heads, whole rows out, in the row cell
@@ -96,6 +98,11 @@ def names(case: dict) -> dict:
         if tuple(shape) in (tuple(x[:-1]), (*x[:-1], 1)):  # x's leading dims: one value per row ([B, S] over [B, S, D])
             made[name] = f"[{','.join(dims[:-1] + ['1'] * (len(shape) == len(x)))}]"
             continue
+        if shape and shape[-1] != x[-1] and case["cls"] in ("elementwise", "reduction"):
+            lead = _lead_names(shape, x[:-1], dims[:-1])  # some of x's leading dims, by size: one value per row
+            if lead:
+                made[name] = f"[{','.join(lead)}]"
+                continue
         if len(shape) < 2 or shape[-1] != x[-1] or tuple(shape) == tuple(x):
             continue
         found, start = [], 0
@@ -105,6 +112,22 @@ def names(case: dict) -> dict:
             start = at + 1 if at is not None else start
         made[name] = f"[{','.join([*found, 'N'])}]"
     return {next(n for n, s in shapes.items() if s is x): f"[{','.join(dims)}]", **made}
+
+
+def _lead_names(shape, lead, names) -> list | None:
+    """The names of `shape`'s dims as some of x's leading dims `lead` (sizes, named `names`), matched by size in
+    order (1 stays 1), or None when a dim matches none."""
+    found, start = [], 0
+    for size in shape:
+        if size == 1:
+            found.append("1")
+            continue
+        at = next((i for i in range(start, len(lead)) if lead[i] == size), None)
+        if at is None:
+            return None
+        found.append(names[at])
+        start = at + 1
+    return found if any(n != "1" for n in found) else None
 
 
 def hints(case: dict) -> dict:

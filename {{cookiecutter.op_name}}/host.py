@@ -168,7 +168,7 @@ def rows_nd(lowered, run_2d, inputs, out):
     [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d."""
     x = inputs[lowered_x(lowered)]
     check_rank(lowered, x)
-    if x.dim() == 2 and not lowered.HEADS and "broadcast" not in lowered.KINDS:
+    if x.dim() == 2 and not lowered.HEADS and not {"broadcast", "broadcast_per_row"} & set(lowered.KINDS):
         return run_2d(*inputs, out=out)
     if x.dim() == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
@@ -177,7 +177,7 @@ def rows_nd(lowered, run_2d, inputs, out):
         raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
     lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else tuple(x.shape[:-1])
     flat = [t.reshape(-1, heads or t.shape[-1]) if kind == "row" else broadcast_rows(lowered, x, t, i)
-            if kind == "broadcast" else t.reshape(-1) if kind == "per_row" else t
+            if kind in ("broadcast", "broadcast_per_row") else t.reshape(-1) if kind == "per_row" else t
             for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]
     shapes = {"row": lambda t: t.reshape(*lead, t.shape[-1]), "reduced": lambda t: t.reshape(lead),
               "reduced_keepdim": lambda t: t.reshape(*lead, 1)}
@@ -195,7 +195,9 @@ def broadcast_rows(lowered, x, t, i: int):
     against q [B, S, H, D]), as a [L0, L1, L2, W] view of itself whose row r (x's row-major order over L0, L1, L2) is
     the row of t the function pairs with x's row r: stride 0 over the dims it is broadcast over. x's leading dims
     are merged where both strides allow (two broadcast dims, or two that t holds contiguously) and padded with 1s
-    to three; a row cell's layout then finds each row's start from the strides, with no copy."""
+    to three; a row cell's layout then finds each row's start from the strides, with no copy. One value per row
+    broadcast the same way ("broadcast_per_row": a per-sample [B] over [B, C, H, W]) is an [L0, L1, L2] view: its
+    element for row r."""
     dims, names = lowered.DIMS[lowered_x(lowered)], lowered.DIMS[i]
     if t.dim() != len(names):
         raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]} must be [{', '.join(names)}], got {tuple(t.shape)}")
@@ -214,6 +216,8 @@ def broadcast_rows(lowered, x, t, i: int):
         raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]} is broadcast over x's dims in more than three "
                          "alternating groups; the kernel's rows take three")
     pad = 3 - len(sizes)
+    if lowered.KINDS[i] == "broadcast_per_row":
+        return t.as_strided((*[1] * pad, *sizes), (*[0] * pad, *strides))
     return t.as_strided((*[1] * pad, *sizes, t.shape[-1]), (*[0] * pad, *strides, t.stride(-1)))
 
 
@@ -242,16 +246,18 @@ def lowered_operands(lowered, inputs, out, out_shapes, rows_contiguous: bool):
     for name, kind, kept, width, t in zip(lowered.INPUTS, lowered.KINDS, lowered.DTYPES, lowered.WIDTHS, inputs):
         if kind == "row" and not rows_contiguous:
             rows_of(op, t)
-        if kind == "broadcast" and (t.dim() != 4 or t.shape[0] * t.shape[1] * t.shape[2] != x.shape[0]):
+        if kind.startswith("broadcast") and (t.dim() != (4 if kind == "broadcast" else 3) or
+                                             t.shape[0] * t.shape[1] * t.shape[2] != x.shape[0]):
             raise ValueError(f"{op}: {name} (broadcast over x's rows) must come as broadcast_rows makes it, got "
                              f"{tuple(t.shape)}: call run() with the inputs as the function takes them")
         shape = {"row": (*x.shape[:-1], n * width), "vector": (n * width,), "scalar": (), "per_row": x.shape[:-1],
-                 "broadcast": (*t.shape[:3], n * width)}[kind]
+                 "broadcast": (*t.shape[:3], n * width), "broadcast_per_row": tuple(t.shape[:3])}[kind]
         dtypes = (torch.bool, torch.uint8) if kept == "bool" else (x.dtype,)
         if (tuple(t.shape) != shape and not (kind == "scalar" and t.numel() == 1 and t.dim() <= 1)
                 and not (kind == "per_row" and tuple(t.shape) == (*shape, 1))) \
                 or t.dtype not in dtypes or t.device != x.device or not (
-                t.is_contiguous() or kind in ("row", "broadcast") and not rows_contiguous and t.stride(-1) == 1):
+                t.is_contiguous() or kind in ("row", "broadcast") and not rows_contiguous and t.stride(-1) == 1
+                or kind == "broadcast_per_row"):
             what = "a one-element" if kind == "scalar" else f"a contiguous {tuple(shape)} (or {(*shape, 1)})" \
                 if kind == "per_row" else f"a contiguous {shape}"
             raise ValueError(f"{op}: {name} ({kind}) must be {what} tensor of dtype {dtypes[0]} on {x.device}, got "
@@ -436,8 +442,11 @@ def lowered_input(draw, name: str, row, n: int, lead: tuple = ()):
     spec = next((i for i in (OP.get("lowered") or {}).get("inputs", []) if i["name"] == name), {})  # {}: built-in
     if kind == "scalar":
         t = draw(*spec.get("dims", []))
-    elif kind == "per_row":  # x's leading dims, with the trailing 1 the function takes it in ([M, 1], [B, S, 1])
-        t = draw(*lead, *([1] if str((spec.get("names") or spec.get("dims") or ["M"])[-1]) == "1" else []))
+    elif kind in ("per_row", "broadcast_per_row"):  # x's leading dims (or its own of them, by name), with the 1s
+        names = spec.get("names")  # the function takes it in ([M, 1], [B, S, 1], [1, C, 1])
+        sizes = dict(zip(lowered_names()[:-1], lead)) if names else {}
+        t = draw(*([1 if d == "1" else sizes[d] for d in names] if names else
+                   [*lead, *([1] if str((spec.get("dims") or ["M"])[-1]) == "1" else [])]))
     elif kind == "row":
         names = spec.get("names")  # broadcast over some of x's dims: made in its own dims (the row cell's inputs)
         t = row(spec.get("width", 1), names) if names and names != lowered_names() else row(spec.get("width", 1))

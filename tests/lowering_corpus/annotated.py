@@ -111,9 +111,22 @@ def qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_
     return upstream.qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_gate_logits)
 
 
+def ddpm_add_noise(original_samples: "[B, C, H, W]", noise: "[B, C, H, W]", alphas_cumprod_t: "[B]"):  # noqa: F722, F821
+    """DDPM's forward diffusion: one value per sample [B] over NCHW rows of W. Added after the round's H200 runs:
+    compiled on the CPU, not yet run on the H200."""
+    return upstream.ddpm_add_noise(original_samples, noise, alphas_cumprod_t)
+
+
+def timm_layer_scale_2d(x: "[B, C, H, W]", gamma: "[C]"):  # noqa: F722, F821
+    """timm's LayerScale2d: one gamma per channel over NCHW rows of W. Added after the round's H200 runs: lowered on
+    the CPU, not yet run on the H200."""
+    return upstream.timm_layer_scale_2d(x, gamma)
+
+
 ADALN = "2x4096x3072;1x1024x1536;3x7x1000"  # x's [B, S, D] (SD3.5 large: 4096 image tokens of 1536; Flux: 3072)
 ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
+NCHW = "16x4x128x128;64x320x64x64;3x5x7x9"  # x's [B, C, H, W]: SD latents, a UNet block's activations, odd sizes
 EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("reduction", 1), "xielu": ("elementwise", 1),
           "prelu": ("elementwise", 1), "min_p_mask": ("reduction", 1), "deepseek_v3_sigmoid_scores": ("elementwise", 2),
           "gemma2_final_logit_softcap": ("elementwise", 1),
@@ -130,4 +143,6 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           # one value per row: a [B, S] padding mask over [B, S, D] and a [T, 1] gate, in the row cell
           "mamba2_apply_mask_to_padding_states": ("reduction", 1, ADALN), "colpali_retrieval_embeddings":
               ("reduction", 1, ADALN), "esm_embeddings_norm_mask": ("reduction", 1, ADALN),
-          "qwen2_moe_shared_expert_combine": ("reduction", 1)}
+          "qwen2_moe_shared_expert_combine": ("reduction", 1),
+          # one value per row broadcast over some of x's dims: per sample and per channel over NCHW (SD's latents)
+          "ddpm_add_noise": ("reduction", 1, NCHW), "timm_layer_scale_2d": ("reduction", 1, NCHW)}

@@ -703,6 +703,30 @@ def qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_
     return expert_output
 
 
+# diffusers/schedulers/scheduling_ddpm.py: DDPMScheduler.add_noise, after alphas_cumprod[timesteps] (a gather, kept in
+# PyTorch: alphas_cumprod_t is one value per sample [B]) and the .to()s: the forward diffusion of a training step
+def ddpm_add_noise(original_samples, noise, alphas_cumprod_t):
+    sqrt_alpha_prod = alphas_cumprod_t**0.5
+    sqrt_alpha_prod = sqrt_alpha_prod.flatten()
+    while len(sqrt_alpha_prod.shape) < len(original_samples.shape):
+        sqrt_alpha_prod = sqrt_alpha_prod.unsqueeze(-1)
+
+    sqrt_one_minus_alpha_prod = (1 - alphas_cumprod_t) ** 0.5
+    sqrt_one_minus_alpha_prod = sqrt_one_minus_alpha_prod.flatten()
+    while len(sqrt_one_minus_alpha_prod.shape) < len(original_samples.shape):
+        sqrt_one_minus_alpha_prod = sqrt_one_minus_alpha_prod.unsqueeze(-1)
+
+    noisy_samples = sqrt_alpha_prod * original_samples + sqrt_one_minus_alpha_prod * noise
+    return noisy_samples
+
+
+# timm/layers/layer_scale.py: LayerScale2d.forward (inplace=False): one gamma per channel of an NCHW tensor, whose rows
+# are its last dim W
+def timm_layer_scale_2d(x, gamma, inplace: bool = False):
+    gamma = gamma.view(1, -1, 1, 1)
+    return x.mul_(gamma) if inplace else x * gamma
+
+
 # transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward, after lm_head (logits_scaling 8.0)
 def granite_logits_scaling(logits, logits_scaling: float = 8.0):
     logits = logits / logits_scaling  # main diff with Llama
@@ -1164,6 +1188,7 @@ def gpt_oss_eager_attention(query, key, value, sinks, attention_mask=None, scali
 
 X2 = (16, 256)  # [tokens, hidden]
 X3 = (4, 16, 256)  # [batch, seq, hidden]
+NCHW = (2, 3, 8, 16)  # an image batch [B, C, H, W]
 D = 256
 SCORES = (2, 8, 16, 16)  # [B, H, Sq, Sk]
 MASK = (2, 1, 16, 16)  # an additive mask, broadcast over heads
@@ -1378,6 +1403,12 @@ CASES = [
           "Qwen2MoeSparseMoeBlock.forward (after the experts)", "elementwise",
           {"expert_output": X2, "shared_expert_output": X2, "shared_gate_logits": (X2[0], 1)},
           notes="sigmoid of a [T, 1] gate times the shared expert's [T, D], plus the routed experts' output"),
+    # one value per row broadcast over some of x's dims: per sample [B] over NCHW, per channel [C] over NCHW
+    _case("ddpm_add_noise", "diffusers/schedulers/scheduling_ddpm.py: DDPMScheduler.add_noise (after the gather)",
+          "elementwise", {"original_samples": NCHW, "noise": NCHW, "alphas_cumprod_t": NCHW[:1]},
+          notes="sqrt(a_t) * x + sqrt(1 - a_t) * noise, a_t [B] computed on in its own dims, then unsqueezed"),
+    _case("timm_layer_scale_2d", "timm/layers/layer_scale.py: LayerScale2d.forward", "elementwise",
+          {"x": NCHW, "gamma": NCHW[1:2]}, notes="x * gamma.view(1, -1, 1, 1): rows of W, one gamma per channel"),
     _case("granite_logits_scaling", "transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward "
           "(logits_scaling)", "elementwise", {"logits": LOGITS}, notes="logit scaling by a constant"),
     _case("granite_residual", "transformers/models/granite/modeling_granite.py: GraniteDecoderLayer.forward "

@@ -202,8 +202,13 @@ def named(inputs: list[dict], notes: dict) -> None:
         names = _dim_names(shape)
         if names is None or spec is x or spec["kind"] != "row" or shape in ROW_ANNOTATIONS or _width(shape) > 1:
             continue
-        if dims is not None and names in (dims[:-1], [*dims[:-1], "1"]):  # x's leading dims: one value per row
-            spec.update(kind="per_row", names=names, why=f"annotated {notes[spec['name']]!r}, one value per row")
+        kept = [n for n in names if n != "1"]
+        if dims is not None and kept and dims[-1] not in kept and kept == [n for n in dims[:-1] if n in kept]:
+            # x's leading dims, or some of them in x's order (1s where the function keeps a dim of size 1): one
+            # value per row, the same for the rows of the dims it leaves out ([B] over [B, C, H, W])
+            left = [n for n in dims[:-1] if n not in kept]
+            spec.update(kind="per_row", names=names, why=f"annotated {notes[spec['name']]!r}, one value per row"
+                        + (f", broadcast over {', '.join(left)}" if left else ""))
             continue
         if dims is not None and names == dims[-1:]:  # x's last dim alone: a vector
             spec.update(kind="vector", why=f"annotated {notes[spec['name']]!r}")

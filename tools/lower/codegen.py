@@ -41,6 +41,14 @@ def _strings(items) -> str:
     return _tuple(f'"{s}"' for s in items)
 
 
+def _kind(program: dict, spec: dict) -> str:
+    """An input's KINDS entry: its kind, or "broadcast" / "broadcast_per_row" for a row / one value per row that the
+    function broadcasts over some of x's leading dims (the cells find its row through strides)."""
+    if ir.broadcast(program, spec):
+        return "broadcast"
+    return "broadcast_per_row" if ir.broadcast_per_row(program, spec) else spec["kind"]
+
+
 def _float(v: float) -> str:
     if math.isinf(v):
         return "math.inf" if v > 0 else "-math.inf"
@@ -271,7 +279,7 @@ class _Writer:
             f'SOURCE = "{p["function"] if p.get("builtin") else p["file"] + ":" + p["function"]}"',
             *([f'HEAD = "{p["head"]}"'] if self.gemm else []),
             f"INPUTS = {_strings(i['name'] for i in p['inputs'])}",
-            f"KINDS = {_strings('broadcast' if ir.broadcast(p, i) else i['kind'] for i in p['inputs'])}",
+            f"KINDS = {_strings(_kind(p, i) for i in p['inputs'])}",
             f"DTYPES = {_strings(i.get('dtype', 'float') for i in p['inputs'])}",
             f"WIDTHS = {_tuple(str(i.get('width', 1)) for i in p['inputs'])}",
             f"ARGS = {_tuple(self._arg(a) for a in ir.arguments(p))}",

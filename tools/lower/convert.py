@@ -133,11 +133,21 @@ class Converter:
             return "per_row"
         if all(s == 1 for s in shape):
             return "scalar"
+        if self.of_rows(shape, lead):  # [B], [B, 1, 1, 1] over [B, C, H, W]: one value per row, over some of them
+            return "per_row"
         if self.broadcasts(shape, self.xshape):  # an N-D input broadcast over some leading dims ([S, 1, D])
             return "row"
         if tuple(map(str, shape)) in self.own_shapes:  # such an input in its own dims, before the function makes
             return "row"  # it broadcast ((1 + scale)[:, None, :]): per element of its rows, which the kernel pairs
         return "other"
+
+    @staticmethod
+    def of_rows(shape, lead) -> bool:
+        """Whether `shape`, less its 1s, is some of x's leading dims `lead` in their order (each traced dim has its
+        own size symbol, so a dim is known by it): a value per row, the same for the rows of the dims it lacks.
+        Where it sits among x's dims is the function's business (its unsqueezes); the float64 check holds it."""
+        kept, dims = [str(s) for s in shape if str(s) != "1"], [str(d) for d in lead]
+        return bool(kept) and all(d in dims for d in kept) and kept == [d for d in dims if d in kept]
 
     @staticmethod
     def broadcasts(shape, to) -> bool:
@@ -341,6 +351,8 @@ class Converter:
                               "final cast", self.line)
             keepdim = len(val.shape) == len(self.xshape)
             shape = {"row": "row", "per_row": "reduced_keepdim" if keepdim else "reduced"}.get(self.shape_class(val))
+            if shape not in (None, "row") and tuple(val.shape) not in (self.xshape[:-1], (*self.xshape[:-1], 1)):
+                shape = None  # one value per row broadcast over some rows ([B, 1, 1, 1]): not an output's shape
             if shape is None or (shape != "row" and v.kind == ELEMENT):
                 raise Refused(f"returns a tensor of shape {self.words(val.shape)}; an output must have x's shape "
                               f"{self.words(self.xshape)} or one value per row", self.line)

@@ -241,6 +241,14 @@ def broadcast(program: dict, spec: dict) -> bool:
     return spec["kind"] == "row" and names is not None and spec.get("names", names) != names
 
 
+def broadcast_per_row(program: dict, spec: dict) -> bool:
+    """Whether an input is one value per row broadcast over some of x's leading dims: its ``names`` (less the 1s)
+    are not all of them (a per-sample [B] over [B, C, H, W], a per-channel [1, C, 1] over [B, C, T])."""
+    names = x_input(program).get("names")
+    return spec["kind"] == "per_row" and names is not None and \
+        [n for n in spec.get("names", names[:-1]) if n != "1"] != names[:-1]
+
+
 def output_refs(out: dict) -> list:
     """An output's values: its one reference (or constant), or a wide output's r pieces."""
     return out["value"] if isinstance(out["value"], list) else [out["value"]]
@@ -299,8 +307,11 @@ def interpret(program: dict, inputs: dict, dtype=None):
     for i in program["inputs"]:  # a scalar input as a 0-d tensor, a mask as booleans, whatever way it came in
         if i["kind"] == "scalar":
             env[i["name"]] = inputs[i["name"]].reshape(())
-        if i["kind"] == "per_row" and not is_gemm(program):  # one value per row: [*x's leading dims, 1]
-            env[i["name"]] = inputs[i["name"]].reshape(*x.shape[:-1], 1)
+        if i["kind"] == "per_row" and not is_gemm(program):  # one value per row: [*x's leading dims, 1], 1 where
+            names = spec.get("names")  # it is broadcast over a dim of x's ([B] over [B, C, H, W]: [B, 1, 1, 1])
+            lead = [size if not names or d in i.get("names", names) else 1
+                    for d, size in zip((names or [None] * x.dim())[:-1], x.shape[:-1])]
+            env[i["name"]] = inputs[i["name"]].reshape(*lead, 1)
         if i.get("dtype") == "bool":
             env[i["name"]] = env[i["name"]] != 0
     if is_gemm(program):  # the head; per-row inputs as [M, 1], so that they broadcast over C's columns as in torch

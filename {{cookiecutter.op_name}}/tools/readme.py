@@ -183,7 +183,11 @@ def input_rows(program: dict) -> list[str]:
             how = f"one value ({'0-d' if not i.get('dims') else '[1]'}), read once per thread"
         elif i["kind"] == "per_row" and program.get("head") != "matmul":
             shape = f"[{', '.join(map(str, i.get('names') or i.get('dims') or ['M']))}]"
-            how = f"{shape}, one value per row of x, read once per row (contiguous)"
+            x_names = next((x.get("names") for x in program["inputs"] if x["kind"] == "row"), None) or []
+            left = [d for d in x_names[:-1] if d not in i.get("names", x_names)]
+            how = f"{shape}, one value per row of x, read once per row" + (
+                f", the same for the rows of {', '.join(left)} (found by strides: no copy)" if left else
+                " (contiguous)")
         elif i["kind"] in ("vector", "per_row"):
             how = "[N], the same for every row" if i["kind"] == "vector" else "[M], one value per row of C"
         elif width > 1:
@@ -255,8 +259,9 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         f"rows: named {vectors} or `*_weight`/`*_bias`, or "
         "annotated `w: \"[N]\"`; an annotation `\"[M, N]\"` forces a row input whatever the name;",
         "- one value per row (a per-token scale, a padding mask, a one-logit gate) is annotated `s: \"[M]\"` or "
-        "`\"[M, 1]\"` (beside an N-D x, its leading dims: `attention_mask: \"[B, S]\"` over `\"[B, S, D]\"`), "
-        "passed contiguous, and read once per row (`x * s[:, None]`, `x.masked_fill(~mask[..., None], 0)`);",
+        "`\"[M, 1]\"` (beside an N-D x, its leading dims: `attention_mask: \"[B, S]\"` over `\"[B, S, D]\"`; or "
+        "some of them, the same for the rows of the others: a per-sample `\"[B]\"` or per-channel `\"[C]\"` over "
+        "`\"[B, C, H, W]\"`), and read once per row (`x * s[:, None]`, `x.masked_fill(~mask[..., None], 0)`);",
         "- a one-element tensor (a learned `alpha`) is a runtime scalar, read once per thread: annotate it "
         "`alpha: \"[]\"` (0-d) or `\"[1]\"`, or give it a tensor default (`alpha=torch.tensor(1.0)`);",
         "- a boolean mask keeps its dtype (one byte per element, read as such): a parameter named `mask`, `*_mask` "

@@ -78,7 +78,7 @@ LAUNCH_SLOTS = (2, 3, SLOTS)  # the row cells' launchers' tensor slots: run() ta
 ACCESS_BYTES = 16  # 128-bit buffer accesses
 MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_views)
 OUT_DTYPES = ("input", "fp32", "int8", "fp8")  # x's dtype, fp32, a quantizer's int8 / fp8 e4m3fn (row cells only)
-SINGLE = ("scalar", "per_row")  # the input kinds compute() takes as one fp32 scalar: one element, or its row's
+SINGLE = ("scalar", "per_row", "broadcast_per_row")  # kinds compute() takes as one fp32 scalar: one, or its row's
 
 
 @cache
@@ -109,10 +109,10 @@ def facts() -> SimpleNamespace:
                 or f.outputs != ("row",) or f.reductions):
             raise ValueError(f"lowered.py: a GEMM's KINDS {f.kinds} must be 'a', 'b', then 'row' | 'vector' | "
                              f"'per_row', with one 'row' output and no reductions (has {f.outputs}, {f.reductions})")
-    elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "scalar",
-                                                                                   "broadcast", "per_row"}:
-        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector', 'scalar' or 'per_row' "
-                         "per input, one 'row' at least (x: the first)")
+    elif len(f.inputs) != len(f.kinds) or "row" not in f.kinds or set(f.kinds) - {"row", "vector", "broadcast",
+                                                                                   *SINGLE}:
+        raise ValueError(f"lowered.py: KINDS {f.kinds} must give 'row', 'broadcast', 'vector', 'scalar', 'per_row' or "
+                         "'broadcast_per_row' per input, one 'row' at least (x: the first)")
     if len(widths) != len(kinds) or any(w < 1 or w > 1 and kind in SINGLE for w, kind in zip(widths, kinds)):
         raise ValueError(f"lowered.py: WIDTHS {widths} must give 1 per input, or r > 1 for an input read in parts")
     for i, how, j in args:

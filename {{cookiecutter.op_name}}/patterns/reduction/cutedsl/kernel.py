@@ -311,7 +311,7 @@ def _chunk(t: cute.Tensor, kind: str, idx, row):
 # per chunk that each lane j views with stride r), and the single values: a scalar input (one value, read once per
 # thread) or one value per row (its row's, read once per thread). x is the first row input in the user's parameter
 # order, not necessarily the first input.
-SINGLE = ("scalar", "per_row")  # the kinds compute() takes as one fp32 scalar, never loaded as a row
+SINGLE = ("scalar", "per_row", "broadcast_per_row")  # the kinds compute() takes as one fp32 scalar, never a row
 
 
 def _plan_loads(args, kinds):
@@ -741,6 +741,16 @@ def looped_kernel(
         _store_reduced(reduced, results, row)
 
 
+def _single_view(t, kind: str, m):
+    """A single value's view, indexed by x's row: a scalar's one element; one per row, M of them; one per row broadcast
+    over some of x's dims, its [L0, L1, L2] view (host.broadcast_rows: stride 0 where broadcast) as one mode (L2,
+    L1, L0) whose flat index is x's row, as a broadcast row input's M mode."""
+    if const_expr(kind == "broadcast_per_row"):
+        return cute.make_tensor(t.iterator, cute.make_layout(((t.shape[2], t.shape[1], t.shape[0]),),
+                                                             stride=((t.stride[2], t.stride[1], t.stride[0]),)))
+    return cute.make_tensor(t.iterator, cute.make_layout(1 if kind == "scalar" else m))
+
+
 @cute.jit
 def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
@@ -768,8 +778,7 @@ def reduction_launch(
         else:
             layout = cute.make_layout((width, nv), stride=(1, width))
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
-    views += [cute.make_tensor(inputs[i].iterator, cute.make_layout(1 if lowered.KINDS[i] == "scalar" else m))
-              for i in _SCALARS]  # one element, or one per row
+    views += [_single_view(inputs[i], lowered.KINDS[i], m) for i in _SCALARS]
     for o, how, j in _STORES:  # a row output [M, r*N]: a half j from column j*N, or its lanes r*VEC wide
         t = outputs[o]
         width = vec * lowered.OUT_WIDTHS[o] if how == "lane" else vec
@@ -837,6 +846,9 @@ def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
                                      align=min(16, step * eb)) if kind == "broadcast"
                       else rt.tensor(name, (row,), (1,), align=min(16, step * eb)) if kind == "vector"
                       else rt.tensor(name, (m,), (1,), align=eb) if kind == "per_row"  # M values, read one a row
+                      # [L0, L1, L2]: host.broadcast_rows' view of one value per row, stride 0 where broadcast
+                      else rt.tensor(name, (rt.dim(), rt.dim(), rt.dim()), (rt.dim(), rt.dim(), rt.dim()), align=eb)
+                      if kind == "broadcast_per_row"
                       else rt.tensor(name, (1,), (1,), align=eb))
     outputs = []
     for kind, out_dtype, width, how in zip(lowered.OUTPUTS, lowered.OUT_DTYPES, lowered.OUT_WIDTHS, lowered.OUT_HOW):
@@ -900,7 +912,7 @@ def _prepare(inputs, out):
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
-_ND = bool(lowered.HEADS or _BROADCAST)  # rows that are not x's own 2-D rows: through host.rows_nd
+_ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: host.rows_nd
 _VIEWED = host.lowered_viewed(lowered)  # whether host.lowered_views changes any input
 _X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1

@@ -575,9 +575,27 @@ def _row_results(p: int, acc, known: dict, threads: int, lds, tid) -> None:
 
 def _scalars(tensors, row) -> dict:
     """Every single value as an fp32 scalar (by input index), loaded once per lane (lw.scalar): a scalar input's one
-    element, a per-row input's element of `row`."""
-    return {i: lw.scalar(T, 0 if kind == "scalar" else row) for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds))
-            if kind in lw.SINGLE}
+    element, a per-row input's element of `row`, a per-row input broadcast over some of x's dims its element for
+    `row` in its [L0, L1, L2] view (host.broadcast_rows: stride 0 where broadcast), found as _broadcast_starts
+    finds a broadcast row."""
+    singles = {}
+    for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)):
+        if kind == "broadcast_per_row":
+            singles[i] = lw.scalar(_storage(T), _view_offset(T, row))
+        elif kind in lw.SINGLE:
+            singles[i] = lw.scalar(T, 0 if kind == "scalar" else row)
+    return singles
+
+
+def _view_offset(T, row):
+    """The element offset of x's row `row` in an [L0, L1, L2, ...] view whose first three strides say where each of
+    x's rows is (stride 0 over the dims it is broadcast over): (row % L2)*s2 + (row / L2 % L1)*s1 + row / (L2*L1)*s0,
+    two integer divisions by the view's runtime sizes, the remainders by a multiply."""
+    l1, l2 = fx.get_scalar(T.shape[1]), fx.get_scalar(T.shape[2])
+    s0, s1, s2 = (fx.get_scalar(T.stride[d]) for d in range(3))
+    q2 = row // l2
+    q1 = q2 // l1
+    return (row - q2 * l2) * s2 + (q2 - q1 * l1) * s1 + q1 * s0
 
 
 def _broadcast_starts(tensors, row, vec: int) -> dict:
@@ -586,21 +604,19 @@ def _broadcast_starts(tensors, row, vec: int) -> dict:
     stride 0 over the dims it is broadcast over) holds x's row r at (r % L2)*s2 + (r / L2 % L1)*s1 + r / (L2*L1)*s0:
     two integer divisions by the view's runtime sizes (FlyDSL passes a tensor's dynamic layout with it), the
     remainders by a multiply; vec divides the strides (_prepare)."""
-    starts = {}
-    for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds)):
-        if kind == "broadcast":
-            l1, l2 = fx.get_scalar(T.shape[1]), fx.get_scalar(T.shape[2])
-            s0, s1, s2 = (fx.get_scalar(T.stride[d]) for d in range(3))
-            q2 = row // l2
-            q1 = q2 // l1
-            starts[i] = ((row - q2 * l2) * s2 + (q2 - q1 * l1) * s1 + q1 * s0) // vec
-    return starts
+    return {i: _view_offset(T, row) // vec for i, (T, kind) in enumerate(zip(tensors, lw.facts().kinds))
+            if kind == "broadcast"}
+
+
+def _storage(T):
+    """A broadcast view's storage as a 1-D tensor: its cosize, every element a row can read (the buffer descriptor's
+    num_records, stride-0 dims counted once)."""
+    return fx.make_view(fx.get_iter(T), fx.make_layout(fx.get_scalar(fx.cosize(T.layout)), 1))
 
 
 def _storage_vectors(T, vec: int):
-    """A broadcast input's storage as 1-D vectors (lw.vectors): its view's cosize, every element a row can read
-    (the buffer descriptor's num_records, stride-0 dims counted once)."""
-    return lw.vectors(fx.make_view(fx.get_iter(T), fx.make_layout(fx.get_scalar(fx.cosize(T.layout)), 1)), vec)
+    """A broadcast input's storage (_storage) as 1-D vectors (lw.vectors)."""
+    return lw.vectors(_storage(T), vec)
 
 
 def _inputs(tensors, ldvs, starts: dict, scalars, row, j0, lanes: int, chunks: int, t, nv, vec: int, full: bool,
@@ -1068,10 +1084,17 @@ def _compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
     """What run() and compile_only compile: 1-D placeholders in the tensor slots (a broadcast input's a [L0, L1, L2,
     W] one: its sizes and strides are runtime values the kernel reads), the row strides (in vectors) of the slots, M,
     N / vec, the loop count, then the constexprs."""
-    kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
-    tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
-               else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
+    tensors = _placeholders(in_dtypes, out_dtypes)
     return (*lw.short_slots(tensors), *lw.short_slots([1] * len(tensors)), 1, 1, 1, *_constexprs(vec, cfg))
+
+
+def _placeholders(in_dtypes, out_dtypes) -> list:
+    """The tensor slots' placeholders: 1-D, but a broadcast input's [L0, L1, L2, W] and a broadcast per-row input's
+    [L0, L1, L2] (host.broadcast_rows' views: sizes and strides are runtime values the kernel reads)."""
+    kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
+    views = {"broadcast": ((1, 1, 1, 4096), (4096, 4096, 4096, 1)), "broadcast_per_row": ((1, 1, 1), (1, 1, 1))}
+    return [rt.placeholder(d, 4096).as_strided(*views[kind]) if kind in views else rt.placeholder(d, 4096)
+            for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
 
 
 def _split_constexprs(vec: int, cfg: dict) -> tuple:
@@ -1081,9 +1104,7 @@ def _split_constexprs(vec: int, cfg: dict) -> tuple:
 def _split_compile_args(in_dtypes, out_dtypes, vec: int, cfg: dict) -> tuple:
     """What the split-row path compiles: _compile_args' tensor slots, the fp32 partials, the row strides, M, N /
     vec, the loop count, G and the iterations per workgroup (runtime values), then its constexprs."""
-    kinds = [*lw.facts().kinds, *["output"] * len(out_dtypes)]
-    tensors = [rt.placeholder(d, 4096).as_strided((1, 1, 1, 4096), (4096, 4096, 4096, 1)) if kind == "broadcast"
-               else rt.placeholder(d, 4096) for d, kind in zip((*in_dtypes, *out_dtypes), kinds)]
+    tensors = _placeholders(in_dtypes, out_dtypes)
     return (*lw.short_slots(tensors), rt.placeholder("fp32", 4096), *lw.short_slots([1] * len(tensors)), 1, 1, 1, 2,
             1, *_split_constexprs(vec, cfg))
 
@@ -1131,12 +1152,13 @@ def _prepare(inputs, out):
     for (name, t, w), ld in zip(rows, lds):
         if ((m - 1) * ld + w * n) * t.element_size() >= MAX_BYTES:
             raise ValueError(f"{op}: {name} spans 2 GiB or more; buffer accesses address under 2 GiB")
-    broadcast = [t for t, kind in zip(inputs, f.kinds) if kind == "broadcast"]  # a view's span, not its numel
+    broadcast = [t for t, kind in zip(inputs, f.kinds) if kind.startswith("broadcast")]  # a view's span, not numel
     if any(_span(t) * t.element_size() >= MAX_BYTES for t in broadcast):
         raise ValueError(f"{op}: a broadcast input spans 2 GiB or more; buffer accesses address under 2 GiB")
-    lw.check_buffer_range([*(t for t, kind in zip(inputs, f.kinds) if kind != "broadcast"), *outs])
+    lw.check_buffer_range([*(t for t, kind in zip(inputs, f.kinds) if not kind.startswith("broadcast")), *outs])
     wide = [*(inputs[i] for i in f.loaded), *(o for o, k in zip(outs, f.outputs) if k == "row")]  # a mask: vec bytes
-    strides = [*lds, *(s for t in broadcast for s in t.stride()[:3])]  # a broadcast row starts at a vector too
+    strides = [*lds, *(s for t, kind in zip(inputs, f.kinds) if kind == "broadcast"  # a broadcast row starts at a
+                       for s in t.stride()[:3])]  # vector too (one value per row is read alone)
     vec = lw.pick_vec(lw.widest_bytes(wide), n, strides, [(t.data_ptr(), t.element_size()) for t in wide])
     cfg = _plan(n, vec)
     dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
@@ -1169,7 +1191,8 @@ def run(*inputs, out=None):
     host.rows_nd, which hands _run_rows 2-D rows (and broadcast_rows' views); a plain [M, N] x goes straight
     there."""
     f = lw.facts()
-    if len(inputs) == len(f.kinds) and (inputs[f.x].dim() != 2 or f.module.HEADS or "broadcast" in f.kinds):
+    if len(inputs) == len(f.kinds) and (inputs[f.x].dim() != 2 or f.module.HEADS or {"broadcast", "broadcast_per_row"}
+                                        & set(f.kinds)):
         return host.rows_nd(f.module, _run_rows, inputs, out)
     return _run_rows(*inputs, out=out)
 
