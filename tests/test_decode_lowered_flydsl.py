@@ -61,6 +61,7 @@ def score(s, b, h, kpos, length, bias, temp):
     t = t + pw.expm1(s) + pw.sqrt(pw.abs(s)) + pw.rsqrt(pw.abs(s) + 1.0) + pw.tanh(s) + pw.sigmoid(s) + pw.erf(s)
     t = t + pw.reciprocal(temp + 2.0) + pw.round(s) + pw.floor(s) + pw.ceil(s) + pw.trunc(s) + pw.pow(pw.abs(s), 1.5)
     t = t + pw.maximum(s, bias) + pw.minimum(s, 0.5) + pw.where(kpos > h, s, 1.0) + pw.to_float(kpos < length)
+    t = t + pw.sin(s) + pw.cos(s * temp)
     t = t + pw.cast(s, "bf16") + pw.cast(s, "fp16") + s / temp
     return t * (1.0 / 64.0)
 

@@ -50,7 +50,7 @@ def compute(x, w, n, reduce):
     s = n * 0.001
     v = x
     for f in (pw.exp, pw.exp2, pw.log, pw.log2, pw.log1p, pw.expm1, pw.sqrt, pw.rsqrt, pw.tanh, pw.sigmoid, pw.erf,
-              pw.abs, pw.reciprocal, pw.round, pw.floor, pw.ceil, pw.trunc):
+              pw.abs, pw.reciprocal, pw.round, pw.floor, pw.ceil, pw.trunc, pw.sin, pw.cos):
         v = v + f(pw.abs(x) + 0.5) + f(s) + f(0.25)
     for f in (pw.pow, pw.maximum, pw.minimum):
         v = v + f(pw.abs(x), w) + f(x, 1.5) + f(1.5, w) + f(s, x) + f(x, s) + f(s, 0.5) + f(s, s)

@@ -36,7 +36,7 @@ OUTCOME = {
         # one value per row: a [B, S] padding mask over [B, S, D] or a [T, 1] gate over [T, D], in the row cell
         "mamba2_apply_mask_to_padding_states", "deformable_detr_mask_value", "qwen2_moe_shared_expert_combine",
         # one value per row broadcast over some of x's dims: per sample (DDPM's noise) or per channel (LayerScale2d)
-        "ddpm_add_noise", "timm_layer_scale_2d",
+        "ddpm_add_noise", "timm_layer_scale_2d", "dac_snake1d",
         # an input read in equal parts (x.chunk(2, -1), x[..., ::2]): [M, 2N] in, [M, N] out, in the row cell
         "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act",
         # RoPE: q, k [.., D] in halves or lanes, cos/sin broadcast over the heads, whole rows out, in the row cell

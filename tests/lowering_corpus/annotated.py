@@ -123,6 +123,12 @@ def timm_layer_scale_2d(x: "[B, C, H, W]", gamma: "[C]"):  # noqa: F722, F821
     return upstream.timm_layer_scale_2d(x, gamma)
 
 
+def dac_snake1d(hidden_states: "[B, C, T]", alpha: "[1, C, 1]"):  # noqa: F722, F821
+    """DAC's Snake activation: torch.sin, one alpha per channel over rows of T. Added after the round's H200 runs:
+    compiled on the CPU, not yet run on the H200."""
+    return upstream.dac_snake1d(hidden_states, alpha)
+
+
 ADALN = "2x4096x3072;1x1024x1536;3x7x1000"  # x's [B, S, D] (SD3.5 large: 4096 image tokens of 1536; Flux: 3072)
 ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
@@ -145,4 +151,5 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
               ("reduction", 1, ADALN), "esm_embeddings_norm_mask": ("reduction", 1, ADALN),
           "qwen2_moe_shared_expert_combine": ("reduction", 1),
           # one value per row broadcast over some of x's dims: per sample and per channel over NCHW (SD's latents)
-          "ddpm_add_noise": ("reduction", 1, NCHW), "timm_layer_scale_2d": ("reduction", 1, NCHW)}
+          "ddpm_add_noise": ("reduction", 1, NCHW), "timm_layer_scale_2d": ("reduction", 1, NCHW),
+          "dac_snake1d": ("reduction", 1, "16x1024x4096;4x64x24000;3x5x7")}  # DAC's channels and samples

@@ -727,6 +727,16 @@ def timm_layer_scale_2d(x, gamma, inplace: bool = False):
     return x.mul_(gamma) if inplace else x * gamma
 
 
+# transformers/models/dac/modeling_dac.py: Snake1d.forward (alpha: nn.Parameter of torch.ones(1, hidden_dim, 1)):
+# the DAC codec's periodic activation, one alpha per channel of [B, C, T], rows of T
+def dac_snake1d(hidden_states, alpha):
+    shape = hidden_states.shape
+    hidden_states = hidden_states.reshape(shape[0], shape[1], -1)
+    hidden_states = hidden_states + (alpha + 1e-9).reciprocal() * torch.sin(alpha * hidden_states).pow(2)
+    hidden_states = hidden_states.reshape(shape)
+    return hidden_states
+
+
 # transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward, after lm_head (logits_scaling 8.0)
 def granite_logits_scaling(logits, logits_scaling: float = 8.0):
     logits = logits / logits_scaling  # main diff with Llama
@@ -1409,6 +1419,9 @@ CASES = [
           notes="sqrt(a_t) * x + sqrt(1 - a_t) * noise, a_t [B] computed on in its own dims, then unsqueezed"),
     _case("timm_layer_scale_2d", "timm/layers/layer_scale.py: LayerScale2d.forward", "elementwise",
           {"x": NCHW, "gamma": NCHW[1:2]}, notes="x * gamma.view(1, -1, 1, 1): rows of W, one gamma per channel"),
+    _case("dac_snake1d", "transformers/models/dac/modeling_dac.py: Snake1d.forward", "elementwise",
+          {"hidden_states": NCHW[:2] + NCHW[3:], "alpha": (1, NCHW[1], 1)},
+          notes="x + 1/alpha * sin(alpha * x)^2, alpha [1, C, 1] over [B, C, T]: torch.sin, one alpha per channel"),
     _case("granite_logits_scaling", "transformers/models/granite/modeling_granite.py: GraniteForCausalLM.forward "
           "(logits_scaling)", "elementwise", {"logits": LOGITS}, notes="logit scaling by a constant"),
     _case("granite_residual", "transformers/models/granite/modeling_granite.py: GraniteDecoderLayer.forward "

@@ -80,6 +80,8 @@ VOCABULARY: dict[str, Op] = {
     "tanh": _unary("tanh"),
     "sigmoid": _unary("sigmoid"),
     "erf": _unary("erf"),
+    "sin": _unary("sin", fold=math.sin),
+    "cos": _unary("cos", fold=math.cos),
     "abs": _unary("abs", fold=abs),
     "reciprocal": _unary("reciprocal", fold=lambda a: 1.0 / a),
     "round": _unary("round", torch_name="round"),  # half to even, as torch.round

@@ -42,6 +42,8 @@ import host
 from cutlass import Boolean, Float32
 
 LOG2_E = math.log2(math.e)
+TWO_PI_HI = 6.28125  # 2pi's leading 8 bits (201/32): k * TWO_PI_HI is exact in fp32 for |k| < 2^16
+TWO_PI_LO = 2.0 * math.pi - TWO_PI_HI  # the rest
 TANH_APPROX_ERR = 2.0 ** -10.99  # tanh.approx.f32's largest relative error (PTX ISA)
 APPROX_TANH = TANH_APPROX_ERR * 20 <= host.OP["tolerance"]  # the workspace's tolerance covers it 20 times over
 _DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
@@ -110,6 +112,24 @@ def tanh(x):
 
 def erf(x):
     return cute.math.erf(_common(x)[0])
+
+
+def _turns(x):
+    """x less its whole turns, in [-pi, pi]: x - k*2pi with k = rint(x / 2pi), 2pi in two parts (Cody-Waite: k *
+    TWO_PI_HI is exact for |k| < 2^16), so the fast sine sees the range where its error is 2^-20.5 absolute."""
+    k = cute.math.roundeven(x * (1.0 / (2.0 * math.pi)))
+    return (x - k * TWO_PI_HI) - k * TWO_PI_LO
+
+
+def sin(x):
+    """sin: ``sin.approx.f32`` (one MUFU op) on the argument reduced by _turns. libdevice's accurate sinf would add
+    a Payne-Hanek path for |x| > 1e5 that keeps a local array on the stack; NaN and inf give NaN, as torch."""
+    return cute.math.sin(_turns(_common(x)[0]), fastmath=True)
+
+
+def cos(x):
+    """cos, as sin (``cos.approx.f32``)."""
+    return cute.math.cos(_turns(_common(x)[0]), fastmath=True)
 
 
 def abs(x):  # noqa: A001 -- the contract's name
