@@ -304,10 +304,16 @@ def entropy_term(p, q):
     return torch.where(torch.isinf(q), 0.0, kl)
 
 
+def sinc_envelope(x, y):
+    """torch.sinc (sin(pi x) / (pi x), 1 at 0: torch's own form) times torch.hypot (scaled, no overflow)."""
+    return torch.sinc(x) * torch.hypot(x, y)
+
+
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
     "preference_logsigmoid": ("elementwise", 1), "entropy_term": ("elementwise", 1),
+    "sinc_envelope": ("elementwise", 1),
     "transcendental_mix": ("elementwise", 1), "sigmoid_gate": ("elementwise", 1),
     "pow_and_reciprocal": ("elementwise", 1), "erf_and_rsqrt": ("elementwise", 1),
     "minimum_maximum": ("elementwise", 1), "relu_squared": ("elementwise", 1),

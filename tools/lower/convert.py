@@ -52,7 +52,8 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.log_sigmoid_forward, aten.logit, aten.logaddexp, aten.threshold, aten.addcdiv, aten.norm,
              # per-element losses (reduction="none"): pointwise maps of two inputs
              aten.binary_cross_entropy_with_logits, aten.smooth_l1_loss, aten.huber_loss, aten.mse_loss,
-             aten.soft_margin_loss]
+             aten.soft_margin_loss,
+             aten.sinc]  # torch's own form: sin(pi x) / (pi x), 1 at 0
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
@@ -445,6 +446,19 @@ class Converter:
         if base == "masked_fill":
             a, mask, fill = (self.arg(a) for a in args)
             return self.emit("where", [mask.ref, fill.ref, a.ref], self.kind_of(a, mask, fill), shape)
+        if base == "hypot":  # m * sqrt(1 + (n / m)^2), m = max(|a|, |b|), n = min: no square overflows (a bf16
+            # 1e20 squared is past fp32's range), 0 for two zeros, inf for an inf (with a NaN beside it too, as C's)
+            a, b = (self.emit("abs", [self.arg(v).ref], self.arg(v).kind, shape) for v in args[:2])
+            big, small = self.binary("maximum", a, b, shape), self.binary("minimum", a, b, shape)
+            zero, inf = Value(0.0, CONST, "scalar"), Value(math.inf, CONST, "scalar")
+            ratio = self.emit("where", [self.binary("eq", big, zero, shape, True).ref, 0.0,
+                                        self.binary("div", small, big, shape).ref], big.kind, shape)
+            root = self.emit("sqrt", [self.binary("add", Value(1.0, CONST, "scalar"),
+                                                  self.binary("mul", ratio, ratio, shape), shape).ref], big.kind, shape)
+            either = self.binary("or", self.binary("eq", a, inf, shape, True), self.binary("eq", b, inf, shape, True),
+                                 shape, True)
+            return self.emit("where", [either.ref, math.inf, self.binary("mul", big, root, shape).ref], big.kind,
+                             shape)
         if base in ("isinf", "isposinf", "isneginf"):  # |x| == inf, x == inf, x == -inf: false for NaN, as torch
             a = self.arg(args[0])
             a = self.emit("abs", [a.ref], a.kind, shape) if base == "isinf" else a
