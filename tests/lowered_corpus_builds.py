@@ -36,8 +36,7 @@ _started: dict = {}
 # the workspace's dtype in the kernel); shapes as on the H200.
 ANNOTATED_SHAPES = {"llama_rope": "1x64x4x128", "cohere_rope": "1x64x4x128", "qwen3_q_norm": "64x1024",
                     "sd35_ada_layer_norm_zero_x": "2x32x1024", "gemma_embed_normalizer": "64x2048",
-                    "esm_embeddings_norm_mask": "2x32x1024", "ddpm_add_noise": "2x4x16x1024",
-                    "dac_snake1d": "2x64x4096"}
+                    "esm_embeddings_norm_mask": "2x32x1024"}
 ANNOTATED = CORPUS.parent / "annotated.py"
 
 

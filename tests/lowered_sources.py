@@ -245,7 +245,7 @@ def compute(hidden_states, attention_mask, n, reduce):
 '''
 # One value per row broadcast over some of x's leading dims (KINDS "broadcast_per_row"): a per-sample a [B] and a
 # per-channel bool keep [C] over NCHW rows (DDPM's add_noise, masked by channel); each read once per thread through
-# host.broadcast_rows' [L0, L1, L2] view (stride 0 where broadcast).
+# host.broadcast_rows' [L0, L1, L2] view (stride 0 where broadcast); and pw.sin on a vector, pw.cos on a scalar.
 BROADCAST_PER_ROW = '''
 import pointwise as pw
 
@@ -272,5 +272,6 @@ USES_N = False
 def compute(x, noise, a, keep, n, reduce):
     keep = keep != 0.0
     t0 = pw.sqrt(a) * x + pw.sqrt(1.0 - a) * noise
-    return (pw.where(keep, t0, 0.0),)
+    t1 = t0 + pw.sin(a * x) * pw.cos(a)
+    return (pw.where(keep, t1, 0.0),)
 '''

@@ -63,7 +63,6 @@ VARIANTS = [
     ("reduction", "rope", "bf16", [512, 131072], "looped"),
     ("reduction", "heads", "bf16", [64, 4096], "rows"),
     ("reduction", "per_row", "bf16", [4096, 8192], "rows"),
-    ("reduction", "per_row", "bf16", [512, 131072], "looped"),
     ("reduction", "broadcast_per_row", "bf16", [4096, 8192], "rows"),
 ]
 MASK_VARIANTS = [v for v in VARIANTS if v[1].startswith("mask_scalar")]

@@ -220,6 +220,8 @@ def op_spec(program: dict) -> dict:
             terms.append(per(i.get("width", 1), "numel") + f"*{size}")
         elif i["kind"] == "vector":
             terms.append(f"{heads}*{size}" if heads else per(i.get("width", 1), "N") + f"*{size}")
+        elif i["kind"] == "per_row" and ir.broadcast_per_row(program, i):  # its own dims' values ([B] over NCHW)
+            terms.append("*".join([*(d for d in i["names"] if d != "1"), str(size)]))
         elif i["kind"] == "per_row":
             terms.append(f"(numel/N)*{size}")
     for o in program["outputs"]:
@@ -307,9 +309,12 @@ def tensors(case: dict, program: dict) -> dict[str, tuple[int, int]]:
             return math.prod(v[d] for d in i["names"][:-1]) * width * unit
         return numel // n * max(case.get("row_stride", n), width * unit)
 
+    def per_row(i: dict) -> int:  # M values, or its own dims' when broadcast over some of x's ([B] over NCHW)
+        return math.prod(v[d] for d in i["names"] if d != "1") if ir.broadcast_per_row(program, i) else numel // n
+
     found = {i["name"]: ({"row": row(i) if i["kind"] == "row" else 0, "vector": (heads or unit) * i.get("width", 1),
-                          "per_row": numel // n}.get(i["kind"], 1), 1 if i.get("dtype") == "bool" else eb)
-             for i in program["inputs"]}
+                          "per_row": per_row(i) if i["kind"] == "per_row" else 0}.get(i["kind"], 1),
+                         1 if i.get("dtype") == "bool" else eb) for i in program["inputs"]}
     for k, o in enumerate(program["outputs"]):
         size = ir.OUT_BYTES.get(o["dtype"], eb)
         found[f"out{k}"] = (numel // ow * ir.out_width(o) if o["shape"] == "row" else numel // (heads or n), size)

@@ -11,7 +11,8 @@ The cell keeps its own tiling, loads, reductions and stores; this module gives i
                         OUT_HOW / REDUCTIONS / PASSES / ONLINE (a
                         GEMM's KINDS: "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x:
                         the first "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices
-                        of the row, broadcast and vector inputs: a "scalar" input is one value, never a row), the
+                        of the row, broadcast and vector inputs: a scalar or per-row input (SINGLE) is one value,
+                        never a row), the
                         loads that serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`:
                         plan_loads), the row outputs' stores (`stores`, `first`: host.lowered_stores), the looped
                         row path's schedule (`passes`, `online`: PASSES and ONLINE, one pass per reduction in order

@@ -8,7 +8,8 @@ reduction hierarchy, and stores what compute() returns. One kernel, one run().
 
 What it computes
     x is [M, N] (last dim contiguous, row stride ld >= N, e.g. ``base[:, :N]`` of a wider tensor); the other
-    inputs are rows like x, [N] vectors (rmsnorm's weight), scalars or masks (lowered.KINDS). Outputs are rows
+    inputs are rows like x, [N] vectors (rmsnorm's weight), scalars, one value per row (a per-token scale, a
+    padding mask) or masks (lowered.KINDS). Outputs are rows
     [M, N] (softmax, rmsnorm) or one value per row [M] (sum, mean, max) in OUT_DTYPES. Loads are bf16/fp16/fp32,
     all math and accumulation is fp32, and every output is rounded once by its store. NaN and -inf follow torch:
     a row holding a NaN gets max NaN and an all-NaN softmax row (see NaN semantics).
