@@ -442,7 +442,7 @@ def lowered_input(draw, name: str, row, n: int, lead: tuple = ()):
     spec = next((i for i in (OP.get("lowered") or {}).get("inputs", []) if i["name"] == name), {})  # {}: built-in
     if kind == "scalar":
         t = draw(*spec.get("dims", []))
-    elif kind in ("per_row", "broadcast_per_row"):  # x's leading dims (or its own of them, by name), with the 1s
+    elif kind == "per_row":  # x's leading dims (or its own of them, by name: op.json's kinds are the program's), 1s
         names = spec.get("names")  # the function takes it in ([M, 1], [B, S, 1], [1, C, 1])
         sizes = dict(zip(lowered_names()[:-1], lead)) if names else {}
         t = draw(*([1 if d == "1" else sizes[d] for d in names] if names else
