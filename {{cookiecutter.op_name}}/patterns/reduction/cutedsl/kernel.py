@@ -34,10 +34,11 @@ The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-
                 thread ends with the row result (softmax needs it to normalise its own values).
                 Each reduce() call of compute() uses its own smem slot, so one barrier per call.
     4. cluster: a row that needs more than CLUSTER_ABOVE = 256 threads is split across a thread-block
-                cluster of up to 16 CTAs of 256 or more (plan); each CTA reduces its share as above, then
-                the CTAs exchange their results through distributed shared memory (_ClusterRow: one
-                st.async per CTA pair into the receiver's smem, completed on its mbarrier, no cluster-wide
-                barrier) and every CTA combines them in rank order, so each holds the same row value.
+                cluster of up to 16 CTAs of 256 or more (plan). Step 3 is skipped: after its butterfly each
+                warp sends its partial straight to every CTA of the cluster through distributed shared
+                memory (_ClusterRow: st.async into the receiver's smem, completed on its mbarrier, no
+                barrier of any kind but that mbarrier), and every CTA combines the CLUSTER x WARPS
+                partials in the same order, so each holds the same row value, bit for bit.
                 This keeps a long row in registers (read once) and puts more CTAs on the GPU when rows
                 are few: 8 x 131072 runs on 128 CTAs instead of 8, 4.1 us instead of 17.8 on the H200
                 (benchmarks/2026-12-04-h200-cluster.md).
@@ -159,6 +160,9 @@ MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which 
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
+LATE_ALWAYS = False  # ... even with one or two loads, whose budget is not shared (_late_loads)
+MIN_WARPS = 0  # register path: warps per SM (in whole CTAs) whose registers ptxas must fit; 0: its choice
+CLUSTER_WARPS = False  # a cluster row's warps send their partials to every CTA, no CTA step first (_ClusterRow)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -201,10 +205,12 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int) -> d
 
 def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
-    row adds its CTA results [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow)."""
+    row has instead (CLUSTER_WARPS) or as well its received partials [slots, cluster * senders] and an 8-byte
+    mbarrier per slot (_ClusterRow)."""
     warps_per_row = max(1, cfg["tpr"] // 32)
-    cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 else 0
-    return cta + ((8 + 4 * cfg["cluster"]) * slots + 16 if cfg["cluster"] > 1 else 0)
+    senders = warps_per_row if CLUSTER_WARPS else 1
+    cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 and not (cfg["cluster"] > 1 and CLUSTER_WARPS) else 0
+    return cta + ((8 + 4 * cfg["cluster"] * senders) * slots + 16 if cfg["cluster"] > 1 else 0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -341,7 +347,7 @@ def _late_loads() -> tuple:
     reductions)."""
     late = tuple(k for k in range(len(_LOADS))
                  if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
-    shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
+    shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD or LATE_ALWAYS
     return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
 
 
@@ -412,23 +418,26 @@ def _thread_partial(kind: str, v, valid, like):
 
 class _ClusterRow:
     """The cluster level of the reduction hierarchy: a row split across the CLUSTER CTAs of a thread-block cluster
-    (rank r owns the vectors r*TPR + t + k*CLUSTER*TPR), each CTA's row result exchanged through distributed shared
-    memory (DSMEM).
+    (rank r owns the vectors r*TPR + t + k*CLUSTER*TPR), its partials exchanged through distributed shared memory.
 
-    Per reduce() call (slot i): thread j < CLUSTER of every CTA sends the CTA's result to CTA j with one
-    ``st.async.shared::cluster`` into results[i, own rank], which completes bytes on CTA j's mbarrier i; every CTA
-    waits on its own mbarrier i (armed once for the CLUSTER * 4 bytes it receives), then each thread combines
-    results[i, 0..CLUSTER) in rank order, so every CTA holds the same row value, bit for bit. One round trip per
-    reduce() and no cluster-wide barrier: a CTA waits only for the bytes it is owed. The mbarriers are initialised
-    before anything is loaded and published by one cluster arrive, whose wait comes before the first send (a peer's
-    store must not reach a barrier not yet initialised); a CTA may exit once it has waited on every slot, because by
-    then nothing more is sent to it."""
+    Per reduce() call (slot i), with CLUSTER_WARPS each warp's butterfly result goes straight to the cluster: lane j
+    < CLUSTER of warp w sends it to CTA j with one ``st.async.shared::cluster`` into results[i, rank * WARPS + w],
+    which completes 4 bytes on CTA j's mbarrier i. Every CTA waits on its own mbarrier i (armed once for the CLUSTER
+    * WARPS * 4 bytes it receives), then each warp combines the CLUSTER * WARPS partials (lane-strided, then one
+    butterfly): the same values in the same order in every CTA, so every CTA holds the same row value, bit for bit.
+    One wait per reduce() and no barrier besides it: the CTA step's bar.sync (a second wait, the slowest warp's)
+    is gone. Without CLUSTER_WARPS the CTA reduces first (_row_reduce) and thread j < CLUSTER sends the CTA's one
+    result. The mbarriers are initialised before anything is loaded and published by one cluster arrive, whose
+    wait comes before the first send (a peer's store must not reach a barrier not yet initialised); a CTA may exit
+    once it has waited on every slot, because by then nothing more is sent to it."""
 
-    def __init__(self, cluster: int, slots: int):
+    def __init__(self, cluster: int, slots: int, warps: int):
         smem = cutlass.memory.SmemAllocator()
         self.cluster, self.rank = cluster, cute.arch.block_idx_in_cluster()
+        self.senders = warps if CLUSTER_WARPS else 1  # per CTA
         self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
-        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, cluster), stride=(cluster, 1)), 4)
+        width = cluster * self.senders
+        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, width), stride=(width, 1)), 4)
         _init_barriers(self.mbar, slots)
 
     def published(self):
@@ -436,7 +445,8 @@ class _ClusterRow:
         cute.arch.cluster_wait()
 
     def reduce(self, val, kind: str, slot: int):
-        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
+        """val: this warp's partial (CLUSTER_WARPS), else the CTA's; the row's value back, in every thread."""
+        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, self.senders, slot)
 
 
 @cute.jit
@@ -450,19 +460,33 @@ def _init_barriers(mbar, slots: cutlass.Constexpr[int]):
 
 @cute.jit
 def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
-              slot: cutlass.Constexpr[int]):
-    """_ClusterRow.reduce: send this CTA's row result to every CTA of the cluster, wait for theirs, combine."""
+              senders: cutlass.Constexpr[int], slot: cutlass.Constexpr[int]):
+    """_ClusterRow.reduce: send this sender's partial to every CTA of the cluster, wait for theirs, combine."""
     t, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    width = cluster * senders
     bar = mbar + slot
     if t == 0:
-        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * cluster)
-    if t < cluster:
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * width)
+    if const_expr(senders > 1):
+        if lane < cluster:
+            where = slot * width + rank * senders + cute.arch.warp_idx()
+            cute.arch.store_async_dsmem(results.iterator + where, val.bitcast(Int32), bar, lane)
+    elif t < cluster:
         cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), val.bitcast(Int32), bar, t)
     cute.arch.mbarrier_wait(bar, 0)
-    out = results[slot, 0]
-    for r in cutlass.range_constexpr(1, cluster):
-        out = _combine(kind)(out, results[slot, r])
-    return out
+    if const_expr(senders == 1):
+        out = results[slot, 0]
+        for r in cutlass.range_constexpr(1, cluster):
+            out = _combine(kind)(out, results[slot, r])
+        return out
+    part = Float32(IDENTITY[kind])
+    for k in cutlass.range_constexpr(-(-width // 32)):
+        if const_expr(width % 32 == 0):
+            part = _combine(kind)(part, results[slot, lane + 32 * k])
+        elif lane + 32 * k < width:
+            part = _combine(kind)(part, results[slot, lane + 32 * k])
+    return cute.arch.warp_reduction(part, _combine(kind), threads_in_group=32)
 
 
 class _RowReducer:
@@ -482,8 +506,11 @@ class _RowReducer:
         self.calls += 1
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
-        val = Float32(_row_reduce(_thread_partial(kind, v, self.valid, self.like), kind, self.tpr, self.buf,
-                                  self.calls - 1))
+        part = _thread_partial(kind, v, self.valid, self.like)
+        if const_expr(self.cluster is not None and self.cluster.senders > 1):  # warps send to the cluster directly
+            val = Float32(cute.arch.warp_reduction(part, _combine(kind), threads_in_group=32))
+        else:
+            val = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
         if const_expr(self.cluster is not None):
             if const_expr(self.calls == 1):
                 self.cluster.published()
@@ -645,11 +672,11 @@ def row_kernel(
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
-    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
+    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not (cluster > 1 and CLUSTER_WARPS)):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
-        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS))
+        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), tpr // 32)
     if const_expr(cluster > 1):
         first = cute.arch.block_idx_in_cluster() * tpr + t
     stride = tpr * cluster  # between a thread's vectors
@@ -794,7 +821,9 @@ def reduction_launch(
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
         row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
-            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream)
+            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
+            **({"min_blocks_per_mp": max(1, MIN_WARPS * 32 // threads), "max_number_threads": [threads, 1, 1]}
+               if MIN_WARPS else {}))
 
 
 # ------------------------------------------------------------------------------------------------
