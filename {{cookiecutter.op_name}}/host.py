@@ -122,32 +122,48 @@ def lowered_x(lowered) -> int:
     return lowered.KINDS.index("row")
 
 
-def lowered_viewed(lowered) -> bool:
-    """Whether any input of a lowered op needs lowered_views: the cells skip it on the hot path when none does."""
-    return any(d == "bool" for d in lowered.DTYPES) or bool({"scalar", "per_row"} & set(lowered.KINDS))
+def lowered_viewer(lowered):
+    """run()'s view of its inputs as a compiled launcher takes them, built once per lowered module: a bool mask as its
+    bytes (uint8, a view: no copy), a 0-d scalar as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a
+    view where its layout allows; a layout that does not is the check's to refuse). None when every input goes as it
+    is. The returned function touches only the inputs that can change (a per-row gate among three inputs: one), so
+    the hot path pays for those alone; the inputs themselves are untouched."""
+    import torch
+
+    def mask(t):
+        return t.view(torch.uint8) if t.dtype == torch.bool else t
+
+    def scalar(t):
+        return t.view(1) if t.dim() == 0 else t
+
+    def per_row(t):
+        return t.view(-1) if t.dim() != 1 and t.is_contiguous() else t
+
+    by_kind = {"scalar": scalar, "per_row": per_row}
+    steps = tuple((i, view) for i, (kind, kept) in enumerate(zip(lowered.KINDS, lowered.DTYPES))
+                  for view in ((mask,) if kept == "bool" else ()) + ((by_kind[kind],) if kind in by_kind else ()))
+    if not steps:
+        return None
+
+    def views(inputs):
+        inputs = list(inputs)
+        for i, view in steps:  # a per-row mask: its bytes, then its M values
+            if i < len(inputs):  # too few inputs: the count check says so, in its own words
+                inputs[i] = view(inputs[i])
+        return inputs
+
+    return views
 
 
 def lowered_views(lowered, inputs):
-    """The inputs as a compiled launcher takes them: a bool mask as its bytes (uint8, a view: no copy), a 0-d scalar
-    as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a view where its layout allows; a layout
-    that does not is the check's to refuse). Free views; the inputs themselves are untouched."""
-    if not _VIEWED.setdefault(id(lowered), lowered_viewed(lowered)):
-        return inputs
-    import torch
-
-    def view(t, kind, kept):
-        if kept == "bool" and t.dtype == torch.bool:
-            t = t.view(torch.uint8)
-        if kind == "scalar" and t.dim() == 0:
-            return t.view(1)
-        if kind == "per_row" and t.dim() != 1 and t.is_contiguous():
-            return t.view(-1)
-        return t
-
-    return [view(t, kind, kept) for t, kind, kept in zip(inputs, lowered.KINDS, lowered.DTYPES)]
+    """lowered_viewer(lowered) applied to inputs (the viewer kept per module): for callers off the hot path."""
+    viewer = _VIEWERS.get(id(lowered), False)
+    if viewer is False:
+        viewer = _VIEWERS[id(lowered)] = lowered_viewer(lowered)
+    return viewer(inputs) if viewer else inputs
 
 
-_VIEWED: dict = {}  # id(lowered) -> lowered_viewed(lowered)
+_VIEWERS: dict = {}  # id(lowered) -> lowered_viewer(lowered)
 
 
 def check_rank(lowered, x) -> None:

@@ -220,7 +220,7 @@ _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
-_VIEWED = host.lowered_viewed(lowered)  # whether host.lowered_views changes any input
+_VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
 
 
 def unroll_for(numel: int) -> int:
@@ -269,8 +269,8 @@ def run(*inputs, out=None):
     call and when the wrapper refuses one."""
     if len(inputs) != _N_INPUTS:
         _prepare(inputs, out)  # raises, in host.py's words
-    if _VIEWED:
-        inputs = host.lowered_views(lowered, inputs)
+    if _VIEWS:
+        inputs = _VIEWS(inputs)
     x = inputs[_X]
     shape, numel = x.shape, x.numel()
     signature = (x.dtype, len(shape), shape[-1] % 8 if shape else -1, numel < SMALL_N)

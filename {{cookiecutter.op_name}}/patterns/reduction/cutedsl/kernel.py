@@ -943,7 +943,7 @@ def _prepare(inputs, out):
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: host.rows_nd
-_VIEWED = host.lowered_viewed(lowered)  # whether host.lowered_views changes any input
+_VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
 _X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
 _ONE_OUTPUT = len(lowered.OUTPUTS) == 1
@@ -981,16 +981,19 @@ def _run_rows(*inputs, out=None):
     shape does not unpack to M, N) go through host.rows_nd, which calls back with 2-D rows.
 
     Pointers: a plan's vector width depends on every pointer's 16-byte phase, but reading them costs 0.1 us a
-    tensor, and torch's allocations are aligned. So run() assumes phase 0 until a call is refused with a pointer
-    that is not (a view x[:, 1:], say): from then on (_PHASES) the phases are part of the signature, and that call
-    runs again under its own plan.
+    tensor, and torch's allocations are aligned. So run() assumes phase 0 until a signature's first call has a
+    pointer that is not (a view x[:, 1:], say), or a call is refused for one: from then on (_PHASES) the phases are
+    part of the signature, and that call runs again under its own plan. The same holds with several row inputs,
+    whose signature has every row stride but no phase until then: Qwen2-MoE's per-row gate over two row inputs
+    spent 7.6 us of Python a call with the phases read and its views rebuilt per call, 4.5 without (a CPU, the
+    launcher stubbed out: benchmarks/2026-12-05-host-python-cpu.md).
 
     Host cost: every step here is paid on every call, beside the TVM-FFI launch itself: hence one Python frame
     (run is this function), and the int32 bound kept in the plan (the largest M of the signature's N and row
     stride) rather than recomputed (benchmarks/2026-12-04-h200-host-trim.md)."""
     global _PHASES
-    if _VIEWED:
-        inputs = host.lowered_views(lowered, inputs)
+    if _VIEWS:
+        inputs = _VIEWS(inputs)
     try:
         x = inputs[_X]
         m, n = x.shape
@@ -1001,18 +1004,23 @@ def _run_rows(*inputs, out=None):
         n //= _X_WIDTH  # the row length N: a wide x is r*N
     ld = x.stride(0)
     outputs = [new(x, ld, m, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
-    phase = _phase(inputs, outputs) if _PHASES else 0
-    if not _ONE_ROW_INPUT:
-        ld = max(inputs[i].stride(0) for i in _ROW_INPUTS)
-    if m == 1:
-        ld = n  # one row: its stride is never used
-    # x's row alone, every pointer 16-byte aligned (phase 0): a short key; else every row stride, each pointer's
-    # phase (which picks the vector width) and the broadcast inputs' strides
-    signature = (x.dtype, n, ld) if not (phase or _LONG_KEY) else (
-        x.dtype, n, ld, *[inputs[i].stride(0) for i in _ROW_INPUTS], *[t.data_ptr() & 15 for t in (*inputs, *outputs)],
-        *[inputs[i].stride()[:3] for i in _BROADCAST])
+    # x's row alone, pointers assumed 16-byte aligned: a short key; else every row stride and the broadcast inputs'
+    # strides, and once any call had a pointer off 16 bytes (_PHASES) each pointer's phase (it picks the vector width)
+    if _LONG_KEY or _PHASES:
+        strides = [inputs[i].stride(0) for i in _ROW_INPUTS]
+        ld = max(strides) if m > 1 else n  # one row: its stride is never used
+        signature = (x.dtype, n, ld, *strides)
+        if _BROADCAST:
+            signature += tuple(inputs[i].stride()[:3] for i in _BROADCAST)
+        if _PHASES:
+            signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
+    else:
+        signature = (x.dtype, n, ld if m > 1 else n)
     prepared = _launches.get(signature)
     if prepared is None or m > prepared[2]:  # M is not in the signature: its int32 bound is in the plan
+        if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
+            _PHASES = True
+            return _run_rows(*inputs, out=out)
         prepared = _launches[signature] = _prepare(inputs, out)[0]
     launcher, iters, _ = prepared
     try:
@@ -1037,7 +1045,7 @@ def _through_rows_nd(*inputs, out=None):
 # takes the hot path itself, with no frame in front of it: a call costs 0.8-0.9 us less on the H200's host
 # (benchmarks/2026-12-04-h200-host-trim.md).
 run = _through_rows_nd if _ND else _run_rows
-_PHASES = False  # _run_rows: set by the first call refused for a pointer that is not 16-byte aligned
+_PHASES = False  # _run_rows: set by the first plan or refusal for a pointer that is not 16-byte aligned
 
 
 def _phase(inputs, outputs) -> int:
