@@ -182,28 +182,37 @@ def rows_nd(lowered, run_2d, inputs, out):
     viewed as 2-D (a view; reshape copies only leading dims that do not collapse), a broadcast input (cos [S, D]
     against q [B, S, H, D]) as broadcast_rows makes it, and the outputs come back in x's leading shape: a row output
     [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d."""
-    x = inputs[lowered_x(lowered)]
+    xi, broadcast = _ROWS_ND.get(id(lowered)) or _ROWS_ND.setdefault(id(lowered), (
+        lowered_x(lowered), bool({"broadcast", "broadcast_per_row"} & set(lowered.KINDS))))
+    x = inputs[xi]
     check_rank(lowered, x)
-    if x.dim() == 2 and not lowered.HEADS and not {"broadcast", "broadcast_per_row"} & set(lowered.KINDS):
+    heads = lowered.HEADS
+    if x.dim() == 2 and not heads and not broadcast:
         return run_2d(*inputs, out=out)
     if x.dim() == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
-    heads = lowered.HEADS
     if heads and x.shape[-1] % heads:
         raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
     lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else tuple(x.shape[:-1])
     flat = [t.reshape(-1, heads or t.shape[-1]) if kind == "row" else broadcast_rows(lowered, x, t, i)
-            if kind in ("broadcast", "broadcast_per_row") else t.reshape(-1) if kind == "per_row" else t
-            for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]
-    shapes = {"row": lambda t: t.reshape(*lead, t.shape[-1]), "reduced": lambda t: t.reshape(lead),
-              "reduced_keepdim": lambda t: t.reshape(*lead, 1)}
+            if kind in ("broadcast", "broadcast_per_row") else t.reshape(-1) if kind == "per_row" and t.dim() != 1
+            else t for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]  # a per-row input may come viewed
     given = None if out is None else tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
         len(lead):]) if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out),
                                                                                       lowered.OUTPUTS))
     got = run_2d(*flat, out=given if given is None or len(given) > 1 else given[0])
-    got = got if isinstance(got, tuple) else (got,)
-    outs = tuple(shapes[kind](t) for t, kind in zip(got, lowered.OUTPUTS))
-    return outs[0] if len(outs) == 1 else outs
+    if len(lowered.OUTPUTS) == 1:
+        return _in_lead(got, lowered.OUTPUTS[0], lead)
+    return tuple(_in_lead(t, kind, lead) for t, kind in zip(got, lowered.OUTPUTS))
+
+
+_ROWS_ND: dict = {}  # id(lowered) -> (x's index, whether any input is broadcast over x's rows): rows_nd's constants
+
+
+def _in_lead(t, kind: str, lead: tuple):
+    """An output of 2-D rows back in x's leading shape: a row output [*lead, N], a reduced one [*lead] or [*lead, 1]."""
+    return t.reshape(*lead, t.shape[-1]) if kind == "row" else t.reshape(lead) if kind == "reduced" else t.reshape(
+        *lead, 1)
 
 
 def broadcast_rows(lowered, x, t, i: int):
