@@ -1,7 +1,8 @@
-# The CuTe DSL reduction cell's open A/B on the H200 (issue 29's quack and torch.compile goals), in two device calls
-# of under 10 minutes each (carry .carry):
+# The CuTe DSL reduction cell's open A/B on the H200 (issue 29's quack, torch.compile and host goals), in three
+# device calls of under 10 minutes each (carry .carry):
 #   bash benchmarks/cluster_ab.sh softmax    # the GPU tests of cluster rows under CLUSTER_WARPS, then softmax
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile), LayerNorm and log_softmax (compile)
+#   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 # Each writes $OUT/cluster-<part>.json; `python3 benchmarks/bench_cluster.py render FILE` makes the table on a CPU.
 # The variants (bench_cluster.py VARIANTS) are the kernel's knobs, all off by default:
 #   cluster_warps     each warp sends its partial to every CTA of the cluster, no CTA step (quack's exchange)
@@ -11,7 +12,7 @@
 #   32warps           ptxas held to 4 CTAs of 256 (rmsnorm at N = 8192: 64 registers where it chose 75)
 #   cluster_loads3    three loads (F.layer_norm) may split a row across a cluster, now that two of them load late
 set -e
-case "$1" in softmax|others) ;; *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others" >&2; exit 2 ;; esac
+case "$1" in softmax|others|host) ;; *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|host" >&2; exit 2 ;; esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
 export PATH=$PATH:/tmp/site/bin
@@ -32,4 +33,6 @@ case "$1" in
       --op log_softmax_temperature --variant default --variant late_always --variant 32warps \
       --variant cluster_loads3 --variant v64_24warps \
       --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
+  host)
+    python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
 esac
