@@ -34,11 +34,12 @@ The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-
                 thread ends with the row result (softmax needs it to normalise its own values).
                 Each reduce() call of compute() uses its own smem slot, so one barrier per call.
     4. cluster: a row that needs more than CLUSTER_ABOVE = 256 threads is split across a thread-block
-                cluster of up to 16 CTAs of 256 or more (plan). Step 3 is skipped: after its butterfly each
-                warp sends its partial straight to every CTA of the cluster through distributed shared
-                memory (_ClusterRow: st.async into the receiver's smem, completed on its mbarrier, no
-                barrier of any kind but that mbarrier), and every CTA combines the CLUSTER x WARPS
-                partials in the same order, so each holds the same row value, bit for bit.
+                cluster of up to 16 CTAs of 256 or more (plan); each CTA reduces its share as above, then
+                the CTAs exchange their results through distributed shared memory (_ClusterRow: one
+                st.async per CTA pair into the receiver's smem, completed on its mbarrier, no cluster-wide
+                barrier) and every CTA combines them in rank order, so each holds the same row value.
+                With CLUSTER_WARPS (quack's exchange, a knob until the H200 has timed it) step 3 is skipped:
+                each warp sends its butterfly result to every CTA, and a reduce() waits once.
                 This keeps a long row in registers (read once) and puts more CTAs on the GPU when rows
                 are few: 8 x 131072 runs on 128 CTAs instead of 8, 4.1 us instead of 17.8 on the H200
                 (benchmarks/2026-12-04-h200-cluster.md).
