@@ -12,7 +12,10 @@
 #   32warps           ptxas held to 4 CTAs of 256 (rmsnorm at N = 8192: 64 registers where it chose 75)
 #   cluster_loads3    three loads (F.layer_norm) may split a row across a cluster, now that two of them load late
 set -e
-case "$1" in softmax|others|host) ;; *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|host" >&2; exit 2 ;; esac
+case "$1" in
+  softmax|others|host) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|host" >&2; exit 2 ;;
+esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
 export PATH=$PATH:/tmp/site/bin
@@ -21,7 +24,8 @@ cd benchmarks
 case "$1" in
   softmax)
     # correctness of the new exchange first: a copy of the tree whose default is CLUSTER_WARPS (this one stays as is)
-    T=$(mktemp -d) && mkdir "$T/tree" && (cd .. && tar --exclude=./.carry --exclude=./.venv -cf - .) | tar -xf - -C "$T/tree"
+    T=$(mktemp -d) && mkdir "$T/tree"
+    (cd .. && tar --exclude=./.carry --exclude=./.venv -cf - .) | tar -xf - -C "$T/tree"
     sed -i 's/^CLUSTER_WARPS = False/CLUSTER_WARPS = True/' "$T/tree/$K"
     (cd "$T/tree" && python3 -m pytest -q -x tests/test_gpu.py -k "special_rows or cluster_max or cluster_row") |
       tee "$OUT/cluster-warps-gpu-tests.txt" | tail -3

@@ -69,64 +69,64 @@ def qwen3_q_norm(q_proj_out, weight, head_dim: int = 128, variance_epsilon: floa
 
 def sd35_ada_layer_norm_zero_x(hidden_states: "[B, S, D]", shift_msa: "[B, D]", scale_msa: "[B, D]",  # noqa: F722, F821
                                shift_msa2: "[B, D]", scale_msa2: "[B, D]"):  # noqa: F722, F821
-    """adaLN (DiT, SD3.5): one LayerNorm of x [B, S, D], two modulations by [B, D] shifts and scales broadcast over S
-    by the function's own [:, None]. Every case passed on the H200 on
-    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """adaLN (DiT, SD3.5): one LayerNorm of x [B, S, D], two modulations by [B, D] shifts and scales broadcast over S by
+    the function's own [:, None]. Every case passed on the H200 on 2026-12-05
+    (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.sd35_ada_layer_norm_zero_x(hidden_states, shift_msa, scale_msa, shift_msa2, scale_msa2)
 
 
 def diffusers_ada_layer_norm_continuous(x: "[B, S, D]", scale: "[B, D]", shift: "[B, D]"):  # noqa: F722, F821
-    """adaLN (SD3's norm_out): (1 + scale)[:, None, :] computed in scale's own dims, then broadcast over S. Every case passed on the H200 on
-    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """adaLN (SD3's norm_out): (1 + scale)[:, None, :] computed in scale's own dims, then broadcast over S. Every case
+    passed on the H200 on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.diffusers_ada_layer_norm_continuous(x, scale, shift)
 
 
 def gemma_embed_normalizer(hidden_states):
-    """Gemma's embeddings times torch.tensor(sqrt(2048), dtype=x.dtype): 45.25 in bf16, 45.2548 in fp32. Every case passed on the H200 on
-    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """Gemma's embeddings times torch.tensor(sqrt(2048), dtype=x.dtype): 45.25 in bf16, 45.2548 in fp32. Every case
+    passed on the H200 on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.gemma_embed_normalizer(hidden_states)
 
 
 def mamba2_apply_mask_to_padding_states(hidden_states: "[B, S, D]", attention_mask: "[B, S]"):  # noqa: F722, F821
-    """Mamba2's padding mask: one value per row of [B, S, D]. Every case passed on the H200 on
-    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """Mamba2's padding mask: one value per row of [B, S, D]. Every case passed on the H200 on 2026-12-05
+    (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.mamba2_apply_mask_to_padding_states(hidden_states, attention_mask)
 
 
 def colpali_retrieval_embeddings(embeddings: "[B, S, D]", attention_mask: "[B, S]"):  # noqa: F722, F821
-    """ColPali's L2-normalised embeddings, then the padding mask. Every case passed on the H200 on
-    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """ColPali's L2-normalised embeddings, then the padding mask. Every case passed on the H200 on 2026-12-05
+    (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.colpali_retrieval_embeddings(embeddings, attention_mask)
 
 
 def esm_embeddings_norm_mask(embeddings: "[B, S, D]", attention_mask: "[B, S]", layer_norm_weight,  # noqa: F722, F821
                              layer_norm_bias):
-    """ESM's LayerNorm (weight and bias), then the padding mask. Every case passed on the H200 on
-    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """ESM's LayerNorm (weight and bias), then the padding mask. Every case passed on the H200 on 2026-12-05
+    (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.esm_embeddings_norm_mask(embeddings, attention_mask, layer_norm_weight, layer_norm_bias)
 
 
 def qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_gate_logits: "[M, 1]"):  # noqa: F722, F821
-    """Qwen2-MoE's shared expert gated by sigmoid of a [T, 1] logit, plus the routed experts. Every case passed on the H200
-    on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """Qwen2-MoE's shared expert gated by sigmoid of a [T, 1] logit, plus the routed experts. Every case passed on the
+    H200 on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.qwen2_moe_shared_expert_combine(expert_output, shared_expert_output, shared_gate_logits)
 
 
 def ddpm_add_noise(original_samples: "[B, C, H, W]", noise: "[B, C, H, W]", alphas_cumprod_t: "[B]"):  # noqa: F722, F821
-    """DDPM's forward diffusion: one value per sample [B] over NCHW rows of W. Every case passed on the H200
-    on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """DDPM's forward diffusion: one value per sample [B] over NCHW rows of W. Every case passed on the H200 on
+    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.ddpm_add_noise(original_samples, noise, alphas_cumprod_t)
 
 
 def timm_layer_scale_2d(x: "[B, C, H, W]", gamma: "[C]"):  # noqa: F722, F821
-    """timm's LayerScale2d: one gamma per channel over NCHW rows of W. Every case passed on the H200
-    on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """timm's LayerScale2d: one gamma per channel over NCHW rows of W. Every case passed on the H200 on 2026-12-05
+    (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.timm_layer_scale_2d(x, gamma)
 
 
 def dac_snake1d(hidden_states: "[B, C, T]", alpha: "[1, C, 1]"):  # noqa: F722, F821
-    """DAC's Snake activation: torch.sin, one alpha per channel over rows of T. Every case passed on the H200
-    on 2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
+    """DAC's Snake activation: torch.sin, one alpha per channel over rows of T. Every case passed on the H200 on
+    2026-12-05 (benchmarks/2026-12-05-h200-per-row.md)."""
     return upstream.dac_snake1d(hidden_states, alpha)
 
 

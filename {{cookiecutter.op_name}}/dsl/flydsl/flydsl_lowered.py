@@ -8,17 +8,15 @@ being the pattern's programs.py; the GEMM cell runs one as its epilogue) and a c
 The cell keeps its own tiling, loads, reductions and stores; this module gives it:
 
     facts()             lowered.py's INPUTS / KINDS / DTYPES / WIDTHS / ARGS / OUTPUTS / OUT_DTYPES / OUT_WIDTHS /
-                        OUT_HOW / REDUCTIONS / PASSES / ONLINE (a
-                        GEMM's KINDS: "a", "b", then its epilogue inputs, CONTRACT_GEMM.md), `x` (the index of x:
-                        the first "row" input in the user's parameter order, host.lowered_x), `loaded` (the indices
-                        of the row, broadcast and vector inputs: a scalar or per-row input (SINGLE) is one value,
-                        never a row), the
-                        loads that serve compute()'s arguments (`loads`, `load_widths`, `of_arg`, `like`:
-                        plan_loads), the row outputs' stores (`stores`, `first`: host.lowered_stores), the looped
-                        row path's schedule (`passes`, `online`: PASSES and ONLINE, one pass per reduction in order
-                        and no online pair for a lowered.py baked before they existed), and a
-                        `key` (a hash of lowered.py) that every compiled variant carries as a Constexpr, so a
-                        re-baked lowered.py can never be served a kernel compiled from the old one
+                        OUT_HOW / REDUCTIONS / PASSES / ONLINE (a GEMM's KINDS: "a", "b", then its epilogue inputs,
+                        CONTRACT_GEMM.md), `x` (the index of x: the first "row" input in the user's parameter order,
+                        host.lowered_x), `loaded` (the indices of the row, broadcast and vector inputs: a scalar or
+                        per-row input (SINGLE) is one value, never a row), the loads that serve compute()'s arguments
+                        (`loads`, `load_widths`, `of_arg`, `like`: plan_loads), the row outputs' stores (`stores`,
+                        `first`: host.lowered_stores), the looped row path's schedule (`passes`, `online`: PASSES and
+                        ONLINE, one pass per reduction in order and no online pair for a lowered.py baked before they
+                        existed), and a `key` (a hash of lowered.py) that every compiled variant carries as a Constexpr,
+                        so a re-baked lowered.py can never be served a kernel compiled from the old one
     SLOTS, slots()      a FlyDSL launcher has a fixed signature (no *args, no list of tensors), so the lowered
                         launchers take SLOTS tensor slots: the inputs in INPUTS order, then the outputs in
                         OUTPUTS order, the unused slots filled with the first tensor (never read; FlyDSL still

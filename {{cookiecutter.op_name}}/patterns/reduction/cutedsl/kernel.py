@@ -209,9 +209,15 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
     row has instead (CLUSTER_WARPS) or as well its received partials [slots, cluster * senders] and an 8-byte
     mbarrier per slot (_ClusterRow)."""
     warps_per_row = max(1, cfg["tpr"] // 32)
-    senders = warps_per_row if CLUSTER_WARPS else 1
-    cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 and not (cfg["cluster"] > 1 and CLUSTER_WARPS) else 0
-    return cta + ((8 + 4 * cfg["cluster"] * senders) * slots + 16 if cfg["cluster"] > 1 else 0)
+    cluster = cfg["cluster"]
+    cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 and not _warps_send(cluster) else 0
+    senders = warps_per_row if _warps_send(cluster) else 1
+    return cta + ((8 + 4 * cluster * senders) * slots + 16 if cluster > 1 else 0)
+
+
+def _warps_send(cluster: int) -> bool:
+    """Whether a row of `cluster` CTAs sends each warp's partial to the cluster (CLUSTER_WARPS), with no CTA step."""
+    return cluster > 1 and CLUSTER_WARPS
 
 
 # ------------------------------------------------------------------------------------------------
@@ -435,7 +441,7 @@ class _ClusterRow:
     def __init__(self, cluster: int, slots: int, warps: int):
         smem = cutlass.memory.SmemAllocator()
         self.cluster, self.rank = cluster, cute.arch.block_idx_in_cluster()
-        self.senders = warps if CLUSTER_WARPS else 1  # per CTA
+        self.senders = warps if _warps_send(cluster) else 1  # per CTA
         self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
         width = cluster * self.senders
         self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, width), stride=(width, 1)), 4)
@@ -673,7 +679,7 @@ def row_kernel(
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
-    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not (cluster > 1 and CLUSTER_WARPS)):
+    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not _warps_send(cluster)):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):

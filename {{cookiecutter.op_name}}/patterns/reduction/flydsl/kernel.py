@@ -196,15 +196,15 @@ Boundaries
 
 What compute() gets (lowered.py)
     lowered.py declares INPUTS in the function's parameter order with KINDS ("row" [M, N], each with its own row
-    stride; "broadcast": rows paired with x's through a [L0, L1, L2, N] view, stride 0 over the dims it is
-    broadcast over, as RoPE's cos [S, D] against q [B, S, H, D]; "vector" [N]; "scalar": one element, a runtime
-    scalar; "per_row": one value per row [M], read at the lane's row; "broadcast_per_row": one value per row over
-    some of x's dims, through an [L0, L1, L2] view, as a per-sample [B] over NCHW rows), DTYPES ("float": x's dtype; "bool": a mask), WIDTHS (an input's last dim in units of N: 1, or r for a
-    wide row, broadcast or vector input the function reads in r parts, as a gated MLP's x.chunk(2, -1) or RoPE's
-    halves), ARGS (compute()'s value arguments in order: an input "whole", or "part" j / "lane" j of a wide one),
-    OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_WIDTHS and OUT_HOW (a row output
-    [M, r*N] made of r pieces: "part"s side by side, piece j at column j*N, or interleaved "lane"s, piece j at
-    columns j, j + r, ...), HEADS (None, or c: x [T, H*c] is rows of c, host-side), REDUCTIONS (sum, max, min:
+    stride; "broadcast": rows paired with x's through a [L0, L1, L2, N] view, stride 0 over the dims it is broadcast
+    over, as RoPE's cos [S, D] against q [B, S, H, D]; "vector" [N]; "scalar": one element, a runtime scalar;
+    "per_row": one value per row [M], read at the lane's row; "broadcast_per_row": one value per row over some of
+    x's dims, through an [L0, L1, L2] view, as a per-sample [B] over NCHW rows), DTYPES ("float": x's dtype; "bool":
+    a mask), WIDTHS (an input's last dim in units of N: 1, or r for a wide row, broadcast or vector input the
+    function reads in r parts, as a gated MLP's x.chunk(2, -1) or RoPE's halves), ARGS (compute()'s value arguments
+    in order: an input "whole", or "part" j / "lane" j of a wide one), OUTPUTS ("row" [M, N], "reduced" [M],
+    "reduced_keepdim" [M, 1]) with OUT_WIDTHS and OUT_HOW (a row output [M, r*N] made of r pieces: "part"s side by
+    side, piece j at column j*N, or interleaved "lane"s, piece j at columns j, j + r, ...), HEADS (None, or c: x [T, H*c] is rows of c, host-side), REDUCTIONS (sum, max, min:
     the kind of each reduce() call), PASSES and ONLINE (the looped path's schedule, above) and compute(*values, n,
     reduce), straight-line fp32 math that returns a flat tuple: OUT_WIDTHS[o] results per output, its pieces in
     order. x, whose rows the plan takes, is the first "row" input (host.lowered_x), not necessarily the first
