@@ -3,7 +3,9 @@
 FlyDSL cannot share a process with CuTe DSL, so the tests compile in children. One child per workspace would import
 torch and the workspace harness again for every compile (~2.3 s each); one child per batch imports them once and each
 workspace's own modules afresh (kernel, host, its runtime, lowered.py ...), in the workspace's folder, as the
-workspace's own CLI would. Each compile_only still starts its own FlyDSL compile child, as in a workspace.
+workspace's own CLI would. A batch of one target starts in that target's compile-only environment (rocm_env), so each
+compile_only compiles in the child itself (rocm_env.compiles_here) instead of starting one more interpreter per compile;
+a batch that mixes targets compiles each in a child of its own, as a workspace does.
 
 A job is (workspace, what): "check" runs the workspace's `test_kernel.py --compile-only` path (compile_only_check:
 the ISA markers, results/compile_only.json) and gives {"returncode"}; a case dict (or None: op.json's first case)
@@ -18,6 +20,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import rocm_env
 
 _CHILD = """
 import contextlib, importlib, importlib.util, io, json, os, sys, traceback
@@ -54,8 +58,10 @@ print(json.dumps(results))
 
 def run(jobs: list[tuple[Path, object]], describe: bool = False, timeout: float = 3600) -> dict[Path, dict]:
     """{workspace: result} of each (workspace, "check" | case | None) job, all in one child (see the docstring)."""
+    targets = {json.loads((Path(ws) / "op.json").read_text())["target"] for ws, _ in jobs}
+    env = rocm_env.rocm_env(targets.pop()) if len(targets) == 1 else None
     done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([[str(ws), what, describe] for ws, what in jobs])],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode:
         return {ws: {"error": (done.stdout + done.stderr)[-4000:], "output": ""} for ws, _ in jobs}
     results = json.loads(done.stdout.strip().splitlines()[-1])

@@ -157,13 +157,18 @@ def lowered_viewer(lowered):
 
 def lowered_views(lowered, inputs):
     """lowered_viewer(lowered) applied to inputs (the viewer kept per module): for callers off the hot path."""
-    viewer = _VIEWERS.get(id(lowered), False)
-    if viewer is False:
-        viewer = _VIEWERS[id(lowered)] = lowered_viewer(lowered)
+    viewer = kept(lowered, "_viewer", lowered_viewer)
     return viewer(inputs) if viewer else inputs
 
 
-_VIEWERS: dict = {}  # id(lowered) -> lowered_viewer(lowered)
+def kept(lowered, name: str, make):
+    """make(lowered), built once per lowered module and kept on the module itself, as `name`. On the module, not in
+    a dict keyed by id(lowered): a module that is gone can leave its id to another (a test's stand-in), which would
+    then get its constants."""
+    space = vars(lowered)
+    if name not in space:
+        space[name] = make(lowered)
+    return space[name]
 
 
 def check_rank(lowered, x) -> None:
@@ -182,8 +187,7 @@ def rows_nd(lowered, run_2d, inputs, out):
     viewed as 2-D (a view; reshape copies only leading dims that do not collapse), a broadcast input (cos [S, D]
     against q [B, S, H, D]) as broadcast_rows makes it, and the outputs come back in x's leading shape: a row output
     [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d."""
-    xi, broadcast = _ROWS_ND.get(id(lowered)) or _ROWS_ND.setdefault(id(lowered), (
-        lowered_x(lowered), bool({"broadcast", "broadcast_per_row"} & set(lowered.KINDS))))
+    xi, broadcast = kept(lowered, "_rows_nd", _rows_nd_constants)
     x = inputs[xi]
     check_rank(lowered, x)
     heads = lowered.HEADS
@@ -206,7 +210,9 @@ def rows_nd(lowered, run_2d, inputs, out):
     return tuple(_in_lead(t, kind, lead) for t, kind in zip(got, lowered.OUTPUTS))
 
 
-_ROWS_ND: dict = {}  # id(lowered) -> (x's index, whether any input is broadcast over x's rows): rows_nd's constants
+def _rows_nd_constants(lowered) -> tuple[int, bool]:
+    """rows_nd's constants of a lowered module: x's index, and whether any input is broadcast over x's rows."""
+    return lowered_x(lowered), bool({"broadcast", "broadcast_per_row"} & set(lowered.KINDS))
 
 
 def _in_lead(t, kind: str, lead: tuple):

@@ -12,10 +12,13 @@ Why a child process
     FlyDSL reads COMPILE_ONLY, ARCH / FLYDSL_GPU_ARCH and ROCM_PATH when it initialises: without them, on a
     machine with no AMD GPU, it aborts the process. And its MLIR Python bindings cannot share a process with
     CuTe DSL's (two copies of MLIR's types: nanobind aborts). So the parent, which may be a test runner that
-    already holds CuTe DSL, never compiles; it sets the environment for a fresh interpreter that does.
+    already holds CuTe DSL, never compiles; it sets the environment for a fresh interpreter that does. A
+    process started in that environment (tools/rocm_env.compiles_here: many compiles in one batch, or
+    `test_kernel.py --compile-only` as the bake starts it) compiles in itself instead: the same _emit_isa, the
+    same dump, without a child's imports per compile.
 
     parent  kernel.compile_only(case)
-              -> flydsl_runtime.compile_isa(__file__, stem, args, arch, out_dir)
+              -> flydsl_runtime.compile_isa(_emit_isa, stem, args, arch, out_dir)
               -> tools/rocm_env.compile_isa: python kernel.py --emit-isa build/kernel_<stem>.<gfx>.s *args
                  with COMPILE_ONLY=1, ARCH=FLYDSL_GPU_ARCH=<gfx>, ROCM_PATH, FlyDSL's ISA dump switched on
     child   kernel.py's `flydsl_runtime.child_main(_emit_isa)`: _emit_isa(*args) compiles the variant on the
@@ -57,7 +60,7 @@ Interface
     device_compute_units(device)       the CU count of a GPU (by torch device index), asked once per device
     compiled(cache, key, launcher, compile_args) -> the flyc.compile'd launcher of one configuration
     Launch(op, fn, constexprs, device, facts)    one prepared launch
-    compile_isa(kernel_file, stem, args, arch=None, out_dir="build") -> ISA text
+    compile_isa(emit, stem, args, arch=None, out_dir="build") -> ISA text (emit: kernel.py's _emit_isa)
     placeholder(dtype, numel)          a CPU tensor to compile on (shapes are runtime values)
     child_main(emit)                   the `--emit-isa` dispatch at the end of each kernel.py
 """
@@ -201,14 +204,20 @@ def rocm_env():
     return module
 
 
-def compile_isa(kernel_file: str | os.PathLike, stem: str, args, arch: str | None = None,
-                out_dir: str | os.PathLike = "build") -> str:
-    """Compile kernel_file's variant `args` for `arch` in a child; write out_dir/kernel_<stem>.<arch>.s, return it.
+def compile_isa(emit, stem: str, args, arch: str | None = None, out_dir: str | os.PathLike = "build") -> str:
+    """Compile the variant `args` of the kernel whose child side is `emit` (its kernel.py's _emit_isa) for `arch`;
+    write out_dir/kernel_<stem>.<arch>.s and return it.
 
-    `args` reach the child's _emit_isa as strings, in order (str() of each: True -> 'True')."""
+    `args` reach _emit_isa as strings, in order (str() of each: True -> 'True'). In a child that runs kernel.py,
+    unless this process already runs in the compile-only environment of `arch` (rocm_env.compiles_here: a batch of
+    compiles, `test_kernel.py --compile-only` at bake time): then here, saving the child's start (~2.5 s of torch
+    and FlyDSL imports) per compile."""
     arch = target(arch)
     isa_path = Path(out_dir) / f"kernel_{stem}.{arch}.s"
-    return rocm_env().compile_isa(kernel_file, [str(a) for a in args], arch, isa_path)
+    env, args = rocm_env(), [str(a) for a in args]
+    if env.compiles_here(arch):
+        return env.compile_here(emit, args, isa_path)
+    return env.compile_isa(emit.__code__.co_filename, args, arch, isa_path)
 
 
 def placeholder(dtype: str, numel: int):

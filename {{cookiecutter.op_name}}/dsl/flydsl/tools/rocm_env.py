@@ -18,7 +18,8 @@ It also holds both ends of the compile child that every FlyDSL cell's ``compile_
 child (``python kernel.py --emit-isa ISA_PATH ...``) in that environment with FlyDSL's ISA dump switched on,
 and the child hands the dumped ISA back through ``save_dumped_isa``. A child process, because FlyDSL must see
 COMPILE_ONLY before it initialises, and because its MLIR bindings abort a process that already holds CuTe
-DSL's (two copies of MLIR's Python types).
+DSL's (two copies of MLIR's Python types). A process that already runs in this environment (``compiles_here``)
+compiles in itself (``compile_here``): a batch of compiles pays FlyDSL's imports once.
 
     python tools/rocm_env.py gfx950      # prints `export KEY=value` lines for a shell, or the one-line error
 """
@@ -148,6 +149,48 @@ def compile_isa(kernel_file: str | os.PathLike, args: list[str], arch: str, isa_
         tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
         raise RuntimeError(f"FlyDSL compile for {arch} failed (exit {done.returncode}):\n" + "\n".join(tail))
     return isa_path.read_text()
+
+
+def compiles_here(arch: str) -> bool:
+    """Whether this process runs in rocm_env(arch)'s environment (set before it started: a batch of compiles, the
+    bake's `test_kernel.py --compile-only`, a shell that ran this file's export lines), so that it may compile for
+    arch itself: FlyDSL has initialised, or will, in compile-only mode for that target."""
+    env = os.environ
+    return (env.get("COMPILE_ONLY") == "1" and env.get("ARCH") == arch == env.get("FLYDSL_GPU_ARCH")
+            and bool(env.get("ROCM_PATH")))
+
+
+_COMPILED: dict = {}  # (emit, args) -> ISA text: what compile_here compiled in this process
+
+
+def compile_here(emit, args: list[str], isa_path: str | os.PathLike) -> str:
+    """compile_isa in this process (compiles_here): emit(*args) with FlyDSL's ISA dump on, into a fresh folder, and
+    the dump written to isa_path; FlyDSL's line per dumped file is not printed (the child's output was not either).
+    FlyDSL keeps what it compiled in memory and dumps nothing when asked again, so the ISA of each (emit, args) is
+    kept here too; a reloaded kernel.py has a new emit, and compiles afresh."""
+    import contextlib
+    import io
+    import tempfile
+
+    key, isa_path = (emit, tuple(args)), Path(isa_path)
+    isa_path.parent.mkdir(parents=True, exist_ok=True)
+    if key not in _COMPILED:
+        switches = {"FLYDSL_DEBUG_DUMP_ASM": "1", "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}
+        saved = {name: os.environ.get(name) for name in (*switches, "FLYDSL_DUMP_DIR")}
+        with tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump:
+            os.environ.update(switches, FLYDSL_DUMP_DIR=dump)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    emit(*args)
+                _COMPILED[key] = save_dumped_isa(isa_path)
+            finally:
+                for name, value in saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
+    isa_path.write_text(_COMPILED[key])
+    return _COMPILED[key]
 
 
 def save_dumped_isa(isa_path: str | os.PathLike) -> str:

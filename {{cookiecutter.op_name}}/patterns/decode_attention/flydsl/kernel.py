@@ -827,7 +827,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     arch = target(arch)
     v = (case or OP_SPEC["cases"][0])["vars"]
     args = [dtype, arch, *(v[k] for k in ("B", "Hq", "Hkv", "S", "D")), *([vec_dtype] if LOWERED else [])]
-    return rt.compile_isa(__file__, f"{op}_{dtype}_d{v['D']}_g{v['Hq'] // v['Hkv']}", args, arch, out_dir)
+    return rt.compile_isa(_emit_isa, f"{op}_{dtype}_d{v['D']}_g{v['Hq'] // v['Hkv']}", args, arch, out_dir)
 
 
 def _emit_isa(dtype: str, arch: str, B: str, Hq: str, Hkv: str, S: str, D: str, vec_dtype: str = "float32") -> None:

@@ -374,7 +374,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     (_variant); n itself is a runtime value."""
     dtype = dtype or OP_SPEC["dtype"]
     vec, vec_fast, unroll, tag = _variant(case, dtype)
-    return rt.compile_isa(__file__, f"{OP}_{dtype}{tag}", [dtype, vec, vec_fast, unroll], arch, out_dir)
+    return rt.compile_isa(_emit_isa, f"{OP}_{dtype}{tag}", [dtype, vec, vec_fast, unroll], arch, out_dir)
 
 
 def _emit_isa(dtype: str, vec: str, vec_fast: str, unroll: str) -> None:

@@ -883,11 +883,11 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     if op == "lowered" or dtype == "fp8":
         cfg = choose_config(m, n, arch, elem_bytes=1 if dtype == "fp8" else 2)
         _, _, key = _epilogue_spec()
-        return rt.compile_isa(__file__, f"{op}_{dtype}_{cfg.tag}",
+        return rt.compile_isa(_emit_isa, f"{op}_{dtype}_{cfg.tag}",
                               ["epilogue", ",".join(_epilogue_dtypes(arch)), SCALED, key, *_constexprs(cfg),
                                cfg.elem_bytes], arch, out_dir)
     cfg = choose_config(m, n, arch)
-    return rt.compile_isa(__file__, f"{op}_{dtype}_{cfg.tag}", [dtype, *_constexprs(cfg)], arch, out_dir)
+    return rt.compile_isa(_emit_isa, f"{op}_{dtype}_{cfg.tag}", [dtype, *_constexprs(cfg)], arch, out_dir)
 
 
 def _config(tile_m: str, tile_n: str, stages: str, vec_store: str, group_m: str, elem_bytes: str = "2") -> Config:

@@ -1295,7 +1295,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     path's kernels A and B in one file)."""
     dtype = dtype or OP_SPEC["dtype"]
     m, n, ld = _case_shape(case)
-    return rt.compile_isa(__file__, f"{OP}_{dtype}_{_variant(m, n, ld, dtype)[2]}", [dtype, n, ld, m], arch, out_dir)
+    return rt.compile_isa(_emit_isa, f"{OP}_{dtype}_{_variant(m, n, ld, dtype)[2]}", [dtype, n, ld, m], arch, out_dir)
 
 
 def _emit_isa(dtype: str, n: str, ld: str, m: str) -> None:
