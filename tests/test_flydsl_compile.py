@@ -234,6 +234,33 @@ def test_missing_lld_is_one_line(tmp_path):
     assert "RocmEnvError: rocm_env: no ld.lld" in last and "apt-get install lld-19 rocm-device-libs" in last
 
 
+IN_ITSELF = """
+import json, sys
+sys.path.insert(0, "tools")
+import kernel, rocm_env
+
+def no_child(*args, **kwargs):
+    raise AssertionError("compile_isa started a child")
+
+rocm_env.compile_isa = no_child
+case = kernel.OP_SPEC["cases"][0]
+first, again = kernel.compile_only(case, "build"), kernel.compile_only(case, "build")
+print(json.dumps([first == again, "gfx942" in first, rocm_env.compiles_here("gfx942"), rocm_env.compiles_here("gfx950")]))
+"""
+
+
+@needs_flydsl
+def test_a_process_in_the_compile_environment_compiles_in_itself(tmp_path):
+    """Started in rocm_env(gfx942)'s environment (as a test batch and the bake's compile step are), compile_only
+    compiles in its own process: no child (compile_isa would raise), the same ISA when a variant is asked twice
+    (FlyDSL dumps nothing the second time: compile_here keeps the first), and only for that target."""
+    ws = make_workspace(tmp_path, "elementwise", "relu", "bf16", "gfx942")
+    done = subprocess.run([sys.executable, "-c", IN_ITSELF], cwd=ws, capture_output=True, text=True, timeout=900,
+                          env=rocm_env.rocm_env("gfx942"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, True, True, False]
+
+
 def test_rocm_env_error_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("KBASELINE_LD_LLD", raising=False)
     with pytest.raises(rocm_env.RocmEnvError) as err:
