@@ -186,21 +186,27 @@ def rows_nd(lowered, run_2d, inputs, out):
     heads of c (lowered.HEADS: ``q.view(T, -1, head_dim)``) is M = T*H rows of c. Each row input (and each `out`) is
     viewed as 2-D (a view; reshape copies only leading dims that do not collapse), a broadcast input (cos [S, D]
     against q [B, S, H, D]) as broadcast_rows makes it, and the outputs come back in x's leading shape: a row output
-    [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d."""
-    xi, broadcast = kept(lowered, "_rows_nd", _rows_nd_constants)
+    [..., N], a reduced one [...] or [..., 1] (a 1-D x is one row). A plain 2-D x goes straight to run_2d.
+
+    Host cost: this runs on every call with an N-D x, so what does not depend on the call (which inputs change, and
+    how) is worked out once per module (_rows_nd_plan), and the loop touches only those inputs."""
+    xi, own_rows, steps = kept(lowered, "_rows_nd", _rows_nd_plan)
     x = inputs[xi]
     check_rank(lowered, x)
-    heads = lowered.HEADS
-    if x.dim() == 2 and not heads and not broadcast:
+    dim = x.dim()
+    if dim == 2 and own_rows:
         return run_2d(*inputs, out=out)
-    if x.dim() == 0:
+    if dim == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
+    heads = lowered.HEADS
     if heads and x.shape[-1] % heads:
         raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
-    lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else tuple(x.shape[:-1])
-    flat = [t.reshape(-1, heads or t.shape[-1]) if kind == "row" else broadcast_rows(lowered, x, t, i)
-            if kind in ("broadcast", "broadcast_per_row") else t.reshape(-1) if kind == "per_row" and t.dim() != 1
-            else t for i, (t, kind) in enumerate(zip(inputs, lowered.KINDS))]  # a per-row input may come viewed
+    lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]
+    flat = list(inputs)
+    for i, kind in steps:
+        t = flat[i]
+        flat[i] = t.reshape(-1, heads or t.shape[-1]) if kind == "row" else (t.reshape(-1) if t.dim() != 1 else t) \
+            if kind == "per_row" else broadcast_rows(lowered, x, t, i)  # a per-row input may come viewed
     given = None if out is None else tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
         len(lead):]) if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out),
                                                                                       lowered.OUTPUTS))
@@ -210,9 +216,14 @@ def rows_nd(lowered, run_2d, inputs, out):
     return tuple(_in_lead(t, kind, lead) for t, kind in zip(got, lowered.OUTPUTS))
 
 
-def _rows_nd_constants(lowered) -> tuple[int, bool]:
-    """rows_nd's constants of a lowered module: x's index, and whether any input is broadcast over x's rows."""
-    return lowered_x(lowered), bool({"broadcast", "broadcast_per_row"} & set(lowered.KINDS))
+def _rows_nd_plan(lowered) -> tuple[int, bool, tuple]:
+    """rows_nd's constants of a lowered module: x's index; whether its rows are x's own (no heads, no input
+    broadcast over them); and each input that becomes 2-D rows, as (index, kind): the rest (vectors, scalars) go
+    as they are."""
+    kinds = lowered.KINDS
+    return (lowered_x(lowered), not lowered.HEADS and not {"broadcast", "broadcast_per_row"} & set(kinds),
+            tuple((i, kind) for i, kind in enumerate(kinds) if kind in ("row", "per_row", "broadcast",
+                                                                        "broadcast_per_row")))
 
 
 def _in_lead(t, kind: str, lead: tuple):

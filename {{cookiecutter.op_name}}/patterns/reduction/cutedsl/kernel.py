@@ -999,14 +999,14 @@ def _run_rows(*inputs, out=None):
     (run is this function), and the int32 bound kept in the plan (the largest M of the signature's N and row
     stride) rather than recomputed (benchmarks/2026-12-04-h200-host-trim.md)."""
     global _PHASES
-    if _VIEWS:
-        inputs = _VIEWS(inputs)
     try:
         x = inputs[_X]
         m, n = x.shape
-    except (IndexError, ValueError):  # too few inputs (host.py says so), or x not 2-D: rows of its last dim
-        host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
+    except (IndexError, ValueError):  # too few inputs (host.py says so), or x not 2-D: rows of its last dim, whose
+        host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))  # 2-D call views the inputs (once)
         return host.rows_nd(lowered, _run_rows, inputs, out)
+    if _VIEWS:  # x is never among the inputs a view changes (it is a float tensor of rows)
+        inputs = _VIEWS(inputs)
     if _X_WIDTH != 1:
         n //= _X_WIDTH  # the row length N: a wide x is r*N
     ld = x.stride(0)
