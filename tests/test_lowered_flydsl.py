@@ -13,7 +13,10 @@ pointwise.py). Compiles run in children (FlyDSL must not share this process with
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import flydsl_batch
 from lowered_sources import (BROADCAST_PER_ROW, HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW, QUANT,
                               QUANT_ELEMENTWISE, QUANT_FP8, QUANT_FP8_ELEMENTWISE, ROPE, ROPE_LANES)
 import pytest
-from helpers import lowered_constants, make_lowered
+from helpers import ROOT, lowered_constants, make_lowered
 from test_flydsl_compile import HAVE_FLYDSL, kernel_bodies, metadata, needs_flydsl, partial_accesses
 from tools import scaffold
 
@@ -335,3 +338,86 @@ def test_split_rows_run_each_pass_as_a_kernel(compiled, arch, pattern, example, 
     got = [(b.count("buffer_load_dwordx4"), partial_accesses(b, "load"), partial_accesses(b, "store"),
             b.count("s_barrier"), b.count("buffer_store_dwordx4")) for b in bodies.values()]
     assert got == [(2, 0, 1, 1, 0), (2, 1, 1, 2, 0), (6, 2, 0, 2, 2)], got
+
+
+# run() of the reduction cell on a CPU with the HIP call stubbed (benchmarks/flydsl_launch_cpu.py's Stubs): the kernels
+# are compiled for real, then every line of run() runs as on the GPU machine but the launch. PER_ROW with x [B, 3, 512]
+# (host.rows_nd: M = 3B rows), a scale [B, 3] and a bool keep [B, 3, 1] one value per row, two outputs; ROPE with q
+# [B, 4, 3, 128] and cos/sin [4, 128] broadcast over B and H.
+LAUNCH_ROWS_CHILD = """
+import json, os, sys
+sys.path[:0] = [sys.argv[1], os.getcwd()]
+import flydsl_launch_cpu as fl
+stubs = fl.Stubs(counting=True)
+import kernel, torch
+
+bf16 = torch.bfloat16
+checks = fl.counting_host(kernel, "lowered_operands")
+got = {"abi": [], "shapes": [], "refused": []}
+
+
+def facts():
+    return next(reversed(kernel._launches.values())).facts
+
+
+def refused(args, words):
+    launches = stubs.launches
+    try:
+        kernel.run(*args)
+    except ValueError as exc:
+        got["refused"].append(words in str(exc) and stubs.launches == launches)
+    else:
+        got["refused"].append(False)
+
+
+if kernel.lw.facts().module.SOURCE == "test:per_row":
+    w = torch.randn(512, dtype=bf16)
+    for b in (2, 5):  # the second call: other M, the same signature
+        x, scale, keep = torch.randn(b, 3, 512, dtype=bf16), torch.randn(b, 3, dtype=bf16), torch.rand(b, 3, 1) > 0.5
+        y, r = kernel.run(x, scale, keep, w)
+        _, nv, ldvs, iters, *_ = facts()
+        slots = kernel.lw.short_slots([x.view(-1), scale.view(-1), keep.view(torch.uint8).view(-1), w, y.view(-1), r])
+        got["abi"].append(fl.same_abi(stubs.abi, fl.expect_abi(*slots, *ldvs, 3 * b, nv, iters)))
+        got["shapes"].append([list(y.shape), list(r.shape)])
+    y2, r2 = torch.empty_like(y), torch.empty(5, 3, dtype=torch.float32)
+    assert kernel.run(x, scale, keep, w, out=(y2, r2))[0] is y2  # given outputs: viewed, written, handed back
+    _, nv, ldvs, iters, *_ = facts()
+    slots = kernel.lw.short_slots([x.view(-1), scale.view(-1), keep.view(torch.uint8).view(-1), w, y2.view(-1), r2.view(-1)])
+    got["abi"].append(fl.same_abi(stubs.abi, fl.expect_abi(*slots, *ldvs, 15, nv, iters)))
+    got["prepared"] = len(checks)  # before the refusals, which run host.py's checks to say why
+    refused((x, scale[:, :2], keep, w), "scale (per_row) must be a contiguous (15,)")
+    refused((x, scale, keep, w[:256]), "weight (vector) must be a contiguous (512,)")
+    refused((x.half(), scale, keep, w), "of dtype torch.float16")
+else:
+    cos, sin = torch.randn(4, 128, dtype=bf16), torch.randn(4, 128, dtype=bf16)
+    for b in (2, 5):
+        q = torch.randn(b, 4, 3, 128, dtype=bf16)
+        got["shapes"].append(list(kernel.run(q, cos, sin).shape))
+    refused((q, cos[:3], sin), "cos's S is 3, x's 4")
+got.update(checks=len(checks), launches=stubs.launches, compiled=len(kernel._compiled))
+print(json.dumps(got))
+"""
+
+
+@needs_flydsl
+@pytest.mark.parametrize("example", ["per_row", "rope"])
+def test_reduction_run_hands_flydsl_the_rows(tmp_path, example):
+    """The reduction cell's run() on a CPU, HIP stubbed: N-D rows, one value per row (a bool mask as its bytes) and
+    inputs broadcast over the rows reach FlyDSL's launch slots as the kernel reads them (the ABI: each tensor's
+    pointer and 1-D size, the row strides, M, N / vec, the loop count); a call of another M reuses the signature's
+    launch (host.py's checks once, one compile); given outputs are written and handed back; a wrong M, length or
+    dtype is refused in host.py's words and launches nothing."""
+    import flydsl_launch_cpu  # benchmarks/, on the tests' import path
+
+    ws = lowered_workspace(tmp_path, "reduction", example, "bf16", "gfx942")
+    done = subprocess.run([sys.executable, "-c", LAUNCH_ROWS_CHILD, str(ROOT / "benchmarks")], cwd=ws,
+                          env=flydsl_launch_cpu.child_env(ws), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    if example == "per_row":
+        assert got["shapes"] == [[[2, 3, 512], [2, 3]], [[5, 3, 512], [5, 3]]] and got["abi"] == [True] * 3, got
+        assert (got["prepared"], got["launches"], got["compiled"]) == (2, 3, 1), got  # given outputs: a signature
+        assert got["refused"] == [True] * 3, got
+    else:  # the broadcast views' shapes are in the signature: another B is a new launch, not a new compile
+        assert got["shapes"] == [[2, 4, 3, 128], [5, 4, 3, 128]] and got["refused"] == [True], got
+        assert (got["launches"], got["compiled"]) == (2, 1), got

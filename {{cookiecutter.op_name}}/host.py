@@ -207,10 +207,13 @@ def rows_nd(lowered, run_2d, inputs, out):
         t = flat[i]
         flat[i] = t.reshape(-1, heads or t.shape[-1]) if kind == "row" else (t.reshape(-1) if t.dim() != 1 else t) \
             if kind == "per_row" else broadcast_rows(lowered, x, t, i)  # a per-row input may come viewed
-    given = None if out is None else tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[
-        len(lead):]) if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out),
-                                                                                      lowered.OUTPUTS))
-    got = run_2d(*flat, out=given if given is None or len(given) > 1 else given[0])
+    if out is not None:  # written through 2-D views of them; handed back as given, as torch's out= does
+        outs = lowered_outputs(out)
+        given = tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[len(lead):])
+                      if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(outs, lowered.OUTPUTS))
+        run_2d(*flat, out=given if len(given) > 1 else given[0])
+        return outs[0] if len(outs) == 1 else outs
+    got = run_2d(*flat)
     if len(lowered.OUTPUTS) == 1:
         return _in_lead(got, lowered.OUTPUTS[0], lead)
     return tuple(_in_lead(t, kind, lead) for t, kind in zip(got, lowered.OUTPUTS))

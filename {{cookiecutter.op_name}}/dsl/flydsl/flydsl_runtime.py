@@ -39,11 +39,12 @@ The launch path (what one run() costs; benchmarks/2026-12-01-flydsl-launch-path.
       dtype, constexprs; never a shape, which is a runtime value) on CPU placeholder tensors, the very
       arguments compile_only compiles, so compiling never launches (`flyc.compile` given live GPU tensors
       also runs the kernel once) and run() launches exactly the code whose ISA compile_only writes.
-    - A kernel.py keys its prepared launches by a signature of cheap tensor attributes (dtypes, device
-      indices, and what picks a compiled variant). A signature's first call runs host.py's full checks;
-      later calls check in Python only what varies per call (shapes, contiguity, 16-byte alignment, the
-      2 GiB limit), and a call that fails them goes back to host.py's checks, which refuse it in the words
-      every cell uses.
+    - A kernel.py keys its prepared launches by a signature of cheap tensor attributes: every one that a
+      compiled variant or host.py's checks depend on and that does not change with the call's size (dtypes,
+      device indices, 16-byte phases, contiguity, strides, the fixed shapes). A signature's first call runs
+      host.py's full checks; later calls check in Python only what the size changes (each tensor's M or
+      shape, and the size under the signature's 2 GiB bound), and a call that fails them goes back to
+      host.py's checks, which refuse it in the words every cell uses.
     - `Launch(*runtime)` appends the launcher's constexprs (baked into the code; FlyDSL still wants their
       positional slots filled) and torch's current stream of the tensors' device as a raw handle, calls
       the compiled launcher, and raises when FlyDSL's runtime recorded a HIP error on this thread. No sync,

@@ -288,7 +288,7 @@ def _compile_args(in_dtypes, out_dtypes, vec: int, vec_fast: bool, unroll: int) 
 def _prepare(inputs, out):
     """A signature's first call, or a refused one: host.py's checks, the variant, the launch.
 
-    Its facts: (element limit under 2 GiB, the outputs' torch dtypes)."""
+    Its facts: (the largest element count this signature keeps under 2 GiB, the outputs' torch dtypes)."""
     f = lw.facts()
     op = f.module.SOURCE
     if set(f.outputs) != {"row"}:
@@ -304,48 +304,69 @@ def _prepare(inputs, out):
     dtypes = [lw.dtype_name(t) for t in (*inputs, *outs)]
     fn = rt.compiled(_compiled, (*dtypes, vec, vec_fast, unroll), LAUNCHERS[lw.launch_slots(len(dtypes))],
                      lambda: _compile_args(dtypes[:len(inputs)], dtypes[len(inputs):], vec, vec_fast, unroll))
-    limit = MAX_BYTES // max(t.element_size() for t in (*inputs, *outs))
-    return rt.Launch(op, fn, _constexprs(vec, vec_fast, unroll), x.get_device(), (limit, tuple(t.dtype for t in outs)))
+    max_numel = min(MAX_BYTES // t.element_size() - 1 for t, kind in zip((*inputs, *outs), (*f.kinds, *f.outputs))
+                    if kind == "row")  # the element count that keeps each of x's shape under 2 GiB (check_buffer_range)
+    return rt.Launch(op, fn, _constexprs(vec, vec_fast, unroll), x.get_device(),
+                     (max_numel, tuple(t.dtype for t in outs)))
+
+
+_F = lw.facts()
+_VIEWS = host.lowered_viewer(_F.module)  # run()'s view of the inputs that need one (None: none does)
+_ROWS = tuple(i for i, kind in enumerate(_F.kinds) if kind == "row" and i != _F.x)  # the inputs of x's shape
+_FIXED = tuple(i for i, kind in enumerate(_F.kinds) if kind != "row")  # vectors and scalars: shapes in the signature
+_SLOTS = lw.launch_slots(len(_F.kinds) + len(_F.outputs))  # the launcher's tensor slots (lw.short_slots)
 
 
 def run(*inputs, out=None):
     """lowered.compute over x's elements on the current stream: one output tensor, or a tuple (OUTPUTS order).
 
     inputs in lowered.INPUTS order, the function's own (x the first row input; a mask bool, a scalar one element);
-    `out` one tensor or a tuple/list in OUTPUTS order. The hot path is a dict lookup (the signature: dtypes,
-    devices, x's rank if lowered.RANK binds it, N, the vector inputs' alignment and the size class, which picks
-    unroll_for), the checks FlyDSL's call does not make (shapes, contiguity, alignment, size), 1-D views, and the
-    launch; see flydsl_runtime.py."""
-    f = lw.facts()
-    if len(inputs) != len(f.kinds):
+    `out` one tensor or a tuple/list in OUTPUTS order.
+
+    The hot path: the signature picks the prepared launch. It holds what the variant depends on and FlyDSL's call
+    does not check: the size class (unroll_for), x's rank when lowered.RANK binds it, N when a vector input is
+    loaded by it, each tensor's dtype, device, 16-byte phase and contiguity, the vectors' and scalars' shapes. So a
+    call checks only the shapes that change with it (each row input and output is x's shape) and x's size under the
+    prepared bound; anything else goes to _prepare, where host.py refuses it in its own words. Then 1-D views and
+    the launch (see flydsl_runtime.py). A FlyDSL call checks nothing itself, so these checks are run()'s, in Python,
+    on every call: what the program fixes (which inputs are rows, the views, the slots) is worked out at import."""
+    if len(inputs) != len(_F.kinds):
         _prepare(inputs, out)  # raises, in host.py's words
-    inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
-    x = inputs[f.x]
+    if _VIEWS:
+        inputs = _VIEWS(inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
+    x = inputs[_F.x]
     numel = x.numel()
     if not numel:  # nothing to compile or launch: host.py's checks, then the empty outputs
-        outs = host.lowered_operands(f.module, inputs, out, [x.shape] * len(f.outputs), rows_contiguous=True)[1]
+        outs = host.lowered_operands(_F.module, inputs, out, [x.shape] * len(_F.outputs), rows_contiguous=True)[1]
         return outs[0] if len(outs) == 1 else outs
-    vectors = tuple(t.data_ptr() & 15 for t, kind in zip(inputs, f.kinds) if kind == "vector")  # refused
-    signature = (tuple((t.dtype, t.get_device()) for t in inputs), x.dim() if f.module.RANK else None,
-                 x.shape[-1] if _VECTORS and x.dim() else None,
-                 vectors, None if out is None else len(out) if isinstance(out, (tuple, list)) else 1,
-                 numel < SMALL_N)
+    signature = [numel < SMALL_N, x.dim() if _F.module.RANK else None, x.shape[-1] if _VECTORS and x.dim() else None]
+    for t in inputs:
+        signature += (t.dtype, t.get_device(), t.data_ptr() & 15, t.is_contiguous())
+    for i in _FIXED:
+        signature.append(inputs[i].shape)
+    outs = None if out is None else host.lowered_outputs(out)
+    if outs is not None:
+        for o in outs:
+            signature += (o.dtype, o.get_device(), o.data_ptr() & 15, o.is_contiguous())
+    signature = tuple(signature)
     launch = _launches.get(signature)
     if launch is None:
         launch = _launches[signature] = _prepare(inputs, out)
-    limit, out_dtypes = launch.facts
-    if out is None:
-        outs = tuple(torch.empty(x.shape, dtype=d, device=x.device) for d in out_dtypes)
+    max_numel, out_dtypes = launch.facts
+    shape = x.shape
+    fits = numel <= max_numel
+    for i in _ROWS:
+        fits = fits and inputs[i].shape == shape
+    if outs is None:
+        outs = tuple(torch.empty(shape, dtype=dtype, device=x.device) for dtype in out_dtypes)
     else:
-        outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
-    if not (numel < limit and len(outs) == len(out_dtypes)
-            and all(t.is_contiguous() and (t.shape == x.shape if kind == "row" else t.dim() == 1
-                                           and (kind == "vector" or t.numel() == 1))
-                    and not (kind == "row" and t.data_ptr() & 15) for t, kind in zip(inputs, f.kinds))
-            and all(o.shape == x.shape and o.dtype == d and o.is_contiguous() and not o.data_ptr() & 15
-                    for o, d in zip(outs, out_dtypes))):
+        fits = fits and len(outs) == len(out_dtypes)
+        for o in outs:
+            fits = fits and o.shape == shape
+    if not fits:
         launch = _prepare(inputs, outs)  # raises, in the words of flydsl_lowered / host.py (or prepares this call)
-    launch(*lw.short_slots([t if t.dim() == 1 else t.view(-1) for t in (*inputs, *outs)]), x.shape[-1])  # 1-D views
+    tensors = [t if t.dim() == 1 else t.view(-1) for t in (*inputs, *outs)]  # 1-D views
+    launch(*tensors, *tensors[:1] * (_SLOTS - len(tensors)), x.shape[-1])  # lw.short_slots: x in the unused slots
     return outs[0] if len(outs) == 1 else outs
 
 

@@ -273,6 +273,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from types import SimpleNamespace
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -1137,9 +1138,10 @@ def _prepare(inputs, out):
     """A signature's first call, or a refused one: host.py's checks, the buffer limits, the vector width, the plan,
     the launch.
 
-    Its facts: the element count a row span and an output must stay under, N / vec, the slots' row strides in
-    vectors, the loop count and the outputs' torch dtypes: everything but M, the pointers and the outputs that the
-    launch takes, fixed by the signature."""
+    Its facts: the largest M whose tensors this signature keeps under the 2 GiB a buffer addresses (the exact bound
+    of the checks below, so a call needs one comparison), N / vec, the slots' row strides in vectors, the loop
+    count, the outputs' torch dtypes, the split launch, and each row input's row stride in elements: everything
+    but M, the pointers and the outputs that the launch takes, fixed by the signature."""
     f = lw.facts()
     op = f.module.SOURCE
     host.check_count(op, inputs, len(f.inputs))
@@ -1173,8 +1175,10 @@ def _prepare(inputs, out):
         launcher = SPLIT_LAUNCHERS[lw.launch_slots(len(dtypes))]
         splits = _Split(cfg, lambda: rt.Launch(op, rt.compiled(_compiled, key, launcher, lambda: _split_compile_args(
             dtypes[:len(inputs)], dtypes[len(inputs):], vec, cfg)), _split_constexprs(vec, cfg), x.get_device()))
-    facts = (MAX_BYTES // lw.widest_bytes((*inputs, *outs)), n // vec, slot_ldvs, cfg["iters"],
-             tuple(o.dtype for o in outs), splits)
+    below = [(MAX_BYTES // t.element_size() - 1 - w * n) // ld + 1 for (_, t, w), ld in zip(rows, lds)]  # a span
+    below += [(MAX_BYTES // t.element_size() - 1) // (t.numel() // m) for t in  # M values, or M rows of k
+              (*(t for t, kind in zip(inputs, f.kinds) if kind == "per_row"), *outs)]
+    facts = (min(below), n // vec, slot_ldvs, cfg["iters"], tuple(o.dtype for o in outs), splits, tuple(lds))
     return rt.Launch(op, fn, _constexprs(vec, cfg), x.get_device(), facts)
 
 
@@ -1183,65 +1187,73 @@ def _span(t) -> int:
     return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
-def run(*inputs, out=None):
+def _run_rows(*inputs, out=None):
     """lowered.compute over the rows of x on the current stream: one output tensor, or a tuple (OUTPUTS order).
 
     inputs in lowered.INPUTS order, the function's own (softmax: run(x); rmsnorm: run(x, weight); x the first row
-    input, [M, N] or of rank 3 or more: rows of its last dim); a mask bool, a scalar one element; `out` one tensor
-    or a tuple/list in OUTPUTS order. Rows of any rank, heads (HEADS) and broadcast inputs go through
-    host.rows_nd, which hands _run_rows 2-D rows (and broadcast_rows' views); a plain [M, N] x goes straight
-    there."""
-    f = lw.facts()
-    if len(inputs) == len(f.kinds) and (inputs[f.x].dim() != 2 or f.module.HEADS or {"broadcast", "broadcast_per_row"}
-                                        & set(f.kinds)):
-        return host.rows_nd(f.module, _run_rows, inputs, out)
-    return _run_rows(*inputs, out=out)
+    input, [M, N] or of rank 3 or more: rows of its last dim, which host.rows_nd hands back as 2-D rows); a mask
+    bool, a scalar one element; `out` one tensor or a tuple/list in OUTPUTS order. This is run() itself for a
+    program whose rows are x's own (see run below), and the hot path.
 
+    The signature picks the prepared launch, M is free. It holds everything the plan and the compiled code depend on
+    that FlyDSL's call does not check: N; each tensor's dtype, device and 16-byte phase; each row input's rank,
+    width and strides (a lone row's stride is never read: N); a vector's or scalar's shape and strides; a one value
+    per row input's strides; a given output's dtype, device, phase, shape past M and contiguity. So a call checks
+    only what M changes, against the prepared launch: every tensor's M, and M under the bound that keeps each of
+    them under the 2 GiB a buffer addresses (one comparison). Anything else goes back to _prepare: host.py refuses
+    it in its own words. Then 1-D views of the rows and the launch (see flydsl_runtime.py).
 
-def _run_rows(*inputs, out=None):
-    """run() on x [M, N] (as host.rows_nd calls a row cell's run: the inputs positional, `out` by name): the hot path.
-
-    The signature (dtypes, devices, N, every row stride, the pointers' low 4 bits) picks the prepared launch, M is
-    free: a dict lookup, the checks FlyDSL's call does not make (M, the shapes, contiguity, the 2 GiB spans), 1-D
-    views of the rows, and the launch; see flydsl_runtime.py."""
-    import torch
-
-    f = lw.facts()
-    if len(inputs) != len(f.kinds) or inputs[f.x].dim() != 2:
+    Host cost: a FlyDSL call checks nothing itself, so these checks are run()'s to make on every call, in Python:
+    what the program fixes (which inputs are rows, the views, the outputs' shapes) is worked out once (_hot), and
+    what a signature fixes once per signature (_prepare's facts)."""
+    h = _H
+    if len(inputs) != h.count:
         _prepare(inputs, out)  # raises, in host.py's words
-    inputs = host.lowered_views(f.module, inputs)  # a mask as its bytes, a 0-d scalar as [1]: free views
-    x = inputs[f.x]
+    if inputs[h.x].dim() != 2:  # rows of x's last dim at another rank: host.rows_nd calls back with 2-D rows
+        return host.rows_nd(h.module, _run_rows, inputs, out)
+    if h.views:
+        inputs = h.views(inputs)  # a mask as its bytes, a 0-d scalar as [1], one value per row as its M: free views
+    x = inputs[h.x]
     m, n = x.shape
-    n //= f.widths[f.x]  # the row length N: a wide x is [M, r*N]
-    rows = [t for t, k in zip(inputs, f.kinds) if k == "row"]
-    widths = [w for w, k in zip(f.widths, f.kinds) if k == "row"]
-    signature = (tuple((t.dtype, t.get_device(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1
-                        else 1) for t in rows),  # M is free: checked per call below
-                 tuple((t.dtype, t.get_device(), t.shape, t.stride()) for t, k in zip(inputs, f.kinds)
-                       if k not in ("row", "per_row")),  # a per-row input is M long: checked per call below
-                 n, tuple(t.data_ptr() & 15 for t in inputs),
-                 None if out is None else tuple(o.data_ptr() & 15 for o in ((out,) if isinstance(out, torch.Tensor)
-                                                                            else out)))
-    launch = _launches.get(signature)
+    n //= h.x_width  # the row length N: a wide x is [M, r*N]
+    signature = [n]
+    for t in inputs:
+        signature += (t.dtype, t.get_device(), t.data_ptr() & 15)
+    for i in h.rows:
+        t = inputs[i]
+        signature += (t.dim(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1 else 1)
+    for i in h.others:
+        t = inputs[i]
+        signature += (t.shape, t.stride())
+    for i in h.per_rows:
+        signature.append(inputs[i].stride())
+    outs = None if out is None else host.lowered_outputs(out)
+    if outs is not None:
+        for o in outs:
+            signature += (o.dtype, o.get_device(), o.data_ptr() & 15, o.shape[1:], o.is_contiguous())
+    launch = _launches.get(tuple(signature))
     if launch is None:
-        launch = _launches[signature] = _prepare(inputs, out)
-    limit, nv, slot_ldvs, iters, out_dtypes, splits = launch.facts
-    shapes = host.lowered_out_shapes(f.module, m, n)
-    if out is None:
-        outs = tuple(torch.empty(s, dtype=d, device=x.device) for s, d in zip(shapes, out_dtypes))
+        launch = _launches[tuple(signature)] = _prepare(inputs, out)
+    max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
+    fits = 0 < m <= max_m
+    for i in h.m_inputs:
+        fits = fits and inputs[i].shape[0] == m
+    if outs is None:
+        device = x.device
+        outs = tuple(h.empty(shape(m, n), dtype=dtype, device=device) for shape, dtype in zip(h.out_shapes,
+                                                                                               out_dtypes))
     else:
-        outs = (out,) if isinstance(out, torch.Tensor) else tuple(out)
-    spans = [(m - 1) * (t.stride(0) if m > 1 else n) + w * n for t, w in zip(rows, widths)]
-    if not (0 < m and all(tuple(t.shape) == (m, w * n) for t, w in zip(rows, widths)) and max(spans) < limit
-            and all(inputs[i].dim() == 1 and inputs[i].shape[0] == m and inputs[i].stride(0) == 1 for i in _per_rows())
-            and len(outs) == len(shapes)
-            and all(tuple(o.shape) == s and o.dtype == d and o.is_contiguous() and o.numel() < limit
-                    for o, s, d in zip(outs, shapes, out_dtypes))):
-        launch = _prepare(inputs, outs)  # raises, in host.py's words (or prepares exactly this call)
-        limit, nv, slot_ldvs, iters, out_dtypes, splits = launch.facts
-    spans = iter(spans)
-    flat = [t.as_strided((next(spans),), (1,)) if k == "row" else t for t, k in zip(inputs, f.kinds)]
-    tensors = lw.short_slots([*flat, *(o.view(-1) for o in outs)])
+        fits = fits and len(outs) == h.out_count
+        for o in outs:
+            fits = fits and o.shape[0] == m
+    if not fits:  # host.py refuses it in its own words
+        launch = _prepare(inputs, outs)
+        max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
+    flat = list(inputs)
+    for i, w, ld in zip(h.rows, h.row_widths, lds):
+        flat[i] = inputs[i].as_strided(((m - 1) * ld + w * n,), (1,))
+    tensors = (*flat, *(o.view(-1) for o in outs))
+    tensors += tensors[:1] * (h.slots - len(tensors))  # lw.short_slots: the unused slots hold x (never read)
     if splits is not None and 2 * m < splits.cus:  # few long rows: maybe the split-row path (split())
         groups, per = split(m, splits.cfg, splits.cus)
         if groups > 1:
@@ -1251,10 +1263,44 @@ def _run_rows(*inputs, out=None):
     return outs[0] if len(outs) == 1 else outs
 
 
-@functools.cache
-def _per_rows() -> tuple:
-    """The indices of the per-row inputs (lowered_views makes each its M values; run() checks M per call)."""
-    return tuple(i for i, k in enumerate(lw.facts().kinds) if k == "per_row")
+def _hot() -> SimpleNamespace:
+    """run()'s constants of this workspace's program (lowered.py), worked out once: which inputs are rows (with their
+    widths), one value per row, or neither (vectors, scalars); the views the inputs need; each output's shape over M
+    rows of N; and whether x's rows are its own (no heads, nothing broadcast) so that a 2-D x goes straight to
+    _run_rows."""
+    import torch
+
+    f = lw.facts()
+    kinds = f.kinds
+    rows = tuple(i for i, k in enumerate(kinds) if k == "row")
+    return SimpleNamespace(
+        module=f.module, source=f.module.SOURCE, count=len(kinds), x=f.x, x_width=f.widths[f.x], rows=rows,
+        row_widths=tuple(f.widths[i] for i in rows), per_rows=tuple(i for i, k in enumerate(kinds) if k == "per_row"),
+        others=tuple(i for i, k in enumerate(kinds) if k not in ("row", "per_row")),
+        m_inputs=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row") and i != f.x),  # each M long
+        out_count=len(f.outputs), slots=lw.launch_slots(len(kinds) + len(f.outputs)),
+        views=host.lowered_viewer(f.module), empty=torch.empty,
+        out_shapes=tuple(functools.partial(_out_shape, host.OUTPUT_SHAPES[kind], r)
+                         for kind, r in zip(f.outputs, f.out_widths)),
+        nd=bool(f.module.HEADS or {"broadcast", "broadcast_per_row"} & set(kinds)))
+
+
+def _out_shape(shape, r: int, m: int, n: int) -> tuple:
+    """An output's shape over M rows of N (host.OUTPUT_SHAPES), r*N wide for a wide output."""
+    return shape(m, n * r)
+
+
+def _through_rows_nd(*inputs, out=None):
+    """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
+    the inputs as 2-D rows and calls _run_rows on them."""
+    host.check_count(_H.source, inputs, _H.count)
+    return host.rows_nd(_H.module, _run_rows, inputs, out)
+
+
+_H = _hot()
+# run(*inputs, out=None) (_run_rows says how): a program whose rows are x's own takes the hot path itself, with no
+# frame in front of it; heads (HEADS) and broadcast inputs go through host.rows_nd first.
+run = _through_rows_nd if _H.nd else _run_rows
 
 
 def _case_shape(case: dict | None) -> tuple[int, int, int]:
