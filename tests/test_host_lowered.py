@@ -37,8 +37,9 @@ def test_rank_3_rows_run_as_2_d_and_come_back_in_x_shape():
     assert [tuple(g.shape) for g in got] == [(4, 6, 10), (4, 6), (4, 6, 1)]
     assert all(torch.allclose(g, v) for g, v in zip(got, want))
     outs = (torch.full((4, 6, 10), float("nan")), torch.full((4, 6), float("nan")), torch.full((4, 6, 1), float("nan")))
-    host.rows_nd(LOWERED, stand_in, [alpha, x, w], outs)  # the harness's poisoned outputs are written in place
+    given = host.rows_nd(LOWERED, stand_in, [alpha, x, w], outs)  # the harness's poisoned outputs, written in place
     assert all(torch.allclose(o, v) for o, v in zip(outs, want))
+    assert len(given) == 3 and all(g is o for g, o in zip(given, outs)), "out= hands back the tensors given"
 
 
 def test_a_function_bound_to_rank_2_refuses_x_of_another_rank_in_one_line():
