@@ -1253,7 +1253,7 @@ def _run_rows(*inputs, out=None):
     for i, w, ld in zip(h.rows, h.row_widths, lds):
         flat[i] = inputs[i].as_strided(((m - 1) * ld + w * n,), (1,))
     tensors = (*flat, *(o.view(-1) for o in outs))
-    tensors += tensors[:1] * (h.slots - len(tensors))  # lw.short_slots: the unused slots hold x (never read)
+    tensors += tensors[:1] * (h.slots - len(tensors))  # lw.short_slots: the first again (never read)
     if splits is not None and 2 * m < splits.cus:  # few long rows: maybe the split-row path (split())
         groups, per = split(m, splits.cfg, splits.cus)
         if groups > 1:
