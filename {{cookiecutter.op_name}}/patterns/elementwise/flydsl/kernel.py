@@ -366,7 +366,7 @@ def run(*inputs, out=None):
     if not fits:
         launch = _prepare(inputs, outs)  # raises, in the words of flydsl_lowered / host.py (or prepares this call)
     tensors = [t if t.dim() == 1 else t.view(-1) for t in (*inputs, *outs)]  # 1-D views
-    launch(*tensors, *tensors[:1] * (_SLOTS - len(tensors)), x.shape[-1])  # lw.short_slots: the first tensor again in the unused slots (never read)
+    launch(*tensors, *tensors[:1] * (_SLOTS - len(tensors)), x.shape[-1])  # lw.short_slots: the first again, unread
     return outs[0] if len(outs) == 1 else outs
 
 
