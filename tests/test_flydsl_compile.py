@@ -245,7 +245,8 @@ def no_child(*args, **kwargs):
 rocm_env.compile_isa = no_child
 case = kernel.OP_SPEC["cases"][0]
 first, again = kernel.compile_only(case, "build"), kernel.compile_only(case, "build")
-print(json.dumps([first == again, "gfx942" in first, rocm_env.compiles_here("gfx942"), rocm_env.compiles_here("gfx950")]))
+here = [rocm_env.compiles_here("gfx942"), rocm_env.compiles_here("gfx950")]
+print(json.dumps([first == again, "gfx942" in first, *here]))
 """
 
 

@@ -382,7 +382,8 @@ if kernel.lw.facts().module.SOURCE == "test:per_row":
     y2, r2 = torch.empty_like(y), torch.empty(5, 3, dtype=torch.float32)
     assert kernel.run(x, scale, keep, w, out=(y2, r2))[0] is y2  # given outputs: viewed, written, handed back
     _, nv, ldvs, iters, *_ = facts()
-    slots = kernel.lw.short_slots([x.view(-1), scale.view(-1), keep.view(torch.uint8).view(-1), w, y2.view(-1), r2.view(-1)])
+    slots = kernel.lw.short_slots([x.view(-1), scale.view(-1), keep.view(torch.uint8).view(-1), w, y2.view(-1),
+                                   r2.view(-1)])
     got["abi"].append(fl.same_abi(stubs.abi, fl.expect_abi(*slots, *ldvs, 15, nv, iters)))
     got["prepared"] = len(checks)  # before the refusals, which run host.py's checks to say why
     refused((x, scale[:, :2], keep, w), "scale (per_row) must be a contiguous (15,)")
