@@ -9,6 +9,8 @@ A workspace is baked for the cell's built-in op, then turned into a lowered-op w
 (op.json "op": "lowered" and "inputs": lowered.INPUTS, the example copied in as lowered.py beside kernel.py and
 pointwise.py). Compiles run in children (FlyDSL must not share this process with CuTe DSL), one per target
 (tests/flydsl_batch.py); each distinct variant is compiled once. Compiled only: no AMD GPU runs these kernels here.
+The reduction cell's run() itself (its signature, checks and launch slots) runs on the CPU with the HIP call stubbed
+out (test_reduction_run_hands_flydsl_the_rows).
 """
 
 from __future__ import annotations
