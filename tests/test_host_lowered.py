@@ -122,13 +122,13 @@ def per_row_stand_in(x, s, keep, out=None):
 
 @pytest.mark.parametrize("lead,trailing_one", [((6,), False), ((6,), True), ((2, 3), False), ((2, 3), True)])
 def test_one_value_per_row_reaches_the_cell_as_its_m_values(lead, trailing_one):
-    """A per-row input comes as the function takes it ([M], [M, 1], [B, S], [B, S, 1]); lowered_views makes it its M
+    """A per-row input comes as the function takes it ([M], [M, 1], [B, S], [B, S, 1]); lowered_viewer makes it its M
     values (a bool mask its bytes: free views) and rows_nd, for x of rank 3, flattens it with x's rows, so row r of x
     meets value r."""
     x = torch.randn(*lead, 10)
     shape = (*lead, 1) if trailing_one else lead
     s, keep = torch.randn(shape), torch.rand(shape) > 0.3
-    viewed = host.lowered_views(PER_ROW, [x, s, keep])
+    viewed = host.lowered_viewer(PER_ROW)([x, s, keep])
     assert viewed[1].data_ptr() == s.data_ptr() and viewed[1].shape == (s.numel(),)  # a view, not a copy
     got = host.rows_nd(PER_ROW, per_row_stand_in, viewed, None)
     want = x * s.reshape(*lead, 1) * keep.reshape(*lead, 1)

@@ -155,12 +155,6 @@ def lowered_viewer(lowered):
     return views
 
 
-def lowered_views(lowered, inputs):
-    """lowered_viewer(lowered) applied to inputs (the viewer kept per module): for callers off the hot path."""
-    viewer = kept(lowered, "_viewer", lowered_viewer)
-    return viewer(inputs) if viewer else inputs
-
-
 def kept(lowered, name: str, make):
     """make(lowered), built once per lowered module and kept on the module itself, as `name`. On the module, not in
     a dict keyed by id(lowered): a module that is gone can leave its id to another (a test's stand-in), which would
@@ -190,6 +184,7 @@ def rows_nd(lowered, run_2d, inputs, out):
 
     Host cost: this runs on every call with an N-D x, so what does not depend on the call (which inputs change, and
     how) is worked out once per module (_rows_nd_plan), and the loop touches only those inputs."""
+    check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     xi, own_rows, steps = kept(lowered, "_rows_nd", _rows_nd_plan)
     x = inputs[xi]
     check_rank(lowered, x)

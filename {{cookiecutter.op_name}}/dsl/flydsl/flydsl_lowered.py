@@ -30,7 +30,7 @@ The cell keeps its own tiling, loads, reductions and stores; this module gives i
                         their ISA are the same whichever launcher runs them
     check_buffer_range()  the one check FlyDSL adds to host.lowered_operands (the argument checks every cell
                         shares, CuTe DSL's too): a buffer descriptor spans under 2 GiB
-    dtype_name()        a tensor's op.json dtype name, "uint8" for a mask's bytes (host.lowered_views)
+    dtype_name()        a tensor's op.json dtype name, "uint8" for a mask's bytes (host.lowered_viewer)
     pick_vec()          the widest vector (<= 128 bits for the widest element of any row-wise tensor) that N, the
                         row strides and every address allow
     regs(), vectors()   the register tensor of a lane's chunks and the buffer view of a tensor cut into vectors:
@@ -51,7 +51,7 @@ checks it), which is how the elementwise cell passes them. A wide input (WIDTHS 
 function reads in r parts, e.g. a gated MLP's x.chunk(2, -1) or x[..., ::2], x[..., 1::2]; N = x's last dim / r)
 only runs in the reduction cell, and its ARGS entries are views of it: "part" j, its columns [j*N, (j+1)*N), or
 "lane" j, its columns j, j + r, j + 2r, ... (plan_loads says how the cell loads each). A bool mask (DTYPES "bool")
-arrives at run() as torch.bool and is launched as its bytes (uint8, a view: host.lowered_views): the cell loads vec
+arrives at run() as torch.bool and is launched as its bytes (uint8, a view: host.lowered_viewer): the cell loads vec
 bytes per access where x loads vec elements (8 bytes beside a bf16 x's 16) and passes 0.0 / 1.0 like any other
 value (compute() compares it itself). A "scalar" input (one element, a runtime scalar) is loaded once per lane and
 passed as an fp32 scalar (scalar()), never a vector; so is a "per_row" input ([M], one value per row: the reduction
@@ -75,7 +75,7 @@ from flydsl_runtime import DTYPE_BYTES, MAX_BYTES
 SLOTS = 8  # tensor slots of a lowered launcher: inputs + outputs
 LAUNCH_SLOTS = (2, 3, SLOTS)  # the row cells' launchers' tensor slots: run() takes the smallest that holds its tensors
 ACCESS_BYTES = 16  # 128-bit buffer accesses
-MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_views)
+MASK = "uint8"  # a bool mask input's launched dtype: its bytes (host.lowered_viewer)
 OUT_DTYPES = ("input", "fp32", "int8", "fp8")  # x's dtype, fp32, a quantizer's int8 / fp8 e4m3fn (row cells only)
 SINGLE = ("scalar", "per_row", "broadcast_per_row")  # kinds compute() takes as one fp32 scalar: one, or its row's
 
@@ -204,7 +204,7 @@ def kernel_slots(values) -> tuple:
 
 
 def dtype_name(t) -> str:
-    """A torch tensor's op.json dtype name; a mask's bytes (torch.uint8, host.lowered_views) are MASK."""
+    """A torch tensor's op.json dtype name; a mask's bytes (torch.uint8, host.lowered_viewer) are MASK."""
     name = str(t.dtype).removeprefix("torch.")
     return MASK if name == "uint8" else host.DTYPE_NAMES[name]
 

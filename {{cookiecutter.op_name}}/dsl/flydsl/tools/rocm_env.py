@@ -46,6 +46,10 @@ AMDGCN_PATTERNS = (
 )
 
 
+DUMP_SWITCHES = {"FLYDSL_DEBUG_DUMP_ASM": "1", "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}  # a compile dumps its final ISA,
+# compiled afresh (FlyDSL's disk cache would dump nothing), into FLYDSL_DUMP_DIR: compile_isa's and compile_here's
+
+
 class RocmEnvError(RuntimeError):
     """A piece of the compile-only toolchain is missing; the message is one line with the fix."""
 
@@ -141,8 +145,7 @@ def compile_isa(kernel_file: str | os.PathLike, args: list[str], arch: str, isa_
     isa_path = Path(isa_path).resolve()
     isa_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump:
-        env = rocm_env(arch)
-        env.update(FLYDSL_DEBUG_DUMP_ASM="1", FLYDSL_DUMP_DIR=dump, FLYDSL_RUNTIME_ENABLE_CACHE="0")
+        env = {**rocm_env(arch), **DUMP_SWITCHES, "FLYDSL_DUMP_DIR": dump}
         done = subprocess.run([sys.executable, str(Path(kernel_file).resolve()), "--emit-isa", str(isa_path), *args],
                               env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
@@ -171,24 +174,16 @@ def compile_here(emit, args: list[str], isa_path: str | os.PathLike) -> str:
     import contextlib
     import io
     import tempfile
+    from unittest import mock
 
     key, isa_path = (emit, tuple(args)), Path(isa_path)
     isa_path.parent.mkdir(parents=True, exist_ok=True)
     if key not in _COMPILED:
-        switches = {"FLYDSL_DEBUG_DUMP_ASM": "1", "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}
-        saved = {name: os.environ.get(name) for name in (*switches, "FLYDSL_DUMP_DIR")}
-        with tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump:
-            os.environ.update(switches, FLYDSL_DUMP_DIR=dump)
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    emit(*args)
-                _COMPILED[key] = save_dumped_isa(isa_path)
-            finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
+        with (tempfile.TemporaryDirectory(prefix="flydsl-dump-") as dump,
+              mock.patch.dict(os.environ, {**DUMP_SWITCHES, "FLYDSL_DUMP_DIR": dump})):  # restored after
+            with contextlib.redirect_stdout(io.StringIO()):
+                emit(*args)
+            _COMPILED[key] = save_dumped_isa(isa_path)
     isa_path.write_text(_COMPILED[key])
     return _COMPILED[key]
 

@@ -241,7 +241,7 @@ def _compile_args(dtype: str, rank: int, vector_chunks: bool, unroll: int) -> tu
     With vector_chunks the N symbol promises N % VEC == 0 (the wrapper checks it on every call)."""
     vec = ACCESS_BITS // host.DTYPE_BITS[dtype]
     shape = [*(rt.dim() for _ in range(rank - 1)), rt.dim(vec if vector_chunks else 1)]
-    inputs = [rt.tensor("uint8" if kept == "bool" else dtype,  # a mask: its bytes (host.lowered_views)
+    inputs = [rt.tensor("uint8" if kept == "bool" else dtype,  # a mask: its bytes (host.lowered_viewer)
                         {"row": shape, "vector": shape[-1:], "scalar": (1,)}[kind], align=16 if kind != "scalar" else 1)
               for kind, kept in zip(lowered.KINDS, lowered.DTYPES)]
     outputs = [rt.tensor(dtype if kind == "input" else kind, shape) for kind in lowered.OUT_DTYPES]

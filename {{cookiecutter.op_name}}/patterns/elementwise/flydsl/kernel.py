@@ -83,7 +83,7 @@ What compute() gets (lowered.py)
 
         per input:   the tile and chunks above; a row input is one vec-wide buffer load per chunk (full tile) or
                      one element per load (tail); a bool mask is launched as its bytes (uint8,
-                     host.lowered_views) and loaded the same way, vec bytes per access (buffer_load_dwordx2 beside a
+                     host.lowered_viewer) and loaded the same way, vec bytes per access (buffer_load_dwordx2 beside a
                      bf16 x's dwordx4), then converted to 0.0 / 1.0 like any value (compute() compares it itself);
                      a scalar input is one element loaded once per lane and passed to compute() as an fp32 scalar,
                      not a vector; a vector input's chunk u of a lane starts at flat element

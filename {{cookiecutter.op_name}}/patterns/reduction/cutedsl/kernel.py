@@ -1003,8 +1003,7 @@ def _run_rows(*inputs, out=None):
         x = inputs[_X]
         m, n = x.shape
     except (IndexError, ValueError):  # too few inputs (host.py says so), or x not 2-D: rows of its last dim, whose
-        host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))  # 2-D call views the inputs (once)
-        return host.rows_nd(lowered, _run_rows, inputs, out)
+        return host.rows_nd(lowered, _run_rows, inputs, out)  # 2-D call views the inputs (once)
     if _VIEWS:  # x is never among the inputs a view changes (it is a float tensor of rows)
         inputs = _VIEWS(inputs)
     if _X_WIDTH != 1:
@@ -1044,7 +1043,6 @@ def _run_rows(*inputs, out=None):
 def _through_rows_nd(*inputs, out=None):
     """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
     the inputs as 2-D rows and calls _run_rows on them."""
-    host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     return host.rows_nd(lowered, _run_rows, inputs, out)
 
 

@@ -212,7 +212,7 @@ What compute() gets (lowered.py)
 
         loads:      every row and vector input's chunks, as above (a vector input's chunk k of lane t is its
                     vector j = k*TPR + t, the columns of the row's chunk beside it); a bool mask is launched as
-                    its bytes (uint8, host.lowered_views) and loaded the same way, vec bytes per access
+                    its bytes (uint8, host.lowered_viewer) and loaded the same way, vec bytes per access
                     (buffer_load_dwordx2 beside a bf16 x's dwordx4), then passed as 0.0 / 1.0 (compute() compares
                     it itself); a scalar input is one element loaded once per lane (before the looped path's
                     passes) and passed as an fp32 scalar, never a row. A wide input is read through its ARGS
@@ -270,7 +270,6 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from types import SimpleNamespace
@@ -1204,8 +1203,8 @@ def _run_rows(*inputs, out=None):
     it in its own words. Then 1-D views of the rows and the launch (see flydsl_runtime.py).
 
     Host cost: a FlyDSL call checks nothing itself, so these checks are run()'s to make on every call, in Python:
-    what the program fixes (which inputs are rows, the views, the outputs' shapes) is worked out once (_hot), and
-    what a signature fixes once per signature (_prepare's facts)."""
+    what the program fixes (which inputs are rows, the views) is worked out once (_hot), and what a signature
+    fixes once per signature (_prepare's facts)."""
     h = _H
     if len(inputs) != h.count:
         _prepare(inputs, out)  # raises, in host.py's words
@@ -1240,8 +1239,8 @@ def _run_rows(*inputs, out=None):
         fits = fits and inputs[i].shape[0] == m
     if outs is None:
         device = x.device
-        outs = tuple(h.empty(shape(m, n), dtype=dtype, device=device) for shape, dtype in zip(h.out_shapes,
-                                                                                               out_dtypes))
+        outs = tuple(h.empty(shape, dtype=dtype, device=device) for shape, dtype in
+                     zip(host.lowered_out_shapes(h.module, m, n), out_dtypes))
     else:
         fits = fits and len(outs) == h.out_count
         for o in outs:
@@ -1265,35 +1264,26 @@ def _run_rows(*inputs, out=None):
 
 def _hot() -> SimpleNamespace:
     """run()'s constants of this workspace's program (lowered.py), worked out once: which inputs are rows (with their
-    widths), one value per row, or neither (vectors, scalars); the views the inputs need; each output's shape over M
-    rows of N; and whether x's rows are its own (no heads, nothing broadcast) so that a 2-D x goes straight to
-    _run_rows."""
+    widths), one value per row, or neither (vectors, scalars); the views the inputs need; and whether x's rows are
+    its own (no heads, nothing broadcast), so that a 2-D x goes straight to _run_rows."""
     import torch
 
     f = lw.facts()
     kinds = f.kinds
     rows = tuple(i for i, k in enumerate(kinds) if k == "row")
     return SimpleNamespace(
-        module=f.module, source=f.module.SOURCE, count=len(kinds), x=f.x, x_width=f.widths[f.x], rows=rows,
+        module=f.module, count=len(kinds), x=f.x, x_width=f.widths[f.x], rows=rows,
         row_widths=tuple(f.widths[i] for i in rows), per_rows=tuple(i for i, k in enumerate(kinds) if k == "per_row"),
         others=tuple(i for i, k in enumerate(kinds) if k not in ("row", "per_row")),
         m_inputs=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row") and i != f.x),  # each M long
         out_count=len(f.outputs), slots=lw.launch_slots(len(kinds) + len(f.outputs)),
         views=host.lowered_viewer(f.module), empty=torch.empty,
-        out_shapes=tuple(functools.partial(_out_shape, host.OUTPUT_SHAPES[kind], r)
-                         for kind, r in zip(f.outputs, f.out_widths)),
         nd=bool(f.module.HEADS or {"broadcast", "broadcast_per_row"} & set(kinds)))
-
-
-def _out_shape(shape, r: int, m: int, n: int) -> tuple:
-    """An output's shape over M rows of N (host.OUTPUT_SHAPES), r*N wide for a wide output."""
-    return shape(m, n * r)
 
 
 def _through_rows_nd(*inputs, out=None):
     """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
     the inputs as 2-D rows and calls _run_rows on them."""
-    host.check_count(_H.source, inputs, _H.count)
     return host.rows_nd(_H.module, _run_rows, inputs, out)
 
 
