@@ -37,7 +37,9 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_warps": {"CLUSTER_WARPS": True},
             "late_always": {"LATE_ALWAYS": True}, "cluster_loads3": {"CLUSTER_LOADS": 3},
             "cluster_warps_40": {"CLUSTER_WARPS": True, "MIN_WARPS": 40}, "32warps": {"MIN_WARPS": 32},
-            "v64_24warps": {"VALUES_PER_THREAD": 64, "MIN_WARPS": 24, "CLUSTER_WARPS": True}}
+            "v64_24warps": {"VALUES_PER_THREAD": 64, "MIN_WARPS": 24, "CLUSTER_WARPS": True},
+            "stage": {"STAGE_SMEM": True}, "tile": {"CTA_TILE": True}, "stage_tile": {"STAGE_SMEM": True, "CTA_TILE": True},
+            "stage_tile_v64": {"STAGE_SMEM": True, "CTA_TILE": True, "VALUES_PER_THREAD": 64}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336"],
@@ -63,7 +65,7 @@ def _variant(kernel, knobs: dict) -> None:
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
                                                               "CLUSTER_WARPS", "LATE_ALWAYS", "CLUSTER_LOADS",
-                                                              "MIN_WARPS")})
+                                                              "MIN_WARPS", "STAGE_SMEM", "CTA_TILE")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})

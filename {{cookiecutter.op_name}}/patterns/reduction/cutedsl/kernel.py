@@ -164,6 +164,9 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 LATE_ALWAYS = False  # ... even with one or two loads, whose budget is not shared (_late_loads)
 MIN_WARPS = 0  # register path: warps per SM (in whole CTAs) whose registers ptxas must fit; 0: its choice
 CLUSTER_WARPS = False  # a cluster row's warps send their partials to every CTA, no CTA step first (_ClusterRow)
+STAGE_SMEM = False  # register path: the early loads land in shared memory by cp.async, then registers (_staged)
+STAGE_BYTES = 48 * 1024  # ... in at most this much shared memory a CTA (the limit a launch has without opting in)
+CTA_TILE = False  # a cluster row: CTA r owns one contiguous tile of the row, not every CLUSTER-th TPR vectors
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -212,7 +215,21 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
     cluster = cfg["cluster"]
     cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 and not _warps_send(cluster) else 0
     senders = warps_per_row if _warps_send(cluster) else 1
-    return cta + ((8 + 4 * cluster * senders) * slots + 16 if cluster > 1 else 0)
+    stage = _stage_bytes(cfg) + 16 * len(_early_loads()) if _staged(cfg) else 0
+    return cta + ((8 + 4 * cluster * senders) * slots + 16 if cluster > 1 else 0) + stage
+
+
+def _stage_bytes(cfg: dict) -> int:
+    """The shared memory of STAGE_SMEM's staging: at most 16 bytes a vector of each early load (a lanes load's r
+    vectors), for every thread and chunk."""
+    widths = _load_widths()
+    return cfg["threads"] * cfg["chunks"] * 16 * sum(widths[q] for q in _early_loads())
+
+
+def _staged(cfg: dict) -> bool:
+    """Whether the register path stages its early loads in shared memory (STAGE_SMEM), as quack's kernels do: the
+    loads are cp.async copies that hold no register while in flight; each thread then reads its own vectors back."""
+    return STAGE_SMEM and not cfg["looped"] and _stage_bytes(cfg) <= STAGE_BYTES
 
 
 def _warps_send(cluster: int) -> bool:
@@ -586,16 +603,50 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, stage=None):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
-    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`)."""
+    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). A load with a staging
+    buffer (`stage`, STAGE_SMEM) is copied there by cp.async, every chunk at once, then read back into its fragment."""
+    staged = {} if stage is None else {q: buf for q, buf in stage.items() if _async_ok(loads[q], frags[q])}
+    tidx, _, _ = cute.arch.thread_idx()
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
-                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
+                    vector = _chunk(src, lowered.KINDS[i], first + k * tpr, row)
+                    if const_expr(q in staged):
+                        cute.copy(_async_atom(src.element_type, dst.shape[0]), vector, staged[q][None, k, tidx])
+                    else:
+                        cute.copy(_vector_atom(src.element_type, dst.shape[0]), vector, dst[None, k])
+    if const_expr(len(staged) > 0):
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        for k in cutlass.range_constexpr(chunks):
+            if full or first + k * tpr < nv:
+                for q, buf in staged.items():
+                    cute.copy(_vector_atom(loads[q].element_type, frags[q].shape[0]), buf[None, k, tidx],
+                              frags[q][None, k])
+
+
+def _async_ok(src, dst) -> bool:
+    """cp.async copies 4, 8 or 16 bytes (a wide load's vectors, 16 each): a load of 2-byte vectors is not staged."""
+    return dst.shape[0] * src.element_type.width >= 32
+
+
+def _async_atom(dtype, elems: int):
+    """A cp.async (global to shared) atom for a vector of `elems` elements of dtype: up to 16 bytes a copy."""
+    return cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), dtype, num_bits_per_copy=min(128, elems * dtype.width))
+
+
+def _stage_buffers(loads, vec: int, chunks: int, threads: int) -> dict:
+    """STAGE_SMEM's buffers, per early load [r*VEC, CHUNKS, threads]: a thread's vector of chunk k at (k * threads +
+    tidx) vectors, so that a warp's 16-byte accesses are adjacent (no bank conflicts)."""
+    smem = cutlass.memory.SmemAllocator()
+    widths = _load_widths()
+    return {q: smem.allocate_tensor(loads[q].element_type, cute.make_layout(
+        (vec * widths[q], chunks, threads), stride=(1, threads * vec * widths[q], vec * widths[q])), 16)
+        for q in _early_loads()}
 
 
 @cute.jit
@@ -684,14 +735,18 @@ def row_kernel(
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
         exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), tpr // 32)
+    tile = CTA_TILE and cluster > 1  # CTA r's vectors: r*TPR*CHUNKS + t + k*TPR, else r*TPR + t + k*TPR*CLUSTER
     if const_expr(cluster > 1):
-        first = cute.arch.block_idx_in_cluster() * tpr + t
-    stride = tpr * cluster  # between a thread's vectors
+        first = cute.arch.block_idx_in_cluster() * (tpr * chunks if tile else tpr) + t
+    stride = tpr if tile else tpr * cluster  # between a thread's vectors
+    stage = None
+    if const_expr(_staged({"looped": False, "threads": threads, "chunks": chunks})):
+        stage = _stage_buffers(loads, vec, chunks, threads)
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     late = _late_loads()
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads(), stage)
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, late)
