@@ -34,12 +34,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "above256_v64": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 64}, "above512": {"CLUSTER_ABOVE": 512},
             "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48},
             "pow2": {"WHOLE_WARPS": False}, "early_loads": {"LATE_LOADS": False},
-            "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_warps": {"CLUSTER_WARPS": True},
-            "late_always": {"LATE_ALWAYS": True}, "cluster_loads3": {"CLUSTER_LOADS": 3},
-            "cluster_warps_40": {"CLUSTER_WARPS": True, "MIN_WARPS": 40}, "32warps": {"MIN_WARPS": 32},
-            "v64_24warps": {"VALUES_PER_THREAD": 64, "MIN_WARPS": 24, "CLUSTER_WARPS": True},
-            "stage": {"STAGE_SMEM": True}, "tile": {"CTA_TILE": True}, "stage_tile": {"STAGE_SMEM": True, "CTA_TILE": True},
-            "stage_tile_v64": {"STAGE_SMEM": True, "CTA_TILE": True, "VALUES_PER_THREAD": 64}}
+            "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336"],
@@ -64,8 +59,7 @@ def _variant(kernel, knobs: dict) -> None:
     defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
-                                                              "CLUSTER_WARPS", "LATE_ALWAYS", "CLUSTER_LOADS",
-                                                              "MIN_WARPS", "STAGE_SMEM", "CTA_TILE")})
+                                                              "CLUSTER_LOADS")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})

@@ -156,9 +156,7 @@ x[6, n * 53 // 100:] -= 200
 rows = [0, 3, 4, 5, 6]
 if cfg["cluster"] > 1:  # row 7: CTA 0's share of the row all -inf, the rest near -200
     vector = torch.arange(n, device="cuda") // 8
-    tile = cfg["tpr"] * cfg["chunks"]  # CTA_TILE: rank r owns one run of TPR * CHUNKS vectors, else every CLUSTER-th TPR
-    rank = vector // tile if kernel.CTA_TILE else (vector // cfg["tpr"]) % cfg["cluster"]
-    x[7, rank == 0] = -inf
+    x[7, (vector // cfg["tpr"]) % cfg["cluster"] == 0] = -inf
     x[7] -= 200
     rows.append(7)
 x = x.to(torch.bfloat16)

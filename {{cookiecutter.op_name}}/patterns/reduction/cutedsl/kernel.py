@@ -38,8 +38,6 @@ The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-
                 the CTAs exchange their results through distributed shared memory (_ClusterRow: one
                 st.async per CTA pair into the receiver's smem, completed on its mbarrier, no cluster-wide
                 barrier) and every CTA combines them in rank order, so each holds the same row value.
-                With CLUSTER_WARPS (quack's exchange, a knob until the H200 has timed it) step 3 is skipped:
-                each warp sends its butterfly result to every CTA, and a reduce() waits once.
                 This keeps a long row in registers (read once) and puts more CTAs on the GPU when rows
                 are few: 8 x 131072 runs on 128 CTAs instead of 8, 4.1 us instead of 17.8 on the H200
                 (benchmarks/2026-12-04-h200-cluster.md).
@@ -161,12 +159,6 @@ MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which 
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
-LATE_ALWAYS = False  # ... even with one or two loads, whose budget is not shared (_late_loads)
-MIN_WARPS = 0  # register path: warps per SM (in whole CTAs) whose registers ptxas must fit; 0: its choice
-CLUSTER_WARPS = False  # a cluster row's warps send their partials to every CTA, no CTA step first (_ClusterRow)
-STAGE_SMEM = False  # register path: the early loads land in shared memory by cp.async, then registers (_staged)
-STAGE_BYTES = 48 * 1024  # ... in at most this much shared memory a CTA (the limit a launch has without opting in)
-CTA_TILE = False  # a cluster row: CTA r owns one contiguous tile of the row, not every CLUSTER-th TPR vectors
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -209,32 +201,10 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int) -> d
 
 def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
-    row has instead (CLUSTER_WARPS) or as well its received partials [slots, cluster * senders] and an 8-byte
-    mbarrier per slot (_ClusterRow)."""
-    warps_per_row = max(1, cfg["tpr"] // 32)
+    row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow)."""
     cluster = cfg["cluster"]
-    cta = 4 * (cfg["threads"] // 32) * slots if warps_per_row > 1 and not _warps_send(cluster) else 0
-    senders = warps_per_row if _warps_send(cluster) else 1
-    stage = _stage_bytes(cfg) + 16 * len(_early_loads()) if _staged(cfg) else 0
-    return cta + ((8 + 4 * cluster * senders) * slots + 16 if cluster > 1 else 0) + stage
-
-
-def _stage_bytes(cfg: dict) -> int:
-    """The shared memory of STAGE_SMEM's staging: at most 16 bytes a vector of each early load (a lanes load's r
-    vectors), for every thread and chunk."""
-    widths = _load_widths()
-    return cfg["threads"] * cfg["chunks"] * 16 * sum(widths[q] for q in _early_loads())
-
-
-def _staged(cfg: dict) -> bool:
-    """Whether the register path stages its early loads in shared memory (STAGE_SMEM), as quack's kernels do: the
-    loads are cp.async copies that hold no register while in flight; each thread then reads its own vectors back."""
-    return STAGE_SMEM and not cfg["looped"] and _stage_bytes(cfg) <= STAGE_BYTES
-
-
-def _warps_send(cluster: int) -> bool:
-    """Whether a row of `cluster` CTAs sends each warp's partial to the cluster (CLUSTER_WARPS), with no CTA step."""
-    return cluster > 1 and CLUSTER_WARPS
+    cta = 4 * (cfg["threads"] // 32) * slots if cfg["tpr"] > 32 else 0
+    return cta + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -371,7 +341,7 @@ def _late_loads() -> tuple:
     reductions)."""
     late = tuple(k for k in range(len(_LOADS))
                  if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
-    shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD or LATE_ALWAYS
+    shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
     return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
 
 
@@ -444,24 +414,19 @@ class _ClusterRow:
     """The cluster level of the reduction hierarchy: a row split across the CLUSTER CTAs of a thread-block cluster
     (rank r owns the vectors r*TPR + t + k*CLUSTER*TPR), its partials exchanged through distributed shared memory.
 
-    Per reduce() call (slot i), with CLUSTER_WARPS each warp's butterfly result goes straight to the cluster: lane j
-    < CLUSTER of warp w sends it to CTA j with one ``st.async.shared::cluster`` into results[i, rank * WARPS + w],
-    which completes 4 bytes on CTA j's mbarrier i. Every CTA waits on its own mbarrier i (armed once for the CLUSTER
-    * WARPS * 4 bytes it receives), then each warp combines the CLUSTER * WARPS partials (lane-strided, then one
-    butterfly): the same values in the same order in every CTA, so every CTA holds the same row value, bit for bit.
-    One wait per reduce() and no barrier besides it: the CTA step's bar.sync (a second wait, the slowest warp's)
-    is gone. Without CLUSTER_WARPS the CTA reduces first (_row_reduce) and thread j < CLUSTER sends the CTA's one
-    result. The mbarriers are initialised before anything is loaded and published by one cluster arrive, whose
+    Per reduce() call (slot i) the CTA reduces its share first (_row_reduce), then thread j < CLUSTER sends the
+    CTA's result to CTA j with one ``st.async.shared::cluster`` into results[i, rank], which completes 4 bytes on
+    CTA j's mbarrier i. Every CTA waits on its own mbarrier i (armed once for the CLUSTER * 4 bytes it receives),
+    then combines the CLUSTER results in rank order: the same values in the same order in every CTA, so every CTA
+    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published by one cluster arrive, whose
     wait comes before the first send (a peer's store must not reach a barrier not yet initialised); a CTA may exit
     once it has waited on every slot, because by then nothing more is sent to it."""
 
-    def __init__(self, cluster: int, slots: int, warps: int):
+    def __init__(self, cluster: int, slots: int):
         smem = cutlass.memory.SmemAllocator()
         self.cluster, self.rank = cluster, cute.arch.block_idx_in_cluster()
-        self.senders = warps if _warps_send(cluster) else 1  # per CTA
         self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
-        width = cluster * self.senders
-        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, width), stride=(width, 1)), 4)
+        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, cluster), stride=(cluster, 1)), 4)
         _init_barriers(self.mbar, slots)
 
     def published(self):
@@ -469,8 +434,8 @@ class _ClusterRow:
         cute.arch.cluster_wait()
 
     def reduce(self, val, kind: str, slot: int):
-        """val: this warp's partial (CLUSTER_WARPS), else the CTA's; the row's value back, in every thread."""
-        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, self.senders, slot)
+        """val: the CTA's partial; the row's value back, in every thread."""
+        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
 
 
 @cute.jit
@@ -484,33 +449,19 @@ def _init_barriers(mbar, slots: cutlass.Constexpr[int]):
 
 @cute.jit
 def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
-              senders: cutlass.Constexpr[int], slot: cutlass.Constexpr[int]):
-    """_ClusterRow.reduce: send this sender's partial to every CTA of the cluster, wait for theirs, combine."""
+              slot: cutlass.Constexpr[int]):
+    """_ClusterRow.reduce: send this CTA's partial to every CTA of the cluster, wait for theirs, combine."""
     t, _, _ = cute.arch.thread_idx()
-    lane = cute.arch.lane_idx()
-    width = cluster * senders
     bar = mbar + slot
     if t == 0:
-        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * width)
-    if const_expr(senders > 1):
-        if lane < cluster:
-            where = slot * width + rank * senders + cute.arch.warp_idx()
-            cute.arch.store_async_dsmem(results.iterator + where, val.bitcast(Int32), bar, lane)
-    elif t < cluster:
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * cluster)
+    if t < cluster:
         cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), val.bitcast(Int32), bar, t)
     cute.arch.mbarrier_wait(bar, 0)
-    if const_expr(senders == 1):
-        out = results[slot, 0]
-        for r in cutlass.range_constexpr(1, cluster):
-            out = _combine(kind)(out, results[slot, r])
-        return out
-    part = Float32(IDENTITY[kind])
-    for k in cutlass.range_constexpr(-(-width // 32)):
-        if const_expr(width % 32 == 0):
-            part = _combine(kind)(part, results[slot, lane + 32 * k])
-        elif lane + 32 * k < width:
-            part = _combine(kind)(part, results[slot, lane + 32 * k])
-    return cute.arch.warp_reduction(part, _combine(kind), threads_in_group=32)
+    out = results[slot, 0]
+    for r in cutlass.range_constexpr(1, cluster):
+        out = _combine(kind)(out, results[slot, r])
+    return out
 
 
 class _RowReducer:
@@ -531,10 +482,7 @@ class _RowReducer:
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = _thread_partial(kind, v, self.valid, self.like)
-        if const_expr(self.cluster is not None and self.cluster.senders > 1):  # warps send to the cluster directly
-            val = Float32(cute.arch.warp_reduction(part, _combine(kind), threads_in_group=32))
-        else:
-            val = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
+        val = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
         if const_expr(self.cluster is not None):
             if const_expr(self.calls == 1):
                 self.cluster.published()
@@ -603,50 +551,16 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, stage=None):
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
-    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). A load with a staging
-    buffer (`stage`, STAGE_SMEM) is copied there by cp.async, every chunk at once, then read back into its fragment."""
-    staged = {} if stage is None else {q: buf for q, buf in stage.items() if _async_ok(loads[q], frags[q])}
-    tidx, _, _ = cute.arch.thread_idx()
+    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`)."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    vector = _chunk(src, lowered.KINDS[i], first + k * tpr, row)
-                    if const_expr(q in staged):
-                        cute.copy(_async_atom(src.element_type, dst.shape[0]), vector, staged[q][None, k, tidx])
-                    else:
-                        cute.copy(_vector_atom(src.element_type, dst.shape[0]), vector, dst[None, k])
-    if const_expr(len(staged) > 0):
-        cute.arch.cp_async_commit_group()
-        cute.arch.cp_async_wait_group(0)
-        for k in cutlass.range_constexpr(chunks):
-            if full or first + k * tpr < nv:
-                for q, buf in staged.items():
-                    cute.copy(_vector_atom(loads[q].element_type, frags[q].shape[0]), buf[None, k, tidx],
-                              frags[q][None, k])
-
-
-def _async_ok(src, dst) -> bool:
-    """cp.async copies 4, 8 or 16 bytes (a wide load's vectors, 16 each): a load of 2-byte vectors is not staged."""
-    return dst.shape[0] * src.element_type.width >= 32
-
-
-def _async_atom(dtype, elems: int):
-    """A cp.async (global to shared) atom for a vector of `elems` elements of dtype: up to 16 bytes a copy."""
-    return cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), dtype, num_bits_per_copy=min(128, elems * dtype.width))
-
-
-def _stage_buffers(loads, vec: int, chunks: int, threads: int) -> dict:
-    """STAGE_SMEM's buffers, per early load [r*VEC, CHUNKS, threads]: a thread's vector of chunk k at (k * threads +
-    tidx) vectors, so that a warp's 16-byte accesses are adjacent (no bank conflicts)."""
-    smem = cutlass.memory.SmemAllocator()
-    widths = _load_widths()
-    return {q: smem.allocate_tensor(loads[q].element_type, cute.make_layout(
-        (vec * widths[q], chunks, threads), stride=(1, threads * vec * widths[q], vec * widths[q])), 16)
-        for q in _early_loads()}
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
 @cute.jit
@@ -730,23 +644,19 @@ def row_kernel(
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
-    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not _warps_send(cluster)):
+    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
-        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), tpr // 32)
-    tile = CTA_TILE and cluster > 1  # CTA r's vectors: r*TPR*CHUNKS + t + k*TPR, else r*TPR + t + k*TPR*CLUSTER
+        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS))
     if const_expr(cluster > 1):
-        first = cute.arch.block_idx_in_cluster() * (tpr * chunks if tile else tpr) + t
-    stride = tpr if tile else tpr * cluster  # between a thread's vectors
-    stage = None
-    if const_expr(_staged({"looped": False, "threads": threads, "chunks": chunks})):
-        stage = _stage_buffers(loads, vec, chunks, threads)
+        first = cute.arch.block_idx_in_cluster() * tpr + t
+    stride = tpr * cluster  # between a thread's vectors
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     late = _late_loads()
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads(), stage)
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, late)
@@ -883,9 +793,7 @@ def reduction_launch(
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
         row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
-            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
-            **({"min_blocks_per_mp": max(1, MIN_WARPS * 32 // threads), "max_number_threads": [threads, 1, 1]}
-               if MIN_WARPS else {}))
+            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream)
 
 
 # ------------------------------------------------------------------------------------------------
