@@ -157,6 +157,7 @@ MAX_UNSPLIT = 512  # ... for a row that may not be split across a cluster (_fit)
 CLUSTER_ABOVE = 256  # a row needing more threads than this is split across a cluster of CTAs of this many or more
 MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which CuTe DSL allows on every kernel)
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
+SCALED_PAIRS = False  # softmax's (max, sum) as one pair and one exchange, its exps kept (_RowReducer; an A/B knob)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
 MIN_CTA_THREADS = 128
@@ -246,6 +247,45 @@ def _row_reduce(val: Float32, kind: cutlass.Constexpr[str], tpr: cutlass.Constex
             part = buf[warp // warps_per_row, lane, slot]
         val = cute.arch.warp_reduction(part, op, threads_in_group=32)
     return val
+
+
+def _pair(m_a, s_a, m_b, s_b):
+    """Two online (max, sum) pairs as one: M = max(m_a, m_b), each sum rescaled to M. A sum is relative to its own
+    max, shifted (_shift); its factor exp(m - shift(M)) takes m unshifted, so a pair that saw only -inf (s = 0)
+    gives 0 * exp(-inf) = 0, never 0 * inf. NaN propagates through the max and the exp."""
+    m = _max(m_a, m_b)
+    shift = _shift(m)
+    return m, s_a * _exp(m_a - shift) + s_b * _exp(m_b - shift)
+
+
+@cute.jit
+def _warp_pair(m: Float32, s: Float32, group: cutlass.Constexpr[int]):
+    """The warp butterfly of online pairs over `group` lanes: both halves of a pair move in each step."""
+    for k in cutlass.range_constexpr(group.bit_length() - 2, -1, -1):  # offsets group/2, ..., 2, 1
+        m, s = _pair(m, s, cute.arch.shuffle_sync_bfly(m, offset=1 << k), cute.arch.shuffle_sync_bfly(s, offset=1 << k))
+    return m, s
+
+
+@cute.jit
+def _row_reduce_pair(m: Float32, s: Float32, tpr: cutlass.Constexpr[int], buf, slot_m: cutlass.Constexpr[int],
+                     slot_s: cutlass.Constexpr[int]):
+    """_row_reduce for an online pair: one butterfly of pairs, then (TPR > 32) the warps' pairs through smem slots
+    slot_m and slot_s behind ONE bar.sync, then one more butterfly: the row's pair in every thread of the row."""
+    m, s = _warp_pair(m, s, min(tpr, 32))
+    if const_expr(tpr > 32):
+        warps_per_row = tpr // 32
+        lane = cute.arch.lane_idx()
+        warp = cute.arch.warp_idx()
+        if lane == 0:
+            buf[warp // warps_per_row, warp % warps_per_row, slot_m] = m
+            buf[warp // warps_per_row, warp % warps_per_row, slot_s] = s
+        cute.arch.barrier()
+        part_m, part_s = Float32(-math.inf), Float32(0.0)
+        if lane < warps_per_row:
+            part_m = buf[warp // warps_per_row, lane, slot_m]
+            part_s = buf[warp // warps_per_row, lane, slot_s]
+        m, s = _warp_pair(part_m, part_s, 32)
+    return m, s
 
 
 def _allocate_partials(rows: int, tpr: int, slots: int):
@@ -418,9 +458,9 @@ class _ClusterRow:
     CTA's result to CTA j with one ``st.async.shared::cluster`` into results[i, rank], which completes 4 bytes on
     CTA j's mbarrier i. Every CTA waits on its own mbarrier i (armed once for the CLUSTER * 4 bytes it receives),
     then combines the CLUSTER results in rank order: the same values in the same order in every CTA, so every CTA
-    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published by one cluster arrive, whose
-    wait comes before the first send (a peer's store must not reach a barrier not yet initialised); a CTA may exit
-    once it has waited on every slot, because by then nothing more is sent to it."""
+    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published by
+    one cluster arrive, whose wait comes before the first send (a peer's store must not reach a barrier not yet
+    initialised); a CTA may exit once it has waited on every slot, because by then nothing more is sent to it."""
 
     def __init__(self, cluster: int, slots: int):
         smem = cutlass.memory.SmemAllocator()
@@ -436,6 +476,10 @@ class _ClusterRow:
     def reduce(self, val, kind: str, slot: int):
         """val: the CTA's partial; the row's value back, in every thread."""
         return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
+
+    def reduce_pair(self, m, s, slot_m: int, slot_s: int):
+        """An online pair (SCALED_PAIRS): the CTA's (max, sum); the row's pair back, in every thread."""
+        return _exchange_pair(Float32(m), Float32(s), self.results, self.mbar, self.rank, self.cluster, slot_m, slot_s)
 
 
 @cute.jit
@@ -464,13 +508,43 @@ def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, c
     return out
 
 
+@cute.jit
+def _exchange_pair(m: Float32, s: Float32, results, mbar, rank, cluster: cutlass.Constexpr[int],
+                   slot_m: cutlass.Constexpr[int], slot_s: cutlass.Constexpr[int]):
+    """_exchange for an online pair: the CTA's max into results[slot_m, rank] and its sum into results[slot_s, rank]
+    of every CTA, both completing on mbarrier slot_m (8 bytes a CTA: one wait), then the pairs combined in rank
+    order in every CTA (slot_s's mbarrier is never used)."""
+    t, _, _ = cute.arch.thread_idx()
+    bar = mbar + slot_m
+    if t == 0:
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 8 * cluster)
+    if t < cluster:
+        cute.arch.store_async_dsmem(results.iterator + (slot_m * cluster + rank), m.bitcast(Int32), bar, t)
+        cute.arch.store_async_dsmem(results.iterator + (slot_s * cluster + rank), s.bitcast(Int32), bar, t)
+    cute.arch.mbarrier_wait(bar, 0)
+    out_m, out_s = results[slot_m, 0], results[slot_s, 0]
+    for r in cutlass.range_constexpr(1, cluster):
+        out_m, out_s = _pair(out_m, out_s, results[slot_m, r], results[slot_s, r])
+    return out_m, out_s
+
+
 class _RowReducer:
     """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
-    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None)."""
+    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None).
+
+    SCALED_PAIRS (an A/B knob, off: valid only for softmax's form, where the online max m is used only in exp(a - m)
+    and the sum s only divides those exps): an online max returns the thread's own max m_t (shifted), so compute()
+    makes e = exp(a - m_t) once; its sum then reduces the pair (m_t, s_t) over the row in one exchange (_pair: one
+    butterfly of pairs, one barrier, one cluster wait, where two reductions take two of each) and returns the row's
+    sum relative to m_t, S * exp(M - m_t), so that e / it is exp(a - M) / S. quack's softmax makes this one exchange
+    and rescales its exps by a multiply. A thread that saw only -inf (m_t = -inf, every e 0) gets S itself, which
+    keeps 0 / S = 0 where S * exp(M) would underflow to 0 / 0; where exp(M - m_t) overflows, e / inf = 0 is within
+    e^-88 of the true value."""
 
     def __init__(self, valid, like, tpr: int, buf, cluster=None):
         self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
         self.results = []  # each call's row result, for a second compute() (replay)
+        self.thread_max, self.exchanged = {}, False  # SCALED_PAIRS: an online max's own value; a cluster wait done
 
     def replay(self):
         """A reduce for compute() run again on the same reductions: call i returns call i's row result."""
@@ -478,17 +552,35 @@ class _RowReducer:
         return lambda kind, v: next(results)
 
     def __call__(self, kind: str, v):
+        q = self.calls
         self.calls += 1
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
-        part = _thread_partial(kind, v, self.valid, self.like)
-        val = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
-        if const_expr(self.cluster is not None):
-            if const_expr(self.calls == 1):
-                self.cluster.published()
-            val = Float32(self.cluster.reduce(val, kind, self.calls - 1))
+        part = Float32(_thread_partial(kind, v, self.valid, self.like))
+        if const_expr(SCALED_PAIRS and q in _ONLINE_MAX):
+            self.thread_max[q] = part
+            val = Float32(_shift(part))
+        elif const_expr(SCALED_PAIRS and lowered.ONLINE[q] is not None):
+            m = lowered.ONLINE[q]
+            row_m, row_s = _row_reduce_pair(self.thread_max[m], part, self.tpr, self.buf, m, q)
+            if const_expr(self.cluster is not None):
+                self._published()
+                row_m, row_s = self.cluster.reduce_pair(row_m, row_s, m, q)
+            own = self.thread_max[m]
+            val = Float32(cutlass.select_(own == -math.inf, row_s, row_s * _exp(row_m - own)))
+        else:
+            val = Float32(_row_reduce(part, kind, self.tpr, self.buf, q))
+            if const_expr(self.cluster is not None):
+                self._published()
+                val = Float32(self.cluster.reduce(val, kind, q))
         self.results.append(val)
         return val
+
+    def _published(self):
+        """Before this row's first send: the cluster's mbarriers are initialised (one wait, the first time only)."""
+        if const_expr(not self.exchanged):
+            self.cluster.published()
+            self.exchanged = True
 
 
 def _shift(m):
