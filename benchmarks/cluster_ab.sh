@@ -24,7 +24,7 @@ case "$1" in
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-softmax.json" --op softmax --variant default \
       --shape 4096x32000 --shape 1024x128256 --shape 8x131072 --shape 32x131072 --shape 16x262144 ;;
   scaled)
-    # correctness first, in a copy of the tree whose default is SCALED_PAIRS (softmax only: the knob assumes its form)
+    # correctness first, in a copy of the tree whose default is SCALED_PAIRS (it takes only lowered.SCALED pairs)
     T=$(mktemp -d) && mkdir "$T/tree"
     (cd .. && tar --exclude=./.carry --exclude=./.venv -cf - .) | tar -xf - -C "$T/tree"
     sed -i "s/^SCALED_PAIRS = False/SCALED_PAIRS = True/" "$T/tree/$K" && grep -q "^SCALED_PAIRS = True" "$T/tree/$K"

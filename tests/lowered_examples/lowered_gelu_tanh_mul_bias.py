@@ -20,6 +20,7 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
+SCALED = ()
 LATE = ()
 USES_N = False
 

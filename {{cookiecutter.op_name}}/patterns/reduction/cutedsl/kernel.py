@@ -157,7 +157,7 @@ MAX_UNSPLIT = 512  # ... for a row that may not be split across a cluster (_fit)
 CLUSTER_ABOVE = 256  # a row needing more threads than this is split across a cluster of CTAs of this many or more
 MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which CuTe DSL allows on every kernel)
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
-SCALED_PAIRS = False  # softmax's (max, sum) as one pair and one exchange, its exps kept (_RowReducer; an A/B knob)
+SCALED_PAIRS = False  # lowered.SCALED pairs (softmax's) as one pair in one exchange, exps kept (_RowReducer; A/B)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
 MIN_CTA_THREADS = 128
@@ -532,12 +532,12 @@ class _RowReducer:
     """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
     call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None).
 
-    SCALED_PAIRS (an A/B knob, off: valid only for softmax's form, where the online max m is used only in exp(a - m)
-    and the sum s only divides those exps): an online max returns the thread's own max m_t (shifted), so compute()
-    makes e = exp(a - m_t) once; its sum then reduces the pair (m_t, s_t) over the row in one exchange (_pair: one
-    butterfly of pairs, one barrier, one cluster wait, where two reductions take two of each) and returns the row's
-    sum relative to m_t, S * exp(M - m_t), so that e / it is exp(a - M) / S. quack's softmax makes this one exchange
-    and rescales its exps by a multiply. A thread that saw only -inf (m_t = -inf, every e 0) gets S itself, which
+    SCALED_PAIRS (an A/B knob, off until the H200 has timed it), for the online pairs in softmax's form
+    (lowered.SCALED: the max m is used only in exp(a - m), the sum s only to divide those exps; tools/lower/ir.py
+    scaled): the max returns the thread's own max m_t (shifted), so compute() makes e = exp(a - m_t) once; the sum
+    then reduces the pair (m_t, s_t) over the row in one exchange (_pair: one butterfly of pairs, one barrier, one
+    cluster wait, where two reductions take two of each) and returns the row's sum relative to m_t, S * exp(M - m_t),
+    so that e / it is exp(a - M) / S. quack's softmax makes this one exchange and rescales its exps by a multiply. A thread that saw only -inf (m_t = -inf, every e 0) gets S itself, which
     keeps 0 / S = 0 where S * exp(M) would underflow to 0 / 0; where exp(M - m_t) overflows, e / inf = 0 is within
     e^-88 of the true value."""
 
@@ -557,10 +557,10 @@ class _RowReducer:
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = Float32(_thread_partial(kind, v, self.valid, self.like))
-        if const_expr(SCALED_PAIRS and q in _ONLINE_MAX):
+        if const_expr(SCALED_PAIRS and q in _SCALED_MAX):
             self.thread_max[q] = part
             val = Float32(_shift(part))
-        elif const_expr(SCALED_PAIRS and lowered.ONLINE[q] is not None):
+        elif const_expr(SCALED_PAIRS and lowered.SCALED[q]):
             m = lowered.ONLINE[q]
             row_m, row_s = _row_reduce_pair(self.thread_max[m], part, self.tpr, self.buf, m, q)
             if const_expr(self.cluster is not None):
@@ -595,6 +595,7 @@ def _exp(v):
 
 _SLOTS = max(1, len(lowered.REDUCTIONS))  # smem slots: one per reduce() call
 _ONLINE_MAX = {m: q for q, m in enumerate(lowered.ONLINE) if m is not None}  # online max -> its sum
+_SCALED_MAX = {lowered.ONLINE[q] for q, scaled in enumerate(lowered.SCALED) if scaled}  # ... of softmax's form
 
 
 class _PassReducer:
