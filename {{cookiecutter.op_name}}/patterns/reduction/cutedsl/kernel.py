@@ -223,6 +223,7 @@ def _min(a, b):
 
 
 IDENTITY = {"sum": 0.0, "max": -math.inf, "min": math.inf}  # of each reduction kind: what masked values become
+_IDENTITIES = {**{kind: (v,) for kind, v in IDENTITY.items()}, "pair": (-math.inf, 0.0)}  # ... as _merge's tuples
 _REDUCTION_OPS = {"sum": cute.ReductionOp.ADD, "max": cute.ReductionOp.MAX, "min": cute.ReductionOp.MIN}
 
 
@@ -230,23 +231,13 @@ def _combine(kind: str):
     return {"max": _max, "min": _min, "sum": operator.add}[kind]
 
 
-@cute.jit
-def _row_reduce(val: Float32, kind: cutlass.Constexpr[str], tpr: cutlass.Constexpr[int], buf, slot: cutlass.Constexpr[int]):
-    """Thread partial -> row result in every thread of the row: warp butterfly, then smem across warps."""
+def _merge(kind: str):
+    """How reduce(kind)'s row values merge, as tuples: (value,) for sum / max / min, (max, sum) for an online pair
+    ("pair", SCALED_PAIRS). Every level of the hierarchy (_butterfly, _row_reduce, _exchange) moves such tuples."""
+    if kind == "pair":
+        return lambda a, b: _pair(*a, *b)
     op = _combine(kind)
-    val = cute.arch.warp_reduction(val, op, threads_in_group=min(tpr, 32))
-    if const_expr(tpr > 32):
-        warps_per_row = tpr // 32
-        lane = cute.arch.lane_idx()
-        warp = cute.arch.warp_idx()
-        if lane == 0:
-            buf[warp // warps_per_row, warp % warps_per_row, slot] = val
-        cute.arch.barrier()
-        part = Float32(IDENTITY[kind])
-        if lane < warps_per_row:
-            part = buf[warp // warps_per_row, lane, slot]
-        val = cute.arch.warp_reduction(part, op, threads_in_group=32)
-    return val
+    return lambda a, b: (op(a[0], b[0]),)
 
 
 def _pair(m_a, s_a, m_b, s_b):
@@ -258,34 +249,34 @@ def _pair(m_a, s_a, m_b, s_b):
     return m, s_a * _exp(m_a - shift) + s_b * _exp(m_b - shift)
 
 
-@cute.jit
-def _warp_pair(m: Float32, s: Float32, group: cutlass.Constexpr[int]):
-    """The warp butterfly of online pairs over `group` lanes: both halves of a pair move in each step."""
-    for k in cutlass.range_constexpr(group.bit_length() - 2, -1, -1):  # offsets group/2, ..., 2, 1
-        m, s = _pair(m, s, cute.arch.shuffle_sync_bfly(m, offset=1 << k), cute.arch.shuffle_sync_bfly(s, offset=1 << k))
-    return m, s
+def _butterfly(vals: tuple, merge, group: int) -> tuple:
+    """The warp butterfly (``shfl.sync.bfly``) over `group` lanes, offsets group/2 ... 1: every value of the tuple
+    moves in each step, then merge(own, received)."""
+    for k in range(group.bit_length() - 2, -1, -1):
+        vals = merge(vals, tuple(cute.arch.shuffle_sync_bfly(v, offset=1 << k) for v in vals))
+    return vals
 
 
 @cute.jit
-def _row_reduce_pair(m: Float32, s: Float32, tpr: cutlass.Constexpr[int], buf, slot_m: cutlass.Constexpr[int],
-                     slot_s: cutlass.Constexpr[int]):
-    """_row_reduce for an online pair: one butterfly of pairs, then (TPR > 32) the warps' pairs through smem slots
-    slot_m and slot_s behind ONE bar.sync, then one more butterfly: the row's pair in every thread of the row."""
-    m, s = _warp_pair(m, s, min(tpr, 32))
+def _row_reduce(vals, kind: cutlass.Constexpr[str], tpr: cutlass.Constexpr[int], buf, slots: cutlass.Constexpr):
+    """Thread partials -> the row's in every thread of the row: warp butterfly, then (TPR > 32) each warp's values
+    through smem slots `slots` behind one bar.sync, then one more butterfly. `vals` is a tuple (_merge): one value,
+    or an online pair, whose two halves share the barrier."""
+    merge = _merge(kind)
+    vals = _butterfly(vals, merge, min(tpr, 32))
     if const_expr(tpr > 32):
         warps_per_row = tpr // 32
         lane = cute.arch.lane_idx()
         warp = cute.arch.warp_idx()
         if lane == 0:
-            buf[warp // warps_per_row, warp % warps_per_row, slot_m] = m
-            buf[warp // warps_per_row, warp % warps_per_row, slot_s] = s
+            for v, slot in zip(vals, slots):
+                buf[warp // warps_per_row, warp % warps_per_row, slot] = v
         cute.arch.barrier()
-        part_m, part_s = Float32(-math.inf), Float32(0.0)
+        parts = tuple(Float32(i) for i in _IDENTITIES[kind])
         if lane < warps_per_row:
-            part_m = buf[warp // warps_per_row, lane, slot_m]
-            part_s = buf[warp // warps_per_row, lane, slot_s]
-        m, s = _warp_pair(part_m, part_s, 32)
-    return m, s
+            parts = tuple(buf[warp // warps_per_row, lane, slot] for slot in slots)
+        vals = _butterfly(parts, merge, 32)
+    return vals
 
 
 def _allocate_partials(rows: int, tpr: int, slots: int):
@@ -473,13 +464,9 @@ class _ClusterRow:
         """Before the first send: every CTA of the cluster has initialised its mbarriers."""
         cute.arch.cluster_wait()
 
-    def reduce(self, val, kind: str, slot: int):
-        """val: the CTA's partial; the row's value back, in every thread."""
-        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
-
-    def reduce_pair(self, m, s, slot_m: int, slot_s: int):
-        """An online pair (SCALED_PAIRS): the CTA's (max, sum); the row's pair back, in every thread."""
-        return _exchange_pair(Float32(m), Float32(s), self.results, self.mbar, self.rank, self.cluster, slot_m, slot_s)
+    def reduce(self, vals: tuple, kind: str, slots: tuple):
+        """vals: the CTA's partials (_merge's tuple); the row's back, in every thread."""
+        return _exchange(tuple(Float32(v) for v in vals), kind, self.results, self.mbar, self.rank, self.cluster, slots)
 
 
 @cute.jit
@@ -492,40 +479,24 @@ def _init_barriers(mbar, slots: cutlass.Constexpr[int]):
 
 
 @cute.jit
-def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
-              slot: cutlass.Constexpr[int]):
-    """_ClusterRow.reduce: send this CTA's partial to every CTA of the cluster, wait for theirs, combine."""
+def _exchange(vals, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
+              slots: cutlass.Constexpr):
+    """_ClusterRow.reduce: send this CTA's partials to every CTA of the cluster (value i into results[slots[i],
+    rank], all completing on mbarrier slots[0]: one wait however many values), wait for theirs, merge them in rank
+    order (an online pair's second slot's mbarrier is never used)."""
     t, _, _ = cute.arch.thread_idx()
-    bar = mbar + slot
+    bar = mbar + slots[0]
     if t == 0:
-        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * cluster)
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * len(vals) * cluster)
     if t < cluster:
-        cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), val.bitcast(Int32), bar, t)
+        for v, slot in zip(vals, slots):
+            cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), v.bitcast(Int32), bar, t)
     cute.arch.mbarrier_wait(bar, 0)
-    out = results[slot, 0]
+    merge = _merge(kind)
+    out = tuple(results[slot, 0] for slot in slots)
     for r in cutlass.range_constexpr(1, cluster):
-        out = _combine(kind)(out, results[slot, r])
+        out = merge(out, tuple(results[slot, r] for slot in slots))
     return out
-
-
-@cute.jit
-def _exchange_pair(m: Float32, s: Float32, results, mbar, rank, cluster: cutlass.Constexpr[int],
-                   slot_m: cutlass.Constexpr[int], slot_s: cutlass.Constexpr[int]):
-    """_exchange for an online pair: the CTA's max into results[slot_m, rank] and its sum into results[slot_s, rank]
-    of every CTA, both completing on mbarrier slot_m (8 bytes a CTA: one wait), then the pairs combined in rank
-    order in every CTA (slot_s's mbarrier is never used)."""
-    t, _, _ = cute.arch.thread_idx()
-    bar = mbar + slot_m
-    if t == 0:
-        cute.arch.mbarrier_arrive_and_expect_tx(bar, 8 * cluster)
-    if t < cluster:
-        cute.arch.store_async_dsmem(results.iterator + (slot_m * cluster + rank), m.bitcast(Int32), bar, t)
-        cute.arch.store_async_dsmem(results.iterator + (slot_s * cluster + rank), s.bitcast(Int32), bar, t)
-    cute.arch.mbarrier_wait(bar, 0)
-    out_m, out_s = results[slot_m, 0], results[slot_s, 0]
-    for r in cutlass.range_constexpr(1, cluster):
-        out_m, out_s = _pair(out_m, out_s, results[slot_m, r], results[slot_s, r])
-    return out_m, out_s
 
 
 class _RowReducer:
@@ -537,9 +508,9 @@ class _RowReducer:
     scaled): the max returns the thread's own max m_t (shifted), so compute() makes e = exp(a - m_t) once; the sum
     then reduces the pair (m_t, s_t) over the row in one exchange (_pair: one butterfly of pairs, one barrier, one
     cluster wait, where two reductions take two of each) and returns the row's sum relative to m_t, S * exp(M - m_t),
-    so that e / it is exp(a - M) / S. quack's softmax makes this one exchange and rescales its exps by a multiply. A thread that saw only -inf (m_t = -inf, every e 0) gets S itself, which
-    keeps 0 / S = 0 where S * exp(M) would underflow to 0 / 0; where exp(M - m_t) overflows, e / inf = 0 is within
-    e^-88 of the true value."""
+    so that e / it is exp(a - M) / S. quack's softmax makes this one exchange and rescales its exps by a multiply.
+    A thread that saw only -inf (m_t = -inf, every e 0) gets S itself, which keeps 0 / S = 0 where S * exp(M) would
+    underflow to 0 / 0; where exp(M - m_t) overflows, e / inf = 0 is within e^-88 of the true value."""
 
     def __init__(self, valid, like, tpr: int, buf, cluster=None):
         self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
@@ -562,19 +533,21 @@ class _RowReducer:
             val = Float32(_shift(part))
         elif const_expr(SCALED_PAIRS and lowered.SCALED[q]):
             m = lowered.ONLINE[q]
-            row_m, row_s = _row_reduce_pair(self.thread_max[m], part, self.tpr, self.buf, m, q)
-            if const_expr(self.cluster is not None):
-                self._published()
-                row_m, row_s = self.cluster.reduce_pair(row_m, row_s, m, q)
+            row_m, row_s = self._row((self.thread_max[m], part), "pair", (m, q))
             own = self.thread_max[m]
             val = Float32(cutlass.select_(own == -math.inf, row_s, row_s * _exp(row_m - own)))
         else:
-            val = Float32(_row_reduce(part, kind, self.tpr, self.buf, q))
-            if const_expr(self.cluster is not None):
-                self._published()
-                val = Float32(self.cluster.reduce(val, kind, q))
+            val = Float32(self._row((part,), kind, (q,))[0])
         self.results.append(val)
         return val
+
+    def _row(self, vals: tuple, kind: str, slots: tuple) -> tuple:
+        """The row's values of this thread's partials: the CTA (_row_reduce), then the cluster's exchange."""
+        vals = _row_reduce(vals, kind, self.tpr, self.buf, slots)
+        if const_expr(self.cluster is not None):
+            self._published()
+            vals = self.cluster.reduce(vals, kind, slots)
+        return vals
 
     def _published(self):
         """Before this row's first send: the cluster's mbarriers are initialised (one wait, the first time only)."""
@@ -639,7 +612,7 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
         if lowered.PASSES[q] == p:
             m = lowered.ONLINE[q]
             val = acc[q] if m is None else acc[q] * _exp(acc[m] - _shift(known[m]))
-            known[q] = Float32(_row_reduce(val, kind, tpr, buf, q))
+            known[q] = Float32(_row_reduce((val,), kind, tpr, buf, (q,))[0])
 
 
 @cute.jit
