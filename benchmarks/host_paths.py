@@ -1,5 +1,5 @@
-"""run()'s host cost per call on the lowered run paths (2-D rows, a per-row input over two rows, an N-D x with a bool
-per-row mask), on a CPU with the launcher stubbed out (Python alone) or on the GPU (the whole call).
+"""run()'s host cost per call on the lowered run paths (2-D rows, a per-row input over two rows, an x [B, S, D] alone and
+with a bool per-row mask), on a CPU with the launcher stubbed out (Python alone) or on the GPU (the whole call).
 
     python benchmarks/host_paths.py [--tree CHECKOUT] [--out FILE.json]           # CPU: run()'s own Python
     python3 benchmarks/host_paths.py --gpu [--out FILE.json]                      # H200: run() with its launch
@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 FUNCTIONS = {  # name: (pytorch_logic relative to the tree, or None for a built-in op; the inputs' shapes)
     "softmax": (None, [(64, 1024)]),
     "layer_norm": ("tests/lowering_corpus/ops.py:layer_norm", [(64, 1024), (1024,), (1024,)]),
+    "rms_norm_functional_3d": ("tests/lowering_corpus/ops.py:rms_norm_functional", [(4, 16, 1024), (1024,)]),
     "qwen2_moe_shared_expert_combine": ("tests/lowering_corpus/annotated.py:qwen2_moe_shared_expert_combine",
                                         [(64, 1024), (64, 1024), (64, 1)]),
     "mamba2_apply_mask_to_padding_states": ("tests/lowering_corpus/annotated.py:mamba2_apply_mask_to_padding_states",

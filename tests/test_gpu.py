@@ -258,3 +258,68 @@ def test_layer_norm_loads_weight_and_bias_after_the_reductions(tmp_path):
     partial last chunk (N = 5000) and rows of stride N + 8; a view 2 bytes off alignment is refused by the plan that
     assumed it and runs again under its own, and aligned calls after it keep theirs."""
     run_child_in_baked(tmp_path, LATE_LOADS_CHILD, f"pytorch_logic={ROOT / 'tests/lowering_corpus/ops.py'}:layer_norm")
+
+
+LEADING_DIMS_CHILD = """
+import sys
+import torch
+sys.path.insert(0, "..")
+import ws
+from ws import kernel, reference
+dtype = getattr(torch, ws.OP["torch_dtype"])
+
+
+def check(got, inputs, what):
+    want = reference.reference(*[t.double() if t.is_floating_point() else t for t in inputs])
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    err = ((got.double() - want).norm() / want.norm()).item()
+    assert err < ws.OP["tolerance"], (what, err)
+
+
+cases = [c for c in ws.OP["cases"] if c.get("lead")]  # [*lead, N] inputs (reference.make_inputs)
+assert len(cases) > 5, ws.OP["cases"]
+for case in cases:
+    inputs = reference.make_inputs(case, dtype, "cuda", 0)
+    check(kernel.run(*inputs), inputs, ("as it is", case["dims"]))
+    out = torch.full_like(inputs[0], float("nan"))
+    assert kernel.run(*inputs, out=out) is out
+    check(out, inputs, ("out=", case["dims"]))
+    x = inputs[0]  # a last-dim slice of a wider x: not contiguous, so [M, N] views through host.rows_nd
+    wide = torch.zeros(*x.shape[:-1], x.shape[-1] + 64, dtype=x.dtype, device=x.device)
+    wide[..., :x.shape[-1]] = x
+    strided = [wide[..., :x.shape[-1]], *inputs[1:]]
+    check(kernel.run(*strided), strided, ("strided", case["dims"]))
+assert any(key[-2] == 2 for key in kernel._compiled), "no launcher compiled on [B, S, D]"
+assert any(key[-2] == 1 for key in kernel._compiled), "no launcher compiled on [M, N] rows"
+print("ok")
+"""
+
+LEADING_DIMS_REDUCED_CHILD = """
+import sys
+import torch
+sys.path.insert(0, "..")
+from ws import kernel
+for shape in [(2, 3, 5, 4096), (3, 7, 1000), (2, 2, 131072), (1, 2, 1 << 20)]:
+    x = torch.randn(shape, device="cuda").to(torch.bfloat16)
+    x[(0,) * (len(shape) - 1)][7] = 1e4  # one row's max, at a known place
+    got = kernel.run(x)
+    torch.testing.assert_close(got, x.amax(-1), rtol=0, atol=0)
+    out = torch.full(shape[:-1], float("nan"), device="cuda", dtype=x.dtype)
+    kernel.run(x, out=out)
+    torch.testing.assert_close(out, x.amax(-1), rtol=0, atol=0)
+print("ok")
+"""
+
+
+def test_rows_of_a_models_leading_dims_run_as_they_are(tmp_path):
+    """A real model's function (ESM: LayerNorm with weight and bias, then the [B, S] padding mask) on its own
+    [B, S, D] cases: x and the mask reach a launcher compiled on their leading dims (no reshape), with out= too; a
+    last-dim slice of a wider x takes the [M, N] views instead. Both match the function in float64."""
+    run_child_in_baked(tmp_path, LEADING_DIMS_CHILD,
+                       f"pytorch_logic={ROOT / 'tests/lowering_corpus/annotated.py'}:esm_embeddings_norm_mask")
+
+
+def test_reduced_rows_of_rank_3_and_4_equal_torch_amax(tmp_path):
+    """max over the last dim of x [B, S, H, D] and [B, S, D] on every path (rows, a cluster, the looped one): [*lead]
+    outputs written through their own strides, bit for bit torch.amax's."""
+    run_child_in_baked(tmp_path, LEADING_DIMS_REDUCED_CHILD, "pattern=reduction", "op=max")

@@ -233,13 +233,15 @@ def test_loads_no_reduction_needs_come_after_the_reductions(lowered_ws, example,
     assert ptx.count("ld.global.v4") == len(lowered["INPUTS"]) * 4
 
 
-@pytest.mark.parametrize("n,path", [(8192, "register-resident rows"),
-                                    (131072, "register-resident rows, each split across a cluster of 16 CTAs"),
-                                    (1 << 20, "looped (one CTA per row, 2 passes)")])
-def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, n, path):
-    """ROW_RANGE: NaN-propagating min and max; with no row output the looped path makes one pass per reduce()."""
+@pytest.mark.parametrize("dims,path", [((64, 8192), "register-resident rows"),
+                                       ((64, 131072), "register-resident rows, each split across a cluster of 16 CTAs"),
+                                       ((64, 1 << 20), "looped (one CTA per row, 2 passes)"),
+                                       ((4, 16, 8192), "register-resident rows")])
+def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, dims, path):
+    """ROW_RANGE: NaN-propagating min and max; with no row output the looped path makes one pass per reduce(). Its
+    [B, S, 1] and [B, S] outputs of an x [B, S, D] are written through their own strides."""
     ws, _ = lowered_ws("reduction", "row_range")
-    ptx, plan = _compiled(ws, (64, n), "bf16")
+    ptx, plan = _compiled(ws, dims, "bf16")
     assert "min.NaN.f32" in ptx and "max.NaN.f32" in ptx and "shfl.sync.bfly" in ptx
     assert "ld.global.v4" in ptx and "st.global.v4" not in ptx
     assert plan["path"] == path
@@ -282,12 +284,15 @@ def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
 
 
 @pytest.mark.parametrize("source,dims", [("per_row", (64, 4096)), ("per_row", (8, 131072)), ("per_row", (4, 1 << 20)),
+                                         ("per_row", (4, 16, 4096)), ("per_row", (2, 4, 131072)),
+                                         ("per_row", (2, 2, 2, 1 << 20)),
                                          ("per_row_elementwise", (64, 4096)), ("broadcast_per_row", (64, 4096)),
                                          ("broadcast_per_row", (4, 1 << 20))])
 def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
     """PER_ROW: each per-row input (a bf16 scale, a mask's byte) is one scalar load per thread, at the thread's row,
     on the register path, a cluster's and the looped one; x and w keep their 128-bit loads; no local memory. So is
-    BROADCAST_PER_ROW's per-sample and per-channel value, through its [L0, L1, L2] view."""
+    BROADCAST_PER_ROW's per-sample and per-channel value, through its [L0, L1, L2] view. A case of rank 3 or 4
+    compiles what run() launches for such an x: every tensor with rows on x's own leading dims (_rows_mode)."""
     ws, facts = lowered_ws("reduction", source)
     ptx, plan = _compiled(ws, dims, "bf16")
     singles = [d for k, d in zip(facts["KINDS"], facts["DTYPES"]) if k.endswith("per_row")]
@@ -296,6 +301,34 @@ def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
     if not plan["path"].startswith("looped"):
         assert ptx.count("ld.global.v4") == sum(k in ("row", "vector") for k in facts["KINDS"]) * plan["chunks_per_thread"]
+
+
+def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
+    """run() on the CPU with the launcher recorded: a contiguous x [B, S, D] and its per-row inputs [B, S] reach the
+    launcher as they are (no reshape: the kernel walks their leading dims), the outputs come back [B, S, D] and
+    [B, S] as the function returns them, and the signature counts no leading extent (a new S is no new plan). A
+    strided x goes through host.rows_nd, as [M, N] views."""
+    torch = pytest.importorskip("torch")
+    ws, _ = lowered_ws("reduction", "per_row")
+    kernel = load_package(ws, f"rank3_{ws.name}").kernel
+    calls, plans = [], []
+
+    def prepare(inputs, out):
+        plans.append(tuple(t.shape for t in inputs))
+        return (lambda iters, *tensors: calls.append(tensors), 1, 2**31), None
+
+    kernel._prepare = prepare
+    for s in (16, 17):
+        x, scale = torch.randn(4, s, 1024, dtype=torch.bfloat16), torch.randn(4, s, dtype=torch.bfloat16)
+        y, r = kernel.run(x, scale, scale > 0, torch.randn(1024, dtype=torch.bfloat16))
+        assert calls[-1][0] is x and calls[-1][1] is scale and calls[-1][2].shape == (4, s)
+        assert (y.shape, r.shape, r.dtype) == ((4, s, 1024), (4, s), torch.float32)
+        assert calls[-1][4] is y and calls[-1][5] is r
+    assert len(plans) == 1, "the leading extents are not in the signature"
+    wide = torch.randn(4, 16, 2048, dtype=torch.bfloat16)[..., :1024]
+    y, r = kernel.run(wide, scale[:, :16], scale[:, :16] > 0, torch.randn(1024, dtype=torch.bfloat16))
+    assert calls[-1][0].shape == (64, 1024) and calls[-1][0].stride() == (2048, 1)
+    assert (y.shape, r.shape) == ((4, 16, 1024), (4, 16))
 
 
 @pytest.mark.parametrize("source,dims", [("parts", (64, 7168)), ("lanes", (64, 7168)), ("parts", (4, 65536)),

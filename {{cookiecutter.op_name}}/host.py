@@ -122,11 +122,11 @@ def lowered_x(lowered) -> int:
     return lowered.KINDS.index("row")
 
 
-def lowered_viewer(lowered):
+def lowered_viewer(lowered, flat_per_row: bool = True):
     """run()'s view of its inputs as a compiled launcher takes them, built once per lowered module: a bool mask as its
     bytes (uint8, a view: no copy), a 0-d scalar as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a
-    view where its layout allows; a layout that does not is the check's to refuse). None when every input goes as it
-    is. The returned function touches only the inputs that can change (a per-row gate among three inputs: one), so
+    view where its layout allows; a layout that does not is the check's to refuse), unless flat_per_row is False (a
+    launcher compiled on x's leading shape takes them as they are). None when every input goes as it is. The returned function touches only the inputs that can change (a per-row gate among three inputs: one), so
     the hot path pays for those alone; the inputs themselves are untouched."""
     import torch
 
@@ -139,7 +139,7 @@ def lowered_viewer(lowered):
     def per_row(t):
         return t.view(-1) if t.dim() != 1 and t.is_contiguous() else t
 
-    by_kind = {"scalar": scalar, "per_row": per_row}
+    by_kind = {"scalar": scalar, "per_row": per_row} if flat_per_row else {"scalar": scalar}
     steps = tuple((i, view) for i, (kind, kept) in enumerate(zip(lowered.KINDS, lowered.DTYPES))
                   for view in ((mask,) if kept == "bool" else ()) + ((by_kind[kind],) if kind in by_kind else ()))
     if not steps:
@@ -197,21 +197,37 @@ def rows_nd(lowered, run_2d, inputs, out):
     if heads and x.shape[-1] % heads:
         raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
     lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]
-    flat = list(inputs)
-    for i, kind in steps:
-        t = flat[i]
-        flat[i] = t.reshape(-1, heads or t.shape[-1]) if kind == "row" else (t.reshape(-1) if t.dim() != 1 else t) \
-            if kind == "per_row" else broadcast_rows(lowered, x, t, i)  # a per-row input may come viewed
+    flat, given = _flat_rows(lowered, inputs, out, steps, lead)
     if out is not None:  # written through 2-D views of them; handed back as given, as torch's out= does
+        run_2d(*flat, out=given)
         outs = lowered_outputs(out)
-        given = tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[len(lead):])
-                      if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(outs, lowered.OUTPUTS))
-        run_2d(*flat, out=given if len(given) > 1 else given[0])
         return outs[0] if len(outs) == 1 else outs
     got = run_2d(*flat)
     if len(lowered.OUTPUTS) == 1:
         return _in_lead(got, lowered.OUTPUTS[0], lead)
     return tuple(_in_lead(t, kind, lead) for t, kind in zip(got, lowered.OUTPUTS))
+
+
+def flat_rows(lowered, inputs, out):
+    """(inputs, out) of an x of rank 3 or more as rows_nd hands them to a row cell ([M, N] rows, per-row inputs
+    [M]): for a cell that launches on the tensors themselves, so that its first call checks them in the words of
+    every other cell."""
+    x = inputs[lowered_x(lowered)]
+    return _flat_rows(lowered, inputs, out, kept(lowered, "_rows_nd", _rows_nd_plan)[2], x.shape[:-1])
+
+
+def _flat_rows(lowered, inputs, out, steps, lead: tuple):
+    heads, x = lowered.HEADS, inputs[lowered_x(lowered)]
+    flat = list(inputs)
+    for i, kind in steps:
+        t = flat[i]
+        flat[i] = t.reshape(-1, heads or t.shape[-1]) if kind == "row" else (t.reshape(-1) if t.dim() != 1 else t) \
+            if kind == "per_row" else broadcast_rows(lowered, x, t, i)  # a per-row input may come viewed
+    if out is None:
+        return flat, None
+    given = tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[len(lead):])
+                  if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out), lowered.OUTPUTS))
+    return flat, given if len(given) > 1 else given[0]
 
 
 def _rows_nd_plan(lowered) -> tuple[int, bool, tuple]:

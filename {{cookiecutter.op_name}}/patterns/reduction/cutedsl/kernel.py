@@ -113,8 +113,15 @@ What compute() gets (lowered.py)
       per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for interleaved lanes
       (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views
       with stride r: every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are
-      stored in OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store). Rows of
-      rank 3 or more arrive as 2-D (host.rows_nd).
+      stored in OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store).
+    - x of rank 3 or more (a model's hidden states [B, S, D]): when x and the tensors that share its rows (row
+      inputs, per-row inputs, a given out) are contiguous, run() passes them as they are to a launcher compiled on
+      x's rank: each one's M mode is its own leading dims nested innermost first, (S, B) : (s1, s0), so the
+      kernel's flat row index r = b*S + s decodes into them (_rows_mode), and the outputs are made in x's leading
+      shape. Views cost 0.5-1 us of host time each; for Mamba2's masked [B, S, D] run() spent 10.2 us of Python
+      through [M, N] views and 4.2 without (a CPU, launcher stubbed: benchmarks/2026-12-05-leading-dims.md). Any
+      other layout, and programs whose rows are not x's own (heads, broadcast inputs), get [M, N] views
+      (host.rows_nd).
     - Register path (row_kernel): every input's row values are loaded once into registers, compute() runs once
       on them (its reductions in between), the row outputs are stored from registers and the reduced ones by the
       row's thread 0: HBM read once, written once. With three loads or more, those no reduction needs
@@ -807,14 +814,37 @@ def looped_kernel(
         _store_reduced(reduced, results, row)
 
 
-def _single_view(t, kind: str, m):
-    """A single value's view, indexed by x's row: a scalar's one element; one per row, M of them; one per row broadcast
-    over some of x's dims, its [L0, L1, L2] view (host.broadcast_rows: stride 0 where broadcast) as one mode (L2,
-    L1, L0) whose flat index is x's row, as a broadcast row input's M mode."""
+def _rows_mode(t, lead: int, divby: int = 1):
+    """(shape, stride) of t's M mode, the one its row index walks: dim 0 of a 2-D x's tensors; for x of rank 3 or
+    more ([B, S, D] as the model passes it, lead = 2), its leading dims nested innermost first, (S, B) : (s1, s0),
+    whose flat index r decodes as x's row-major row r does (r = b*S + s): the tensor itself, no reshape on the
+    host. Its strides are multiples of divby (a row's VEC-wide loads)."""
+    if const_expr(lead == 1):
+        return t.shape[0], cute.assume(t.stride[0], divby=divby)
+    return (tuple(reversed(t.shape[:lead])),
+            tuple(cute.assume(s, divby=divby) if const_expr(divby > 1) else s for s in reversed(t.stride[:lead])))
+
+
+def _one_per_row(t, m, lead: int):
+    """A tensor of one value per row of x as one mode that x's row index walks: [M] itself (a per-row input,
+    viewed flat by the host, or a reduced output); beside an x of rank 3 or more, [*lead] or [*lead, 1] by its
+    own strides (_rows_mode)."""
+    if const_expr(lead == 1):
+        return cute.make_tensor(t.iterator, cute.make_layout(m))
+    shape, stride = _rows_mode(t, lead)
+    return cute.make_tensor(t.iterator, cute.make_layout((shape,), stride=(stride,)))
+
+
+def _single_view(t, kind: str, m, lead: int):
+    """A single value's view, indexed by x's row: a scalar's one element; one per row (_one_per_row); one per row
+    broadcast over some of x's dims, its [L0, L1, L2] view (host.broadcast_rows: stride 0 where broadcast) as one
+    mode (L2, L1, L0) whose flat index is x's row, as a broadcast row input's M mode."""
     if const_expr(kind == "broadcast_per_row"):
         return cute.make_tensor(t.iterator, cute.make_layout(((t.shape[2], t.shape[1], t.shape[0]),),
                                                              stride=((t.stride[2], t.stride[1], t.stride[0]),)))
-    return cute.make_tensor(t.iterator, cute.make_layout(1 if kind == "scalar" else m))
+    if const_expr(kind == "scalar"):
+        return cute.make_tensor(t.iterator, cute.make_layout(1))
+    return _one_per_row(t, m, lead)
 
 
 @cute.jit
@@ -828,7 +858,10 @@ def reduction_launch(
     scalar input as (1,), each row output as a row, each "reduced" output (and [M, 1]) as [M]; then
     reduction_launch's grid. N is x's last dim over its width r."""
     inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
-    m, n = inputs[_X].shape
+    lead = len(inputs[_X].shape) - 1  # x's leading dims: 1 for [M, N]; [B, S, D] comes as it is (_rows_mode)
+    m, n = inputs[_X].shape[0], inputs[_X].shape[lead]
+    for d in inputs[_X].shape[1:lead]:
+        m = m * d  # M = B*S*...: the grid's rows
     if const_expr(lowered.WIDTHS[_X] > 1):  # the row length N: a wide x is r*N
         n = cute.assume(n // lowered.WIDTHS[_X], divby=vec)
     nv = n // vec
@@ -837,21 +870,22 @@ def reduction_launch(
         t, kind = inputs[i], lowered.KINDS[i]
         width = vec * lowered.WIDTHS[i] if how == "lane" else vec  # a lanes load reads r*VEC contiguous elements
         if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _operand_vec)
-            layout = cute.make_layout((width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=width)))
+            rows, ld = _rows_mode(t, lead, width)
+            layout = cute.make_layout((width, nv, rows), stride=(1, width, ld))
         elif const_expr(kind == "broadcast"):  # [L0, L1, L2, W] with stride 0 where it is broadcast (host)
             layout = cute.make_layout((width, nv, (t.shape[2], t.shape[1], t.shape[0])),
                                       stride=(1, width, (t.stride[2], t.stride[1], t.stride[0])))
         else:
             layout = cute.make_layout((width, nv), stride=(1, width))
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
-    views += [_single_view(inputs[i], lowered.KINDS[i], m) for i in _SCALARS]
+    views += [_single_view(inputs[i], lowered.KINDS[i], m, lead) for i in _SCALARS]
     for o, how, j in _STORES:  # a row output [M, r*N]: a half j from column j*N, or its lanes r*VEC wide
         t = outputs[o]
         width = vec * lowered.OUT_WIDTHS[o] if how == "lane" else vec
-        views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, cute.make_layout(
-            (width, nv, m), stride=(1, width, cute.assume(t.stride[0], divby=width)))))
-    views += [cute.make_tensor(t.iterator, cute.make_layout(m)) for t, kind in zip(outputs, lowered.OUTPUTS)
-              if kind != "row"]
+        rows, ld = _rows_mode(t, lead, width)
+        views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator,
+                                      cute.make_layout((width, nv, rows), stride=(1, width, ld))))
+    views += [_one_per_row(t, m, lead) for t, kind in zip(outputs, lowered.OUTPUTS) if kind != "row"]
     if const_expr(looped):
         looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
@@ -891,13 +925,24 @@ def _max_rows(n: int, ld: int) -> int:
     return (2**31 - 1 - n) // max(ld, 1) + 1
 
 
-def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
+def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks: tuple = ()) -> tuple:
     """Fake inputs and outputs of reduction_launch, in INPUTS then OUTPUTS order, sharing the M and N symbols.
 
     Row inputs [M, N] : (ld, 1) each with its own ld symbol (a multiple of VEC), vectors [N], row outputs [M, N]
     contiguous; all VEC-element aligned (an fp32 row output of a 16-bit op: min(16, 4 * VEC) bytes). Reduced
-    outputs [M] and [M, 1] get scalar stores: element alignment."""
-    m, n = rt.dim(), rt.dim(vec)
+    outputs [M] and [M, 1] get scalar stores: element alignment.
+
+    x of rank 3 or more (lead > 1 leading dims, [B, S, D]): M is that many shared symbols, and every tensor with
+    rows (row inputs and outputs, per-row inputs of rank per_row_ranks, reduced outputs) has x's leading shape
+    and strides of its own, each in the signature (run): the wrapper checks that they agree with x's, and an
+    output given in any layout is written through its strides."""
+    ms = tuple(rt.dim() for _ in range(lead))  # x's leading dims, M = their product
+    m, n = ms[0], rt.dim(vec)
+    per_row_ranks = iter(per_row_ranks)
+
+    def strides(step: int) -> tuple:  # of the leading dims of a tensor with rows (their own symbols)
+        return tuple(rt.dim(step) for _ in ms)
+
     inputs = []
     for kind, kept, width in zip(lowered.KINDS, lowered.DTYPES, lowered.WIDTHS):
         name = "uint8" if kept == "bool" else dtype  # a mask: its bytes (host.lowered_operands views it as uint8)
@@ -906,7 +951,12 @@ def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
                     if lowered.ARGS[k][0] == len(inputs))  # r*VEC-wide loads: stride and start r*VEC aligned
         step = vec * width if lanes else vec
         row = n if width == 1 else rt.dim(vec * width)
-        inputs.append(rt.tensor(name, (m, row), (rt.dim(step), 1), align=min(16, step * eb)) if kind == "row"
+        if kind == "per_row" and lead > 1:  # [*lead] or [*lead, 1] by its own strides
+            rank = next(per_row_ranks)
+            inputs.append(rt.tensor(name, (*ms, *(1,) * (rank - lead)), (*strides(1), *(rt.dim(),) * (rank - lead)),
+                                    align=eb))
+            continue
+        inputs.append(rt.tensor(name, (*ms, row), (*strides(step), 1), align=min(16, step * eb)) if kind == "row"
                       # [L0, L1, L2, W]: host.broadcast_rows' view, stride 0 over the dims it is broadcast over
                       else rt.tensor(name, (rt.dim(), rt.dim(), rt.dim(), row), (*(rt.dim(step) for _ in range(3)), 1),
                                      align=min(16, step * eb)) if kind == "broadcast"
@@ -922,9 +972,13 @@ def _compile_args(dtype: str, vec: int, cfg: dict) -> tuple:
         ob = _BYTES[name]
         row = n if width == 1 else rt.dim(vec * width)  # a wide output [M, r*N]
         step = vec * width if how == "lane" else vec
-        shape, stride, align = {"row": ((m, row), (row, 1), min(16, step * ob)), "reduced": ((m,), (1,), ob),
-                                "reduced_keepdim": ((m, 1), (1, 1), ob)}[kind]
-        outputs.append(rt.tensor(name, shape, stride, align))
+        if lead > 1:  # x's leading shape, strides of its own
+            shape, stride = {"row": ((*ms, row), (*strides(step), 1)), "reduced": (ms, strides(1)),
+                             "reduced_keepdim": ((*ms, 1), (*strides(1), rt.dim()))}[kind]
+        else:
+            shape, stride = {"row": ((m, row), (row, 1)), "reduced": ((m,), (1,)),
+                             "reduced_keepdim": ((m, 1), (1, 1))}[kind]
+        outputs.append(rt.tensor(name, shape, stride, min(16, step * ob) if kind == "row" else ob))
     return (1, rt.STREAM, *_plan_args(vec, cfg), *inputs, *outputs)
 
 
@@ -955,8 +1009,14 @@ def _out_shapes(m: int, n: int) -> list:
 def _prepare(inputs, out):
     """A signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher (and the
     outputs). Returns ((launcher, iters, the largest M whose offsets stay in int32 at this N and row stride),
-    outputs)."""
+    outputs). An x of rank 3 or more (contiguous, as run() passes it) is checked and planned as the [M, N] rows it
+    holds (host.flat_rows), and compiled on its own shape (_compile_args)."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
+    lead = max(inputs[_X].dim() - 1, 1)
+    host.check_rank(lowered, inputs[_X])
+    ranks = tuple(inputs[i].dim() for i in _PER_ROW) if lead > 1 else ()
+    if lead > 1:
+        inputs, out = host.flat_rows(lowered, inputs, out)
     m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
     n //= lowered.WIDTHS[_X]  # the row length N (a wide x is r*N)
     dtype, outputs = host.lowered_operands(lowered, inputs, out, _out_shapes(m, n), False)
@@ -971,15 +1031,18 @@ def _prepare(inputs, out):
             raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
     cfg = plan(n, vec)
-    key = (dtype, *_plan_args(vec, cfg))
-    launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(dtype, vec, cfg))
+    key = (dtype, *_plan_args(vec, cfg), lead, ranks)
+    launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(dtype, vec, cfg, lead, ranks))
     return (launcher, cfg["iters"], _max_rows(n, ld)), outputs
 
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
+_PER_ROW = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "per_row")
+_WITH_ROWS = _ROW_INPUTS + _PER_ROW  # the inputs of x's leading shape
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: host.rows_nd
 _VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
+_LEAD_VIEWS = host.lowered_viewer(lowered, flat_per_row=False)  # ... beside an x of rank 3 or more
 _X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
 _ONE_OUTPUT = len(lowered.OUTPUTS) == 1
@@ -1001,6 +1064,21 @@ def _new_output(kind: str, r: int, dtype):
 
 _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
+
+
+def _new_lead_output(kind: str, r: int, dtype):
+    """_new_output beside a contiguous x of rank 3 or more: in x's leading shape (torch.empty_like of x when it has
+    x's shape), as the function returns it."""
+    if kind == "row" and r == _X_WIDTH:
+        return torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
+    if kind == "row":
+        return lambda x: x.new_empty((*x.shape[:-1], x.shape[-1] // _X_WIDTH * r), dtype=dtype)
+    return lambda x: x.new_empty((*x.shape[:-1], *host.OUTPUT_SHAPES[kind](1, 1)[1:]), dtype=dtype)
+
+
+_NEW_LEAD = tuple(_new_lead_output(kind, r, d) for kind, r, d in
+                  zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
+_CONTIGUOUS = torch.Tensor.is_contiguous
 
 
 def _run_rows(*inputs, out=None):
@@ -1030,27 +1108,44 @@ def _run_rows(*inputs, out=None):
     global _PHASES
     try:
         x = inputs[_X]
-        m, n = x.shape
-    except (IndexError, ValueError):  # too few inputs (host.py says so), or x not 2-D: rows of its last dim, whose
-        return host.rows_nd(lowered, _run_rows, inputs, out)  # 2-D call views the inputs (once)
-    if _VIEWS:  # x is never among the inputs a view changes (it is a float tensor of rows)
-        inputs = _VIEWS(inputs)
-    if _X_WIDTH != 1:
-        n //= _X_WIDTH  # the row length N: a wide x is r*N
-    ld = x.stride(0)
-    outputs = [new(x, ld, m, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
-    # x's row alone, pointers assumed 16-byte aligned: a short key; else every row stride and the broadcast inputs'
-    # strides, and once any call had a pointer off 16 bytes (_PHASES) each pointer's phase (it picks the vector width)
-    if _LONG_KEY or _PHASES:
-        strides = [inputs[i].stride(0) for i in _ROW_INPUTS]
-        ld = max(strides) if m > 1 else n  # one row: its stride is never used
-        signature = (x.dtype, n, ld, *strides)
-        if _BROADCAST:
-            signature += tuple(inputs[i].stride()[:3] for i in _BROADCAST)
+    except IndexError:  # too few inputs: host.py says so
+        return host.rows_nd(lowered, _run_rows, inputs, out)
+    shape = x.shape
+    if len(shape) != 2:  # x [*lead, N] (a model's [B, S, D]), passed as it is when it and its kin are contiguous
+        if len(shape) < 3 or not all(map(_CONTIGUOUS, [inputs[i] for i in _WITH_ROWS] if out is None else
+                                          [*(inputs[i] for i in _WITH_ROWS), *host.lowered_outputs(out)])):
+            return host.rows_nd(lowered, _run_rows, inputs, out)  # [M, N] views of them, then the 2-D call
+        if _LEAD_VIEWS:
+            inputs = _LEAD_VIEWS(inputs)
+        n = shape[-1]
+        m = x.numel() // n  # M rows, as the plan's int32 bound counts them
+        if _X_WIDTH != 1:
+            n //= _X_WIDTH
+        outputs = [new(x) for new in _NEW_LEAD] if out is None else host.lowered_outputs(out)
+        signature = (x.dtype, n, len(shape), *(inputs[i].dim() for i in _PER_ROW))
         if _PHASES:
             signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
     else:
-        signature = (x.dtype, n, ld if m > 1 else n)
+        m, n = shape
+        if _VIEWS:  # x is never among the inputs a view changes (it is a float tensor of rows)
+            inputs = _VIEWS(inputs)
+        if _X_WIDTH != 1:
+            n //= _X_WIDTH  # the row length N: a wide x is r*N
+        ld = x.stride(0)
+        outputs = [new(x, ld, m, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
+        # x's row alone, pointers assumed 16-byte aligned: a short key; else every row stride and the broadcast
+        # inputs' strides, and once any call had a pointer off 16 bytes (_PHASES) each pointer's phase (it picks
+        # the vector width)
+        if _LONG_KEY or _PHASES:
+            strides = [inputs[i].stride(0) for i in _ROW_INPUTS]
+            ld = max(strides) if m > 1 else n  # one row: its stride is never used
+            signature = (x.dtype, n, ld, *strides)
+            if _BROADCAST:
+                signature += tuple(inputs[i].stride()[:3] for i in _BROADCAST)
+            if _PHASES:
+                signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
+        else:
+            signature = (x.dtype, n, ld if m > 1 else n)
     prepared = _launches.get(signature)
     if prepared is None or m > prepared[2]:  # M is not in the signature: its int32 bound is in the plan
         if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
@@ -1093,7 +1188,7 @@ def _case_mn(case: dict | None) -> tuple[int, int]:
     if not case:
         return 4096, 4096
     dims = case.get("dims") or [case["vars"]["M"], case["vars"]["N"]]
-    m, n = int(dims[0]), int(dims[-1])
+    m, n = math.prod(map(int, dims[:-1])), int(dims[-1])
     rows = host.lowered_lengths(n, lowered.HEADS, next((r for r, kind in zip(lowered.OUT_WIDTHS, lowered.OUTPUTS)
                                                         if kind == "row"), 1))[0]
     return m * n // rows if lowered.HEADS else m, rows
@@ -1109,7 +1204,22 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec)
     path = "looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
-    return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg), out_dir, f"{OP_SPEC['op']}_{dtype}_n{n}_{path}")
+    lead = len((case or {}).get("dims") or "MN") - 1 if not _ND else 1  # [B, S, D] as run() takes it
+    lead, ranks = (lead, _per_row_ranks(lead)) if lead > 1 else (1, ())
+    name = f"{OP_SPEC['op']}_{dtype}_n{n}_{path}" + (f"_rank{lead + 1}" if lead > 1 else "")
+    return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg, lead, ranks), out_dir, name)
+
+
+def _per_row_ranks(lead: int) -> tuple:
+    """The rank of each per-row input beside an x of lead leading dims, as a case makes it (host.lowered_input):
+    x's leading dims, and a trailing 1 where the function takes one ([B, S, 1])."""
+    specs = {i["name"]: i for i in (OP_SPEC.get("lowered") or {}).get("inputs", [])}
+    ranks = []
+    for i in _PER_ROW:
+        spec = specs.get(lowered.INPUTS[i], {})
+        ranks.append(len(spec["names"]) if spec.get("names") else
+                     lead + (str((spec.get("dims") or ["M"])[-1]) == "1"))
+    return tuple(ranks)
 
 
 def passes() -> int:
