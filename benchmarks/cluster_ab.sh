@@ -1,37 +1,26 @@
 # The CuTe DSL reduction cell against its peers on the H200 (issue 29's quack, torch.compile and host goals), in
 # device calls of under 10 minutes each (carry .carry):
 #   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile
-#   bash benchmarks/cluster_ab.sh scaled     # SCALED_PAIRS: softmax's GPU tests with it on, then its A/B
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile), LayerNorm and log_softmax (compile)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
-# removed, are in benchmarks/2026-12-05-h200-knobs.md. Every step runs under a timeout, so that a kernel that
-# hangs (CLUSTER_WARPS did) costs its step, not the call, and what finished still comes back.
-#   scaled            softmax's (max, sum) reduced as one pair in one exchange, the exps kept (SCALED_PAIRS)
+# removed, are in benchmarks/2026-12-05-h200-knobs.md and 2026-12-05-leading-dims.md. Every step runs under a
+# timeout, so that a kernel that hangs (CLUSTER_WARPS did) costs its step, not the call, and what finished still
+# comes back.
 set -e
 case "$1" in
-  softmax|scaled|others|host) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|scaled|others|host" >&2; exit 2 ;;
+  softmax|others|host) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|host" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
 export PATH=$PATH:/tmp/site/bin
-K="{{cookiecutter.op_name}}/patterns/reduction/cutedsl/kernel.py"
 cd benchmarks
 case "$1" in
   softmax)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-softmax.json" --op softmax --variant default \
       --shape 4096x32000 --shape 1024x128256 --shape 8x131072 --shape 32x131072 --shape 16x262144 ;;
-  scaled)
-    # correctness first, in a copy of the tree whose default is SCALED_PAIRS (it takes only lowered.SCALED pairs)
-    T=$(mktemp -d) && mkdir "$T/tree"
-    (cd .. && tar --exclude=./.carry --exclude=./.venv -cf - .) | tar -xf - -C "$T/tree"
-    sed -i "s/^SCALED_PAIRS = False/SCALED_PAIRS = True/" "$T/tree/$K" && grep -q "^SCALED_PAIRS = True" "$T/tree/$K"
-    (cd "$T/tree" && timeout 240 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows or cluster_row") 2>&1 |
-      tee "$OUT/scaled-gpu-tests.txt" | tail -3
-    timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-scaled.json" --op softmax --variant default \
-      --variant scaled --shape 8x131072 --shape 4096x32000 --shape 1024x128256 --shape 32768x8192 ;;
   others)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op rmsnorm --op layer_norm \
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \

@@ -23,7 +23,6 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
 PASSES = (0, 0)
 ONLINE = (None, 0)
-SCALED = (False, False)
 LATE = ()
 USES_N = False
 
@@ -39,7 +38,7 @@ def compute(alpha, x, mask, w, n, reduce):
 # The elementwise cell's analogue: no reduce() calls, one row output.
 MASK_SCALAR_ELEMENTWISE = (
     MASK_SCALAR.replace('REDUCTIONS = ("max", "sum")', "REDUCTIONS = ()").replace("PASSES = (0, 0)", "PASSES = ()")
-    .replace("ONLINE = (None, 0)", "ONLINE = ()").replace("SCALED = (False, False)", "SCALED = ()")
+    .replace("ONLINE = (None, 0)", "ONLINE = ()")
     .replace('OUTPUTS = ("row", "reduced")', 'OUTPUTS = ("row",)').replace("OUT_WIDTHS = (1, 1)", "OUT_WIDTHS = (1,)")
     .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
@@ -66,7 +65,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
-SCALED = ()
 LATE = ()
 USES_N = False
 
@@ -99,7 +97,6 @@ OUT_DTYPES = ("int8", "fp32")
 REDUCTIONS = ("max",)
 PASSES = (0,)
 ONLINE = (None,)
-SCALED = (False,)
 LATE = ()
 USES_N = False
 
@@ -115,7 +112,6 @@ QUANT_ELEMENTWISE = (
     .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("int8", "fp32")', 'OUT_DTYPES = ("int8",)').replace('REDUCTIONS = ("max",)', "REDUCTIONS = ()")
     .replace("PASSES = (0,)", "PASSES = ()").replace("ONLINE = (None,)", "ONLINE = ()")
-    .replace("SCALED = (False,)", "SCALED = ()")
     .replace('reduce("max", pw.abs(x))', "4.0").replace(", 1.0 / s)", ",)"))
 QUANT_FP8_ELEMENTWISE = QUANT_ELEMENTWISE.replace('OUT_DTYPES = ("int8",)', 'OUT_DTYPES = ("fp8",)')
 # RoPE as the lowering writes it (tools/lower/convert.py): q [B, S, H, D] read in halves (x[..., :D/2], x[..., D/2:]),
@@ -140,7 +136,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
-SCALED = ()
 LATE = ()
 USES_N = False
 
@@ -170,7 +165,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum",)
 PASSES = (0,)
 ONLINE = (None,)
-SCALED = (False,)
 LATE = (1,)
 USES_N = True
 
@@ -200,7 +194,6 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("sum",)
 PASSES = (0,)
 ONLINE = (None,)
-SCALED = (False,)
 LATE = (2, 3)
 USES_N = True
 
@@ -241,7 +234,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
-SCALED = ()
 LATE = ()
 USES_N = False
 
@@ -273,7 +265,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
-SCALED = ()
 LATE = ()
 USES_N = False
 

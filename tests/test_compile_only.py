@@ -98,21 +98,6 @@ def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     assert "bar.sync" in ptx or "barrier.sync" in ptx
 
 
-def test_scaled_pairs_cross_the_cluster_once(workspace_of, tmp_path, monkeypatch):
-    """SCALED_PAIRS (the A/B knob of benchmarks/cluster_ab.sh scaled): softmax's max and sum cross the CTA and the
-    cluster as one pair, so a cluster row makes one CTA barrier and one mbarrier wait, not two; its two stores
-    (max, sum) complete on the one mbarrier; and each element's exp is computed once (the row's 32 values a thread,
-    plus the pairs' merges), not again against the row's max."""
-    kernel = load_package(workspace_of("H200", "softmax"), "softmax_scaled").kernel
-    monkeypatch.setattr(kernel, "SCALED_PAIRS", True)
-    ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
-    assert ptx.count("bar.sync") + ptx.count("barrier.sync") == 1
-    assert ptx.count("mbarrier.try_wait.parity") == 1
-    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
-    merges = 2 * 10 + 2 * 15 + 1  # two exps per pair merge: 5 + 5 butterfly steps, 15 cluster merges; m_t's rescale
-    assert ptx.count("ex2.approx") == 32 + merges
-
-
 def test_gemm_markers(workspace_of):
     ptx = compile_workspace(workspace_of("H200", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 accumulate"

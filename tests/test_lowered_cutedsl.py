@@ -42,7 +42,6 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
-SCALED = ()
 LATE = ()
 USES_N = True
 
@@ -85,7 +84,6 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("min", "max")
 PASSES = (0, 1)
 ONLINE = (None, None)
-SCALED = (False, False)
 LATE = ()
 USES_N = False
 

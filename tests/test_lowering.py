@@ -188,18 +188,6 @@ def test_a_composite_reduces_once(lowered):
     assert [n["args"][0] for n in program["nodes"] if n["op"] == "sum"][0] == "x"
 
 
-@pytest.mark.parametrize("name,scaled", [("softmax_temperature", [False, True]), ("log_softmax", [False, False]),
-                                         ("softmax_and_lse", [False, False]), ("logsumexp", [False, False]),
-                                         ("layer_norm", [False, False])])
-def test_scaled_pairs_are_softmax_form_only(lowered, name, scaled):
-    """ir.scaled marks an online sum whose max is used only in exp(a - m) and whose sum only divides those exps
-    (softmax, at any temperature): e / s holds with both taken relative to a thread's own max. log_softmax (log(s) +
-    m), softmax_and_lse (the max and the sum are outputs too) and logsumexp (no online pair) are not marked."""
-    program = lowered[name]["ir"]
-    assert ir.scaled(program) == scaled
-    assert all(ir.schedule(program)[1][q] is not None for q, flag in enumerate(scaled) if flag)
-
-
 @pytest.mark.parametrize("name,late", [("layer_norm", ["weight", "bias"]), ("layer_norm_by_hand", ["weight", "bias"]),
                                        ("fused_add_rmsnorm", ["weight"]), ("rms_norm_functional", ["weight"]),
                                        ("softmax_temperature", []), ("bias_gelu", [])])

@@ -23,7 +23,6 @@ OUT_DTYPES = ("input", "input")
 REDUCTIONS = ("sum",)
 PASSES = (0,)
 ONLINE = (None,)
-SCALED = (False,)
 LATE = (2,)
 USES_N = True
 

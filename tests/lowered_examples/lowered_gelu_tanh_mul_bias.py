@@ -20,7 +20,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ()
 PASSES = ()
 ONLINE = ()
-SCALED = ()
 LATE = ()
 USES_N = False
 

@@ -20,7 +20,6 @@ OUT_DTYPES = ("input",)
 REDUCTIONS = ("sum", "sum")
 PASSES = (0, 1)
 ONLINE = (None, None)
-SCALED = (False, False)
 LATE = (1, 2)
 USES_N = True
 

@@ -20,7 +20,6 @@ OUT_DTYPES = ("input", "fp32")
 REDUCTIONS = ("max", "sum")
 PASSES = (0, 0)
 ONLINE = (None, 0)
-SCALED = (False, False)
 LATE = ()
 USES_N = False
 

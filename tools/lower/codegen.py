@@ -293,7 +293,6 @@ class _Writer:
             f"REDUCTIONS = {_strings(reductions)}",
             *([] if self.gemm else [f"PASSES = {_tuple(str(k) for k in schedule[0])}",
                                     f"ONLINE = {_tuple(str(k) for k in schedule[1])}",
-                                    f"SCALED = {_tuple(str(k) for k in ir.scaled(p))}",
                                     f"LATE = {_tuple(str(k) for k in ir.late(p))}"]),
             f"USES_N = {ir.uses_n(p)!r}",
             "",

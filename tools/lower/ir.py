@@ -181,49 +181,6 @@ def schedule(program: dict) -> tuple[list[int], list[int | None]]:
     return passes, online
 
 
-def scaled(program: dict) -> list[bool]:
-    """Per reduction: whether it is the sum s of an online pair (schedule) in softmax's form: the max m is used only
-    in a - m, that only in e = exp(a - m), and e and s only in the sum and in e / s (or e * reciprocal(s)); none of
-    m, a - m, e, s or 1 / s is an output itself. Then e / s does not change when compute() takes the thread's own
-    max m_t for m and the row's sum relative to it, S * exp(M - m_t), for s: exp(a - m_t) / (S exp(M - m_t)) =
-    exp(a - M) / S. So a register path may reduce the pair over the row in one exchange and make each exp once
-    (the CuTe DSL cell's SCALED_PAIRS), as quack's softmax does. log_softmax's log(s) + m is not in this form: it
-    would see both relative to m_t, and exp(M - m_t) may overflow where log needs it finite."""
-    nodes = program["nodes"]
-    by_id = {node["id"]: node for node in nodes}
-    users: dict = {}
-    for node in nodes:
-        for a in references(node):
-            users.setdefault(a, []).append(node)
-    outputs = {ref for o in program["outputs"] for ref in output_refs(o) if isinstance(ref, str)}
-    red = [node for node in nodes if node["op"] in REDUCE]
-    number = {node["id"]: q for q, node in enumerate(red)}
-    return [_online_partner(node, by_id, number) is not None and _softmax_form(node, by_id, users, outputs)
-            for node in red]
-
-
-def _softmax_form(total: dict, by_id: dict, users: dict, outputs: set) -> bool:
-    """scaled's test of an online sum `total` = sum(e), e = exp(a - m): who uses m, a - m, e, the sum and 1 / sum."""
-    e = by_id[total["args"][0]]
-    shifted = by_id[e["args"][0]]
-    m, s = shifted["args"][1], total["id"]
-    used = {key: [u["id"] for u in users.get(key, [])] for key in (m, shifted["id"], e["id"], s)}
-    if {m, shifted["id"], e["id"], s} & outputs or used[m] != [shifted["id"]] or used[shifted["id"]] != [e["id"]]:
-        return False
-    inverses = {u["id"] for u in users.get(s, []) if u["op"] == "reciprocal" and u["args"] == [s]}
-    if inverses & outputs:
-        return False
-
-    def divides(u: dict) -> bool:  # e / s, or e * (1 / s) either way round
-        args = u["args"]
-        return (u["op"] == "div" and args == [e["id"], s]) or \
-            (u["op"] == "mul" and len(args) == 2 and e["id"] in args and any(a in inverses for a in args))
-
-    return (all(u["id"] in inverses or divides(u) for u in users.get(s, []))
-            and all(divides(u) for r in inverses for u in users.get(r, []))
-            and all(u["id"] == s or divides(u) for u in users.get(e["id"], [])))
-
-
 def late(program: dict) -> list[int]:
     """compute()'s arguments (positions in arguments()) that no reduction depends on, when there are reductions: the
     register path loads them after the row's reductions, so that they hold no registers across them (LayerNorm's

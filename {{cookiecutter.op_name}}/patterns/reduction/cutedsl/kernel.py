@@ -164,7 +164,6 @@ MAX_UNSPLIT = 512  # ... for a row that may not be split across a cluster (_fit)
 CLUSTER_ABOVE = 256  # a row needing more threads than this is split across a cluster of CTAs of this many or more
 MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which CuTe DSL allows on every kernel)
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
-SCALED_PAIRS = False  # lowered.SCALED pairs (softmax's) as one pair in one exchange, exps kept (_RowReducer; A/B)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
 MIN_CTA_THREADS = 128
@@ -230,7 +229,6 @@ def _min(a, b):
 
 
 IDENTITY = {"sum": 0.0, "max": -math.inf, "min": math.inf}  # of each reduction kind: what masked values become
-_IDENTITIES = {**{kind: (v,) for kind, v in IDENTITY.items()}, "pair": (-math.inf, 0.0)}  # ... as _merge's tuples
 _REDUCTION_OPS = {"sum": cute.ReductionOp.ADD, "max": cute.ReductionOp.MAX, "min": cute.ReductionOp.MIN}
 
 
@@ -238,52 +236,23 @@ def _combine(kind: str):
     return {"max": _max, "min": _min, "sum": operator.add}[kind]
 
 
-def _merge(kind: str):
-    """How reduce(kind)'s row values merge, as tuples: (value,) for sum / max / min, (max, sum) for an online pair
-    ("pair", SCALED_PAIRS). Every level of the hierarchy (_butterfly, _row_reduce, _exchange) moves such tuples."""
-    if kind == "pair":
-        return lambda a, b: _pair(*a, *b)
-    op = _combine(kind)
-    return lambda a, b: (op(a[0], b[0]),)
-
-
-def _pair(m_a, s_a, m_b, s_b):
-    """Two online (max, sum) pairs as one: M = max(m_a, m_b), each sum rescaled to M. A sum is relative to its own
-    max, shifted (_shift); its factor exp(m - shift(M)) takes m unshifted, so a pair that saw only -inf (s = 0)
-    gives 0 * exp(-inf) = 0, never 0 * inf. NaN propagates through the max and the exp."""
-    m = _max(m_a, m_b)
-    shift = _shift(m)
-    return m, s_a * _exp(m_a - shift) + s_b * _exp(m_b - shift)
-
-
-def _butterfly(vals: tuple, merge, group: int) -> tuple:
-    """The warp butterfly (``shfl.sync.bfly``) over `group` lanes, offsets group/2 ... 1: every value of the tuple
-    moves in each step, then merge(own, received)."""
-    for k in range(group.bit_length() - 2, -1, -1):
-        vals = merge(vals, tuple(cute.arch.shuffle_sync_bfly(v, offset=1 << k) for v in vals))
-    return vals
-
-
 @cute.jit
-def _row_reduce(vals, kind: cutlass.Constexpr[str], tpr: cutlass.Constexpr[int], buf, slots: cutlass.Constexpr):
-    """Thread partials -> the row's in every thread of the row: warp butterfly, then (TPR > 32) each warp's values
-    through smem slots `slots` behind one bar.sync, then one more butterfly. `vals` is a tuple (_merge): one value,
-    or an online pair, whose two halves share the barrier."""
-    merge = _merge(kind)
-    vals = _butterfly(vals, merge, min(tpr, 32))
+def _row_reduce(val: Float32, kind: cutlass.Constexpr[str], tpr: cutlass.Constexpr[int], buf, slot: cutlass.Constexpr[int]):
+    """Thread partial -> row result in every thread of the row: warp butterfly, then smem across warps."""
+    op = _combine(kind)
+    val = cute.arch.warp_reduction(val, op, threads_in_group=min(tpr, 32))
     if const_expr(tpr > 32):
         warps_per_row = tpr // 32
         lane = cute.arch.lane_idx()
         warp = cute.arch.warp_idx()
         if lane == 0:
-            for v, slot in zip(vals, slots):
-                buf[warp // warps_per_row, warp % warps_per_row, slot] = v
+            buf[warp // warps_per_row, warp % warps_per_row, slot] = val
         cute.arch.barrier()
-        parts = tuple(Float32(i) for i in _IDENTITIES[kind])
+        part = Float32(IDENTITY[kind])
         if lane < warps_per_row:
-            parts = tuple(buf[warp // warps_per_row, lane, slot] for slot in slots)
-        vals = _butterfly(parts, merge, 32)
-    return vals
+            part = buf[warp // warps_per_row, lane, slot]
+        val = cute.arch.warp_reduction(part, op, threads_in_group=32)
+    return val
 
 
 def _allocate_partials(rows: int, tpr: int, slots: int):
@@ -456,9 +425,9 @@ class _ClusterRow:
     CTA's result to CTA j with one ``st.async.shared::cluster`` into results[i, rank], which completes 4 bytes on
     CTA j's mbarrier i. Every CTA waits on its own mbarrier i (armed once for the CLUSTER * 4 bytes it receives),
     then combines the CLUSTER results in rank order: the same values in the same order in every CTA, so every CTA
-    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published by
-    one cluster arrive, whose wait comes before the first send (a peer's store must not reach a barrier not yet
-    initialised); a CTA may exit once it has waited on every slot, because by then nothing more is sent to it."""
+    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published by one cluster arrive, whose
+    wait comes before the first send (a peer's store must not reach a barrier not yet initialised); a CTA may exit
+    once it has waited on every slot, because by then nothing more is sent to it."""
 
     def __init__(self, cluster: int, slots: int):
         smem = cutlass.memory.SmemAllocator()
@@ -471,9 +440,9 @@ class _ClusterRow:
         """Before the first send: every CTA of the cluster has initialised its mbarriers."""
         cute.arch.cluster_wait()
 
-    def reduce(self, vals: tuple, kind: str, slots: tuple):
-        """vals: the CTA's partials (_merge's tuple); the row's back, in every thread."""
-        return _exchange(tuple(Float32(v) for v in vals), kind, self.results, self.mbar, self.rank, self.cluster, slots)
+    def reduce(self, val, kind: str, slot: int):
+        """val: the CTA's partial; the row's value back, in every thread."""
+        return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
 
 
 @cute.jit
@@ -486,43 +455,29 @@ def _init_barriers(mbar, slots: cutlass.Constexpr[int]):
 
 
 @cute.jit
-def _exchange(vals, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
-              slots: cutlass.Constexpr):
-    """_ClusterRow.reduce: send this CTA's partials to every CTA of the cluster (value i into results[slots[i],
-    rank], all completing on mbarrier slots[0]: one wait however many values), wait for theirs, merge them in rank
-    order (an online pair's second slot's mbarrier is never used)."""
+def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
+              slot: cutlass.Constexpr[int]):
+    """_ClusterRow.reduce: send this CTA's partial to every CTA of the cluster, wait for theirs, combine."""
     t, _, _ = cute.arch.thread_idx()
-    bar = mbar + slots[0]
+    bar = mbar + slot
     if t == 0:
-        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * len(vals) * cluster)
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * cluster)
     if t < cluster:
-        for v, slot in zip(vals, slots):
-            cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), v.bitcast(Int32), bar, t)
+        cute.arch.store_async_dsmem(results.iterator + (slot * cluster + rank), val.bitcast(Int32), bar, t)
     cute.arch.mbarrier_wait(bar, 0)
-    merge = _merge(kind)
-    out = tuple(results[slot, 0] for slot in slots)
+    out = results[slot, 0]
     for r in cutlass.range_constexpr(1, cluster):
-        out = merge(out, tuple(results[slot, r] for slot in slots))
+        out = _combine(kind)(out, results[slot, r])
     return out
 
 
 class _RowReducer:
     """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
-    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None).
-
-    SCALED_PAIRS (an A/B knob, off until the H200 has timed it), for the online pairs in softmax's form
-    (lowered.SCALED: the max m is used only in exp(a - m), the sum s only to divide those exps; tools/lower/ir.py
-    scaled): the max returns the thread's own max m_t (shifted), so compute() makes e = exp(a - m_t) once; the sum
-    then reduces the pair (m_t, s_t) over the row in one exchange (_pair: one butterfly of pairs, one barrier, one
-    cluster wait, where two reductions take two of each) and returns the row's sum relative to m_t, S * exp(M - m_t),
-    so that e / it is exp(a - M) / S. quack's softmax makes this one exchange and rescales its exps by a multiply.
-    A thread that saw only -inf (m_t = -inf, every e 0) gets S itself, which keeps 0 / S = 0 where S * exp(M) would
-    underflow to 0 / 0; where exp(M - m_t) overflows, e / inf = 0 is within e^-88 of the true value."""
+    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None)."""
 
     def __init__(self, valid, like, tpr: int, buf, cluster=None):
         self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
         self.results = []  # each call's row result, for a second compute() (replay)
-        self.thread_max, self.exchanged = {}, False  # SCALED_PAIRS: an online max's own value; a cluster wait done
 
     def replay(self):
         """A reduce for compute() run again on the same reductions: call i returns call i's row result."""
@@ -530,37 +485,17 @@ class _RowReducer:
         return lambda kind, v: next(results)
 
     def __call__(self, kind: str, v):
-        q = self.calls
         self.calls += 1
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
-        part = Float32(_thread_partial(kind, v, self.valid, self.like))
-        if const_expr(SCALED_PAIRS and q in _SCALED_MAX):
-            self.thread_max[q] = part
-            val = Float32(_shift(part))
-        elif const_expr(SCALED_PAIRS and lowered.SCALED[q]):
-            m = lowered.ONLINE[q]
-            row_m, row_s = self._row((self.thread_max[m], part), "pair", (m, q))
-            own = self.thread_max[m]
-            val = Float32(cutlass.select_(own == -math.inf, row_s, row_s * _exp(row_m - own)))
-        else:
-            val = Float32(self._row((part,), kind, (q,))[0])
+        part = _thread_partial(kind, v, self.valid, self.like)
+        val = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
+        if const_expr(self.cluster is not None):
+            if const_expr(self.calls == 1):
+                self.cluster.published()
+            val = Float32(self.cluster.reduce(val, kind, self.calls - 1))
         self.results.append(val)
         return val
-
-    def _row(self, vals: tuple, kind: str, slots: tuple) -> tuple:
-        """The row's values of this thread's partials: the CTA (_row_reduce), then the cluster's exchange."""
-        vals = _row_reduce(vals, kind, self.tpr, self.buf, slots)
-        if const_expr(self.cluster is not None):
-            self._published()
-            vals = self.cluster.reduce(vals, kind, slots)
-        return vals
-
-    def _published(self):
-        """Before this row's first send: the cluster's mbarriers are initialised (one wait, the first time only)."""
-        if const_expr(not self.exchanged):
-            self.cluster.published()
-            self.exchanged = True
 
 
 def _shift(m):
@@ -575,7 +510,6 @@ def _exp(v):
 
 _SLOTS = max(1, len(lowered.REDUCTIONS))  # smem slots: one per reduce() call
 _ONLINE_MAX = {m: q for q, m in enumerate(lowered.ONLINE) if m is not None}  # online max -> its sum
-_SCALED_MAX = {lowered.ONLINE[q] for q, scaled in enumerate(lowered.SCALED) if scaled}  # ... of softmax's form
 
 
 class _PassReducer:
@@ -619,7 +553,7 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
         if lowered.PASSES[q] == p:
             m = lowered.ONLINE[q]
             val = acc[q] if m is None else acc[q] * _exp(acc[m] - _shift(known[m]))
-            known[q] = Float32(_row_reduce((val,), kind, tpr, buf, (q,))[0])
+            known[q] = Float32(_row_reduce(val, kind, tpr, buf, q))
 
 
 @cute.jit
