@@ -285,12 +285,13 @@ def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
                                          ("per_row", (4, 16, 4096)), ("per_row", (2, 4, 131072)),
                                          ("per_row", (2, 2, 2, 1 << 20)),
                                          ("per_row_elementwise", (64, 4096)), ("broadcast_per_row", (64, 4096)),
-                                         ("broadcast_per_row", (4, 1 << 20))])
+                                         ("broadcast_per_row", (4, 1 << 20)), ("broadcast_per_row", (2, 3, 4, 4096))])
 def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
     """PER_ROW: each per-row input (a bf16 scale, a mask's byte) is one scalar load per thread, at the thread's row,
     on the register path, a cluster's and the looped one; x and w keep their 128-bit loads; no local memory. So is
     BROADCAST_PER_ROW's per-sample and per-channel value, through its [L0, L1, L2] view. A case of rank 3 or 4
-    compiles what run() launches for such an x: every tensor with rows on x's own leading dims (_rows_mode)."""
+    compiles what run() launches for such an x: every tensor with rows on x's own leading dims (_rows_mode), a
+    per-sample [B] and a per-channel [C] on theirs by name (_broadcast_mode)."""
     ws, facts = lowered_ws("reduction", source)
     ptx, plan = _compiled(ws, dims, "bf16")
     singles = [d for k, d in zip(facts["KINDS"], facts["DTYPES"]) if k.endswith("per_row")]
@@ -329,6 +330,24 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
     assert (y.shape, r.shape) == ((4, 16, 1024), (4, 16))
 
 
+def test_broadcast_inputs_of_q_s_rank_reach_the_launcher_as_they_are(lowered_ws):
+    """RoPE's run() on the CPU, launcher recorded: q [B, S, H, D] and cos, sin [S, D] as the model passes them reach
+    the launcher untouched (no as_strided view per call: _broadcast_mode walks them by name), and the output is q's
+    shape; a strided q (a slice of a wider projection) takes host.rows_nd's views."""
+    torch = pytest.importorskip("torch")
+    ws, _ = lowered_ws("reduction", "rope")
+    kernel = load_package(ws, f"bcast_{ws.name}").kernel
+    calls = []
+    kernel._prepare = lambda inputs, out: ((lambda iters, *tensors: calls.append(tensors), 1, 2**31), None)
+    q = torch.randn(2, 16, 8, 128, dtype=torch.bfloat16)
+    cos, sin = torch.randn(16, 128, dtype=torch.bfloat16), torch.randn(16, 128, dtype=torch.bfloat16)
+    got = kernel.run(q, cos, sin)
+    assert calls[-1][0] is q and calls[-1][1] is cos and calls[-1][2] is sin and got.shape == q.shape
+    got = kernel.run(torch.randn(2, 16, 8, 256, dtype=torch.bfloat16)[..., :128], cos, sin)
+    assert calls[-1][0].shape == (256, 128) and calls[-1][1].dim() == 4, "[M, N] rows, [L0, L1, L2, W] cos"
+    assert got.shape == q.shape
+
+
 @pytest.mark.parametrize("source,dims", [("parts", (64, 7168)), ("lanes", (64, 7168)), ("parts", (4, 65536)),
                                          ("lanes", (16, 1001))])
 def test_wide_inputs_are_read_once_with_vector_loads(lowered_ws, source, dims):
@@ -348,12 +367,14 @@ def test_wide_inputs_are_read_once_with_vector_loads(lowered_ws, source, dims):
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
 
 
-@pytest.mark.parametrize("source,dims", [("rope", (64, 128)), ("rope_lanes", (64, 128)), ("rope", (4, 131072))])
+@pytest.mark.parametrize("source,dims", [("rope", (64, 128)), ("rope_lanes", (64, 128)), ("rope", (4, 131072)),
+                                         ("rope", (2, 16, 8, 128)), ("rope_lanes", (2, 3, 4, 131072))])
 def test_rope_reads_halves_and_broadcast_rows_and_writes_whole_rows(lowered_ws, source, dims):
     """RoPE (a case's N is the output row, D): q's two halves (or one 2*VEC fragment of lane pairs), cos and sin
     broadcast over B and H, found through their [L0, L1, L2] row layouts (integer div/rem of the row index, once per
     row), and the output row written whole with 128-bit stores: halves from two places, lanes interleaved in
-    registers. Loads 6 and stores 2 per chunk either way; nothing goes to local memory."""
+    registers. Loads 6 and stores 2 per chunk either way; nothing goes to local memory. A case of q's own rank
+    [B, S, H, D] compiles what run() launches for it: cos and sin [S, D] as they are, walked by their dims' names."""
     ws, _ = lowered_ws("reduction", source)
     ptx, plan = _compiled(ws, dims, "bf16")
     assert plan["vector_elements"] == 8

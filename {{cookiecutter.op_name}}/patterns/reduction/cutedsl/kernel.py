@@ -361,6 +361,12 @@ def _early_loads() -> tuple:
 # halves from column j*N or its lanes as ONE fragment r*VEC wide; a reduced output by the row's thread 0.
 _STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW)
 _X = lowered.KINDS.index("row")
+_X_DIMS = lowered.DIMS[_X] if lowered.DIMS else ()  # x's dims by name, where the function names them
+
+
+def _dim_of(name: str) -> int | None:
+    """The index among x's leading dims of a dim another input names (None for its "1")."""
+    return None if name == "1" else _X_DIMS.index(name)
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] not in SINGLE), 0)  # an argument of the values' shape
 
 
@@ -759,6 +765,16 @@ def _rows_mode(t, lead: int, divby: int = 1):
             tuple(cute.assume(s, divby=divby) if const_expr(divby > 1) else s for s in reversed(t.stride[:lead])))
 
 
+def _broadcast_mode(t, i: int, x, lead: int):
+    """(shape, stride) of broadcast input i's M mode beside an x of its named rank: x's leading dims innermost first,
+    as _rows_mode's, with i's own stride where i has that dim (by name: lowered.DIMS) and 0 where the function
+    broadcasts it (cos [S, D] beside q [B, S, H, D]: (H, S, B) : (0, s_S, 0)). The wrapper has checked each shared
+    dim against x's (one symbol, _compile_args)."""
+    own = {_dim_of(d): k for k, d in enumerate(lowered.DIMS[i]) if d != "1" and d != _X_DIMS[-1]}
+    return (tuple(x.shape[j] for j in reversed(range(lead))),
+            tuple(t.stride[own[j]] if j in own else 0 for j in reversed(range(lead))))
+
+
 def _one_per_row(t, m, lead: int):
     """A tensor of one value per row of x as one mode that x's row index walks: [M] itself (a per-row input,
     viewed flat by the host, or a reduced output); beside an x of rank 3 or more, [*lead] or [*lead, 1] by its
@@ -769,10 +785,13 @@ def _one_per_row(t, m, lead: int):
     return cute.make_tensor(t.iterator, cute.make_layout((shape,), stride=(stride,)))
 
 
-def _single_view(t, kind: str, m, lead: int):
+def _single_view(t, kind: str, m, lead: int, x=None, i: int = 0):
     """A single value's view, indexed by x's row: a scalar's one element; one per row (_one_per_row); one per row
     broadcast over some of x's dims, its [L0, L1, L2] view (host.broadcast_rows: stride 0 where broadcast) as one
     mode (L2, L1, L0) whose flat index is x's row, as a broadcast row input's M mode."""
+    if const_expr(kind == "broadcast_per_row" and lead > 1):
+        shape, stride = _broadcast_mode(t, i, x, lead)
+        return cute.make_tensor(t.iterator, cute.make_layout((shape,), stride=(stride,)))
     if const_expr(kind == "broadcast_per_row"):
         return cute.make_tensor(t.iterator, cute.make_layout(((t.shape[2], t.shape[1], t.shape[0]),),
                                                              stride=((t.stride[2], t.stride[1], t.stride[0]),)))
@@ -806,13 +825,16 @@ def reduction_launch(
         if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _operand_vec)
             rows, ld = _rows_mode(t, lead, width)
             layout = cute.make_layout((width, nv, rows), stride=(1, width, ld))
+        elif const_expr(kind == "broadcast" and lead > 1):  # as the function takes it, by its dims' names
+            rows, ld = _broadcast_mode(t, i, inputs[_X], lead)
+            layout = cute.make_layout((width, nv, rows), stride=(1, width, ld))
         elif const_expr(kind == "broadcast"):  # [L0, L1, L2, W] with stride 0 where it is broadcast (host)
             layout = cute.make_layout((width, nv, (t.shape[2], t.shape[1], t.shape[0])),
                                       stride=(1, width, (t.stride[2], t.stride[1], t.stride[0])))
         else:
             layout = cute.make_layout((width, nv), stride=(1, width))
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator, layout))
-    views += [_single_view(inputs[i], lowered.KINDS[i], m, lead) for i in _SCALARS]
+    views += [_single_view(inputs[i], lowered.KINDS[i], m, lead, inputs[_X], i) for i in _SCALARS]
     for o, how, j in _STORES:  # a row output [M, r*N]: a half j from column j*N, or its lanes r*VEC wide
         t = outputs[o]
         width = vec * lowered.OUT_WIDTHS[o] if how == "lane" else vec
@@ -885,6 +907,15 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
                     if lowered.ARGS[k][0] == len(inputs))  # r*VEC-wide loads: stride and start r*VEC aligned
         step = vec * width if lanes else vec
         row = n if width == 1 else rt.dim(vec * width)
+        if kind.startswith("broadcast") and lead > 1:  # its own dims: x's symbol for each one it names, 1 for "1"
+            names = lowered.DIMS[len(inputs)]
+            own = names[:-1] if kind == "broadcast" else names
+            inputs.append(rt.tensor(name, (*(1 if d == "1" else ms[_dim_of(d)] for d in own),
+                                           *((row,) if kind == "broadcast" else ())),
+                                    (*(rt.dim() if d == "1" or kind != "broadcast" else rt.dim(step) for d in own),
+                                     *((1,) if kind == "broadcast" else ())),
+                                    align=min(16, step * eb) if kind == "broadcast" else eb))
+            continue
         if kind == "per_row" and lead > 1:  # [*lead] or [*lead, 1] by its own strides
             rank = next(per_row_ranks)
             inputs.append(rt.tensor(name, (*ms, *(1,) * (rank - lead)), (*strides(1), *(rt.dim(),) * (rank - lead)),
@@ -972,7 +1003,7 @@ def _prepare(inputs, out):
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _PER_ROW = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "per_row")
-_WITH_ROWS = _ROW_INPUTS + _PER_ROW  # the inputs of x's leading shape
+_WITH_ROWS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind not in ("vector", "scalar"))  # on x's rows
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: host.rows_nd
 _VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
@@ -1100,7 +1131,11 @@ def _run_rows(*inputs, out=None):
 
 def _through_rows_nd(*inputs, out=None):
     """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
-    the inputs as 2-D rows and calls _run_rows on them."""
+    the inputs as 2-D rows and calls _run_rows on them. An x of the rank the function names its dims at (RoPE's q
+    [B, S, H, D] beside cos [S, D]) goes to _run_rows as it is, with its broadcast inputs as they are: the launcher
+    walks each one's dims by name (_broadcast_mode)."""
+    if not lowered.HEADS and len(inputs) > _X and inputs[_X].dim() == len(_X_DIMS) > 2:
+        return _run_rows(*inputs, out=out)
     return host.rows_nd(lowered, _run_rows, inputs, out)
 
 
@@ -1138,7 +1173,8 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec)
     path = "looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
-    lead = len((case or {}).get("dims") or "MN") - 1 if not _ND else 1  # [B, S, D] as run() takes it
+    lead = 1 if lowered.HEADS or not case else len(case["lead"]) if case.get("lead") else len(case.get("dims") or
+                                                                                                 "MN") - 1
     lead, ranks = (lead, _per_row_ranks(lead)) if lead > 1 else (1, ())
     name = f"{OP_SPEC['op']}_{dtype}_n{n}_{path}" + (f"_rank{lead + 1}" if lead > 1 else "")
     return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg, lead, ranks), out_dir, name)
