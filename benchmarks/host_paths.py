@@ -1,5 +1,6 @@
-"""run()'s host cost per call on the lowered run paths (2-D rows, a per-row input over two rows, an x [B, S, D] alone and
-with a bool per-row mask), on a CPU with the launcher stubbed out (Python alone) or on the GPU (the whole call).
+"""run()'s host cost per call on the lowered run paths, on a CPU with the launcher stubbed out (Python alone) or on
+the GPU (the whole call): 2-D rows, a per-row input over two rows, an x [B, S, D] alone and with a bool per-row
+mask, and inputs broadcast over x's dims (RoPE's cos and sin, adaLN's shifts and scales).
 
     python benchmarks/host_paths.py [--tree CHECKOUT] [--out FILE.json]           # CPU: run()'s own Python
     python3 benchmarks/host_paths.py --gpu [--out FILE.json]                      # H200: run() with its launch
@@ -32,6 +33,10 @@ FUNCTIONS = {  # name: (pytorch_logic relative to the tree, or None for a built-
                                         [(64, 1024), (64, 1024), (64, 1)]),
     "mamba2_apply_mask_to_padding_states": ("tests/lowering_corpus/annotated.py:mamba2_apply_mask_to_padding_states",
                                             [(4, 16, 1024), (4, 16)]),
+    "llama_rope": ("tests/lowering_corpus/annotated.py:llama_rope", [(2, 16, 8, 128), (2, 16, 8, 128), (16, 128),
+                                                                     (16, 128)]),
+    "sd35_ada_layer_norm_zero_x": ("tests/lowering_corpus/annotated.py:sd35_ada_layer_norm_zero_x",
+                                   [(2, 16, 1024), (2, 1024), (2, 1024), (2, 1024), (2, 1024)]),
 }
 
 
