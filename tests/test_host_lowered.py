@@ -87,6 +87,15 @@ def test_broadcast_rows_pair_each_row_of_x_with_its_row_of_the_input(x_names, c_
     assert torch.equal(view.reshape(-1, shape[-1]), want.reshape(-1, shape[-1]))
 
 
+def test_x_flattened_past_the_dims_its_inputs_broadcast_by_is_refused_in_one_line():
+    """RoPE's q [B, S, H, D] passed as [B*S*H, D] rows: cos [S, D] pairs with x's dims by name, and S is no longer
+    one of them, so the call is refused (it would pair every row with cos's first), naming the dims to pass."""
+    lowered = SimpleNamespace(SOURCE="test:bcast", INPUTS=("q", "cos"), KINDS=("row", "broadcast"),
+                              DIMS=(("B", "S", "H", "D"), ("S", "D")))
+    with pytest.raises(ValueError, match=r"q must be \[B, S, H, D\] .* got \(30, 8\)"):
+        host.broadcast_rows(lowered, torch.randn(30, 8), torch.randn(5, 8), 1)
+
+
 def test_heads_run_as_rows_of_the_head_and_come_back_as_heads():
     """A function that views x [T, H*c] as heads (HEADS = c): the cell gets T*H rows of c, the output is [T, H, c]."""
     lowered = SimpleNamespace(SOURCE="test:heads", INPUTS=("x", "w"), KINDS=("row", "vector"), OUTPUTS=("row",),

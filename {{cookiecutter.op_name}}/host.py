@@ -255,6 +255,9 @@ def broadcast_rows(lowered, x, t, i: int):
     broadcast the same way ("broadcast_per_row": a per-sample [B] over [B, C, H, W]) is an [L0, L1, L2] view: its
     element for row r."""
     dims, names = lowered.DIMS[lowered_x(lowered)], lowered.DIMS[i]
+    if x.dim() != len(dims):  # its dims are paired with x's by name: x [B*S*H, D] would pair cos's S with nothing
+        raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[lowered_x(lowered)]} must be [{', '.join(dims)}] as the "
+                         f"function names its dims (its other inputs broadcast by them), got {tuple(x.shape)}")
     if t.dim() != len(names):
         raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]} must be [{', '.join(names)}], got {tuple(t.shape)}")
     sizes, strides = [], []
