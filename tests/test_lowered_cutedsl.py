@@ -328,6 +328,9 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
     y, r = kernel.run(wide, scale[:, :16], scale[:, :16] > 0, torch.randn(1024, dtype=torch.bfloat16))
     assert calls[-1][0].shape == (64, 1024) and calls[-1][0].stride() == (2048, 1)
     assert (y.shape, r.shape) == ((4, 16, 1024), (4, 16))
+    for out in (None, (y, r)):  # too few inputs: the count check's one line, with or without out=
+        with pytest.raises(ValueError, match=r"takes 4 input\(s\), got 1"):
+            kernel.run(x, out=out)
 
 
 def test_broadcast_inputs_of_q_s_rank_reach_the_launcher_as_they_are(lowered_ws):

@@ -1007,6 +1007,7 @@ def _prepare(inputs, out):
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _PER_ROW = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "per_row")
 _WITH_ROWS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind not in ("vector", "scalar"))  # on x's rows
+_N_INPUTS = len(lowered.INPUTS)
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: host.rows_nd
 _VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
@@ -1080,9 +1081,11 @@ def _run_rows(*inputs, out=None):
         return host.rows_nd(lowered, _run_rows, inputs, out)
     shape = x.shape
     if len(shape) != 2:  # x [*lead, N] (a model's [B, S, D]), passed as it is when it and its kin are contiguous
-        if len(shape) < 3 or not all(map(_CONTIGUOUS, [inputs[i] for i in _WITH_ROWS] if out is None else
-                                          [*(inputs[i] for i in _WITH_ROWS), *host.lowered_outputs(out)])):
-            return host.rows_nd(lowered, _run_rows, inputs, out)  # [M, N] views of them, then the 2-D call
+        kin = [inputs[i] for i in _WITH_ROWS] if len(inputs) == _N_INPUTS else []  # x among them
+        if out is not None and kin:
+            kin += host.lowered_outputs(out)
+        if len(shape) < 3 or not kin or not all(map(_CONTIGUOUS, kin)):  # [M, N] views, then the 2-D call (or
+            return host.rows_nd(lowered, _run_rows, inputs, out)  # the count check's words)
         if _LEAD_VIEWS:
             inputs = _LEAD_VIEWS(inputs)
         n = shape[-1]
