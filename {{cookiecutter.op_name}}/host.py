@@ -126,8 +126,9 @@ def lowered_viewer(lowered, flat_per_row: bool = True):
     """run()'s view of its inputs as a compiled launcher takes them, built once per lowered module: a bool mask as its
     bytes (uint8, a view: no copy), a 0-d scalar as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a
     view where its layout allows; a layout that does not is the check's to refuse), unless flat_per_row is False (a
-    launcher compiled on x's leading shape takes them as they are). None when every input goes as it is. The returned function touches only the inputs that can change (a per-row gate among three inputs: one), so
-    the hot path pays for those alone; the inputs themselves are untouched."""
+    launcher compiled on x's leading shape takes them as they are). None when every input goes as it is. The
+    returned function touches only the inputs that can change (a per-row gate among three inputs: one), so the hot
+    path pays for those alone; the inputs themselves are untouched."""
     import torch
 
     def mask(t):
@@ -502,10 +503,9 @@ def lowered_input(draw, name: str, row, n: int, lead: tuple = ()):
     if kind == "scalar":
         t = draw(*spec.get("dims", []))
     elif kind == "per_row":  # x's leading dims (or its own of them, by name: op.json's kinds are the program's), 1s
-        names = spec.get("names")  # the function takes it in ([M, 1], [B, S, 1], [1, C, 1])
+        names, one = per_row_form(name)  # the function takes it in ([M, 1], [B, S, 1], [1, C, 1])
         sizes = dict(zip(lowered_names()[:-1], lead)) if names else {}
-        t = draw(*([1 if d == "1" else sizes[d] for d in names] if names else
-                   [*lead, *([1] if str((spec.get("dims") or ["M"])[-1]) == "1" else [])]))
+        t = draw(*([1 if d == "1" else sizes[d] for d in names] if names else [*lead, *([1] if one else [])]))
     elif kind == "row":
         names = spec.get("names")  # broadcast over some of x's dims: made in its own dims (the row cell's inputs)
         t = row(spec.get("width", 1), names) if names and names != lowered_names() else row(spec.get("width", 1))
@@ -518,6 +518,13 @@ def lowered_input(draw, name: str, row, n: int, lead: tuple = ()):
     mask = torch.rand(t.shape, device=t.device) > 0.25
     mask[..., 0] = True
     return mask
+
+
+def per_row_form(name: str) -> tuple:
+    """How the function takes its one-value-per-row input `name` (op.json): (its own dims by name, or None for x's
+    leading dims; whether it ends in a 1, as [M, 1] or [B, S, 1])."""
+    spec = next((i for i in (OP.get("lowered") or {}).get("inputs", []) if i["name"] == name), {})
+    return spec.get("names"), str((spec.get("dims") or ["M"])[-1]) == "1"
 
 
 def randn(generator, dtype, device):

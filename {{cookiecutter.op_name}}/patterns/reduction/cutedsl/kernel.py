@@ -365,11 +365,6 @@ def _early_loads() -> tuple:
 _STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW)
 _X = lowered.KINDS.index("row")
 _X_DIMS = lowered.DIMS[_X] if lowered.DIMS else ()  # x's dims by name, where the function names them
-
-
-def _dim_of(name: str) -> int | None:
-    """The index among x's leading dims of a dim another input names (None for its "1")."""
-    return None if name == "1" else _X_DIMS.index(name)
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] not in SINGLE), 0)  # an argument of the values' shape
 
 
@@ -434,9 +429,9 @@ class _ClusterRow:
     CTA's result to CTA j with one ``st.async.shared::cluster`` into results[i, rank], which completes 4 bytes on
     CTA j's mbarrier i. Every CTA waits on its own mbarrier i (armed once for the CLUSTER * 4 bytes it receives),
     then combines the CLUSTER results in rank order: the same values in the same order in every CTA, so every CTA
-    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published by one cluster arrive, whose
-    wait comes before the first send (a peer's store must not reach a barrier not yet initialised); a CTA may exit
-    once it has waited on every slot, because by then nothing more is sent to it."""
+    holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published
+    by one cluster arrive, whose wait comes before the first send (a peer's store must not reach a barrier not yet
+    initialised); a CTA may exit once it has waited on every slot, because by then nothing more is sent to it."""
 
     def __init__(self, cluster: int, slots: int):
         smem = cutlass.memory.SmemAllocator()
@@ -773,7 +768,7 @@ def _broadcast_mode(t, i: int, x, lead: int):
     as _rows_mode's, with i's own stride where i has that dim (by name: lowered.DIMS) and 0 where the function
     broadcasts it (cos [S, D] beside q [B, S, H, D]: (H, S, B) : (0, s_S, 0)). The wrapper has checked each shared
     dim against x's (one symbol, _compile_args)."""
-    own = {_dim_of(d): k for k, d in enumerate(lowered.DIMS[i]) if d != "1" and d != _X_DIMS[-1]}
+    own = {_X_DIMS.index(d): k for k, d in enumerate(lowered.DIMS[i]) if d != "1" and d != _X_DIMS[-1]}
     return (tuple(x.shape[j] for j in reversed(range(lead))),
             tuple(t.stride[own[j]] if j in own else 0 for j in reversed(range(lead))))
 
@@ -891,10 +886,10 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
     contiguous; all VEC-element aligned (an fp32 row output of a 16-bit op: min(16, 4 * VEC) bytes). Reduced
     outputs [M] and [M, 1] get scalar stores: element alignment.
 
-    x of rank 3 or more (lead > 1 leading dims, [B, S, D]): M is that many shared symbols, and every tensor with
-    rows (row inputs and outputs, per-row inputs of rank per_row_ranks, reduced outputs) has x's leading shape
-    and strides of its own, each in the signature (run): the wrapper checks that they agree with x's, and an
-    output given in any layout is written through its strides."""
+    x of rank 3 or more (lead > 1 leading dims, [B, S, D]): M is that many shared symbols. Every tensor with rows
+    (row inputs and outputs, per-row inputs of rank per_row_ranks, reduced outputs) has x's leading shape and
+    strides of its own (run passes them contiguous), and a broadcast input has x's symbol for each dim it names
+    (lowered.DIMS), 1 for its "1"s: the wrapper checks every shared extent against x's."""
     ms = tuple(rt.dim() for _ in range(lead))  # x's leading dims, M = their product
     m, n = ms[0], rt.dim(vec)
     per_row_ranks = iter(per_row_ranks)
@@ -913,7 +908,7 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
         if kind.startswith("broadcast") and lead > 1:  # its own dims: x's symbol for each one it names, 1 for "1"
             names = lowered.DIMS[len(inputs)]
             own = names[:-1] if kind == "broadcast" else names
-            inputs.append(rt.tensor(name, (*(1 if d == "1" else ms[_dim_of(d)] for d in own),
+            inputs.append(rt.tensor(name, (*(1 if d == "1" else ms[_X_DIMS.index(d)] for d in own),
                                            *((row,) if kind == "broadcast" else ())),
                                     (*(rt.dim() if d == "1" or kind != "broadcast" else rt.dim(step) for d in own),
                                      *((1,) if kind == "broadcast" else ())),
@@ -1009,7 +1004,8 @@ _PER_ROW = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "per_row")
 _WITH_ROWS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind not in ("vector", "scalar"))  # on x's rows
 _N_INPUTS = len(lowered.INPUTS)
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
-_ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: host.rows_nd
+_ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: run() is
+# _through_rows_nd
 _VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
 _LEAD_VIEWS = host.lowered_viewer(lowered, flat_per_row=False)  # ... beside an x of rank 3 or more
 _X_WIDTH = lowered.WIDTHS[_X]
@@ -1020,33 +1016,23 @@ _LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST)  # run()'s signature holds mo
 
 
 def _new_output(kind: str, r: int, dtype):
-    """How run() makes an output (dtype None: x's) from x [M, r_x*N] of row stride ld: one of x's shape by
-    torch.empty_like when x's rows are packed (ld = r_x*N; torch's cheapest allocation, 0.8 against new_empty's
-    1.3 us on a CPU; it keeps x's strides, so a padded row stride, or the stride of a lone row sliced from a wider
-    matrix, which torch calls contiguous, would reach the output), else by new_empty of its shape."""
-    shape = host.OUTPUT_SHAPES[kind]
+    """How run() makes an output (dtype None: x's) beside x [*lead, r_x*N]: one of x's shape by torch.empty_like when
+    x is packed (torch's cheapest allocation, 0.8 against new_empty's 1.3 us on a CPU; it keeps x's strides, so a
+    padded row stride, or the stride of a lone row sliced from a wider matrix, which torch calls contiguous, would
+    reach the output), else by new_empty of [*lead, r*N], [*lead] or [*lead, 1] (host.OUTPUT_SHAPES past M). `lead`
+    is a tuple: (M,) for 2-D rows."""
     if kind == "row" and r == _X_WIDTH:
         like = torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
-        return lambda x, ld, m, n: like(x) if ld == n * r else x.new_empty(shape(m, n * r), dtype=dtype)
-    return lambda x, ld, m, n: x.new_empty(shape(m, n * r), dtype=dtype)
+        return lambda x, packed, lead, n: like(x) if packed else x.new_empty((*lead, n * r), dtype=dtype)
+    if kind == "row":
+        return lambda x, packed, lead, n: x.new_empty((*lead, n * r), dtype=dtype)
+    tail = host.OUTPUT_SHAPES[kind](1, 1)[1:]  # () or (1,)
+    return lambda x, packed, lead, n: x.new_empty(lead + tail, dtype=dtype)
 
 
 _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
-
-
-def _new_lead_output(kind: str, r: int, dtype):
-    """_new_output beside a contiguous x of rank 3 or more: in x's leading shape (torch.empty_like of x when it has
-    x's shape), as the function returns it."""
-    if kind == "row" and r == _X_WIDTH:
-        return torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
-    if kind == "row":
-        return lambda x: x.new_empty((*x.shape[:-1], x.shape[-1] // _X_WIDTH * r), dtype=dtype)
-    return lambda x: x.new_empty((*x.shape[:-1], *host.OUTPUT_SHAPES[kind](1, 1)[1:]), dtype=dtype)
-
-
-_NEW_LEAD = tuple(_new_lead_output(kind, r, d) for kind, r, d in
-                  zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
+_LIKE_ONLY = all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
 _CONTIGUOUS = torch.Tensor.is_contiguous
 
 
@@ -1092,7 +1078,8 @@ def _run_rows(*inputs, out=None):
         m = x.numel() // n  # M rows, as the plan's int32 bound counts them
         if _X_WIDTH != 1:
             n //= _X_WIDTH
-        outputs = [new(x) for new in _NEW_LEAD] if out is None else host.lowered_outputs(out)
+        lead = () if _LIKE_ONLY else tuple(shape[:-1])  # only outputs not of x's shape need it
+        outputs = [new(x, True, lead, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
         signature = (x.dtype, n, len(shape), *(inputs[i].dim() for i in _PER_ROW))
         if _PHASES:
             signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
@@ -1103,7 +1090,8 @@ def _run_rows(*inputs, out=None):
         if _X_WIDTH != 1:
             n //= _X_WIDTH  # the row length N: a wide x is r*N
         ld = x.stride(0)
-        outputs = [new(x, ld, m, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
+        outputs = [new(x, ld == n * _X_WIDTH, (m,), n) for new in _NEW_OUTPUTS] if out is None else \
+            host.lowered_outputs(out)
         # x's row alone, pointers assumed 16-byte aligned: a short key; else every row stride and the broadcast
         # inputs' strides, and once any call had a pointer off 16 bytes (_PHASES) each pointer's phase (it picks
         # the vector width)
@@ -1179,23 +1167,25 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec)
     path = "looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
-    lead = 1 if lowered.HEADS or not case else len(case["lead"]) if case.get("lead") else len(case.get("dims") or
-                                                                                                 "MN") - 1
-    lead, ranks = (lead, _per_row_ranks(lead)) if lead > 1 else (1, ())
+    lead = _case_lead(case)
+    ranks = _per_row_ranks(lead) if lead > 1 else ()
     name = f"{OP_SPEC['op']}_{dtype}_n{n}_{path}" + (f"_rank{lead + 1}" if lead > 1 else "")
     return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg, lead, ranks), out_dir, name)
 
 
+def _case_lead(case: dict | None) -> int:
+    """x's leading dims in a case as run() launches it: the case's [*lead, N] (reference.make_inputs), or its dims;
+    1 for heads, which go as [M, N] rows."""
+    if lowered.HEADS or not case:
+        return 1
+    return len(case.get("lead") or (case.get("dims") or "MN")[:-1])
+
+
 def _per_row_ranks(lead: int) -> tuple:
-    """The rank of each per-row input beside an x of lead leading dims, as a case makes it (host.lowered_input):
-    x's leading dims, and a trailing 1 where the function takes one ([B, S, 1])."""
-    specs = {i["name"]: i for i in (OP_SPEC.get("lowered") or {}).get("inputs", [])}
-    ranks = []
-    for i in _PER_ROW:
-        spec = specs.get(lowered.INPUTS[i], {})
-        ranks.append(len(spec["names"]) if spec.get("names") else
-                     lead + (str((spec.get("dims") or ["M"])[-1]) == "1"))
-    return tuple(ranks)
+    """The rank of each per-row input beside an x of lead leading dims, as a case makes it (host.per_row_form): its
+    own dims, or x's leading dims and a trailing 1 where the function takes one ([B, S, 1])."""
+    forms = [host.per_row_form(lowered.INPUTS[i]) for i in _PER_ROW]
+    return tuple(len(names) if names else lead + one for names, one in forms)
 
 
 def passes() -> int:
