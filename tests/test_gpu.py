@@ -317,6 +317,53 @@ print("ok")
 """
 
 
+PER_ROW_AS_TAKEN_CHILD = """
+import sys
+import torch
+sys.path.insert(0, "..")
+import ws
+from ws import kernel, reference
+dtype = getattr(torch, ws.OP["torch_dtype"])
+
+
+def check(got, inputs, what):
+    want = reference.reference(*[t.double() for t in inputs])
+    err = ((got.double() - want).norm() / want.norm()).item()
+    assert got.shape == want.shape and err < ws.OP["tolerance"], (what, got.shape, err)
+
+
+cases = [c for c in ws.OP["cases"] if not c.get("lead")]
+for case in cases:
+    x, shared, gate = reference.make_inputs(case, dtype, "cuda", 0)
+    assert gate.shape == (x.shape[0], 1), gate.shape
+    check(kernel.run(x, shared, gate), (x, shared, gate), ("[M, 1]", case["dims"]))
+    flat = gate.view(-1)
+    check(kernel.run(x, shared, flat), (x, shared, gate), ("[M]", case["dims"]))
+    out = torch.full_like(x, float("nan"))
+    kernel.run(x, shared, gate, out=out)
+    check(out, (x, shared, gate), ("out=", case["dims"]))
+    if x.shape[0] > 1:  # a [M, 1] column of a wider matrix: refused in one line, first or after the contiguous gate
+        wide = torch.cat([gate, gate], dim=1)
+        try:
+            kernel.run(x, shared, wide[:, :1])
+        except ValueError as exc:
+            assert "contiguous" in str(exc) and len(str(exc).splitlines()) == 1, exc
+        else:
+            raise AssertionError("a strided [M, 1] gate ran")
+assert {key[-1] for key in kernel._compiled} == {(1,), (2,)}, list(kernel._compiled)
+print("ok")
+"""
+
+
+def test_a_per_row_input_goes_as_the_function_takes_it(tmp_path):
+    """Qwen2-MoE's shared-expert gate [T, 1] over [T, D] rows (annotated.py) on its 2-D cases: the launcher is
+    compiled on the gate's own rank, [T, 1] or [T] (no view per call), both match the function in float64, with
+    out= too; a strided column is refused in one line (the gate's strides are in run()'s signature, so it meets the
+    checks even after a contiguous gate compiled its rank)."""
+    run_child_in_baked(tmp_path, PER_ROW_AS_TAKEN_CHILD,
+                       f"pytorch_logic={ROOT / 'tests/lowering_corpus/annotated.py'}:qwen2_moe_shared_expert_combine")
+
+
 @pytest.mark.parametrize("function", ["esm_embeddings_norm_mask", "llama_rope", "sd35_ada_layer_norm_zero_x",
                                       "dac_snake1d"])
 def test_rows_of_a_models_leading_dims_run_as_they_are(tmp_path, function):

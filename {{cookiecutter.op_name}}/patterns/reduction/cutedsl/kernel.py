@@ -774,11 +774,11 @@ def _broadcast_mode(t, i: int, x, lead: int):
 
 
 def _one_per_row(t, m, lead: int):
-    """A tensor of one value per row of x as one mode that x's row index walks: [M] itself (a per-row input,
-    viewed flat by the host, or a reduced output); beside an x of rank 3 or more, [*lead] or [*lead, 1] by its
-    own strides (_rows_mode)."""
+    """A tensor of one value per row of x as one mode that x's row index walks: beside 2-D rows, [M] or [M, 1] by
+    its dim-0 stride (a per-row input as the function takes it, or a reduced output: 1 when contiguous); beside an x
+    of rank 3 or more, [*lead] or [*lead, 1] by its own strides (_rows_mode)."""
     if const_expr(lead == 1):
-        return cute.make_tensor(t.iterator, cute.make_layout(m))
+        return cute.make_tensor(t.iterator, cute.make_layout(m, stride=t.stride[0]))
     shape, stride = _rows_mode(t, lead)
     return cute.make_tensor(t.iterator, cute.make_layout((shape,), stride=(stride,)))
 
@@ -914,8 +914,8 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
                                      *((1,) if kind == "broadcast" else ())),
                                     align=min(16, step * eb) if kind == "broadcast" else eb))
             continue
-        if kind == "per_row" and lead > 1:  # [*lead] or [*lead, 1] by its own strides
-            rank = next(per_row_ranks)
+        rank = next(per_row_ranks, lead) if kind == "per_row" else 0
+        if rank > 1 or kind == "per_row" and lead > 1:  # [*lead] or [*lead, 1] by its own strides
             inputs.append(rt.tensor(name, (*ms, *(1,) * (rank - lead)), (*strides(1), *(rt.dim(),) * (rank - lead)),
                                     align=eb))
             continue
@@ -924,7 +924,7 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
                       else rt.tensor(name, (rt.dim(), rt.dim(), rt.dim(), row), (*(rt.dim(step) for _ in range(3)), 1),
                                      align=min(16, step * eb)) if kind == "broadcast"
                       else rt.tensor(name, (row,), (1,), align=min(16, step * eb)) if kind == "vector"
-                      else rt.tensor(name, (m,), (1,), align=eb) if kind == "per_row"  # M values, read one a row
+                      else rt.tensor(name, (m,), (1,), align=eb) if kind == "per_row"  # [M]: its M values
                       # [L0, L1, L2]: host.broadcast_rows' view of one value per row, stride 0 where broadcast
                       else rt.tensor(name, (rt.dim(), rt.dim(), rt.dim()), (rt.dim(), rt.dim(), rt.dim()), align=eb)
                       if kind == "broadcast_per_row"
@@ -977,7 +977,7 @@ def _prepare(inputs, out):
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     lead = max(inputs[_X].dim() - 1, 1)
     host.check_rank(lowered, inputs[_X])
-    ranks = tuple(inputs[i].dim() for i in _PER_ROW) if lead > 1 else ()
+    ranks = tuple(inputs[i].dim() for i in _PER_ROW)  # each as it came: [M] or [M, 1], [B, S] or [B, S, 1]
     if lead > 1:
         inputs, out = host.flat_rows(lowered, inputs, out)
     m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
@@ -1006,13 +1006,14 @@ _N_INPUTS = len(lowered.INPUTS)
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: run() is
 # _through_rows_nd
-_VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
-_LEAD_VIEWS = host.lowered_viewer(lowered, flat_per_row=False)  # ... beside an x of rank 3 or more
+_VIEWS = host.lowered_viewer(lowered, flat_per_row=False)  # run()'s view of the inputs that need one (None: none
+# does): a mask's bytes, a 0-d scalar as [1]; a per-row input goes as it is, of any rank (_compile_args)
 _X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
 _ONE_OUTPUT = len(lowered.OUTPUTS) == 1
 _DATA_PTR = torch.Tensor.data_ptr
-_LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST)  # run()'s signature holds more than x's dtype, N and row stride
+_LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST or _PER_ROW)  # run()'s signature holds more than x's dtype, N and
+# row stride: every row stride, the broadcast inputs' strides, the per-row inputs' strides
 
 
 def _new_output(kind: str, r: int, dtype):
@@ -1072,8 +1073,8 @@ def _run_rows(*inputs, out=None):
             kin += host.lowered_outputs(out)
         if len(shape) < 3 or not kin or not all(map(_CONTIGUOUS, kin)):  # [M, N] views, then the 2-D call (or
             return host.rows_nd(lowered, _run_rows, inputs, out)  # the count check's words)
-        if _LEAD_VIEWS:
-            inputs = _LEAD_VIEWS(inputs)
+        if _VIEWS:
+            inputs = _VIEWS(inputs)
         n = shape[-1]
         m = x.numel() // n  # M rows, as the plan's int32 bound counts them
         if _X_WIDTH != 1:
@@ -1101,6 +1102,8 @@ def _run_rows(*inputs, out=None):
             signature = (x.dtype, n, ld, *strides)
             if _BROADCAST:
                 signature += tuple(inputs[i].stride()[:3] for i in _BROADCAST)
+            if _PER_ROW:  # [M] or [M, 1], compiled as it comes: its strides, so that a new layout meets the checks
+                signature += tuple(inputs[i].stride() for i in _PER_ROW)
             if _PHASES:
                 signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
         else:
@@ -1168,7 +1171,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     cfg = plan(n, vec)
     path = "looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
     lead = _case_lead(case)
-    ranks = _per_row_ranks(lead) if lead > 1 else ()
+    ranks = _per_row_ranks(lead)
     name = f"{OP_SPEC['op']}_{dtype}_n{n}_{path}" + (f"_rank{lead + 1}" if lead > 1 else "")
     return rt.dump_ptx(reduction_launch, _compile_args(dtype, vec, cfg, lead, ranks), out_dir, name)
 
@@ -1183,9 +1186,10 @@ def _case_lead(case: dict | None) -> int:
 
 def _per_row_ranks(lead: int) -> tuple:
     """The rank of each per-row input beside an x of lead leading dims, as a case makes it (host.per_row_form): its
-    own dims, or x's leading dims and a trailing 1 where the function takes one ([B, S, 1])."""
+    own dims beside the x they name, else x's leading dims and a trailing 1 where the function takes one ([M, 1],
+    [B, S, 1])."""
     forms = [host.per_row_form(lowered.INPUTS[i]) for i in _PER_ROW]
-    return tuple(len(names) if names else lead + one for names, one in forms)
+    return tuple(len(names) if names and lead > 1 else lead + one for names, one in forms)
 
 
 def passes() -> int:
