@@ -1,6 +1,7 @@
 """run()'s host cost per call on the lowered run paths, on a CPU with the launcher stubbed out (Python alone) or on
 the GPU (the whole call): 2-D rows, a per-row input over two rows, an x [B, S, D] alone and with a bool per-row
-mask, and inputs broadcast over x's dims (RoPE's cos and sin, adaLN's shifts and scales).
+mask, inputs broadcast over x's dims (RoPE's cos and sin, adaLN's shifts and scales), and heads of 128 (Qwen3's
+QK-norm viewing q [T, H*128] as [T, H, 128]).
 
     python benchmarks/host_paths.py [--tree CHECKOUT] [--out FILE.json]           # CPU: run()'s own Python
     python3 benchmarks/host_paths.py --gpu [--out FILE.json]                      # H200: run() with its launch
@@ -36,6 +37,7 @@ FUNCTIONS = {  # name: (pytorch_logic relative to the tree, or None for a built-
                                             [(4, 16, 1024), (4, 16)]),
     "llama_rope": ("tests/lowering_corpus/annotated.py:llama_rope", [(2, 16, 8, 128), (2, 16, 8, 128), (16, 128),
                                                                      (16, 128)]),
+    "qwen3_q_norm": ("tests/lowering_corpus/annotated.py:qwen3_q_norm", [(64, 1024), (128,)]),
     "sd35_ada_layer_norm_zero_x": ("tests/lowering_corpus/annotated.py:sd35_ada_layer_norm_zero_x",
                                    [(2, 16, 1024), (2, 1024), (2, 1024), (2, 1024), (2, 1024)]),
 }

@@ -281,7 +281,7 @@ def check(got, inputs, what):
         assert err < ws.OP["tolerance"], (what, err)
 
 
-cases = [c for c in ws.OP["cases"] if c.get("lead")]  # [*lead, N] inputs (reference.make_inputs)
+cases = [c for c in ws.OP["cases"] if c.get("lead") or kernel.lowered.HEADS]  # [*lead, N] inputs; heads: all
 assert len(cases) > 5, ws.OP["cases"]
 for case in cases:
     inputs = reference.make_inputs(case, dtype, "cuda", 0)
@@ -365,13 +365,14 @@ def test_a_per_row_input_goes_as_the_function_takes_it(tmp_path):
 
 
 @pytest.mark.parametrize("function", ["esm_embeddings_norm_mask", "llama_rope", "sd35_ada_layer_norm_zero_x",
-                                      "dac_snake1d"])
+                                      "dac_snake1d", "qwen3_q_norm"])
 def test_rows_of_a_models_leading_dims_run_as_they_are(tmp_path, function):
     """Real models' functions on their own cases of rank 3 and 4 (annotated.py: ESM's LayerNorm with its [B, S]
     padding mask; Llama's RoPE of q and k [B, S, H, D] with cos and sin [S, D]; SD3.5's adaLN with [B, D] shifts and
     scales; DAC's snake with alpha [1, C, 1]): every tensor reaches a launcher compiled on x's leading dims as the
     model passes it (no reshape, no as_strided view), with out= too; a last-dim slice of a wider x takes the [M, N]
-    views instead. Both match the function in float64."""
+    views instead. Both match the function in float64. Qwen3's QK-norm (q [T, H*128] viewed as heads inside the
+    function) runs every case through the launcher on [T, H, 128], the function's own view of q."""
     run_child_in_baked(tmp_path, LEADING_DIMS_CHILD, f"pytorch_logic={ROOT / 'tests/lowering_corpus/annotated.py'}:{function}")
 
 

@@ -400,6 +400,39 @@ def test_heads_run_rows_of_the_head(lowered_ws):
     assert ptx.count("ld.global.v4") == 2 * plan["chunks_per_thread"] and "shfl.sync.bfly" in ptx
 
 
+def test_heads_reach_the_launcher_as_the_function_views_them(lowered_ws):
+    """run() on the CPU, launcher recorded: q [T, H*128] (and q [B, S, H*128]) reaches the launcher as the function's
+    own view [.., H, 128] of q's storage (the launcher on x's rank walks (H, T)), the output is that shape, a new T
+    is no new plan, and a given out [T, H, 128] is written in place; a strided q (a slice of a fused projection) and
+    a last dim that is no whole number of heads take host.rows_nd (its [M, N] rows, its words)."""
+    torch = pytest.importorskip("torch")
+    ws, _ = lowered_ws("reduction", "heads")
+    kernel = load_package(ws, f"heads_{ws.name}").kernel
+    calls, plans = [], []
+
+    def prepare(inputs, out):
+        plans.append(tuple(t.shape for t in inputs))
+        return (lambda iters, *tensors: calls.append(tensors), 1, 2**31), None
+
+    kernel._prepare = prepare
+    w = torch.randn(128, dtype=torch.bfloat16)
+    for t in (16, 17):
+        q = torch.randn(t, 1024, dtype=torch.bfloat16)
+        got = kernel.run(q, w)
+        seen = calls[-1][0]
+        assert seen.shape == (t, 8, 128) and seen.data_ptr() == q.data_ptr() and calls[-1][1] is w
+        assert got.shape == (t, 8, 128) and calls[-1][2] is got
+    assert len(plans) == 1, "T is not in the signature"
+    out = torch.empty(17, 8, 128, dtype=torch.bfloat16)
+    assert kernel.run(q, w, out=out) is out and calls[-1][2] is out
+    assert kernel.run(torch.randn(2, 3, 1024, dtype=torch.bfloat16), w).shape == (2, 3, 8, 128)
+    assert calls[-1][0].shape == (2, 3, 8, 128)
+    got = kernel.run(torch.randn(16, 2048, dtype=torch.bfloat16)[:, :1024], w)
+    assert calls[-1][0].shape == (128, 128) and got.shape == (16, 8, 128), "[M, N] rows through host.rows_nd"
+    with pytest.raises(ValueError, match="not a whole number of heads of 128"):
+        kernel.run(torch.randn(16, 1000, dtype=torch.bfloat16), w)
+
+
 @pytest.mark.parametrize("source,marker", [("quant", "cvt.rzi.s16.f32"), ("quant_fp8", "e4m3")])
 def test_quantized_outputs_are_stored_narrow(lowered_ws, source, marker):
     """The int8 (fp8) values leave the registers converted once by the store (cvt.rzi truncates toward zero, as

@@ -123,8 +123,8 @@ What compute() gets (lowered.py)
       leading extents, its own stride where it has that dim (by name, lowered.DIMS) and 0 where it does not
       (_broadcast_mode). Views cost 0.5-1 us of host time each; run()'s Python for Mamba2's masked [B, S, D] went
       from 9.6 to 4.1 us, for Llama's RoPE from 20.3 to 4.4 (a CPU, launcher stubbed:
-      benchmarks/2026-12-05-leading-dims.md). Any other layout, and heads (lowered.HEADS), get [M, N] views
-      (host.rows_nd).
+      benchmarks/2026-12-05-leading-dims.md). Heads of c (lowered.HEADS) come as the function views them,
+      [*lead, H, c], to the same launcher. Any other layout gets [M, N] views (host.rows_nd).
     - Register path (row_kernel): every input's row values are loaded once into registers, compute() runs once
       on them (its reductions in between), the row outputs are stored from registers and the reduced ones by the
       row's thread 0: HBM read once, written once. With three loads or more, those no reduction needs
@@ -1081,7 +1081,8 @@ def _run_rows(*inputs, out=None):
             n //= _X_WIDTH
         lead = () if _LIKE_ONLY else tuple(shape[:-1])  # only outputs not of x's shape need it
         outputs = [new(x, True, lead, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
-        signature = (x.dtype, n, len(shape), *(inputs[i].dim() for i in _PER_ROW))
+        signature = (x.dtype, n, len(shape), *[inputs[i].dim() for i in _PER_ROW]) if _PER_ROW else \
+            (x.dtype, n, len(shape))
         if _PHASES:
             signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
     else:
@@ -1128,12 +1129,37 @@ def _run_rows(*inputs, out=None):
 
 def _through_rows_nd(*inputs, out=None):
     """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
-    the inputs as 2-D rows and calls _run_rows on them. An x of the rank the function names its dims at (RoPE's q
-    [B, S, H, D] beside cos [S, D]) goes to _run_rows as it is, with its broadcast inputs as they are: the launcher
-    walks each one's dims by name (_broadcast_mode)."""
+    the inputs as 2-D rows and calls _run_rows on them. Two layouts skip those views:
+    - an x of the rank the function names its dims at (RoPE's q [B, S, H, D] beside cos [S, D]) goes to _run_rows
+      as it is, with its broadcast inputs as they are: the launcher walks each one's dims by name (_broadcast_mode);
+    - heads of c (Qwen3's QK-norm, ``q.view(T, -1, head_dim)`` inside the function) with x and its kin contiguous:
+      each row input gets the function's own view, [*lead, H, c], one view a tensor, and goes to _run_rows, whose
+      launcher on x's rank walks (H, T) as it walks (S, B); the outputs come in the function's shape [*lead, H, c]
+      with no reshape back. Anything else (a strided x, a per-row input) takes host.rows_nd."""
+    if _HEADS_AS_VIEWED and len(inputs) == _N_INPUTS and _heads_fit(inputs, out):
+        inputs = list(inputs)
+        for i in _ROW_INPUTS:
+            t = inputs[i]
+            inputs[i] = t.view(*t.shape[:-1], -1, lowered.HEADS)
+        return _run_rows(*inputs, out=out)
     if not lowered.HEADS and len(inputs) > _X and inputs[_X].dim() == len(_X_DIMS) > 2:
         return _run_rows(*inputs, out=out)
     return host.rows_nd(lowered, _run_rows, inputs, out)
+
+
+_HEADS_AS_VIEWED = bool(lowered.HEADS) and set(lowered.KINDS) <= {"row", "vector", "scalar"} and \
+    all(w == 1 for w in lowered.WIDTHS)  # heads of c that _through_rows_nd views as the function does
+
+
+def _heads_fit(inputs, out) -> bool:
+    """Whether heads of c can go to _run_rows as [*lead, H, c] views with nothing left for host.rows_nd to do: every
+    row input contiguous with a whole number of heads of c (else rows_nd refuses it in its own words), and any
+    `out` contiguous."""
+    for i in _ROW_INPUTS:
+        t = inputs[i]
+        if not (t.dim() and t.shape[-1] % lowered.HEADS == 0 and _CONTIGUOUS(t)):
+            return False
+    return out is None or all(map(_CONTIGUOUS, host.lowered_outputs(out)))
 
 
 # run(*inputs, out=None): one output tensor, or a tuple of them (_run_rows says how). A program whose rows are x's own
@@ -1179,9 +1205,10 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 def _case_lead(case: dict | None) -> int:
     """x's leading dims in a case as run() launches it: the case's [*lead, N] (reference.make_inputs), or its dims;
     1 for heads, which go as [M, N] rows."""
-    if lowered.HEADS or not case:
+    if not case:
         return 1
-    return len(case.get("lead") or (case.get("dims") or "MN")[:-1])
+    lead = len(case.get("lead") or (case.get("dims") or "MN")[:-1])
+    return lead + 1 if _HEADS_AS_VIEWED else lead  # heads of c: x viewed [*lead, H, c] (_through_rows_nd)
 
 
 def _per_row_ranks(lead: int) -> tuple:
