@@ -7,6 +7,10 @@ A contiguous x [*lead, N] of rank >= 3 runs on a launcher compiled on x's rank: 
 nested (lead) mode with a div/mod per leading dim. Side "[B, S, D]" passes the model's tensors as they are; side
 "[M, N]" passes the same storage viewed as rows (x.view(-1, N), a per-row input .view(-1)), which runs the 2-D
 launcher. Both read and write the same bytes, so the difference is the row decode alone.
+
+Heads of c (Qwen3's QK-norm: q [T, H*128], viewed [T, H, 128] inside the function): side "[B, S, D]" is run(q, w),
+which launches on that view of q (rank 3); side "[M, N]" is host.rows_nd's [T*H, 128] rows, the path such a q took
+before.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ sys.path.insert(0, str(HERE))
 from sweep_common import ROOT, ab_calls, ab_times, bake_user, copies, load_workspace, rel_err  # noqa: E402
 
 CASES = {  # name: (pytorch_logic, leading shapes of x, N, whether a bool [*lead] mask rides along)
+    "qwen3_q_norm": ("tests/lowering_corpus/annotated.py:qwen3_q_norm", [(32768,), (64,)], 4096, False),
     "rms_norm_functional": ("tests/lowering_corpus/ops.py:rms_norm_functional", [(4, 8192), (2, 64), (64, 128, 4)],
                             4096, False),
     "mamba2_apply_mask_to_padding_states": ("tests/lowering_corpus/annotated.py:mamba2_apply_mask_to_padding_states",
@@ -63,15 +68,22 @@ def _point(kernel, reference, lead: tuple, n: int, masked: bool, name: str) -> d
 
     per_copy = 2 * 2 * n * int(torch.tensor(lead).prod())  # bf16 x read once and written once
     sets = [inputs(seed) for seed in range(copies(per_copy, 256 << 20, 64))]
-    flat = [[x.view(-1, n), s.view(-1) if masked else s] for x, s in sets]
-    out_nd, out_2d = kernel.run(*sets[0]), kernel.run(*flat[0])
+    heads = kernel.lowered.HEADS
+    if heads:  # the weight is one head long; the old path is host.rows_nd's rows of one head
+        sets = [[x, torch.randn(heads, device="cuda", dtype=torch.bfloat16)] for x, _ in sets]
+        flat = [(kernel.lowered, kernel._run_rows, s, None) for s in sets]
+        old = kernel.host.rows_nd
+    else:
+        flat = [[x.view(-1, n), s.view(-1) if masked else s] for x, s in sets]
+        old = kernel.run
+    out_nd, out_2d = kernel.run(*sets[0]), old(*flat[0])
     ref = reference.reference(*[t.float() if t.is_floating_point() else t for t in sets[0]])
     errors = {"[B, S, D]": rel_err(out_nd, ref), "[M, N]": rel_err(out_2d.view(out_nd.shape), ref)}
     assert all(e is not None and e < 1e-2 for e in errors.values()), errors
-    assert any(len(key) > 2 and key[-2] == len(lead) for key in kernel._compiled), \
+    assert any(len(key) > 2 and key[-2] == len(lead) + bool(heads) for key in kernel._compiled), \
         "no launcher compiled on x's rank: the A/B would time the [M, N] launch twice"
     sides = {"[B, S, D]": [lambda s=s: kernel.run(*s) for s in sets],
-             "[M, N]": [lambda s=s: kernel.run(*s) for s in flat]}
+             "[M, N]": [lambda s=s: old(*s) for s in flat]}
     best = ab_times(sides, ab_calls(per_copy))
     return {"function": name, "x": [*lead, n], "us": {k: round(v, 2) for k, v in best.items()},
             "nd_over_2d": round(best["[B, S, D]"] / best["[M, N]"], 4), "rel_err": errors}

@@ -313,6 +313,9 @@ for shape in [(2, 3, 5, 4096), (3, 7, 1000), (2, 2, 131072), (1, 2, 1 << 20)]:
     out = torch.full(shape[:-1], float("nan"), device="cuda", dtype=x.dtype)
     kernel.run(x, out=out)
     torch.testing.assert_close(out, x.amax(-1), rtol=0, atol=0)
+x = torch.randn(1, 6, 4096, device="cuda").to(torch.bfloat16).transpose(0, 1)  # [6, 1, D], dim 1's stride 6*D
+assert x.is_contiguous() and x.stride(1) == 6 * 4096
+torch.testing.assert_close(kernel.run(x), x.amax(-1), rtol=0, atol=0)
 print("ok")
 """
 
@@ -377,6 +380,7 @@ def test_rows_of_a_models_leading_dims_run_as_they_are(tmp_path, function):
 
 
 def test_reduced_rows_of_rank_3_and_4_equal_torch_amax(tmp_path):
-    """max over the last dim of x [B, S, H, D] and [B, S, D] on every path (rows, a cluster, the looped one): [*lead]
-    outputs written through their own strides, bit for bit torch.amax's."""
+    """max over the last dim of x [B, S, H, D] and [B, S, D] on every path (rows, a cluster, the looped one), and of
+    a seq-first decode step transposed ([1, B, D] -> [B, 1, D]: contiguous, with a stride of its extent-1 dim that
+    is not the row length): [*lead] outputs, bit for bit torch.amax's."""
     run_child_in_baked(tmp_path, LEADING_DIMS_REDUCED_CHILD, "pattern=reduction", "op=max")

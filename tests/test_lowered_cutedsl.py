@@ -290,8 +290,9 @@ def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
     """PER_ROW: each per-row input (a bf16 scale, a mask's byte) is one scalar load per thread, at the thread's row,
     on the register path, a cluster's and the looped one; x and w keep their 128-bit loads; no local memory. So is
     BROADCAST_PER_ROW's per-sample and per-channel value, through its [L0, L1, L2] view. A case of rank 3 or 4
-    compiles what run() launches for such an x: every tensor with rows on x's own leading dims (_rows_mode), a
-    per-sample [B] and a per-channel [C] on theirs by name (_broadcast_mode)."""
+    compiles what run() launches for such an x: every tensor with rows as the 2-D rows its contiguous storage holds
+    (_rows_mode: no div/mod of the row index), a per-sample [B] and a per-channel [C] on their own dims by name
+    (_broadcast_mode)."""
     ws, facts = lowered_ws("reduction", source)
     ptx, plan = _compiled(ws, dims, "bf16")
     singles = [d for k, d in zip(facts["KINDS"], facts["DTYPES"]) if k.endswith("per_row")]
@@ -300,6 +301,8 @@ def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
     if not plan["path"].startswith("looped"):
         assert ptx.count("ld.global.v4") == sum(k in ("row", "vector") for k in facts["KINDS"]) * plan["chunks_per_thread"]
+    if source == "per_row":  # rows of [B, S, D] are [M, D] rows: no decode of the row index
+        assert not re.search(r"(div|rem)\.(u|s)32", ptx)
 
 
 def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):

@@ -109,22 +109,24 @@ What compute() gets (lowered.py)
       lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read
       once per thread: a scalar input's one element, or a per-row input's element of the thread's row (``x *
       scale[:, None]``, a padding mask over [B, S, D]). A bool mask is loaded as its bytes (VEC bytes per access:
-      64-bit beside a bf16 x) and handed over as 0.0 / 1.0. An input the function reads in parts ([M, r*N], WIDTHS r) is loaded
-      per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for interleaved lanes
-      (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views
-      with stride r: every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are
-      stored in OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store).
+      64-bit beside a bf16 x) and handed over as 0.0 / 1.0. An input the function reads in parts ([M, r*N],
+      WIDTHS r) is loaded per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for
+      interleaved lanes (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that
+      each lane views with stride r: every byte of x once, 128-bit loads either way, the deinterleave in
+      registers. Outputs are stored in OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once
+      by the store).
     - x of rank 3 or more (a model's hidden states [B, S, D]): when x and the tensors that share its rows (row
       inputs, per-row inputs, a given out) are contiguous, run() passes them as they are to a launcher compiled on
-      x's rank: each one's M mode is its own leading dims nested innermost first, (S, B) : (s1, s0), so the
-      kernel's flat row index r = b*S + s decodes into them (_rows_mode), and the outputs are made in x's leading
-      shape. An input the function broadcasts over some of x's dims (RoPE's cos [S, D] beside q [B, S, H, D],
-      adaLN's [B, D]) comes as it is too, when x has the rank the function names its dims at: its M mode has x's
-      leading extents, its own stride where it has that dim (by name, lowered.DIMS) and 0 where it does not
-      (_broadcast_mode). Views cost 0.5-1 us of host time each; run()'s Python for Mamba2's masked [B, S, D] went
-      from 9.6 to 4.1 us, for Llama's RoPE from 20.3 to 4.4 (a CPU, launcher stubbed:
-      benchmarks/2026-12-05-leading-dims.md). Heads of c (lowered.HEADS) come as the function views them,
-      [*lead, H, c], to the same launcher. Any other layout gets [M, N] views (host.rows_nd).
+      x's rank. Contiguous, each one is its M = B*S rows in row-major order, one row length apart, so the kernel
+      indexes them as 2-D rows (_rows_mode); the outputs are made in x's leading shape. An input the function
+      broadcasts over some of x's dims (RoPE's cos [S, D] beside q [B, S, H, D], adaLN's [B, D]) comes as it is
+      too, when x has the rank the function names its dims at: its M mode has x's leading extents nested
+      innermost first, its own stride where it has that dim (by name, lowered.DIMS) and 0 where it does not, so
+      that x's row index r = b*S + s decodes into it (_broadcast_mode). Views cost 0.5-1 us of host time each;
+      run()'s Python for Mamba2's masked [B, S, D] went from 9.6 to 4.1 us, for Llama's RoPE from 20.3 to 4.4 (a
+      CPU, launcher stubbed: benchmarks/2026-12-05-leading-dims.md). Heads of c (lowered.HEADS) come as the
+      function views them, [*lead, H, c], to the same launcher. Any other layout gets [M, N] views
+      (host.rows_nd).
     - Register path (row_kernel): every input's row values are loaded once into registers, compute() runs once
       on them (its reductions in between), the row outputs are stored from registers and the reduced ones by the
       row's thread 0: HBM read once, written once. With three loads or more, those no reduction needs
@@ -752,15 +754,17 @@ def looped_kernel(
         _store_reduced(reduced, results, row)
 
 
-def _rows_mode(t, lead: int, divby: int = 1):
-    """(shape, stride) of t's M mode, the one its row index walks: dim 0 of a 2-D x's tensors; for x of rank 3 or
-    more ([B, S, D] as the model passes it, lead = 2), its leading dims nested innermost first, (S, B) : (s1, s0),
-    whose flat index r decodes as x's row-major row r does (r = b*S + s): the tensor itself, no reshape on the
-    host. Its strides are multiples of divby (a row's VEC-wide loads)."""
+def _rows_mode(t, lead: int, m, divby: int = 1):
+    """(shape, stride) of a row tensor's M mode, the one its row index walks: dim 0 of a 2-D x's tensors, by its
+    stride (a multiple of divby: a row's VEC-wide loads); beside an x of rank 3 or more ([B, S, D] as the model
+    passes it, lead = 2), M = B*S rows one row length apart (t's last dim). run() passes such tensors contiguous,
+    and a contiguous tensor is its rows in row-major order, whatever stride torch keeps for a dim of extent 1
+    ([1, B, D].transpose(0, 1)). So the kernel indexes them as 2-D rows, with no div/mod of the row index (a
+    nested (S, B) : (s1, s0) mode cost a QK-norm over heads of 128 8% of its GPU time on the H200:
+    benchmarks/2026-12-05-h100-host-split.md), and the host reshapes nothing."""
     if const_expr(lead == 1):
         return t.shape[0], cute.assume(t.stride[0], divby=divby)
-    return (tuple(reversed(t.shape[:lead])),
-            tuple(cute.assume(s, divby=divby) if const_expr(divby > 1) else s for s in reversed(t.stride[:lead])))
+    return m, cute.assume(t.shape[lead], divby=divby)
 
 
 def _broadcast_mode(t, i: int, x, lead: int):
@@ -776,11 +780,8 @@ def _broadcast_mode(t, i: int, x, lead: int):
 def _one_per_row(t, m, lead: int):
     """A tensor of one value per row of x as one mode that x's row index walks: beside 2-D rows, [M] or [M, 1] by
     its dim-0 stride (a per-row input as the function takes it, or a reduced output: 1 when contiguous); beside an x
-    of rank 3 or more, [*lead] or [*lead, 1] by its own strides (_rows_mode)."""
-    if const_expr(lead == 1):
-        return cute.make_tensor(t.iterator, cute.make_layout(m, stride=t.stride[0]))
-    shape, stride = _rows_mode(t, lead)
-    return cute.make_tensor(t.iterator, cute.make_layout((shape,), stride=(stride,)))
+    of rank 3 or more, [*lead] or [*lead, 1], contiguous: M values one apart (_rows_mode)."""
+    return cute.make_tensor(t.iterator, cute.make_layout(m, stride=t.stride[0] if const_expr(lead == 1) else 1))
 
 
 def _single_view(t, kind: str, m, lead: int, x=None, i: int = 0):
@@ -821,7 +822,7 @@ def reduction_launch(
         t, kind = inputs[i], lowered.KINDS[i]
         width = vec * lowered.WIDTHS[i] if how == "lane" else vec  # a lanes load reads r*VEC contiguous elements
         if const_expr(kind == "row"):  # a lanes load's row stride is a multiple of r*VEC (host: _operand_vec)
-            rows, ld = _rows_mode(t, lead, width)
+            rows, ld = _rows_mode(t, lead, m, width)
             layout = cute.make_layout((width, nv, rows), stride=(1, width, ld))
         elif const_expr(kind == "broadcast" and lead > 1):  # as the function takes it, by its dims' names
             rows, ld = _broadcast_mode(t, i, inputs[_X], lead)
@@ -836,7 +837,7 @@ def reduction_launch(
     for o, how, j in _STORES:  # a row output [M, r*N]: a half j from column j*N, or its lanes r*VEC wide
         t = outputs[o]
         width = vec * lowered.OUT_WIDTHS[o] if how == "lane" else vec
-        rows, ld = _rows_mode(t, lead, width)
+        rows, ld = _rows_mode(t, lead, m, width)
         views.append(cute.make_tensor(t.iterator + j * n if how == "part" else t.iterator,
                                       cute.make_layout((width, nv, rows), stride=(1, width, ld))))
     views += [_one_per_row(t, m, lead) for t, kind in zip(outputs, lowered.OUTPUTS) if kind != "row"]
@@ -1134,8 +1135,8 @@ def _through_rows_nd(*inputs, out=None):
       as it is, with its broadcast inputs as they are: the launcher walks each one's dims by name (_broadcast_mode);
     - heads of c (Qwen3's QK-norm, ``q.view(T, -1, head_dim)`` inside the function) with x and its kin contiguous:
       each row input gets the function's own view, [*lead, H, c], one view a tensor, and goes to _run_rows, whose
-      launcher on x's rank walks (H, T) as it walks (S, B); the outputs come in the function's shape [*lead, H, c]
-      with no reshape back. Anything else (a strided x, a per-row input) takes host.rows_nd."""
+      launcher on x's rank runs its T*H rows of c; the outputs come in the function's shape [*lead, H, c] with no
+      reshape back. Anything else (a strided x, a per-row input) takes host.rows_nd."""
     if _HEADS_AS_VIEWED and len(inputs) == _N_INPUTS and _heads_fit(inputs, out):
         inputs = list(inputs)
         for i in _ROW_INPUTS:
