@@ -761,7 +761,7 @@ def _rows_mode(t, lead: int, m, divby: int = 1):
     and a contiguous tensor is its rows in row-major order, whatever stride torch keeps for a dim of extent 1
     ([1, B, D].transpose(0, 1)). So the kernel indexes them as 2-D rows, with no div/mod of the row index (a
     nested (S, B) : (s1, s0) mode cost a QK-norm over heads of 128 8% of its GPU time on the H200:
-    benchmarks/2026-12-05-h100-host-split.md), and the host reshapes nothing."""
+    benchmarks/2026-12-05-rows-as-stored.md), and the host reshapes nothing."""
     if const_expr(lead == 1):
         return t.shape[0], cute.assume(t.stride[0], divby=divby)
     return m, cute.assume(t.shape[lead], divby=divby)
