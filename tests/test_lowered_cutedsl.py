@@ -309,7 +309,8 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
     """run() on the CPU with the launcher recorded: a contiguous x [B, S, D] and its per-row inputs [B, S] reach the
     launcher as they are (no reshape: the kernel walks their leading dims), the outputs come back [B, S, D] and
     [B, S] as the function returns them, and the signature counts no leading extent (a new S is no new plan). A
-    strided x goes through host.rows_nd, as [M, N] views."""
+    strided x goes through host.rows_nd, as [M, N] views; so does an out [M, N] that the launcher refuses beside x
+    [B, S, N] (host.py takes it: the same rows)."""
     torch = pytest.importorskip("torch")
     ws, _ = lowered_ws("reduction", "per_row")
     kernel = load_package(ws, f"rank3_{ws.name}").kernel
@@ -334,6 +335,19 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
     for out in (None, (y, r)):  # too few inputs: the count check's one line, with or without out=
         with pytest.raises(ValueError, match=r"takes 4 input\(s\), got 1"):
             kernel.run(x, out=out)
+
+    def refusing(iters, *tensors):  # the TVM-FFI wrapper: an out of another rank than x's is not what it compiled
+        if tensors[0].dim() != tensors[4].dim():
+            raise TypeError("ndim mismatch")
+        calls.append(tensors)
+
+    kernel._prepare = lambda inputs, out: ((refusing, 1, 2**31), None)
+    kernel._launches.clear()
+    flat = torch.empty(4 * 17, 1024, dtype=torch.bfloat16)  # out [M, N] beside x [B, S, N]: host.py takes it
+    r = torch.empty(4, 17, dtype=torch.float32)
+    got = kernel.run(x, scale, scale > 0, torch.randn(1024, dtype=torch.bfloat16), out=(flat, r))
+    assert got[0] is flat and got[1] is r, "the given out tensors, handed back"
+    assert calls[-1][0].shape == (68, 1024) and calls[-1][4].data_ptr() == flat.data_ptr(), "the [M, N] views"
 
 
 def test_broadcast_inputs_of_q_s_rank_reach_the_launcher_as_they_are(lowered_ws):
@@ -406,8 +420,9 @@ def test_heads_run_rows_of_the_head(lowered_ws):
 def test_heads_reach_the_launcher_as_the_function_views_them(lowered_ws):
     """run() on the CPU, launcher recorded: q [T, H*128] (and q [B, S, H*128]) reaches the launcher as the function's
     own view [.., H, 128] of q's storage (the launcher on x's rank walks (H, T)), the output is that shape, a new T
-    is no new plan, and a given out [T, H, 128] is written in place; a strided q (a slice of a fused projection) and
-    a last dim that is no whole number of heads take host.rows_nd (its [M, N] rows, its words)."""
+    is no new plan, and a given out [T, H, 128] is written in place; a strided q (a slice of a fused projection), an
+    out of q's own shape [T, H*128], and a last dim that is no whole number of heads take host.rows_nd (its [M, N]
+    rows, its words)."""
     torch = pytest.importorskip("torch")
     ws, _ = lowered_ws("reduction", "heads")
     kernel = load_package(ws, f"heads_{ws.name}").kernel
@@ -428,6 +443,9 @@ def test_heads_reach_the_launcher_as_the_function_views_them(lowered_ws):
     assert len(plans) == 1, "T is not in the signature"
     out = torch.empty(17, 8, 128, dtype=torch.bfloat16)
     assert kernel.run(q, w, out=out) is out and calls[-1][2] is out
+    flat = torch.empty(17, 1024, dtype=torch.bfloat16)  # an out of q's shape: host.rows_nd's [M, N] views of it
+    assert kernel.run(q, w, out=flat) is flat and calls[-1][2].shape == (136, 128)
+    assert calls[-1][2].data_ptr() == flat.data_ptr()
     assert kernel.run(torch.randn(2, 3, 1024, dtype=torch.bfloat16), w).shape == (2, 3, 8, 128)
     assert calls[-1][0].shape == (2, 3, 8, 128)
     got = kernel.run(torch.randn(16, 2048, dtype=torch.bfloat16)[:, :1024], w)

@@ -1036,6 +1036,7 @@ _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
 _LIKE_ONLY = all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
 _CONTIGUOUS = torch.Tensor.is_contiguous
+_OUT_RANK_DROP = tuple(int(kind == "reduced") for kind in lowered.OUTPUTS)  # each output's rank below x's
 
 
 def _run_rows(*inputs, out=None):
@@ -1124,7 +1125,10 @@ def _run_rows(*inputs, out=None):
             _PHASES = True
             return _run_rows(*inputs, out=out)
         _prepare(inputs, out)  # host.py says why in the words every cell uses ...
-        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
+        if len(shape) > 2 and not lowered.HEADS:  # ... or finds nothing wrong: an out of another rank ([M, N]
+            # beside x [B, S, N]) takes the [M, N] views, as before (heads come here in their own shape only)
+            return host.rows_nd(lowered, _run_rows, inputs, out)
+        raise  # ... and the wrapper's own message stands for 2-D rows
     return outputs[0] if _ONE_OUTPUT else tuple(outputs)
 
 
@@ -1155,12 +1159,17 @@ _HEADS_AS_VIEWED = bool(lowered.HEADS) and set(lowered.KINDS) <= {"row", "vector
 def _heads_fit(inputs, out) -> bool:
     """Whether heads of c can go to _run_rows as [*lead, H, c] views with nothing left for host.rows_nd to do: every
     row input contiguous with a whole number of heads of c (else rows_nd refuses it in its own words), and any
-    `out` contiguous."""
+    `out` contiguous, in the function's own shape (an out [T, H*c] is rows_nd's to view)."""
     for i in _ROW_INPUTS:
         t = inputs[i]
         if not (t.dim() and t.shape[-1] % lowered.HEADS == 0 and _CONTIGUOUS(t)):
             return False
-    return out is None or all(map(_CONTIGUOUS, host.lowered_outputs(out)))
+    if out is None:
+        return True
+    rank = inputs[_X].dim()
+    outs = host.lowered_outputs(out)
+    return len(outs) == len(_OUT_RANK_DROP) and all(  # [*lead, H, c], [*lead, H, 1] or [*lead, H]
+        _CONTIGUOUS(o) and o.dim() == rank + 1 - d for o, d in zip(outs, _OUT_RANK_DROP))
 
 
 # run(*inputs, out=None): one output tensor, or a tuple of them (_run_rows says how). A program whose rows are x's own
