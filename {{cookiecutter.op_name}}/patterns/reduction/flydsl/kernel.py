@@ -1196,7 +1196,7 @@ def _run_rows(*inputs, out=None):
 
     The signature picks the prepared launch, M is free. It holds everything the plan and the compiled code depend on
     that FlyDSL's call does not check: N; each tensor's dtype, device and 16-byte phase; each row input's rank,
-    width and strides (a lone row's stride is never read: N); a vector's or scalar's shape and strides; a one value
+    width and strides (a lone row's last stride alone: its row stride is never read); a vector's or scalar's shape and strides; a one value
     per row input's strides; a given output's dtype, device, phase, shape past M and contiguity. So a call checks
     only what M changes, against the prepared launch: every tensor's M, and M under the bound that keeps each of
     them under the 2 GiB a buffer addresses (one comparison). Anything else goes back to _prepare: host.py refuses
@@ -1218,9 +1218,9 @@ def _run_rows(*inputs, out=None):
     signature = [n]
     for t in inputs:
         signature += (t.dtype, t.get_device(), t.data_ptr() & 15)
-    for i in h.rows:
+    for i in h.rows:  # its width, and its strides (their count: its rank); a lone row's row stride is never read
         t = inputs[i]
-        signature += (t.dim(), t.shape[-1], t.stride(0) if m > 1 else n, t.stride(-1) if n > 1 else 1)
+        signature += (t.shape[-1], t.stride()) if m > 1 else (t.shape[-1], t.dim(), t.stride(-1))
     for i in h.others:
         t = inputs[i]
         signature += (t.shape, t.stride())
@@ -1248,11 +1248,12 @@ def _run_rows(*inputs, out=None):
     if not fits:  # host.py refuses it in its own words
         launch = _prepare(inputs, outs)
         max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
-    flat = list(inputs)
+    tensors = list(inputs)
     for i, w, ld in zip(h.rows, h.row_widths, lds):
-        flat[i] = inputs[i].as_strided(((m - 1) * ld + w * n,), (1,))
-    tensors = (*flat, *(o.view(-1) for o in outs))
-    tensors += tensors[:1] * (h.slots - len(tensors))  # lw.short_slots: the first again (never read)
+        tensors[i] = inputs[i].as_strided(((m - 1) * ld + w * n,), (1,))
+    tensors += [o.view(-1) for o in outs]
+    if h.pad:
+        tensors += tensors[:1] * h.pad  # lw.short_slots: the first again (never read)
     if splits is not None and 2 * m < splits.cus:  # few long rows: maybe the split-row path (split())
         groups, per = split(m, splits.cfg, splits.cus)
         if groups > 1:
@@ -1276,7 +1277,8 @@ def _hot() -> SimpleNamespace:
         row_widths=tuple(f.widths[i] for i in rows), per_rows=tuple(i for i, k in enumerate(kinds) if k == "per_row"),
         others=tuple(i for i, k in enumerate(kinds) if k not in ("row", "per_row")),
         m_inputs=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row") and i != f.x),  # each M long
-        out_count=len(f.outputs), slots=lw.launch_slots(len(kinds) + len(f.outputs)),
+        out_count=len(f.outputs),  # the launcher's tensor slots past the inputs and outputs (lw.short_slots):
+        pad=lw.launch_slots(len(kinds) + len(f.outputs)) - len(kinds) - len(f.outputs),
         views=host.lowered_viewer(f.module), empty=torch.empty,
         nd=bool(f.module.HEADS or {"broadcast", "broadcast_per_row"} & set(kinds)))
 
