@@ -287,7 +287,8 @@ def time_cell(pattern: str, kernel, stubs) -> list[dict]:
                                                                          torch.empty_like(x1))]
     elif pattern == "reduction":
         x, w = torch.randn(128, 8192, dtype=bf16), torch.randn(8192, dtype=bf16)
-        cases = [("rmsnorm 128x8192", (x, w), torch.empty_like(x))]
+        y = torch.empty_like(x)
+        cases = [("rmsnorm 128x8192", (x, w), y), ("rmsnorm [4, 32, 8192]", (x.view(4, 32, 8192), w), y.view(4, 32, 8192))]
     elif pattern == "gemm":
         a, b = torch.randn(128, 4096, dtype=bf16), torch.randn(4096, 4096, dtype=bf16)
         cases = [("matmul 128x4096x4096", (a, b), torch.empty(128, 4096, dtype=bf16))]

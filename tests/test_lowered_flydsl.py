@@ -355,6 +355,7 @@ import kernel, torch
 
 bf16 = torch.bfloat16
 checks = fl.counting_host(kernel, "lowered_operands")
+views = fl.counting_host(kernel, "rows_nd")
 got = {"abi": [], "shapes": [], "refused": []}
 
 
@@ -388,6 +389,10 @@ if kernel.lw.facts().module.SOURCE == "test:per_row":
                                    r2.view(-1)])
     got["abi"].append(fl.same_abi(stubs.abi, fl.expect_abi(*slots, *ldvs, 15, nv, iters)))
     got["prepared"] = len(checks)  # before the refusals, which run host.py's checks to say why
+    got["rows_nd"] = len(views)  # none: x [B, 3, 512] and its kin are contiguous, launched as they are
+    wide = torch.randn(5, 3, 640, dtype=bf16)[..., :512]  # a strided x: host.rows_nd's [M, N] views
+    y3 = kernel.run(wide, scale, keep, w)[0]
+    got["strided"] = [len(views), list(y3.shape), fl.same_abi(stubs.abi[:1], [wide.data_ptr()])]
     refused((x, scale[:, :2], keep, w), "scale (per_row) must be a contiguous (15,)")
     refused((x, scale, keep, w[:256]), "weight (vector) must be a contiguous (512,)")
     refused((x.half(), scale, keep, w), "of dtype torch.float16")
@@ -407,7 +412,8 @@ print(json.dumps(got))
 def test_reduction_run_hands_flydsl_the_rows(tmp_path, example):
     """The reduction cell's run() on a CPU, HIP stubbed: N-D rows, one value per row (a bool mask as its bytes) and
     inputs broadcast over the rows reach FlyDSL's launch slots as the kernel reads them (the ABI: each tensor's
-    pointer and 1-D size, the row strides, M, N / vec, the loop count); a call of another M reuses the signature's
+    pointer and 1-D size, the row strides, M, N / vec, the loop count); a contiguous x [B, S, D] with its kin
+    reaches them with no host.rows_nd views, a strided one through them; a call of another M reuses the signature's
     launch (host.py's checks once, one compile); given outputs are written and handed back; a wrong M, length or
     dtype is refused in host.py's words and launches nothing."""
     import flydsl_launch_cpu  # benchmarks/, on the tests' import path
@@ -419,8 +425,10 @@ def test_reduction_run_hands_flydsl_the_rows(tmp_path, example):
     got = json.loads(done.stdout.strip().splitlines()[-1])
     if example == "per_row":
         assert got["shapes"] == [[[2, 3, 512], [2, 3]], [[5, 3, 512], [5, 3]]] and got["abi"] == [True] * 3, got
-        assert (got["prepared"], got["launches"], got["compiled"]) == (2, 3, 1), got  # given outputs: a signature
+        assert (got["prepared"], got["launches"], got["compiled"]) == (2, 4, 1), got  # given outputs: a signature;
+        # the fourth launch is the strided x's
         assert got["refused"] == [True] * 3, got
+        assert got["rows_nd"] == 0 and got["strided"] == [1, [5, 3, 512], True], got
     else:  # the broadcast views' shapes are in the signature: another B is a new launch, not a new compile
         assert got["shapes"] == [[2, 4, 3, 128], [5, 4, 3, 128]] and got["refused"] == [True], got
         assert (got["launches"], got["compiled"]) == (2, 1), got

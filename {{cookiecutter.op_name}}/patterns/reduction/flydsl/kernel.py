@@ -1144,6 +1144,8 @@ def _prepare(inputs, out):
     f = lw.facts()
     op = f.module.SOURCE
     host.check_count(op, inputs, len(f.inputs))
+    if inputs[f.x].dim() > 2:  # an x [*lead, N] as run() passes it (contiguous): checked as the [M, N] rows it holds
+        inputs, out = host.flat_rows(f.module, inputs, out)
     x = inputs[f.x]
     m, n, _ = host.rows_of(op, x)
     n //= f.widths[f.x]  # the row length N: a wide x is [M, r*N]
@@ -1186,21 +1188,39 @@ def _span(t) -> int:
     return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
+def _packed(inputs, out) -> bool:
+    """Whether an x of rank 3 or more and the tensors that share its rows (row and per-row inputs, a given out) are
+    contiguous: then each is its M rows in row-major order, and run() launches on them as they are (1-D views of
+    their storage), with no [M, N] views of host.rows_nd."""
+    for i in _H.with_rows:
+        if not inputs[i].is_contiguous():
+            return False
+    return out is None or all(o.is_contiguous() for o in host.lowered_outputs(out))
+
+
 def _run_rows(*inputs, out=None):
     """lowered.compute over the rows of x on the current stream: one output tensor, or a tuple (OUTPUTS order).
 
     inputs in lowered.INPUTS order, the function's own (softmax: run(x); rmsnorm: run(x, weight); x the first row
-    input, [M, N] or of rank 3 or more: rows of its last dim, which host.rows_nd hands back as 2-D rows); a mask
-    bool, a scalar one element; `out` one tensor or a tuple/list in OUTPUTS order. This is run() itself for a
-    program whose rows are x's own (see run below), and the hot path.
+    input, [M, N] or of rank 3 or more: rows of its last dim); a mask bool, a scalar one element; `out` one tensor
+    or a tuple/list in OUTPUTS order. This is run() itself for a program whose rows are x's own (see run below), and
+    the hot path.
+
+    An x [*lead, N] of rank 3 or more (a model's [B, S, D]) with its row inputs, per-row inputs and any out
+    contiguous (_packed) runs here as it is: each such tensor is its M rows in row-major order, so the launch's 1-D
+    views of their storage are what [M, N] rows would give, the outputs are made in x's leading shape, and
+    _prepare checks them as those rows (host.flat_rows). Any other layout (strided, 1-D) goes through
+    host.rows_nd, which calls back with 2-D rows.
 
     The signature picks the prepared launch, M is free. It holds everything the plan and the compiled code depend on
-    that FlyDSL's call does not check: N; each tensor's dtype, device and 16-byte phase; each row input's rank,
-    width and strides (a lone row's last stride alone: its row stride is never read); a vector's or scalar's shape and strides; a one value
-    per row input's strides; a given output's dtype, device, phase, shape past M and contiguity. So a call checks
-    only what M changes, against the prepared launch: every tensor's M, and M under the bound that keeps each of
-    them under the 2 GiB a buffer addresses (one comparison). Anything else goes back to _prepare: host.py refuses
-    it in its own words. Then 1-D views of the rows and the launch (see flydsl_runtime.py).
+    that FlyDSL's call does not check: N and x's rank; each tensor's dtype, device and 16-byte phase; each row
+    input's width and strides (beside an x of rank 3 or more its width alone: it is contiguous; a lone row's last
+    stride alone: its row stride is never read); a vector's or scalar's shape and strides; a one value per row
+    input's strides; a given output's dtype, device, phase, shape past M (its rank beside an N-D x) and contiguity.
+    So a call checks only what M changes, against the prepared launch: every tensor's M (its leading shape beside
+    an N-D x), and M under the bound that keeps each of them under the 2 GiB a buffer addresses (one comparison).
+    Anything else goes back to _prepare: host.py refuses it in its own words. Then 1-D views of the rows and the
+    launch (see flydsl_runtime.py).
 
     Host cost: a FlyDSL call checks nothing itself, so these checks are run()'s to make on every call, in Python:
     what the program fixes (which inputs are rows, the views) is worked out once (_hot), and what a signature
@@ -1208,19 +1228,27 @@ def _run_rows(*inputs, out=None):
     h = _H
     if len(inputs) != h.count:
         _prepare(inputs, out)  # raises, in host.py's words
-    if inputs[h.x].dim() != 2:  # rows of x's last dim at another rank: host.rows_nd calls back with 2-D rows
-        return host.rows_nd(h.module, _run_rows, inputs, out)
+    shape = inputs[h.x].shape
+    lead = None  # x's leading shape ([B, S] of [B, S, D]) when it is not 2-D rows
+    if len(shape) != 2:  # a 1-D x, or one strided or empty: host.rows_nd calls back with 2-D rows
+        if len(shape) < 3 or not shape[-1] or not _packed(inputs, out):
+            return host.rows_nd(h.module, _run_rows, inputs, out)
+        lead = shape[:-1]
     if h.views:
         inputs = h.views(inputs)  # a mask as its bytes, a 0-d scalar as [1], one value per row as its M: free views
     x = inputs[h.x]
-    m, n = x.shape
-    n //= h.x_width  # the row length N: a wide x is [M, r*N]
-    signature = [n]
+    m = shape[0] if lead is None else x.numel() // shape[-1]
+    n = shape[-1] // h.x_width  # the row length N: a wide x is [M, r*N]
+    signature = [n, len(shape)]
     for t in inputs:
         signature += (t.dtype, t.get_device(), t.data_ptr() & 15)
-    for i in h.rows:  # its width, and its strides (their count: its rank); a lone row's row stride is never read
-        t = inputs[i]
-        signature += (t.shape[-1], t.stride()) if m > 1 else (t.shape[-1], t.dim(), t.stride(-1))
+    if lead is None:
+        for i in h.rows:  # its width, and its strides (their count: its rank); a lone row's row stride is never read
+            t = inputs[i]
+            signature += (t.shape[-1], t.stride()) if m > 1 else (t.shape[-1], t.dim(), t.stride(-1))
+    else:  # contiguous (_packed): its width; its leading shape is x's (below)
+        for i in h.rows:
+            signature.append(inputs[i].shape[-1])
     for i in h.others:
         t = inputs[i]
         signature += (t.shape, t.stride())
@@ -1229,22 +1257,34 @@ def _run_rows(*inputs, out=None):
     outs = None if out is None else host.lowered_outputs(out)
     if outs is not None:
         for o in outs:
-            signature += (o.dtype, o.get_device(), o.data_ptr() & 15, o.shape[1:], o.is_contiguous())
+            signature += (o.dtype, o.get_device(), o.data_ptr() & 15, o.shape[1:] if lead is None else o.dim(),
+                          o.is_contiguous())
     launch = _launches.get(tuple(signature))
     if launch is None:
         launch = _launches[tuple(signature)] = _prepare(inputs, out)
     max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
     fits = 0 < m <= max_m
-    for i in h.m_inputs:
-        fits = fits and inputs[i].shape[0] == m
+    if lead is None:
+        for i in h.m_inputs:
+            fits = fits and inputs[i].shape[0] == m
+    else:  # each row input of x's leading shape, each per-row input (viewed flat) M long
+        for i in h.m_inputs:
+            t = inputs[i]
+            fits = fits and (t.shape[:-1] == lead if t.dim() > 1 else t.shape[0] == m)
     if outs is None:
         device = x.device
-        outs = tuple(h.empty(shape, dtype=dtype, device=device) for shape, dtype in
-                     zip(host.lowered_out_shapes(h.module, m, n), out_dtypes))
+        shapes = host.lowered_out_shapes(h.module, m, n)
+        if lead is not None:  # in x's leading shape: [B, S, N], [B, S] or [B, S, 1]
+            shapes = [(*lead, *s[1:]) for s in shapes]
+        outs = tuple(h.empty(shape, dtype=dtype, device=device) for shape, dtype in zip(shapes, out_dtypes))
     else:
         fits = fits and len(outs) == h.out_count
-        for o in outs:
-            fits = fits and o.shape[0] == m
+        if lead is None:
+            for o in outs:
+                fits = fits and o.shape[0] == m
+        else:
+            for o, s in zip(outs, host.lowered_out_shapes(h.module, m, n)):
+                fits = fits and o.shape == (*lead, *s[1:])
     if not fits:  # host.py refuses it in its own words
         launch = _prepare(inputs, outs)
         max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
@@ -1277,6 +1317,7 @@ def _hot() -> SimpleNamespace:
         row_widths=tuple(f.widths[i] for i in rows), per_rows=tuple(i for i, k in enumerate(kinds) if k == "per_row"),
         others=tuple(i for i, k in enumerate(kinds) if k not in ("row", "per_row")),
         m_inputs=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row") and i != f.x),  # each M long
+        with_rows=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row")),  # x among them
         out_count=len(f.outputs),  # the launcher's tensor slots past the inputs and outputs (lw.short_slots):
         pad=lw.launch_slots(len(kinds) + len(f.outputs)) - len(kinds) - len(f.outputs),
         views=host.lowered_viewer(f.module), empty=torch.empty,
