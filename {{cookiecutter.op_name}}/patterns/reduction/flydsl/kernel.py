@@ -241,11 +241,12 @@ What compute() gets (lowered.py)
                     gfx942 too: flydsl_lowered.e4m3fn_bytes); an int8 / fp8 row beside a bf16 x is vec bytes per
                     access (buffer_store_dwordx2)
     run(*inputs, out=None) returns a tensor for one output, a tuple for several. Rows of rank 3 or more ([B, S, H,
-    D]: rows of the last dim), heads (HEADS c: x [T, H*c] as T*H rows of c, one reduction per head) and broadcast
-    inputs arrive as 2-D rows: host.rows_nd views the row inputs and outputs as [M, N] (a broadcast input as
-    host.broadcast_rows' [L0, L1, L2, N] view, no copy) and reshapes the outputs back; compile_only and describe
-    take a case [M, N] of a HEADS program as M*N/c rows of c, and of a program with a wide row output as rows of
-    N / r (host.lowered_lengths).
+    D]: rows of the last dim) launch as they are when they and their kin are contiguous (_packed: the 1-D views of
+    their storage are the [M, N] rows). Other layouts, heads (HEADS c: x [T, H*c] as T*H rows of c, one reduction
+    per head) and broadcast inputs arrive as 2-D rows: host.rows_nd views the row inputs and outputs as [M, N] (a
+    broadcast input as host.broadcast_rows' [L0, L1, L2, N] view, no copy) and reshapes the outputs back;
+    compile_only and describe take a case [M, N] of a HEADS program as M*N/c rows of c, and of a program with a
+    wide row output as rows of N / r (host.lowered_lengths).
 
 Verification: compiled to gfx942/gfx950 ISA on a CPU; it has not run on AMD hardware. The plan, the index math and
 the fold order of the built-in programs' lowered.py (NaN, -inf, masked prefixes, the looped path's passes and online
