@@ -102,9 +102,10 @@ Alignment and predication
     (N = 4096, 8192, ...) a constexpr drops the predicates and the loads issue back to back.
 
 What compute() gets (lowered.py)
-    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; "per_row": [M]; a mask's bytes), OUTPUTS
-    ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n, reduce):
-    straight-line fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th reduce() call.
+    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; "per_row": [M] or [M, 1]; a mask's bytes),
+    OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n,
+    reduce): straight-line fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th
+    reduce() call.
     - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are
       lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read
       once per thread: a scalar input's one element, or a per-row input's element of the thread's row (``x *
