@@ -3,6 +3,8 @@
 #   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile), LayerNorm and log_softmax (compile)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
+#   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
+#                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
 # removed, are in benchmarks/2026-12-05-h200-knobs.md and 2026-12-05-leading-dims.md. Every step runs under a
@@ -10,8 +12,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|host) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|host" >&2; exit 2 ;;
+  softmax|others|host|rows) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|host|rows" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -27,4 +29,8 @@ case "$1" in
       --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
   host)
     timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
+  rows)
+    (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
+      > "$OUT/rows-pytest.txt" 2>&1; tail -3 "$OUT/rows-pytest.txt"
+    timeout 250 python3 leading_dims_ab.py --out "$OUT/rows-leading-ab.json" ;;
 esac
