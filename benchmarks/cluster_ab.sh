@@ -31,6 +31,6 @@ case "$1" in
     timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
-      > "$OUT/rows-pytest.txt" 2>&1; tail -3 "$OUT/rows-pytest.txt"
+      > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"
     timeout 250 python3 leading_dims_ab.py --out "$OUT/rows-leading-ab.json" ;;
 esac
