@@ -345,7 +345,7 @@ def test_split_rows_run_each_pass_as_a_kernel(compiled, arch, pattern, example, 
 # run() of the reduction cell on a CPU with the HIP call stubbed (benchmarks/flydsl_launch_cpu.py's Stubs): the kernels
 # are compiled for real, then every line of run() runs as on the GPU machine but the launch. PER_ROW with x [B, 3, 512]
 # (host.rows_nd: M = 3B rows), a scale [B, 3] and a bool keep [B, 3, 1] one value per row, two outputs; ROPE with q
-# [B, 4, 3, 128] and cos/sin [4, 128] broadcast over B and H.
+# [B, 4, 3, 128] and cos/sin [4, 128] broadcast over B and H; HEADS with q [T, 1024] viewed [T, 8, 128].
 LAUNCH_ROWS_CHILD = """
 import json, os, sys
 sys.path[:0] = [sys.argv[1], os.getcwd()]
@@ -396,6 +396,19 @@ if kernel.lw.facts().module.SOURCE == "test:per_row":
     refused((x, scale[:, :2], keep, w), "scale (per_row) must be a contiguous (15,)")
     refused((x, scale, keep, w[:256]), "weight (vector) must be a contiguous (512,)")
     refused((x.half(), scale, keep, w), "of dtype torch.float16")
+elif kernel.lw.facts().module.SOURCE == "test:heads":  # q [T, 8*128] viewed [T, 8, 128] inside the function
+    w = torch.randn(128, dtype=bf16)
+    for t in (3, 5):
+        q = torch.randn(t, 1024, dtype=bf16)
+        y = kernel.run(q, w)
+        _, nv, ldvs, iters, *_ = facts()
+        slots = kernel.lw.short_slots([q.view(-1), w, y.view(-1)])
+        got["abi"].append(fl.same_abi(stubs.abi, fl.expect_abi(*slots, *ldvs, 8 * t, nv, iters)))
+        got["shapes"].append(list(y.shape))
+    got["rows_nd"] = len(views)  # none: the function's own view of a contiguous q is its rows of one head
+    got["shapes"].append(list(kernel.run(torch.randn(5, 2048, dtype=bf16)[:, :1024], w).shape))  # strided: views
+    got["strided"] = len(views)
+    refused((torch.randn(5, 1000, dtype=bf16), w), "not a whole number of heads of 128")
 else:
     cos, sin = torch.randn(4, 128, dtype=bf16), torch.randn(4, 128, dtype=bf16)
     for b in (2, 5):
@@ -408,12 +421,13 @@ print(json.dumps(got))
 
 
 @needs_flydsl
-@pytest.mark.parametrize("example", ["per_row", "rope"])
+@pytest.mark.parametrize("example", ["per_row", "rope", "heads"])
 def test_reduction_run_hands_flydsl_the_rows(tmp_path, example):
     """The reduction cell's run() on a CPU, HIP stubbed: N-D rows, one value per row (a bool mask as its bytes) and
     inputs broadcast over the rows reach FlyDSL's launch slots as the kernel reads them (the ABI: each tensor's
     pointer and 1-D size, the row strides, M, N / vec, the loop count); a contiguous x [B, S, D] with its kin
-    reaches them with no host.rows_nd views, a strided one through them; a call of another M reuses the signature's
+    reaches them with no host.rows_nd views, a strided one through them, and so does a QK-norm's q [T, H*128] as
+    the function's own view [T, H, 128]; a call of another M reuses the signature's
     launch (host.py's checks once, one compile); given outputs are written and handed back; a wrong M, length or
     dtype is refused in host.py's words and launches nothing."""
     import flydsl_launch_cpu  # benchmarks/, on the tests' import path
@@ -429,6 +443,9 @@ def test_reduction_run_hands_flydsl_the_rows(tmp_path, example):
         # the fourth launch is the strided x's
         assert got["refused"] == [True] * 3, got
         assert got["rows_nd"] == 0 and got["strided"] == [1, [5, 3, 512], True], got
+    elif example == "heads":  # q [T, 1024] as [T, 8, 128], one launch per T, no host.rows_nd views but the strided q's
+        assert got["shapes"] == [[3, 8, 128], [5, 8, 128], [5, 8, 128]] and got["abi"] == [True] * 2, got
+        assert (got["rows_nd"], got["strided"], got["refused"], got["compiled"]) == (0, 1, [True], 1), got
     else:  # the broadcast views' shapes are in the signature: another B is a new launch, not a new compile
         assert got["shapes"] == [[2, 4, 3, 128], [5, 4, 3, 128]] and got["refused"] == [True], got
         assert (got["launches"], got["compiled"]) == (2, 1), got

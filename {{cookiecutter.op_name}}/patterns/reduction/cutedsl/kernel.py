@@ -1037,7 +1037,6 @@ _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
 _LIKE_ONLY = all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
 _CONTIGUOUS = torch.Tensor.is_contiguous
-_OUT_RANK_DROP = tuple(int(kind == "reduced") for kind in lowered.OUTPUTS)  # each output's rank below x's
 
 
 def _run_rows(*inputs, out=None):
@@ -1139,42 +1138,19 @@ def _through_rows_nd(*inputs, out=None):
     - an x of the rank the function names its dims at (RoPE's q [B, S, H, D] beside cos [S, D]) goes to _run_rows
       as it is, with its broadcast inputs as they are: the launcher walks each one's dims by name (_broadcast_mode);
     - heads of c (Qwen3's QK-norm, ``q.view(T, -1, head_dim)`` inside the function) with x and its kin contiguous:
-      each row input gets the function's own view, [*lead, H, c], one view a tensor, and goes to _run_rows, whose
-      launcher on x's rank runs its T*H rows of c; the outputs come in the function's shape [*lead, H, c] with no
-      reshape back. Anything else (a strided x, a per-row input) takes host.rows_nd."""
-    if _HEADS_AS_VIEWED and len(inputs) == _N_INPUTS and _heads_fit(inputs, out):
-        inputs = list(inputs)
-        for i in _ROW_INPUTS:  # [T, H*c] (the common q) by its one leading extent: 0.4 us less than unpacking
-            t = inputs[i]
-            shape = t.shape
-            inputs[i] = t.view(shape[0], -1, lowered.HEADS) if len(shape) == 2 else \
-                t.view(*shape[:-1], -1, lowered.HEADS)
-        return _run_rows(*inputs, out=out)
+      each row input gets the function's own view, [*lead, H, c] (host.heads_viewer), and goes to _run_rows,
+      whose launcher on x's rank runs its T*H rows of c; the outputs come in the function's shape [*lead, H, c]
+      with no reshape back. Anything else (a strided x, a per-row input) takes host.rows_nd."""
+    if _HEADS_VIEW:
+        viewed = _HEADS_VIEW(inputs, out)
+        if viewed is not None:
+            return _run_rows(*viewed, out=out)
     if not lowered.HEADS and len(inputs) > _X and inputs[_X].dim() == len(_X_DIMS) > 2:
         return _run_rows(*inputs, out=out)
     return host.rows_nd(lowered, _run_rows, inputs, out)
 
 
-_HEADS_AS_VIEWED = bool(lowered.HEADS) and set(lowered.KINDS) <= {"row", "vector", "scalar"} and \
-    all(w == 1 for w in lowered.WIDTHS)  # heads of c that _through_rows_nd views as the function does
-
-
-def _heads_fit(inputs, out) -> bool:
-    """Whether heads of c can go to _run_rows as [*lead, H, c] views with nothing left for host.rows_nd to do: every
-    row input contiguous with a whole number of heads of c (else rows_nd refuses it in its own words), and any
-    `out` contiguous, in the function's own shape (an out [T, H*c] is rows_nd's to view)."""
-    for i in _ROW_INPUTS:
-        t = inputs[i]
-        if not (t.dim() and t.shape[-1] % lowered.HEADS == 0 and _CONTIGUOUS(t)):
-            return False
-    if out is None:
-        return True
-    outs = host.lowered_outputs(out)
-    rank = inputs[_X].dim() + 1
-    for o, d in zip(outs, _OUT_RANK_DROP):  # [*lead, H, c], [*lead, H, 1] or [*lead, H]
-        if o.dim() != rank - d or not _CONTIGUOUS(o):
-            return False
-    return len(outs) == len(_OUT_RANK_DROP)
+_HEADS_VIEW = host.heads_viewer(lowered)  # heads of c as the function views them (None: rows_nd's, or no heads)
 
 
 # run(*inputs, out=None): one output tensor, or a tuple of them (_run_rows says how). A program whose rows are x's own
@@ -1223,7 +1199,7 @@ def _case_lead(case: dict | None) -> int:
     if not case:
         return 1
     lead = len(case.get("lead") or (case.get("dims") or "MN")[:-1])
-    return lead + 1 if _HEADS_AS_VIEWED else lead  # heads of c: x viewed [*lead, H, c] (_through_rows_nd)
+    return lead + 1 if _HEADS_VIEW else lead  # heads of c: x viewed [*lead, H, c] (_through_rows_nd)
 
 
 def _per_row_ranks(lead: int) -> tuple:

@@ -1321,19 +1321,25 @@ def _hot() -> SimpleNamespace:
         with_rows=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row")),  # x among them
         out_count=len(f.outputs),  # the launcher's tensor slots past the inputs and outputs (lw.short_slots):
         pad=lw.launch_slots(len(kinds) + len(f.outputs)) - len(kinds) - len(f.outputs),
-        views=host.lowered_viewer(f.module), empty=torch.empty,
+        views=host.lowered_viewer(f.module), empty=torch.empty, heads_view=host.heads_viewer(f.module),
         nd=bool(f.module.HEADS or {"broadcast", "broadcast_per_row"} & set(kinds)))
 
 
 def _through_rows_nd(*inputs, out=None):
     """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
-    the inputs as 2-D rows and calls _run_rows on them."""
+    the inputs as 2-D rows and calls _run_rows on them. Heads of c with q contiguous skip those views: each row
+    input gets the function's own view [*lead, H, c] (host.heads_viewer), whose storage is the T*H rows of c, and
+    the outputs come in the function's shape."""
+    if _H.heads_view:
+        viewed = _H.heads_view(inputs, out)
+        if viewed is not None:
+            return _run_rows(*viewed, out=out)
     return host.rows_nd(_H.module, _run_rows, inputs, out)
 
 
 _H = _hot()
 # run(*inputs, out=None) (_run_rows says how): a program whose rows are x's own takes the hot path itself, with no
-# frame in front of it; heads (HEADS) and broadcast inputs go through host.rows_nd first.
+# frame in front of it; heads (HEADS) and broadcast inputs go through _through_rows_nd first.
 run = _through_rows_nd if _H.nd else _run_rows
 
 
