@@ -3,6 +3,7 @@
     python benchmarks/flydsl_launch_cpu.py --check                     # the launch ABI and the signature cache
     python benchmarks/flydsl_launch_cpu.py --out new.json              # host µs per run(), this checkout
     python benchmarks/flydsl_launch_cpu.py --out old.json --template DIR   # ... or another checkout's cells
+    python benchmarks/flydsl_launch_cpu.py heads --out FILE               # the reduction cell on a QK-norm's heads
 
 No AMD GPU here, so nothing runs on one. Each cell is compiled for real (FlyDSL on CPU placeholders, as
 run() compiles it, no COMPILE_ONLY), in a workspace baked by the checkout's tools/scaffold.py, in a child
@@ -36,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CELLS = {"elementwise": "silu_mul", "reduction": "rmsnorm", "gemm": "matmul", "decode_attention": "gqa"}
+LOWERED = {"heads": ("reduction", "HEADS")}  # timed only when named: a cell running tests/lowered_sources.py's program
 ARCH = "gfx942"
 STREAM = 0x5EED  # the stand-in for torch's current stream handle
 
@@ -62,7 +64,14 @@ def child_env(ws: Path) -> dict:
 
 
 def run_cell(template: Path, pattern: str, check: bool, tmp: Path) -> dict:
-    ws = bake(template, tmp / pattern, pattern, CELLS[pattern])
+    if pattern in LOWERED:  # the cell's workspace, its lowered.py then replaced as the tests do (tests/helpers.py)
+        cell, source = LOWERED[pattern]
+        ws = bake(template, tmp / pattern, cell, CELLS[cell])
+        code = (f"import sys; from pathlib import Path; sys.path.insert(0, 'tests'); from helpers import make_lowered; "
+                f"from lowered_sources import {source}; make_lowered(Path({str(ws)!r}), {source}, 'flydsl')")
+        subprocess.run([sys.executable, "-c", code], cwd=template, check=True, capture_output=True, text=True)
+    else:
+        ws = bake(template, tmp / pattern, pattern, CELLS[pattern])
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", pattern,
                            *(["--check"] if check else [])], cwd=ws, env=child_env(ws), capture_output=True,
                           text=True, timeout=900)
@@ -292,6 +301,9 @@ def time_cell(pattern: str, kernel, stubs) -> list[dict]:
     elif pattern == "gemm":
         a, b = torch.randn(128, 4096, dtype=bf16), torch.randn(4096, 4096, dtype=bf16)
         cases = [("matmul 128x4096x4096", (a, b), torch.empty(128, 4096, dtype=bf16))]
+    elif pattern == "heads":  # a QK-norm: q [T, 8*128] viewed [T, 8, 128] inside the function
+        q, w = torch.randn(64, 1024, dtype=bf16), torch.randn(128, dtype=bf16)
+        cases = [("qk-norm heads of 128, q 64x1024", (q, w), torch.empty(64, 8, 128, dtype=bf16))]
     else:
         q, k = torch.randn(1, 32, 128, dtype=bf16), torch.randn(1, 8192, 8, 128, dtype=bf16)
         cases = [("gqa B1 Hq32 Hkv8 S8192 D128", (q, k, torch.randn_like(k), torch.full((1,), 8192, dtype=torch.int32)),
