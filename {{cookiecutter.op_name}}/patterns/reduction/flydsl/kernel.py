@@ -1272,20 +1272,18 @@ def _run_rows(*inputs, out=None):
         for i in h.m_inputs:
             t = inputs[i]
             fits = fits and (t.shape[:-1] == lead if t.dim() > 1 else t.shape[0] == m)
-    if outs is None:
-        device = x.device
-        shapes = host.lowered_out_shapes(h.module, m, n)
-        if lead is not None:  # in x's leading shape: [B, S, N], [B, S] or [B, S, 1]
-            shapes = [(*lead, *s[1:]) for s in shapes]
-        outs = tuple(h.empty(shape, dtype=dtype, device=device) for shape, dtype in zip(shapes, out_dtypes))
+    if outs is None:  # [M, r*N], [M] or [M, 1]; beside an N-D x in its leading shape: [B, S, r*N], [B, S], ...
+        device, rows = x.device, (m,) if lead is None else lead
+        outs = tuple(h.empty(rows + ((r * n,) if r else tail), dtype=dtype, device=device)
+                     for (r, tail), dtype in zip(h.out_forms, out_dtypes))
     else:
         fits = fits and len(outs) == h.out_count
         if lead is None:
             for o in outs:
                 fits = fits and o.shape[0] == m
         else:
-            for o, s in zip(outs, host.lowered_out_shapes(h.module, m, n)):
-                fits = fits and o.shape == (*lead, *s[1:])
+            for o, (r, tail) in zip(outs, h.out_forms):
+                fits = fits and o.shape == lead + ((r * n,) if r else tail)
     if not fits:  # host.py refuses it in its own words
         launch = _prepare(inputs, outs)
         max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
@@ -1319,6 +1317,10 @@ def _hot() -> SimpleNamespace:
         others=tuple(i for i, k in enumerate(kinds) if k not in ("row", "per_row")),
         m_inputs=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row") and i != f.x),  # each M long
         with_rows=tuple(i for i, k in enumerate(kinds) if k in ("row", "per_row")),  # x among them
+        # each output's shape past its rows (host.OUTPUT_SHAPES): (r, ()) for a row output r*N long, else (0, its
+        # tail: () or (1,))
+        out_forms=tuple((r, ()) if kind == "row" else (0, host.OUTPUT_SHAPES[kind](1, 1)[1:])
+                        for kind, r in zip(f.outputs, f.out_widths)),
         out_count=len(f.outputs),  # the launcher's tensor slots past the inputs and outputs (lw.short_slots):
         pad=lw.launch_slots(len(kinds) + len(f.outputs)) - len(kinds) - len(f.outputs),
         views=host.lowered_viewer(f.module), empty=torch.empty, heads_view=host.heads_viewer(f.module),
