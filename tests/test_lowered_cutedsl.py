@@ -305,15 +305,9 @@ def test_one_value_per_row_is_one_load_per_thread(lowered_ws, source, dims):
         assert not re.search(r"(div|rem)\.(u|s)32", ptx)
 
 
-def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
-    """run() on the CPU with the launcher recorded: a contiguous x [B, S, D] and its per-row inputs [B, S] reach the
-    launcher as they are (no reshape: the kernel walks their leading dims), the outputs come back [B, S, D] and
-    [B, S] as the function returns them, and the signature counts no leading extent (a new S is no new plan). A
-    strided x goes through host.rows_nd, as [M, N] views; so does an out [M, N] that the launcher refuses beside x
-    [B, S, N] (host.py takes it: the same rows)."""
-    torch = pytest.importorskip("torch")
-    ws, _ = lowered_ws("reduction", "per_row")
-    kernel = load_package(ws, f"rank3_{ws.name}").kernel
+def _record_launches(kernel) -> tuple[list, list]:
+    """(calls, plans): kernel.run() on the CPU with a no-op launcher of an unbounded plan in place of the first
+    call's checks and compile (_prepare); each launch's tensors go to `calls`, each plan's input shapes to `plans`."""
     calls, plans = [], []
 
     def prepare(inputs, out):
@@ -321,6 +315,19 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
         return (lambda iters, *tensors: calls.append(tensors), 1, 2**31), None
 
     kernel._prepare = prepare
+    return calls, plans
+
+
+def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
+    """run() on the CPU with the launcher recorded: a contiguous x [B, S, D] and its per-row inputs [B, S] reach the
+    launcher as they are (no reshape: the kernel indexes the rows they hold), the outputs come back [B, S, D] and
+    [B, S] as the function returns them, and the signature counts no leading extent (a new S is no new plan). A
+    strided x goes through host.rows_nd, as [M, N] views; so does an out [M, N] that the launcher refuses beside x
+    [B, S, N] (host.py takes it: the same rows)."""
+    torch = pytest.importorskip("torch")
+    ws, _ = lowered_ws("reduction", "per_row")
+    kernel = load_package(ws, f"rank3_{ws.name}").kernel
+    calls, plans = _record_launches(kernel)
     for s in (16, 17):
         x, scale = torch.randn(4, s, 1024, dtype=torch.bfloat16), torch.randn(4, s, dtype=torch.bfloat16)
         y, r = kernel.run(x, scale, scale > 0, torch.randn(1024, dtype=torch.bfloat16))
@@ -357,8 +364,7 @@ def test_broadcast_inputs_of_q_s_rank_reach_the_launcher_as_they_are(lowered_ws)
     torch = pytest.importorskip("torch")
     ws, _ = lowered_ws("reduction", "rope")
     kernel = load_package(ws, f"bcast_{ws.name}").kernel
-    calls = []
-    kernel._prepare = lambda inputs, out: ((lambda iters, *tensors: calls.append(tensors), 1, 2**31), None)
+    calls, _ = _record_launches(kernel)
     q = torch.randn(2, 16, 8, 128, dtype=torch.bfloat16)
     cos, sin = torch.randn(16, 128, dtype=torch.bfloat16), torch.randn(16, 128, dtype=torch.bfloat16)
     got = kernel.run(q, cos, sin)
@@ -419,20 +425,14 @@ def test_heads_run_rows_of_the_head(lowered_ws):
 
 def test_heads_reach_the_launcher_as_the_function_views_them(lowered_ws):
     """run() on the CPU, launcher recorded: q [T, H*128] (and q [B, S, H*128]) reaches the launcher as the function's
-    own view [.., H, 128] of q's storage (the launcher on x's rank walks (H, T)), the output is that shape, a new T
+    own view [.., H, 128] of q's storage (the launcher on x's rank runs its T*H rows), the output is that shape, a new T
     is no new plan, and a given out [T, H, 128] is written in place; a strided q (a slice of a fused projection), an
     out of q's own shape [T, H*128], and a last dim that is no whole number of heads take host.rows_nd (its [M, N]
     rows, its words)."""
     torch = pytest.importorskip("torch")
     ws, _ = lowered_ws("reduction", "heads")
     kernel = load_package(ws, f"heads_{ws.name}").kernel
-    calls, plans = [], []
-
-    def prepare(inputs, out):
-        plans.append(tuple(t.shape for t in inputs))
-        return (lambda iters, *tensors: calls.append(tensors), 1, 2**31), None
-
-    kernel._prepare = prepare
+    calls, plans = _record_launches(kernel)
     w = torch.randn(128, dtype=torch.bfloat16)
     for t in (16, 17):
         q = torch.randn(t, 1024, dtype=torch.bfloat16)

@@ -1195,7 +1195,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 
 def _case_lead(case: dict | None) -> int:
     """x's leading dims in a case as run() launches it: the case's [*lead, N] (reference.make_inputs), or its dims;
-    1 for heads, which go as [M, N] rows."""
+    one more for heads of c, which go as the function's view [*lead, H, c] (_through_rows_nd)."""
     if not case:
         return 1
     lead = len(case.get("lead") or (case.get("dims") or "MN")[:-1])
