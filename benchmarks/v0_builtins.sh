@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every built-in elementwise and reduction op (bf16, H200) baked with the template's CLI and run through its own V0
-# harness (test_kernel.py --no-timing), six at a time: correctness only, so parallel runs are fine. One line per op.
+# harness (test_kernel.py --no-timing), six at a time: correctness only, so parallel runs are fine. One line per op,
+# with each case that did not pass (its status and error).
 set -u
 out=${1:?usage: v0_builtins.sh OUT_DIR}
 mkdir -p "$out"
@@ -10,7 +11,7 @@ one() {
     run_baseline=no >/dev/null 2>&1 && (cd "$dir/ws" && timeout 500 python3 test_kernel.py --no-timing >/dev/null 2>&1)
   rc=$?
   cp "$dir/ws/results/results.json" "$out/$op.json" 2>/dev/null
-  echo "$op rc=$rc $(python3 -c "import json,sys; r=json.load(open('$out/$op.json')); print('all_passed', r['all_passed'], 'cases', len(r['cases']), 'max_rel_err', r['max_rel_err'])" 2>/dev/null)"
+  echo "$op rc=$rc $(python3 -c "import json,sys; r=json.load(open('$out/$op.json')); print('all_passed', r['all_passed'], 'cases', len(r['cases']), 'max_rel_err', r['max_rel_err'], *(f\"| {c['name']} {c['status']} {c.get('error', '')[:200]}\" for c in r['cases'] if c['status'] != 'PASS'))" 2>/dev/null)"
 }
 export -f one
 for op in add mul silu gelu relu silu_mul; do echo "elementwise $op"; done > /tmp/v0_jobs
