@@ -34,7 +34,8 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "above256_v64": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 64}, "above512": {"CLUSTER_ABOVE": 512},
             "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48},
             "pow2": {"WHOLE_WARPS": False}, "early_loads": {"LATE_LOADS": False},
-            "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3}}
+            "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3},
+            "v64_3ctas": {"VALUES_PER_THREAD": 64, "MIN_CTAS_PER_SM": 3}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336"],
@@ -59,7 +60,7 @@ def _variant(kernel, knobs: dict) -> None:
     defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
-                                                              "CLUSTER_LOADS")})
+                                                              "CLUSTER_LOADS", "MIN_CTAS_PER_SM")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})

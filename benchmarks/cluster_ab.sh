@@ -22,7 +22,7 @@ cd benchmarks
 case "$1" in
   softmax)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-softmax.json" --op softmax --variant default \
-      --shape 4096x32000 --shape 1024x128256 --shape 8x131072 --shape 32x131072 --shape 16x262144 ;;
+      --variant v64_3ctas --shape 4096x32000 --shape 1024x128256 --shape 8x131072 --shape 32x131072 --shape 16x262144 ;;
   others)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op rmsnorm --op layer_norm \
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \

@@ -175,6 +175,9 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
+MIN_CTAS_PER_SM = 0  # register path: CTAs per SM whose registers ptxas must fit (.minnctapersm); 0: its choice.
+# A knob for the H200 A/B only (bench_cluster.py's v64_3ctas: quack's 8 CTAs of 256 at 64 values, 3 CTAs an SM);
+# on an H100 it tied the default (benchmarks/2026-12-05-h100-session17.md)
 LOG2_E = math.log2(math.e)
 
 _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
@@ -849,7 +852,9 @@ def reduction_launch(
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
         row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
-            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream)
+            cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
+            **({"min_blocks_per_mp": MIN_CTAS_PER_SM, "max_number_threads": [threads, 1, 1]}
+               if MIN_CTAS_PER_SM else {}))
 
 
 # ------------------------------------------------------------------------------------------------
