@@ -176,8 +176,9 @@ MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MIN_CTAS_PER_SM = 0  # register path: CTAs per SM whose registers ptxas must fit (.minnctapersm); 0: its choice.
-# A knob for the H200 A/B only (bench_cluster.py's v64_3ctas: quack's 8 CTAs of 256 at 64 values, 3 CTAs an SM);
-# on an H100 it tied the default (benchmarks/2026-12-05-h100-session17.md)
+# Off until an M-aware plan uses it: with VALUES_PER_THREAD 64 (bench_cluster.py's v64_3ctas: quack's 8 CTAs of
+# 256 at N = 128256, 3 CTAs an SM) softmax ran 138.6 against 149.6 us at 1024x128256 and 126.9 against 131.8 at
+# 4096x32000 on the H200, but 4.15 against 4.07 at 8x131072, and tied on an H100 (benchmarks/2026-12-05-session17.md)
 LOG2_E = math.log2(math.e)
 
 _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
