@@ -178,7 +178,9 @@ LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MIN_CTAS_PER_SM = 0  # register path: CTAs per SM whose registers ptxas must fit (.minnctapersm); 0: its choice.
 # Off until an M-aware plan uses it: with VALUES_PER_THREAD 64 (bench_cluster.py's v64_3ctas: quack's 8 CTAs of
 # 256 at N = 128256, 3 CTAs an SM) softmax ran 138.6 against 149.6 us at 1024x128256 and 126.9 against 131.8 at
-# 4096x32000 on the H200, but 4.15 against 4.07 at 8x131072, and tied on an H100 (benchmarks/2026-12-05-session17.md)
+# 4096x32000 on the H200, but 4.15 against 4.07 at 8x131072, and tied on an H100 (benchmarks/2026-12-05-session17.md).
+# With it above 1, CuTe DSL 4.8.1 asks the driver for the SM's shared memory unless the launch names a
+# preferred_smem_carveout, so compile_only cannot compile such a plan on a machine with no GPU (CI)
 LOG2_E = math.log2(math.e)
 
 _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
