@@ -211,6 +211,10 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         empty = torch.empty(0, dtype=bf16)
         assert kernel.run(empty, empty, out=empty) is empty and stubs.launches == 2
         done.append("refusals in host.py's words, no launch; an empty tensor launches nothing")
+        y0 = kernel.run(x, y)  # new outputs: torch.empty_like(x), x being contiguous
+        assert y0.shape == x.shape and y0.dtype == bf16 and y0.is_contiguous(), (y0.shape, y0.stride())
+        assert same_abi(stubs.abi, expect_abi(*launch_args(x, y, y0))), stubs.abi
+        done.append("a new output has x's shape and dtype")
         stubs.error = 1
         try:
             kernel.run(x, y, out=out)
@@ -238,6 +242,12 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         kernel.run(xp, w, out=op_)
         assert len(kernel._launches) == 2 and len(kernel._compiled) == 1, "a padded stride is a new signature only"
         assert same_abi(stubs.abi, expect_abi(*launch_args(xp, op_))), stubs.abi
+        for t in (x, xp, x.view(4, 32, 8192)):  # new outputs: x's layout when x is packed, else contiguous
+            y0 = kernel.run(t, w)
+            assert y0.shape == t.shape and y0.dtype == bf16 and y0.is_contiguous(), (y0.shape, y0.stride())
+            if t.dim() == 2:
+                assert same_abi(stubs.abi, expect_abi(*launch_args(t, y0))), stubs.abi
+        done.append("new outputs in x's shape, contiguous (packed, padded and [B, S, D] rows)")
         refused(stubs, lambda: kernel.run(x, w, out=out[:5]), "out must be a contiguous")
         refused(stubs, lambda: kernel.run(x, w[:4096], out=out), "weight (vector) must be a contiguous")
         refused(stubs, lambda: kernel.run(x[:0], w, out=out[:0]), "empty input")
@@ -315,6 +325,7 @@ def time_cell(pattern: str, kernel, stubs) -> list[dict]:
         first = time.perf_counter() - start
         rows.append({"cell": pattern, "case": label, "first_call_s": round(first, 3),
                      **us_per_call(lambda: kernel.run(*inputs, out=out))})
+        rows.append({"cell": pattern, "case": f"{label}, run() allocating", **us_per_call(lambda: kernel.run(*inputs))})
     if pattern == "elementwise" and hasattr(kernel, "_launches"):  # the pieces of one call, this checkout's cell
         x, y = cases[0][1]
         out = cases[0][2]

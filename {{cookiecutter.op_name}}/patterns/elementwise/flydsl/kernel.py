@@ -315,6 +315,7 @@ _VIEWS = host.lowered_viewer(_F.module)  # run()'s view of the inputs that need 
 _ROWS = tuple(i for i, kind in enumerate(_F.kinds) if kind == "row" and i != _F.x)  # the inputs of x's shape
 _FIXED = tuple(i for i, kind in enumerate(_F.kinds) if kind != "row")  # vectors and scalars: shapes in the signature
 _SLOTS = lw.launch_slots(len(_F.kinds) + len(_F.outputs))  # the launcher's tensor slots (lw.short_slots)
+_OUT_LIKE = tuple(host.out_dtypes(_F.out_dtypes))  # each output's dtype, None for x's: made by torch.empty_like(x)
 
 
 def run(*inputs, out=None):
@@ -357,7 +358,9 @@ def run(*inputs, out=None):
     fits = numel <= max_numel
     for i in _ROWS:
         fits = fits and inputs[i].shape == shape
-    if outs is None:
+    if outs is None and x.is_contiguous():  # x's shape: torch's cheapest allocation (0.9 against 1.7 us on a CPU)
+        outs = tuple(torch.empty_like(x) if d is None else torch.empty_like(x, dtype=d) for d in _OUT_LIKE)
+    elif outs is None:  # a strided x, which _prepare refuses below
         outs = tuple(torch.empty(shape, dtype=dtype, device=x.device) for dtype in out_dtypes)
     else:
         fits = fits and len(outs) == len(out_dtypes)
