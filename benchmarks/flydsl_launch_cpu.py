@@ -204,6 +204,7 @@ def check_cell(pattern: str, kernel, stubs) -> list[str]:
         first_and_second("lowered_operands", lambda: kernel.run(x, y, out=out), lambda: kernel.run(x1, y1, out=o1),
                          lambda: expect_abi(*launch_args(x, y, out)), lambda: expect_abi(*launch_args(x1, y1, o1)))
         refused(stubs, lambda: kernel.run(x.t(), y, out=out), "(row) must be a contiguous")
+        refused(stubs, lambda: kernel.run(x.t(), y), "(row) must be a contiguous")  # before any new output's words
         refused(stubs, lambda: kernel.run(x1[1:], y1[1:], out=o1[1:]), "16-byte boundary")
         refused(stubs, lambda: kernel.run(x, y, out=o1), "out must be a contiguous")
         refused(stubs, lambda: kernel.run(x, y.half(), out=out), "of dtype torch.bfloat16")

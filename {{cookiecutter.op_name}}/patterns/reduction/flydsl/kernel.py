@@ -1180,8 +1180,7 @@ def _prepare(inputs, out):
     below = [(MAX_BYTES // t.element_size() - 1 - w * n) // ld + 1 for (_, t, w), ld in zip(rows, lds)]  # a span
     below += [(MAX_BYTES // t.element_size() - 1) // (t.numel() // m) for t in  # M values, or M rows of k
               (*(t for t, kind in zip(inputs, f.kinds) if kind == "per_row"), *outs)]
-    packed = m > 1 and lds[0] == f.widths[f.x] * n  # x's rows back to back (a lone row's stride is not keyed)
-    facts = (min(below), n // vec, slot_ldvs, cfg["iters"], tuple(o.dtype for o in outs), splits, tuple(lds), packed)
+    facts = (min(below), n // vec, slot_ldvs, cfg["iters"], tuple(o.dtype for o in outs), splits, tuple(lds))
     return rt.Launch(op, fn, _constexprs(vec, cfg), x.get_device(), facts)
 
 
@@ -1264,7 +1263,7 @@ def _run_rows(*inputs, out=None):
     launch = _launches.get(tuple(signature))
     if launch is None:
         launch = _launches[tuple(signature)] = _prepare(inputs, out)
-    max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds, packed = launch.facts
+    max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
     fits = 0 < m <= max_m
     if lead is None:
         for i in h.m_inputs:
@@ -1274,8 +1273,8 @@ def _run_rows(*inputs, out=None):
             t = inputs[i]
             fits = fits and (t.shape[:-1] == lead if t.dim() > 1 else t.shape[0] == m)
     if outs is None:  # [M, r*N], [M] or [M, 1]; beside an N-D x in its leading shape: [B, S, r*N], [B, S], ...
-        if h.like_x and (packed or lead is not None):  # x's shape and dtype, x contiguous: torch's cheapest
-            outs = tuple(h.empty_like(x) for _ in out_dtypes)  # allocation (0.9 against 1.7 us on a CPU)
+        if h.like_x and (lead is not None or m > 1 and lds[0] == h.x_width * n):  # x's shape, dtype and packed
+            outs = tuple(h.empty_like(x) for _ in out_dtypes)  # rows: empty_like, 0.9 against torch.empty's 1.7 us
         else:
             device, rows = x.device, (m,) if lead is None else lead
             outs = tuple(h.empty(rows + ((r * n,) if r else tail), dtype=dtype, device=device)
@@ -1290,7 +1289,7 @@ def _run_rows(*inputs, out=None):
                 fits = fits and o.shape == lead + ((r * n,) if r else tail)
     if not fits:  # host.py refuses it in its own words
         launch = _prepare(inputs, outs)
-        max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds, packed = launch.facts
+        max_m, nv, slot_ldvs, iters, out_dtypes, splits, lds = launch.facts
     tensors = list(inputs)
     for i, w, ld in zip(h.rows, h.row_widths, lds):
         tensors[i] = inputs[i].as_strided(((m - 1) * ld + w * n,), (1,))
@@ -1325,7 +1324,8 @@ def _hot() -> SimpleNamespace:
         # tail: () or (1,))
         out_forms=tuple((r, ()) if kind == "row" else (0, host.OUTPUT_SHAPES[kind](1, 1)[1:])
                         for kind, r in zip(f.outputs, f.out_widths)),
-        out_count=len(f.outputs),  # the launcher's tensor slots past the inputs and outputs (lw.short_slots):
+        out_count=len(f.outputs),
+        # the launcher's tensor slots past the inputs and outputs (lw.short_slots)
         pad=lw.launch_slots(len(kinds) + len(f.outputs)) - len(kinds) - len(f.outputs),
         # every output a row of x's width and dtype: made by torch.empty_like(x) when x is packed (run())
         like_x=all(kind == "row" and r == f.widths[f.x] and d == "input"
