@@ -5,10 +5,11 @@ without it, quack and torch.compile, on the H200, in one process with one timer,
     python3 benchmarks/bench_cluster.py run --out FILE.json [--op softmax ...]     # H200
     python3 benchmarks/bench_cluster.py render FILE.json                          # the tables, CPU
 
-Per op and shape, the workspace's kernel runs under each plan variant (the kernel module's CLUSTER_ABOVE,
-MAX_CLUSTER, VALUES_PER_THREAD and WHOLE_WARPS set before the signature's first call; MAX_CLUSTER 1 is the plan before the split: register rows up to
-1024 threads, the looped path beyond), checked against reference.reference in fp32 (rel_err; max also bitwise
-against torch.amax), and timed beside quack and torch.compile of the reference's baseline:
+Per op and shape, the workspace's kernel runs under each plan variant (the kernel module's CLUSTER_ABOVE, MAX_CLUSTER,
+VALUES_PER_THREAD, WHOLE_WARPS and the many-rows plan's bounds set before the signature's first call; MAX_CLUSTER 1 is
+the plan before the split: register rows up to 1024 threads, the looped path beyond; few_rows is the plan of any M,
+many_rows the many-rows plan at every M, where kernel.plans has one), checked against reference.reference in fp32
+(rel_err; max also bitwise against torch.amax), and timed beside quack and torch.compile of the reference's baseline:
 - GPU time: sweep_common.ab_times (torch.profiler over rotated input copies, sides in turn, order reversed every
   round, best round);
 - call time: the harness's call_latency (back-to-back calls, no sync inside).
@@ -35,7 +36,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48},
             "pow2": {"WHOLE_WARPS": False}, "early_loads": {"LATE_LOADS": False},
             "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3},
-            "v64_3ctas": {"VALUES_PER_THREAD": 64, "MIN_CTAS_PER_SM": 3}}
+            "few_rows": {"MANY_ROWS_GBPS_PER_SM": float("inf")}, "many_rows": {"MANY_ROWS_WAVES": 0}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",
@@ -61,7 +62,8 @@ def _variant(kernel, knobs: dict) -> None:
     defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
-                                                              "CLUSTER_LOADS", "MIN_CTAS_PER_SM")})
+                                                              "CLUSTER_LOADS", "MANY_ROWS_GBPS_PER_SM",
+                                                              "MANY_ROWS_WAVES")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})
@@ -96,7 +98,8 @@ def run(out: Path, ops: list[str] | None, variants: list[str] | None, shapes: li
             for name, knobs in chosen.items():
                 _variant(kernel, knobs)
                 got = kernel.run(*first)
-                row[f"{name}_plan"] = kernel.plan(first[0].shape[-1], 16 // first[0].element_size())
+                row[f"{name}_plan"] = kernel.plan(first[0].shape[-1], 16 // first[0].element_size(),
+                                                  first[0].numel() // first[0].shape[-1])
                 got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
                 errs = [rel_err(g, w) for g, w in zip(got, want)]
                 row[f"{name}_err"] = None if None in errs else max(errs)
@@ -137,7 +140,7 @@ def _call(kernel, knobs: dict, x):
 
 def render(files: list[Path]) -> str:
     """One table per file: GPU us (call us) per variant and peer, the best variant against the peers, the plans
-    (cluster x threads per CTA x chunks, L: looped) and the worst rel_err."""
+    (cluster x threads per CTA x chunks, @k: k CTAs an SM, the many-rows plan; L: looped) and the worst rel_err."""
     def us(r: dict, side: str) -> str:
         return "" if f"{side}_us" not in r else f"{r[f'{side}_us']:.2f} ({r[f'{side}_call_us']:.1f})"
 
@@ -152,6 +155,7 @@ def render(files: list[Path]) -> str:
             q, c = r.get("quack_us"), r.get("compile_us")
             plans = ", ".join("L" if r[f"{n}_plan"]["looped"] else
                               f"{r[f'{n}_plan']['cluster']}x{r[f'{n}_plan']['tpr']}x{r[f'{n}_plan']['chunks']}"
+                              + (f"@{r[f'{n}_plan']['min_ctas']}" if r[f"{n}_plan"].get("min_ctas") else "")
                               for n in names)
             err = max(r[f"{n}_err"] or 0 for n in names)
             lines.append(f"| {r['op']} | {r['shape']} | " + " | ".join(us(r, n) for n in names)

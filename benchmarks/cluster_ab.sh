@@ -1,6 +1,6 @@
 # The CuTe DSL reduction cell against its peers on the H200 (issue 29's quack, torch.compile and host goals), in
 # device calls of under 10 minutes each (carry .carry):
-#   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile, and v64_3ctas (MIN_CTAS_PER_SM)
+#   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile, and the plans by M (kernel.plans)
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile), LayerNorm and log_softmax (compile)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
@@ -22,7 +22,7 @@ cd benchmarks
 case "$1" in
   softmax)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-softmax.json" --op softmax --variant default \
-      --variant v64_3ctas ;;  # every softmax shape of bench_cluster.py: where (in M and N) v64_3ctas wins
+      --variant few_rows --variant many_rows ;;  # every softmax shape of bench_cluster.py: where (in M) each plan wins
   others)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op rmsnorm --op layer_norm \
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \

@@ -33,7 +33,7 @@ def _side(kernel, x) -> dict:
     """The three timed calls of one workspace: run(), run(out=), its compiled launcher alone."""
     y = kernel.run(*x)
     prepared = next(iter(kernel._launches.values()))
-    # a reduction's plan is (launcher, iters[, largest M]): the launcher takes iters first
+    # a reduction's entry is (launcher, iters, largest M, next entry): the launcher takes iters first
     launcher, lead = (prepared[0], prepared[1:2]) if isinstance(prepared, tuple) else (prepared, ())
     outs = list(y) if isinstance(y, (tuple, list)) else [y]
     return {"run()": lambda: kernel.run(*x), "run(out=)": lambda: kernel.run(*x, out=y),

@@ -46,8 +46,8 @@ def main() -> int:
         case = min(json.loads((ws / "op.json").read_text())["cases"], key=lambda c: math.prod(c["dims"]))
         x = ref.make_inputs(case, torch.bfloat16, "cuda", 0)
         y = kernel.run(*x)
-        prepared = next(iter(kernel._launches.values()))  # the reduction cell caches (launcher, iters)
-        launcher, lead = (prepared[0], prepared[1:]) if isinstance(prepared, tuple) else (prepared, ())
+        prepared = next(iter(kernel._launches.values()))  # a reduction's entry: (launcher, iters, largest M, next)
+        launcher, lead = (prepared[0], prepared[1:2]) if isinstance(prepared, tuple) else (prepared, ())
         outs = list(y) if isinstance(y, (tuple, list)) else [y]
         res[op] = {"inputs": len(x), "case": case["dims"], "run()": host_us(lambda: kernel.run(*x), sync=sync),
                    "run(out=)": host_us(lambda: kernel.run(*x, out=y), sync=sync),

@@ -98,6 +98,29 @@ def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     assert "bar.sync" in ptx or "barrier.sync" in ptx
 
 
+def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
+    """Where rows outnumber what the GPU holds at a time (kernel.plans), the H200's softmax rows of 131072 take
+    quack's geometry: 8 CTAs of 256 threads of 8 chunks, ptxas held to 3 CTAs an SM (.minnctapersm 3, .maxntid 256,
+    at most 85 registers, no spill), compiled with no GPU (the launch names its shared-memory carveout). The plan
+    starts at two waves of those rows; below, 16 CTAs of 4 chunks. The H100, whose HBM gives each SM less, keeps
+    one plan for every M."""
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_many").kernel
+    (one, few), (start, many) = kernel.plans(131072, 8)
+    assert (one, few["cluster"], few["chunks"], few["min_ctas"]) == (1, 16, 4, 0)
+    assert (many["cluster"], many["tpr"], many["chunks"], many["min_ctas"]) == (8, 256, 8, 3)
+    assert start == 2 * (132 * 3 // 8)
+    assert kernel.describe({"dims": [start - 1, 131072]})["grid_blocks"] == (start - 1) * 16
+    assert kernel.describe({"dims": [start, 131072]})["grid_blocks"] == start * 8
+    ptx = kernel.compile_only({"dims": [1024, 131072]}, tmp_path)
+    assert ".minnctapersm 3" in ptx and re.search(r"\.maxntid 256, 1, 1", ptx)
+    assert ptx.count("ld.global.v4") == 8 and ptx.count("st.global.v4") == 8
+    if shutil.which("ptxas"):
+        (regs, spill), = _ptxas(ptx, tmp_path)
+        assert regs <= 65536 // (3 * 256) and spill == 0, (regs, spill)
+    h100 = load_package(workspace_of("H100", "softmax"), "softmax_many_h100").kernel
+    assert [start for start, _ in h100.plans(131072, 8)] == [1]
+
+
 def test_gemm_markers(workspace_of):
     ptx = compile_workspace(workspace_of("H200", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 accumulate"

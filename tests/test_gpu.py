@@ -144,30 +144,42 @@ import torch
 sys.path.insert(0, "..")
 from ws import kernel
 inf, nan, n = math.inf, math.nan, {n}
-cfg = kernel.plan(n, 8)
-x = torch.randn(8, n, device="cuda") * 4
-x[0, :n * 53 // 100] = -inf  # a masked prefix longer than one slice of the loop, or than one CTA's share
-x[1, n // 26] = nan  # one NaN: the whole row NaN, as torch
-x[2] = -inf  # all -inf: NaN, as torch
-x[3, n * 76 // 100:] = -inf  # a masked suffix
-x[4] *= 30  # exp would overflow without the max
-x[6, :n * 53 // 100] = -inf  # a masked prefix, then values whose exp underflows: exp(-inf - m) rescales, never 0 * inf
-x[6, n * 53 // 100:] -= 200
-rows = [0, 3, 4, 5, 6]
-if cfg["cluster"] > 1:  # row 7: CTA 0's share of the row all -inf, the rest near -200
-    vector = torch.arange(n, device="cuda") // 8
-    x[7, (vector // cfg["tpr"]) % cfg["cluster"] == 0] = -inf
-    x[7] -= 200
-    rows.append(7)
-x = x.to(torch.bfloat16)
-want = torch.softmax(x.float(), -1)
-got = kernel.run(x).float()
-assert torch.equal(torch.isnan(got), torch.isnan(want)), "NaN where torch has none, or the other way round"
-for r in rows:
-    err = ((got[r] - want[r]).norm() / want[r].norm()).item()
-    assert err < 1e-2, (r, err)
-assert (got[0, :n * 53 // 100] == 0).all() and (got[3, n * 76 // 100:] == 0).all()
-print("ok", cfg)
+
+
+def special_rows(m):
+    cfg = kernel.plan(n, 8, m)
+    x = torch.randn(m, n, device="cuda") * 4
+    x[0, :n * 53 // 100] = -inf  # a masked prefix longer than one slice of the loop, or than one CTA's share
+    x[1, n // 26] = nan  # one NaN: the whole row NaN, as torch
+    x[2] = -inf  # all -inf: NaN, as torch
+    x[3, n * 76 // 100:] = -inf  # a masked suffix
+    x[4] *= 30  # exp would overflow without the max
+    x[6, :n * 53 // 100] = -inf  # a masked prefix, then values whose exp underflows: exp(-inf - m) rescales
+    x[6, n * 53 // 100:] -= 200
+    rows = [0, 3, 4, 5, 6, *range(8, m)]
+    if cfg["cluster"] > 1:  # row 7: CTA 0's share of the row all -inf, the rest near -200
+        vector = torch.arange(n, device="cuda") // 8
+        x[7, (vector // cfg["tpr"]) % cfg["cluster"] == 0] = -inf
+        x[7] -= 200
+        rows.append(7)
+    return x.to(torch.bfloat16), rows, cfg
+
+
+# 8 rows, then (where plans() has one) the many-rows plan from its first M, then 8 rows again: one signature whose
+# entry steps from the few-rows plan to the many-rows one and back
+sizes = [8, *(start for start, _ in kernel.plans(n, 8)[1:]), 8]
+for m in sizes:
+    x, rows, cfg = special_rows(m)
+    want = torch.softmax(x.float(), -1)
+    got = kernel.run(x).float()
+    assert torch.equal(torch.isnan(got), torch.isnan(want)), ("NaN where torch has none, or the other way", m)
+    for r in rows:
+        err = ((got[r] - want[r]).norm() / want[r].norm()).item()
+        assert err < 1e-2, (m, r, err)
+    assert (got[0, :n * 53 // 100] == 0).all() and (got[3, n * 76 // 100:] == 0).all()
+entry, = kernel._launches.values()
+assert (entry[3] is not None) == (len(sizes) > 2), "one entry, linked to the many-rows plan's where there is one"
+print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 """
 
 
@@ -178,8 +190,10 @@ def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
     one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
     elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
     exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
-    large values do not overflow: torch's softmax on every row."""
-    run_child_in_baked(tmp_path, SPECIAL_ROWS_CHILD.replace("{n}", str(n)), "pattern=reduction", "op=softmax")
+    large values do not overflow: torch's softmax on every row. The cluster rows run on 8 rows, then (the H200's
+    workspace: kernel.plans) on as many as start the many-rows plan, then on 8 again through the same signature."""
+    run_child_in_baked(tmp_path, SPECIAL_ROWS_CHILD.replace("{n}", str(n)), "pattern=reduction", "op=softmax",
+                       "gpu=H200")
 
 
 CLUSTER_REDUCED_CHILD = """

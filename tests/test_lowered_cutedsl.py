@@ -312,10 +312,37 @@ def _record_launches(kernel) -> tuple[list, list]:
 
     def prepare(inputs, out):
         plans.append(tuple(t.shape for t in inputs))
-        return (lambda iters, *tensors: calls.append(tensors), 1, 2**31), None
+        return (lambda iters, *tensors: calls.append(tensors), 1, 2**31, None), None
 
     kernel._prepare = prepare
     return calls, plans
+
+
+def test_run_steps_between_the_plans_of_few_rows_and_many(workspace_of):
+    """run() on the CPU, a signature's first call (_prepare) stubbed with the chain it builds where an N has two
+    plans (kernel.plans): later calls pick the launcher by M alone, from the few-rows plan's to the many-rows plan's
+    and back, with no new prepare; an M past the int32 bound prepares again (where host.py would refuse it)."""
+    torch = pytest.importorskip("torch")
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_steps").kernel
+    ran, prepared = [], []
+
+    def prepare(inputs, out):
+        prepared.append(inputs[0].shape[0])  # the int32 bound stands at 300 rows, or at the M that asks for more
+        many = (lambda iters, *t: ran.append(("many", iters)), 2, max(300, inputs[0].shape[0]), None)
+        return (lambda iters, *t: ran.append(("few", iters)), 1, 99, many), None
+
+    kernel._prepare = prepare
+    for m in (8, 99, 100, 300, 8, 250):
+        kernel.run(torch.empty(m, 4096, dtype=torch.bfloat16))
+    assert ran == [("few", 1), ("few", 1), ("many", 2), ("many", 2), ("few", 1), ("many", 2)]
+    assert prepared == [8]
+    first = torch.empty(100, 4096, dtype=torch.bfloat16)
+    kernel._launches.clear()
+    kernel.run(first)  # a first call of many rows: the chain is stored, the many-rows launcher runs
+    kernel.run(first[:8])
+    assert ran[-2:] == [("many", 2), ("few", 1)] and prepared == [8, 100]
+    kernel.run(torch.empty(301, 4096, dtype=torch.bfloat16))  # past the last entry's rows: prepared again
+    assert prepared == [8, 100, 301] and ran[-1] == ("many", 2)
 
 
 def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
@@ -348,7 +375,7 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
             raise TypeError("ndim mismatch")
         calls.append(tensors)
 
-    kernel._prepare = lambda inputs, out: ((refusing, 1, 2**31), None)
+    kernel._prepare = lambda inputs, out: ((refusing, 1, 2**31, None), None)
     kernel._launches.clear()
     flat = torch.empty(4 * 17, 1024, dtype=torch.bfloat16)  # out [M, N] beside x [B, S, N]: host.py takes it
     r = torch.empty(4, 17, dtype=torch.float32)

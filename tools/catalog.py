@@ -15,7 +15,8 @@ SPECS = Path(__file__).resolve().parent.parent / "reference" / "gpu_specs.json" 
 
 GPUS = {
     # name: vendor, architecture, SMs / CUs (frozen into op.json as compute_units: kernels size their grids from it
-    # where no device can be asked, as in compile_only and describe). Peaks and memory: reference/gpu_specs.json.
+    # where no device can be asked, as in compile_only and describe). Peaks, bandwidth and memory:
+    # reference/gpu_specs.json.
     "H200": {"vendor": "nvidia", "arch": "hopper", "compute_units": 132},
     "H100": {"vendor": "nvidia", "arch": "hopper", "compute_units": 132},
     "H20": {"vendor": "nvidia", "arch": "hopper", "compute_units": 78},
@@ -71,10 +72,20 @@ def output_torch_dtype(dtype: str) -> str:
 
 
 @functools.cache
+def _spec(gpu: str) -> dict:
+    return json.loads(SPECS.read_text())["gpus"][gpu]
+
+
 def memory(gpu: str) -> dict:
     """The GPU's HBM capacity, from reference/gpu_specs.json (vendor GB = 1e9 bytes): {gb, bytes, source}."""
-    entry = json.loads(SPECS.read_text())["gpus"][gpu]["hbm_capacity_gb"]
+    entry = _spec(gpu)["hbm_capacity_gb"]
     return {"gb": entry["value"], "bytes": int(entry["value"] * 1e9), "source": entry["source"]["title"]}
+
+
+def hbm_bandwidth(gpu: str) -> float:
+    """The GPU's cited HBM bandwidth in GB/s (reference/gpu_specs.json), frozen into op.json as hbm_gbps: a kernel
+    weighs the bytes each SM must keep in flight by it (the CuTe DSL reduction cell's many-rows plan)."""
+    return _spec(gpu)["hbm_bandwidth_gbps"]["value"]
 
 
 class InputError(ValueError):

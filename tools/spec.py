@@ -165,6 +165,7 @@ def build(ctx: dict) -> dict:
         "op_name": resolved["op_name"], "pattern": resolved["pattern_name"], "op": op,
         "gpu": resolved["gpu_name"], "vendor": gpu["vendor"], "arch": gpu["arch"], "target": gpu["target"],
         "framework": dsl.NAME, "compute_units": gpu["compute_units"],
+        "hbm_gbps": catalog.hbm_bandwidth(resolved["gpu_name"]),
         "dtype": dtype, "torch_dtype": torch_dtype(dtype, gpu["target"]), "out_torch_dtype": output_torch_dtype(dtype),
         "tolerance": DTYPES[dtype]["tolerance"],
         "inputs": spec["inputs"], "math": spec["math"], "output": spec.get("out", "same shape as the inputs"),

@@ -175,12 +175,14 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
-MIN_CTAS_PER_SM = 0  # register path: CTAs per SM whose registers ptxas must fit (.minnctapersm); 0: its choice.
-# Off until an M-aware plan uses it: with VALUES_PER_THREAD 64 (bench_cluster.py's v64_3ctas: quack's 8 CTAs of
-# 256 at N = 128256, 3 CTAs an SM) softmax ran 138.6 against 149.6 us at 1024x128256 and 126.9 against 131.8 at
-# 4096x32000 on the H200, but 4.15 against 4.07 at 8x131072, and tied on an H100 (benchmarks/2026-12-05-session17.md).
-# With it above 1, CuTe DSL 4.8.1 asks the driver for the SM's shared memory unless the launch names a
-# preferred_smem_carveout, so compile_only cannot compile such a plan on a machine with no GPU (CI)
+MANY_ROWS_VALUES = 64  # the many-rows plan (plans): fp32 row values a thread holds, quack's 8 CTAs of 256 at 128256
+MANY_ROWS_CTAS = 3  # ... CTAs of it an SM holds: ptxas fits its registers to them (.minnctapersm)
+MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS a SM) on
+MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
+SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
+GBPS_PER_SM = OP_SPEC.get("hbm_gbps", 0) / SM_COUNT
+SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
+SMEM_RESERVED_PER_CTA = 1024  # ... of which the system takes this much per resident CTA
 LOG2_E = math.log2(math.e)
 
 _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
@@ -293,8 +295,8 @@ def values_per_load(held: bool = True) -> int:
 SHORT_ROW_VECTORS = 32  # a row of at most this many vectors gets one vector per thread (plan)
 
 
-def plan(n: int, vec: int) -> dict:
-    """The launch plan of a row of n elements read VEC at a time (_fit): the loads share the register budget
+def _few_rows_plan(n: int, vec: int) -> dict:
+    """The launch plan of a row of n elements read VEC at a time (_fit) for any M: the loads share the register budget
     (values_per_load), except that a short row (at
     most SHORT_ROW_VECTORS vectors: a head of 128, RoPE's half of 64) gets one vector per thread and so as many
     threads as vectors: every load issues at once, and the row reduction takes one or two more shuffle steps.
@@ -316,8 +318,46 @@ def plan(n: int, vec: int) -> dict:
     vectors per load and the split lost on the H200, 371.9 against 343.7 us at 32768x8192 and 242.5 against 172.0
     (looped) at 4096x32000 (benchmarks/2026-12-04-h200-cluster.md)."""
     nv = -(-n // vec)
-    return _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
-                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
+    return {**_fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
+                   MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False)),
+            "min_ctas": 0}
+
+
+def plans(n: int, vec: int) -> list:
+    """The plans of a row of n elements read VEC at a time, as [(the first M it serves, plan)]: the plan of any M
+    (_few_rows_plan), and where rows are many, on a GPU that asks for more bytes in flight, the many-rows plan.
+
+    Why M matters: a row split across a cluster of more CTAs has more loads in flight at once, which is what a few
+    rows need to fill the GPU (8 x 131072 runs on 128 CTAs of 256, 16 a row). Once rows outnumber the clusters the
+    GPU holds at a time, what counts is how many bytes each SM keeps in flight, and fewer, fuller CTAs keep more:
+    quack's geometry, MANY_ROWS_VALUES values a thread (N = 128256: 8 CTAs of 256 a row, 8 chunks a thread) with
+    ptxas held to MANY_ROWS_CTAS CTAs an SM (without that bound 64 values took 96-103 registers, 2 CTAs an SM, and
+    lost: 172 against 150 us at 1024x128256 on the H200).
+
+    Measured on the H200 (benchmarks/2026-12-05-session17.md, bench_cluster.py's v64_3ctas): softmax at 1024x128256
+    ran 138.2-138.6 us against 149.4-149.6 (quack 129.3-129.9), at 4096x32000 126.3-126.9 against 131.6-131.8
+    (quack 125.7-126.7); at 8x131072 4.15 against 4.07. On an H100 the same plans tied or lost up to 2.5%: that GPU
+    reaches its bandwidth with either, and its HBM gives each SM 25 GB/s where the H200's gives 36: hence the
+    bound on op.json's bandwidth per SM (MANY_ROWS_GBPS_PER_SM; the H20's 51 takes this plan unmeasured).
+
+    It applies to programs of one load (softmax, sum, max and user functions of one row input) whose row is split
+    across a cluster: 64 values of two loads would not fit 85 registers, and a row of one CTA gains nothing (32768 x
+    8192: 261.6 against 261.0 us, benchmarks/2026-12-05-h200-loads.md). It starts at MANY_ROWS_WAVES waves of its
+    own rows in flight (SM_COUNT x MANY_ROWS_CTAS CTAs), where the few-rows plan, with twice the CTAs a row, no
+    longer has every row in flight at once either."""
+    few = _few_rows_plan(n, vec)
+    if (sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1 or GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM):
+        return [(1, few)]
+    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
+    if many["looped"] or many == {**few, "min_ctas": MANY_ROWS_CTAS}:
+        return [(1, few)]
+    in_flight = SM_COUNT * MANY_ROWS_CTAS * many["rows_per_cta"] // many["cluster"]
+    return [(1, few), (MANY_ROWS_WAVES * in_flight, many)]
+
+
+def plan(n: int, vec: int, m: int = 1) -> dict:
+    """The plan that serves M rows of n elements read VEC at a time (plans)."""
+    return next(cfg for start, cfg in reversed(plans(n, vec)) if m >= start)
 
 
 def _chunk(t: cute.Tensor, kind: str, idx, row):
@@ -810,7 +850,7 @@ def _single_view(t, kind: str, m, lead: int, x=None, i: int = 0):
 def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
-    cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], *tensors,
+    cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -856,8 +896,18 @@ def reduction_launch(
         row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
             cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
-            **({"min_blocks_per_mp": MIN_CTAS_PER_SM, "max_number_threads": [threads, 1, 1]}
-               if MIN_CTAS_PER_SM else {}))
+            **_occupancy(min_ctas, threads, smem_bytes))
+
+
+def _occupancy(min_ctas: int, threads: int, smem_bytes: int) -> dict:
+    """The launch options that hold ptxas to min_ctas CTAs of `threads` an SM (.minnctapersm and .maxntid; none
+    for 0). CuTe DSL 4.8.1 then asks the driver for the SM's shared memory to derive the kernel's preferred
+    carveout, unless the launch names one: naming it (the percent of sm_90's shared memory those CTAs use, the
+    rest left to L1) keeps compile_only working with no GPU, and the code the same with one."""
+    if not min_ctas:
+        return {}
+    carveout = -(-100 * min_ctas * (smem_bytes + SMEM_RESERVED_PER_CTA) // SM90_SMEM_PER_SM)
+    return {"min_blocks_per_mp": min_ctas, "max_number_threads": [threads, 1, 1], "preferred_smem_carveout": carveout}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -870,9 +920,9 @@ _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters)
 
 def _plan_args(vec: int, cfg: dict) -> tuple:
     """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, cluster, smem bytes (a slot per
-    reduce)."""
+    reduce), CTAs an SM (0: ptxas's choice)."""
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["cluster"],
-            _smem_bytes(cfg, _SLOTS))
+            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"])
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -980,10 +1030,13 @@ def _out_shapes(m: int, n: int) -> list:
 
 
 def _prepare(inputs, out):
-    """A signature's first call, or a refused one: host.py's checks, the plan, the compiled launcher (and the
-    outputs). Returns ((launcher, iters, the largest M whose offsets stay in int32 at this N and row stride),
-    outputs). An x of rank 3 or more (contiguous, as run() passes it) is checked and planned as the [M, N] rows it
-    holds (host.flat_rows), and compiled on its own shape (_compile_args)."""
+    """A signature's first call, or a refused one: host.py's checks, the plans, their compiled launchers (and the
+    outputs). Returns (entry, outputs): an entry is (launcher, iters, the largest M it serves, the entry of the rows
+    above those or None), the first one's plan that of a single row; the last one serves up to the largest M whose
+    offsets stay in int32 at this N and row stride. Every plan of the N is compiled here (two where rows may be many:
+    plans), so that run() never compiles on a hot path that crosses from few rows to many. An x of rank 3 or more
+    (contiguous, as run() passes it) is checked and planned as the [M, N] rows it holds (host.flat_rows), and
+    compiled on its own shape (_compile_args)."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
     lead = max(inputs[_X].dim() - 1, 1)
     host.check_rank(lowered, inputs[_X])
@@ -1003,10 +1056,14 @@ def _prepare(inputs, out):
                                                                             for a in lowered.ARGS):
             raise ValueError(f"{lowered.SOURCE}: {lowered.INPUTS[i]}'s row stride {inputs[i].stride(0)} is not a "
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
-    cfg = plan(n, vec)
-    key = (dtype, *_plan_args(vec, cfg), lead, ranks)
-    launcher = rt.compiled(_compiled, key, reduction_launch, lambda: _compile_args(dtype, vec, cfg, lead, ranks))
-    return (launcher, cfg["iters"], _max_rows(n, ld)), outputs
+    entry, bound = None, _max_rows(n, ld)
+    for start, cfg in reversed(plans(n, vec)):  # each plan of this N compiled, the one of the most rows first
+        if start <= bound:
+            key = (dtype, *_plan_args(vec, cfg), lead, ranks)
+            launcher = rt.compiled(_compiled, key, reduction_launch,
+                                   functools.partial(_compile_args, dtype, vec, cfg, lead, ranks))
+            entry, bound = (launcher, cfg["iters"], bound, entry), start - 1
+    return entry, outputs
 
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
@@ -1053,12 +1110,13 @@ def _run_rows(*inputs, out=None):
     inputs in lowered.INPUTS order, the function's own (rows [..., N] with a contiguous last dim and any row stride,
     vectors [N], scalars of one element, masks bool); `out` one tensor or a tuple/list in OUTPUTS order.
 
-    This is run() itself for a program whose rows are x's (see run below) and the hot path: the signature (x's dtype,
-    N, the row strides; the pointers' 16-byte phases once any call had one) picks the compiled plan, M is free: one
-    dict lookup, then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides and the alignment each plan
-    assumes against the compiled variant. host.py runs on a signature's first call and when the wrapper refuses one,
-    so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py). Rows of rank 3 or more (x's
-    shape does not unpack to M, N) go through host.rows_nd, which calls back with 2-D rows.
+    This is run() itself for a program whose rows are x's (see run below) and the hot path: the signature (x's dtype, N,
+    the row strides; the pointers' 16-byte phases once any call had one) picks the compiled plans, M is free: one dict
+    lookup, one comparison of M against the rows the entry's plan serves (where rows are many, one more step to the
+    entry of the many-rows plan: plans), then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides and the
+    alignment each plan assumes against the compiled variant. host.py runs on a signature's first call and when the
+    wrapper refuses one, so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py). Rows of rank
+    3 or more (x's shape does not unpack to M, N) go through host.rows_nd, which calls back with 2-D rows.
 
     Pointers: a plan's vector width depends on every pointer's 16-byte phase, but reading them costs 0.1 us a
     tensor, and torch's allocations are aligned. So run() assumes phase 0 until a signature's first call has a
@@ -1069,7 +1127,7 @@ def _run_rows(*inputs, out=None):
     launcher stubbed out: benchmarks/2026-12-05-host-python-cpu.md).
 
     Host cost: every step here is paid on every call, beside the TVM-FFI launch itself: hence one Python frame
-    (run is this function), and the int32 bound kept in the plan (the largest M of the signature's N and row
+    (run is this function), and the int32 bound kept in the entry (the largest M of the signature's N and row
     stride) rather than recomputed (benchmarks/2026-12-04-h200-host-trim.md)."""
     global _PHASES
     try:
@@ -1120,12 +1178,17 @@ def _run_rows(*inputs, out=None):
         else:
             signature = (x.dtype, n, ld if m > 1 else n)
     prepared = _launches.get(signature)
-    if prepared is None or m > prepared[2]:  # M is not in the signature: its int32 bound is in the plan
-        if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
-            _PHASES = True
-            return _run_rows(*inputs, out=out)
-        prepared = _launches[signature] = _prepare(inputs, out)[0]
-    launcher, iters, _ = prepared
+    if prepared is None or m > prepared[2]:  # M is not in the signature: the rows each plan serves are in its entry
+        if prepared is not None and prepared[3] is not None and m <= prepared[3][2]:
+            prepared = prepared[3]  # many rows: the plan of the rows above this one's
+        else:
+            if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
+                _PHASES = True
+                return _run_rows(*inputs, out=out)
+            prepared = _launches[signature] = _prepare(inputs, out)[0]
+            while m > prepared[2]:
+                prepared = prepared[3]
+    launcher, iters = prepared[0], prepared[1]
     try:
         launcher(iters, *inputs, *outputs)
     except (TypeError, ValueError):  # the wrapper refused the call before launching
@@ -1189,12 +1252,13 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
                  vec: int | None = None) -> str:
     """Compile the case's launch plan for sm_90a without a GPU (fake pointers and stream); write and return PTX.
 
-    The case's N picks the plan (contiguous rows, 16-byte aligned pointers), as run() would for it."""
+    The case's M and N pick the plan (contiguous rows, 16-byte aligned pointers), as run() would for it."""
     dtype = dtype or OP_SPEC["dtype"]
-    _, n = _case_mn(case)
+    m, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = plan(n, vec)
-    path = "looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
+    cfg = plan(n, vec, m)
+    path = ("looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}") + \
+        (f"_{cfg['min_ctas']}ctas" if cfg["min_ctas"] else "")
     lead = _case_lead(case)
     ranks = _per_row_ranks(lead)
     name = f"{OP_SPEC['op']}_{dtype}_n{n}_{path}" + (f"_rank{lead + 1}" if lead > 1 else "")
@@ -1228,12 +1292,13 @@ def describe(case: dict) -> dict:
     dtype = OP_SPEC["dtype"]
     m, n = _case_mn(case)
     vec = _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = plan(n, vec)
+    cfg = plan(n, vec, m)
     grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"]) * cfg["cluster"]
     reads = {1: "; x is read once", 2: "; the row is read twice (the second pass is expected to hit L2)"}
     return {
         "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows"
-        + (f", each split across a cluster of {cfg['cluster']} CTAs" if cfg["cluster"] > 1 else ""),
+        + (f", each split across a cluster of {cfg['cluster']} CTAs" if cfg["cluster"] > 1 else "")
+        + (f", {cfg['min_ctas']} CTAs an SM (many rows)" if cfg["min_ctas"] else ""),
         "cluster": cfg["cluster"],
         "vector_elements": vec,
         "threads_per_row": cfg["tpr"] * cfg["cluster"],
