@@ -40,7 +40,8 @@ The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-
                 barrier) and every CTA combines them in rank order, so each holds the same row value.
                 This keeps a long row in registers (read once) and puts more CTAs on the GPU when rows
                 are few: 8 x 131072 runs on 128 CTAs instead of 8, 4.1 us instead of 17.8 on the H200
-                (benchmarks/2026-12-04-h200-cluster.md).
+                (benchmarks/2026-12-04-h200-cluster.md). Where rows are many, a program of one load takes
+                half the CTAs a row at twice the values a thread, 3 CTAs an SM (plans: quack's geometry).
 
 NaN semantics (as torch.amax / torch.softmax)
     Every max is the IEEE-754 ``maximum`` (PTX ``max.NaN.f32``: NaN in, NaN out), never ``fmax``'s
@@ -75,6 +76,9 @@ Thread/value layout (register path)
         N = 32768            TPR 1024 = a cluster of 4 CTAs of 256 threads, 4 chunks each
         N = 131072           TPR 4096 = a cluster of 16 CTAs of 256, 4 chunks each
         N = 524288           TPR 16384 = a cluster of 16 CTAs of 1024: the largest register-resident row
+    That is the plan of any M. Many rows of one load (M of two waves or more, on a GPU with the H200's bandwidth
+    per SM) take 64 values a thread at 3 CTAs an SM instead (plans):
+        N = 131072, M >= 98  TPR 2048 = a cluster of 8 CTAs of 256, 8 chunks each
     fp32 has VEC = 4, so CHUNKS <= 8 and the same TPR per N. 32 values is the balance between bytes in
     flight per thread (fewer values: more, smaller CTAs) and registers (more values: lower occupancy);
     the 16 / 32 / 64 sweep is in benchmarks/2026-11-30-h200-reduction.md.
