@@ -102,8 +102,8 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     """Where rows outnumber what the GPU holds at a time (kernel.plans), the H200's softmax rows of 131072 take
     quack's geometry: 8 CTAs of 256 threads of 8 chunks, ptxas held to 3 CTAs an SM (.minnctapersm 3, .maxntid 256,
     at most 85 registers, no spill), compiled with no GPU (the launch names its shared-memory carveout). The plan
-    starts at two waves of those rows; below, 16 CTAs of 4 chunks. The H100, whose HBM gives each SM less, keeps
-    one plan for every M."""
+    starts at two waves of those rows; below, 16 CTAs of 4 chunks. Rows that would need CTAs of 512 keep one plan,
+    and so does the H100, whose HBM gives each SM less."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_many").kernel
     (one, few), (start, many) = kernel.plans(131072, 8)
     assert (one, few["cluster"], few["chunks"], few["min_ctas"]) == (1, 16, 4, 0)
@@ -117,6 +117,7 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     if shutil.which("ptxas"):
         (regs, spill), = _ptxas(ptx, tmp_path)
         assert regs <= 65536 // (3 * 256) and spill == 0, (regs, spill)
+    assert len(kernel.plans(300000, 8)) == 1, "CTAs of 512 at 3 an SM would leave 42 registers for 64 values"
     h100 = load_package(workspace_of("H100", "softmax"), "softmax_many_h100").kernel
     assert [start for start, _ in h100.plans(131072, 8)] == [1]
 

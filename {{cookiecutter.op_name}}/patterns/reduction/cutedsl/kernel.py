@@ -181,6 +181,7 @@ LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MANY_ROWS_VALUES = 64  # the many-rows plan (plans): fp32 row values a thread holds, quack's 8 CTAs of 256 at 128256
 MANY_ROWS_CTAS = 3  # ... CTAs of it an SM holds: ptxas fits its registers to them (.minnctapersm)
+MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thread, which 64 values fit (79 used)
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS a SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
@@ -353,7 +354,8 @@ def plans(n: int, vec: int) -> list:
     if (sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1 or GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM):
         return [(1, few)]
     many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
-    if many["looped"] or many == {**few, "min_ctas": MANY_ROWS_CTAS}:
+    fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
+    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS}:
         return [(1, few)]
     in_flight = SM_COUNT * MANY_ROWS_CTAS * many["rows_per_cta"] // many["cluster"]
     return [(1, few), (MANY_ROWS_WAVES * in_flight, many)]
