@@ -36,7 +36,8 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "above1024": {"CLUSTER_ABOVE": 1024}, "above256_v48": {"CLUSTER_ABOVE": 256, "VALUES_PER_THREAD": 48},
             "pow2": {"WHOLE_WARPS": False}, "early_loads": {"LATE_LOADS": False},
             "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3},
-            "few_rows": {"MANY_ROWS_GBPS_PER_SM": float("inf")}, "many_rows": {"MANY_ROWS_WAVES": 0}}
+            "few_rows": {"MANY_ROWS_GBPS_PER_SM": float("inf")}, "many_rows": {"MANY_ROWS_WAVES": 0},
+            "convert_late": {"CONVERT_LATE": True}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",
@@ -63,7 +64,7 @@ def _variant(kernel, knobs: dict) -> None:
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
                                                               "CLUSTER_LOADS", "MANY_ROWS_GBPS_PER_SM",
-                                                              "MANY_ROWS_WAVES")})
+                                                              "MANY_ROWS_WAVES", "CONVERT_LATE")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})

@@ -122,6 +122,24 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     assert [start for start, _ in h100.plans(131072, 8)] == [1]
 
 
+def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):
+    """CONVERT_LATE (off until timed on the H200): rmsnorm's weight, loaded with x, is converted to fp32 only after
+    the row's reduction, so it is held across it as 16 words of bf16 pairs, not 32 fp32 values: every conversion of
+    the weight comes after the CTA barrier, and ptxas fits the kernel in 64 registers (4 CTAs of 256 an SM)."""
+    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_convert_late").kernel
+    assert kernel.CONVERT_LATE is False
+    kernel.CONVERT_LATE = True
+    try:
+        ptx = kernel.compile_only({"dims": [32768, 8192]}, tmp_path)
+    finally:
+        kernel.CONVERT_LATE = False
+    before, after = re.split(r"\bbar(?:rier)?\.sync\b", ptx, maxsplit=1)
+    assert before.count("cvt.f32.bf16") == 32 and after.count("cvt.f32.bf16") == 32, "x's 32 values, then weight's"
+    if shutil.which("ptxas"):
+        (regs, spill), = _ptxas(ptx, tmp_path)
+        assert regs <= 64 and spill == 0, (regs, spill)
+
+
 def test_gemm_markers(workspace_of):
     ptx = compile_workspace(workspace_of("H200", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 accumulate"

@@ -165,6 +165,7 @@ import cutlass
 import cutlass.cute as cute
 import torch
 from cutlass import Float32, Int32, const_expr
+from cutlass._mlir.dialects import llvm
 
 OP_SPEC = host.OP
 ACCESS_BITS = 128
@@ -176,6 +177,9 @@ MAX_CLUSTER = 16  # CTAs per cluster (16 is sm_90's non-portable maximum, which 
 CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
+CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 after them (_unreduced_loads). Off until
+# timed: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM instead of 3, and has not
+# run on the H200 (bench_cluster.py's convert_late; benchmarks/2026-12-05-session18.md)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -408,6 +412,30 @@ def _late_loads() -> tuple:
                  if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
     shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
     return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
+
+
+def _unreduced_loads() -> tuple:
+    """The loads whose values row_kernel converts to fp32 only after the row's reductions: the late ones, and with
+    CONVERT_LATE every other load no reduction needs (every argument in lowered.LATE: rmsnorm's weight), unless
+    every load is one. Loaded early, such a load is held across the reductions as it came (16 registers for 32 bf16
+    values) rather than converted (32): compiled as one expression, the conversions are pure and go up to the
+    loads, so row_kernel passes its words through a volatile move after the reductions first (_pin)."""
+    if not CONVERT_LATE:
+        return _late_loads()
+    late = tuple(k for k in range(len(_LOADS))
+                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
+    return late if len(late) < len(_LOADS) else ()
+
+
+@cute.jit
+def _pin(frag):
+    """Each 32-bit word of a register fragment through ``mov.b32`` in an asm with side effects: what is computed from
+    the words stays after the barriers before it (a pure conversion would be hoisted to the load)."""
+    words = cute.recast_tensor(frag, Int32)
+    for i in cutlass.range_constexpr(cute.size(words)):
+        words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
+                                         has_side_effects=True, is_align_stack=False,
+                                         asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 def _early_loads() -> tuple:
@@ -720,17 +748,21 @@ def row_kernel(
     stride = tpr * cluster  # between a thread's vectors
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
-    late = _late_loads()
+    late, after = _late_loads(), _unreduced_loads()
     if row < m:
         _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
-    values = _values(frags, singles, vec, chunks, late)
+    values = _values(frags, singles, vec, chunks, after)
     valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
     reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange)
     results = lowered.compute(*values, Float32(nv * vec), reducer)
-    if const_expr(len(late) > 0):
-        _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late)
+    if const_expr(len(after) > 0):
+        if const_expr(len(late) > 0):
+            _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late)
+        for q in after:
+            if const_expr(q not in late):  # loaded early: converted from here on (CONVERT_LATE)
+                _pin(frags[q])
         results = lowered.compute(*_values(frags, singles, vec, chunks), Float32(nv * vec), reducer.replay())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
