@@ -1,7 +1,7 @@
 # The CuTe DSL reduction cell against its peers on the H200 (issue 29's quack, torch.compile and host goals), in
 # device calls of under 10 minutes each (carry .carry):
 #   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile, and the plans by M (kernel.plans)
-#   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile), LayerNorm and log_softmax (compile)
+#   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE), LayerNorm, log_softmax
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -23,10 +23,12 @@ case "$1" in
   softmax)
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-softmax.json" --op softmax --variant default \
       --variant few_rows --variant many_rows ;;  # every softmax shape of bench_cluster.py: where (in M) each plan wins
-  others)
-    timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op rmsnorm --op layer_norm \
+  others)  # rmsnorm with and without CONVERT_LATE (its weight held as loaded across the reduction), then the rest
+    timeout 250 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
+      --variant convert_late --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 8192x14336 || true
+    timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op layer_norm \
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \
-      --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
+      --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
   host)
     timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
   rows)
