@@ -186,7 +186,7 @@ LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MANY_ROWS_VALUES = 64  # the many-rows plan (plans): fp32 row values a thread holds, quack's 8 CTAs of 256 at 128256
 MANY_ROWS_CTAS = 3  # ... CTAs of it an SM holds: ptxas fits its registers to them (.minnctapersm)
 MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thread, which 64 values fit (79 used)
-MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS a SM) on
+MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
 GBPS_PER_SM = OP_SPEC.get("hbm_gbps", 0) / SM_COUNT
@@ -355,7 +355,7 @@ def plans(n: int, vec: int) -> list:
     own rows in flight (SM_COUNT x MANY_ROWS_CTAS CTAs), where the few-rows plan, with twice the CTAs a row, no
     longer has every row in flight at once either."""
     few = _few_rows_plan(n, vec)
-    if (sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1 or GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM):
+    if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1 or GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM:
         return [(1, few)]
     many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
     fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
@@ -408,10 +408,15 @@ def _late_loads() -> tuple:
     its latency after the reduction: rmsnorm's weight, loaded late, took 3.0 against 2.7 us at 128x8192 and 82.5
     against 80.5 at 16384x5120 on the H200. Empty when LATE_LOADS is off or when every load is late (no
     reductions)."""
-    late = tuple(k for k in range(len(_LOADS))
-                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
+    late = _unneeded_loads()
     shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
     return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
+
+
+def _unneeded_loads() -> tuple:
+    """The loads whose every argument is in lowered.LATE: no reduction needs them."""
+    return tuple(k for k in range(len(_LOADS))
+                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
 
 
 def _unreduced_loads() -> tuple:
@@ -422,20 +427,21 @@ def _unreduced_loads() -> tuple:
     loads, so row_kernel passes its words through a volatile move after the reductions first (_pin)."""
     if not CONVERT_LATE:
         return _late_loads()
-    late = tuple(k for k in range(len(_LOADS))
-                 if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
+    late = _unneeded_loads()
     return late if len(late) < len(_LOADS) else ()
 
 
 @cute.jit
 def _pin(frag):
     """Each 32-bit word of a register fragment through ``mov.b32`` in an asm with side effects: what is computed from
-    the words stays after the barriers before it (a pure conversion would be hoisted to the load)."""
-    words = cute.recast_tensor(frag, Int32)
-    for i in cutlass.range_constexpr(cute.size(words)):
-        words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
-                                         has_side_effects=True, is_align_stack=False,
-                                         asm_dialect=llvm.AsmDialect.AD_ATT))
+    the words stays after the barriers before it (a pure conversion would be hoisted to the load). A fragment of
+    a size that is not whole words (a mask's bytes) is left as it is."""
+    if const_expr(cute.size(frag) * frag.element_type.width % 32 == 0):
+        words = cute.recast_tensor(frag, Int32)
+        for i in cutlass.range_constexpr(cute.size(words)):
+            words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
+                                             has_side_effects=True, is_align_stack=False,
+                                             asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 def _early_loads() -> tuple:
