@@ -189,7 +189,7 @@ MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thre
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
-GBPS_PER_SM = OP_SPEC.get("hbm_gbps", 0) / SM_COUNT
+GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
 SMEM_RESERVED_PER_CTA = 1024  # ... of which the system takes this much per resident CTA
 LOG2_E = math.log2(math.e)
@@ -1222,16 +1222,15 @@ def _run_rows(*inputs, out=None):
         else:
             signature = (x.dtype, n, ld if m > 1 else n)
     prepared = _launches.get(signature)
-    if prepared is None or m > prepared[2]:  # M is not in the signature: the rows each plan serves are in its entry
-        if prepared is not None and prepared[3] is not None and m <= prepared[3][2]:
-            prepared = prepared[3]  # many rows: the plan of the rows above this one's
-        else:
-            if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
-                _PHASES = True
-                return _run_rows(*inputs, out=out)
-            prepared = _launches[signature] = _prepare(inputs, out)[0]
-            while m > prepared[2]:
-                prepared = prepared[3]
+    while prepared is not None and m > prepared[2]:  # M is not in the signature: each entry has the rows it serves,
+        prepared = prepared[3]  # then the entry of the rows above them (many rows: plans), or None
+    if prepared is None:
+        if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
+            _PHASES = True
+            return _run_rows(*inputs, out=out)
+        prepared = _launches[signature] = _prepare(inputs, out)[0]  # raises for an M past the int32 bound
+        while m > prepared[2]:
+            prepared = prepared[3]
     launcher, iters = prepared[0], prepared[1]
     try:
         launcher(iters, *inputs, *outputs)
