@@ -98,6 +98,24 @@ def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     assert "bar.sync" in ptx or "barrier.sync" in ptx
 
 
+def test_cluster_direct_sends_each_warps_partial(workspace_of, tmp_path):
+    """CLUSTER_DIRECT (off until timed on the H200): a cluster row's warps send their butterfly results straight to
+    every CTA, so a reduction costs one mbarrier wait and no CTA barrier; the shared memory it receives into is
+    CLUSTER * WARPS floats a slot."""
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster_direct").kernel
+    assert kernel.CLUSTER_DIRECT is False
+    kernel.CLUSTER_DIRECT = True
+    try:
+        ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
+        smem = kernel.describe({"dims": [8, 131072]})["smem_bytes"]
+    finally:
+        kernel.CLUSTER_DIRECT = False
+    assert not re.search(r"\bbar(?:rier)?\.sync\b", ptx)
+    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
+    assert ptx.count("mbarrier.try_wait.parity") >= 2
+    assert smem == (8 + 4 * 16 * 8) * 2 + 16
+
+
 def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     """Where rows outnumber what the GPU holds at a time (kernel.plans), the H200's softmax rows of 131072 take
     quack's geometry: 8 CTAs of 256 threads of 8 chunks, ptxas held to 3 CTAs an SM (.minnctapersm 3, .maxntid 256,

@@ -180,6 +180,8 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 after them (_unreduced_loads). Off until
 # timed: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM instead of 3, and has not
 # run on the H200 (bench_cluster.py's convert_late; benchmarks/2026-12-05-session18.md)
+CLUSTER_DIRECT = False  # a cluster row's warps send their partials to every CTA (no bar.sync a reduction): off until
+# timed on the H200 (bench_cluster.py's cluster_direct; _ClusterRow)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -233,6 +235,8 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
     row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow)."""
     cluster = cfg["cluster"]
+    if cluster > 1 and CLUSTER_DIRECT:  # _ClusterRow.direct: every warp's partial, no CTA step
+        return (8 + 4 * cluster * (cfg["threads"] // 32)) * slots + 16
     cta = 4 * (cfg["threads"] // 32) * slots if cfg["tpr"] > 32 else 0
     return cta + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
 
@@ -520,13 +524,20 @@ class _ClusterRow:
     then combines the CLUSTER results in rank order: the same values in the same order in every CTA, so every CTA
     holds the same row value, bit for bit. The mbarriers are initialised before anything is loaded and published
     by one cluster arrive, whose wait comes before the first send (a peer's store must not reach a barrier not yet
-    initialised); a CTA may exit once it has waited on every slot, because by then nothing more is sent to it."""
+    initialised); a CTA may exit once it has waited on every slot, because by then nothing more is sent to it.
 
-    def __init__(self, cluster: int, slots: int):
+    CLUSTER_DIRECT (quack's exchange) skips the CTA step: each warp's partial (its butterfly) goes straight to every
+    CTA, lane j sending to CTA j into results[i, rank * WARPS + warp], and each warp reduces the CLUSTER * WARPS
+    received values itself (lane l combines l, l + 32, ..., then one butterfly: the same order in every warp of
+    every CTA, and a butterfly leaves every lane the same bits). One mbarrier wait a reduction instead of a
+    ``bar.sync`` and the wait; the row is one CTA of the cluster's (plan), so its warps are the CTA's."""
+
+    def __init__(self, cluster: int, slots: int, warps: int):
         smem = cutlass.memory.SmemAllocator()
-        self.cluster, self.rank = cluster, cute.arch.block_idx_in_cluster()
+        self.cluster, self.rank, self.warps = cluster, cute.arch.block_idx_in_cluster(), warps
         self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
-        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, cluster), stride=(cluster, 1)), 4)
+        senders = cluster * (warps if CLUSTER_DIRECT else 1)
+        self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, senders), stride=(senders, 1)), 4)
         _init_barriers(self.mbar, slots)
 
     def published(self):
@@ -536,6 +547,10 @@ class _ClusterRow:
     def reduce(self, val, kind: str, slot: int):
         """val: the CTA's partial; the row's value back, in every thread."""
         return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
+
+    def direct(self, val, kind: str, slot: int):
+        """CLUSTER_DIRECT's reduce: val is the thread's partial; the row's value back, in every thread."""
+        return _exchange_warps(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, self.warps, slot)
 
 
 @cute.jit
@@ -564,6 +579,32 @@ def _exchange(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, c
     return out
 
 
+@cute.jit
+def _exchange_warps(val: Float32, kind: cutlass.Constexpr[str], results, mbar, rank, cluster: cutlass.Constexpr[int],
+                    warps: cutlass.Constexpr[int], slot: cutlass.Constexpr[int]):
+    """_ClusterRow.direct: every warp's butterfly result to every CTA of the cluster, then each warp's reduce of
+    the CLUSTER * WARPS results."""
+    op = _combine(kind)
+    val = cute.arch.warp_reduction(val, op, threads_in_group=32)
+    t, _, _ = cute.arch.thread_idx()
+    lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()
+    bar = mbar + slot
+    senders = cluster * warps
+    if t == 0:
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 4 * senders)
+    if lane < cluster:
+        cute.arch.store_async_dsmem(results.iterator + (slot * senders + rank * warps + warp), val.bitcast(Int32),
+                                    bar, lane)
+    cute.arch.mbarrier_wait(bar, 0)
+    part = Float32(IDENTITY[kind])
+    for k in cutlass.range_constexpr(-(-senders // 32)):
+        if const_expr((k + 1) * 32 <= senders):
+            part = op(part, results[slot, lane + k * 32])
+        elif lane + k * 32 < senders:
+            part = op(part, results[slot, lane + k * 32])
+    return cute.arch.warp_reduction(part, op, threads_in_group=32)
+
+
 class _RowReducer:
     """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
     call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None)."""
@@ -582,11 +623,14 @@ class _RowReducer:
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = _thread_partial(kind, v, self.valid, self.like)
-        val = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
+        direct = self.cluster is not None and CLUSTER_DIRECT
+        if const_expr(not direct):
+            part = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
+        val = part
         if const_expr(self.cluster is not None):
             if const_expr(self.calls == 1):
                 self.cluster.published()
-            val = Float32(self.cluster.reduce(val, kind, self.calls - 1))
+            val = Float32((self.cluster.direct if direct else self.cluster.reduce)(part, kind, self.calls - 1))
         self.results.append(val)
         return val
 
@@ -744,11 +788,11 @@ def row_kernel(
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
-    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0):
+    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not (cluster > 1 and CLUSTER_DIRECT)):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
-        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS))
+        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32)
     if const_expr(cluster > 1):
         first = cute.arch.block_idx_in_cluster() * tpr + t
     stride = tpr * cluster  # between a thread's vectors
