@@ -2,8 +2,8 @@
 # device calls of under 10 minutes each (carry .carry):
 #   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile, and the plans by M (kernel.plans)
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE), LayerNorm, log_softmax
-#   bash benchmarks/cluster_ab.sh direct     # cluster rows: each warp's partial to every CTA (CLUSTER_DIRECT), and
-#                                            # rmsnorm with and without CONVERT_LATE
+#   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT and LOAD_HINTS on the issue's softmax and rmsnorm
+#                                            # shapes; rmsnorm with and without CONVERT_LATE
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -14,8 +14,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|direct|host|rows) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|direct|host|rows" >&2; exit 2 ;;
+  softmax|others|knobs|host|rows) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|host|rows" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -33,11 +33,12 @@ case "$1" in
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op layer_norm \
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \
       --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
-  direct)  # the cluster rows of softmax, rmsnorm and max, the default exchange (a CTA step, then one send a CTA)
-    # against CLUSTER_DIRECT (a send a warp, no bar.sync), then rmsnorm's CONVERT_LATE A/B
-    timeout 330 python3 bench_cluster.py run --out "$OUT/cluster-direct.json" --op softmax --op rmsnorm --op max \
-      --variant default --variant cluster_direct --shape 8x131072 --shape 32x131072 --shape 1x32768 \
-      --shape 64x65536 --shape 16x262144 --shape 1024x128256 --shape 4096x32000 --shape 8x65536 || true
+  knobs)  # the knobs off until timed: CLUSTER_DIRECT (a cluster row's send a warp, no bar.sync) and LOAD_HINTS (the
+    # row loads' cache hints) on the issue's softmax and rmsnorm shapes, then rmsnorm's CONVERT_LATE A/B
+    timeout 330 python3 bench_cluster.py run --out "$OUT/cluster-knobs.json" --op softmax --op rmsnorm \
+      --variant default --variant cluster_direct --variant loads_cg --variant loads_l2_256 --shape 8x131072 \
+      --shape 1024x128256 --shape 4096x32000 --shape 1x32768 --shape 128x8192 --shape 32768x8192 \
+      --shape 16384x5120 --shape 8x65536 || true
     timeout 220 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
       --variant convert_late --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 8192x14336 ;;
   host)

@@ -182,6 +182,8 @@ CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 af
 # run on the H200 (bench_cluster.py's convert_late; benchmarks/2026-12-05-session18.md)
 CLUSTER_DIRECT = False  # a cluster row's warps send their partials to every CTA (no bar.sync a reduction): off until
 # timed on the H200 (bench_cluster.py's cluster_direct; _ClusterRow)
+LOAD_HINTS = {}  # the row loads' cache hints ({"cache": "GLOBAL"}: ld.global.cg; "l1", "l2_prefetch": _vector_atom):
+# none until timed on the H200 (bench_cluster.py's loads_* variants)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -703,7 +705,7 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0], load=True),
                               _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
@@ -718,9 +720,16 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
-def _vector_atom(dtype, vec: int):
-    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two)."""
-    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=min(ACCESS_BITS, vec * dtype.width))
+def _vector_atom(dtype, vec: int, load: bool = False):
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). A load
+    takes LOAD_HINTS' cache hints, if any."""
+    bits = min(ACCESS_BITS, vec * dtype.width)
+    if const_expr(load and LOAD_HINTS):
+        hints = {"cache": ("load_cache_mode", cute.nvgpu.LoadCacheMode), "l1": ("l1c_evict_priority",
+                 cute.nvgpu.CacheEvictionPriority), "l2_prefetch": ("l2_prefetch_size", cute.nvgpu.L2PrefetchSize)}
+        kw = {hints[k][0]: getattr(hints[k][1], v) for k, v in LOAD_HINTS.items()}
+        return cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), dtype, num_bits_per_copy=bits, **kw)
+    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
 
 
 def _fragments(tensors, vec: int, chunks: int, widths=None):
