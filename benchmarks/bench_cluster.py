@@ -66,11 +66,12 @@ def _variant(kernel, knobs: dict) -> None:
                                                               ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
                                                               "CLUSTER_LOADS", "MANY_ROWS_GBPS_PER_SM",
-                                                              "MANY_ROWS_WAVES", "CONVERT_LATE")})
+                                                              "MANY_ROWS_WAVES", "CONVERT_LATE", "CLUSTER_DIRECT",
+                                                              "LOAD_HINTS")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})
-    kernel._compiled = caches.setdefault(tuple(sorted(knobs.items())), {})
+    kernel._compiled = caches.setdefault(json.dumps(knobs, sort_keys=True), {})
     kernel._launches.clear()  # the next call plans again
 
 
@@ -134,7 +135,7 @@ _ACTIVE = {}
 def _call(kernel, knobs: dict, x):
     """run() under a variant: switching variants re-plans (the switch is outside the timed loop's steady state:
     ab_times times one side's calls back to back, so only its first call switches)."""
-    key = tuple(sorted(knobs.items()))
+    key = json.dumps(knobs, sort_keys=True)
     if _ACTIVE.get(id(kernel)) != key:
         _variant(kernel, knobs)
         _ACTIVE[id(kernel)] = key
