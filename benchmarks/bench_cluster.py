@@ -144,7 +144,8 @@ def _call(kernel, knobs: dict, x):
 
 def render(files: list[Path]) -> str:
     """One table per file: GPU us (call us) per variant and peer, the best variant against the peers, the plans
-    (cluster x threads per CTA x chunks, @k: k CTAs an SM, the many-rows plan; L: looped) and the worst rel_err."""
+    (cluster x threads per CTA x chunks, @k: k CTAs an SM, the many-rows plan; d: the direct exchange; L: looped)
+    and the worst rel_err."""
     def us(r: dict, side: str) -> str:
         return "" if f"{side}_us" not in r else f"{r[f'{side}_us']:.2f} ({r[f'{side}_call_us']:.1f})"
 
@@ -160,6 +161,7 @@ def render(files: list[Path]) -> str:
             plans = ", ".join("L" if r[f"{n}_plan"]["looped"] else
                               f"{r[f'{n}_plan']['cluster']}x{r[f'{n}_plan']['tpr']}x{r[f'{n}_plan']['chunks']}"
                               + (f"@{r[f'{n}_plan']['min_ctas']}" if r[f"{n}_plan"].get("min_ctas") else "")
+                              + ("d" if r[f"{n}_plan"].get("direct") else "")
                               for n in names)
             err = max(r[f"{n}_err"] or 0 for n in names)
             lines.append(f"| {r['op']} | {r['shape']} | " + " | ".join(us(r, n) for n in names)

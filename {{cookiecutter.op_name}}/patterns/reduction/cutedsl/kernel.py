@@ -180,8 +180,9 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 after them (_unreduced_loads). Off until
 # timed: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM instead of 3, and has not
 # run on the H200 (bench_cluster.py's convert_late; benchmarks/2026-12-05-session18.md)
-CLUSTER_DIRECT = False  # a cluster row's warps send their partials to every CTA (no bar.sync a reduction): off until
-# timed on the H200 (bench_cluster.py's cluster_direct; _ClusterRow)
+CLUSTER_DIRECT = False  # the few-rows plan's cluster row: its warps send their partials to every CTA (no bar.sync a
+# reduction; _ClusterRow). Off until timed on the H200 (bench_cluster.py's cluster_direct): on an H100 it took softmax
+# 1x32768 from 2.76 to 2.56 us; in the many-rows plan it spills (80 registers) and lost 4.7% at 4096x32000
 LOAD_HINTS = {}  # the row loads' cache hints ({"cache": "GLOBAL"}: ld.global.cg; "l1", "l2_prefetch": _vector_atom):
 # none until timed on the H200 (bench_cluster.py's loads_* variants)
 MIN_CTA_THREADS = 128
@@ -237,7 +238,7 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
     row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow)."""
     cluster = cfg["cluster"]
-    if cluster > 1 and CLUSTER_DIRECT:  # _ClusterRow.direct: every warp's partial, no CTA step
+    if cfg["direct"]:  # _ClusterRow.direct: every warp's partial, no CTA step
         return (8 + 4 * cluster * (cfg["threads"] // 32)) * slots + 16
     cta = 4 * (cfg["threads"] // 32) * slots if cfg["tpr"] > 32 else 0
     return cta + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
@@ -333,9 +334,9 @@ def _few_rows_plan(n: int, vec: int) -> dict:
     vectors per load and the split lost on the H200, 371.9 against 343.7 us at 32768x8192 and 242.5 against 172.0
     (looped) at 4096x32000 (benchmarks/2026-12-04-h200-cluster.md)."""
     nv = -(-n // vec)
-    return {**_fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
-                   MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False)),
-            "min_ctas": 0}
+    cfg = _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
+               MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
+    return {**cfg, "min_ctas": 0, "direct": CLUSTER_DIRECT and cfg["cluster"] > 1}
 
 
 def plans(n: int, vec: int) -> list:
@@ -363,9 +364,10 @@ def plans(n: int, vec: int) -> list:
     few = _few_rows_plan(n, vec)
     if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1 or GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM:
         return [(1, few)]
-    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
+    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS,
+            "direct": False}
     fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
-    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS}:
+    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": False}:
         return [(1, few)]
     in_flight = SM_COUNT * MANY_ROWS_CTAS * many["rows_per_cta"] // many["cluster"]
     return [(1, few), (MANY_ROWS_WAVES * in_flight, many)]
@@ -528,17 +530,19 @@ class _ClusterRow:
     by one cluster arrive, whose wait comes before the first send (a peer's store must not reach a barrier not yet
     initialised); a CTA may exit once it has waited on every slot, because by then nothing more is sent to it.
 
-    CLUSTER_DIRECT (quack's exchange) skips the CTA step: each warp's partial (its butterfly) goes straight to every
-    CTA, lane j sending to CTA j into results[i, rank * WARPS + warp], and each warp reduces the CLUSTER * WARPS
-    received values itself (lane l combines l, l + 32, ..., then one butterfly: the same order in every warp of
-    every CTA, and a butterfly leaves every lane the same bits). One mbarrier wait a reduction instead of a
-    ``bar.sync`` and the wait; the row is one CTA of the cluster's (plan), so its warps are the CTA's."""
+    The direct exchange (quack's; the plan's "direct", CLUSTER_DIRECT) skips the CTA step: each warp's partial (its
+    butterfly) goes straight to every CTA, lane j sending to CTA j into results[i, rank * WARPS + warp], and each
+    warp reduces the CLUSTER * WARPS received values itself (lane l combines l, l + 32, ..., then one butterfly:
+    the same order in every warp of every CTA, and a butterfly leaves every lane the same bits). One mbarrier wait
+    a reduction instead of a ``bar.sync`` and the wait; the row is one CTA of the cluster's (plan), so its warps
+    are the CTA's."""
 
-    def __init__(self, cluster: int, slots: int, warps: int):
+    def __init__(self, cluster: int, slots: int, warps: int = 0):
+        """warps: the CTA's, for the direct exchange (plan's "direct"); 0 for one send a CTA."""
         smem = cutlass.memory.SmemAllocator()
         self.cluster, self.rank, self.warps = cluster, cute.arch.block_idx_in_cluster(), warps
         self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
-        senders = cluster * (warps if CLUSTER_DIRECT else 1)
+        senders = cluster * max(warps, 1)
         self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, senders), stride=(senders, 1)), 4)
         _init_barriers(self.mbar, slots)
 
@@ -551,7 +555,7 @@ class _ClusterRow:
         return _exchange(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, slot)
 
     def direct(self, val, kind: str, slot: int):
-        """CLUSTER_DIRECT's reduce: val is the thread's partial; the row's value back, in every thread."""
+        """The direct exchange's reduce: val is the thread's partial; the row's value back, in every thread."""
         return _exchange_warps(Float32(val), kind, self.results, self.mbar, self.rank, self.cluster, self.warps, slot)
 
 
@@ -625,7 +629,7 @@ class _RowReducer:
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = _thread_partial(kind, v, self.valid, self.like)
-        direct = self.cluster is not None and CLUSTER_DIRECT
+        direct = self.cluster is not None and self.cluster.warps > 0
         if const_expr(not direct):
             part = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
         val = part
@@ -777,7 +781,7 @@ def _store_reduced(outputs, results, row):
 def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
-    cluster: cutlass.Constexpr[int],
+    cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool],
 ):
     """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
     thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
@@ -797,11 +801,11 @@ def row_kernel(
     t = tidx % tpr
     loads, scalars, row_outputs, reduced = _split(tensors)
     buf = None
-    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not (cluster > 1 and CLUSTER_DIRECT)):
+    if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not direct):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
-        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32)
+        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0)
     if const_expr(cluster > 1):
         first = cute.arch.block_idx_in_cluster() * tpr + t
     stride = tpr * cluster  # between a thread's vectors
@@ -947,7 +951,8 @@ def _single_view(t, kind: str, m, lead: int, x=None, i: int = 0):
 def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
-    cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int], *tensors,
+    cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int],
+    direct: cutlass.Constexpr[bool], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -990,7 +995,7 @@ def reduction_launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
-        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster).launch(
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
             cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
             **_occupancy(min_ctas, threads, smem_bytes))
@@ -1017,9 +1022,9 @@ _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters)
 
 def _plan_args(vec: int, cfg: dict) -> tuple:
     """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, cluster, smem bytes (a slot per
-    reduce), CTAs an SM (0: ptxas's choice)."""
+    reduce), CTAs an SM (0: ptxas's choice), the cluster's exchange (direct: a send a warp)."""
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["cluster"],
-            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"])
+            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"])
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -1354,7 +1359,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec, m)
     path = ("looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}") + \
-        (f"_{cfg['min_ctas']}ctas" if cfg["min_ctas"] else "")
+        (f"_{cfg['min_ctas']}ctas" if cfg["min_ctas"] else "") + ("_direct" if cfg["direct"] else "")
     lead = _case_lead(case)
     ranks = _per_row_ranks(lead)
     name = f"{OP_SPEC['op']}_{dtype}_n{n}_{path}" + (f"_rank{lead + 1}" if lead > 1 else "")
