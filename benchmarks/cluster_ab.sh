@@ -35,10 +35,11 @@ case "$1" in
       --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
   knobs)  # the knobs off until timed: CLUSTER_DIRECT (a cluster row's send a warp, no bar.sync) and LOAD_HINTS (the
     # row loads' cache hints) on the issue's softmax and rmsnorm shapes, then rmsnorm's CONVERT_LATE A/B
-    timeout 330 python3 bench_cluster.py run --out "$OUT/cluster-knobs.json" --op softmax --op rmsnorm \
+    timeout 330 python3 bench_cluster.py run --out "$OUT/cluster-knobs.json" --op softmax --op rmsnorm --op max \
       --variant default --variant cluster_direct --variant loads_cg --variant loads_l2_256 --shape 8x131072 \
-      --shape 1024x128256 --shape 4096x32000 --shape 1x32768 --shape 128x8192 --shape 32768x8192 \
-      --shape 16384x5120 --shape 8x65536 || true
+      --shape 1024x128256 --shape 4096x32000 --shape 1x32768 --shape 32x131072 --shape 64x65536 \
+      --shape 16x262144 --shape 128x32000 --shape 128x8192 --shape 32768x8192 --shape 16384x5120 \
+      --shape 8x65536 || true
     timeout 220 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
       --variant convert_late --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 8192x14336 ;;
   host)
