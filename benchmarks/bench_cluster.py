@@ -37,7 +37,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "pow2": {"WHOLE_WARPS": False}, "early_loads": {"LATE_LOADS": False},
             "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3},
             "few_rows": {"MANY_ROWS_GBPS_PER_SM": float("inf")}, "many_rows": {"MANY_ROWS_WAVES": 0},
-            "convert_late": {"CONVERT_LATE": True}, "cluster_direct": {"CLUSTER_DIRECT": True},
+            "convert_late": {"CONVERT_LATE": True}, "exchange_cta": {"CLUSTER_DIRECT": False},
             "loads_cg": {"LOAD_HINTS": {"cache": "GLOBAL"}}, "loads_l2_256": {"LOAD_HINTS": {"l2_prefetch": "SIZE_256B"}},
             "loads_na_256": {"LOAD_HINTS": {"l1": "NO_ALLOCATE", "l2_prefetch": "SIZE_256B"}}}
 SHAPES = {

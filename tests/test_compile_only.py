@@ -86,34 +86,34 @@ def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
 
 def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     """A softmax row of 131072 bf16 is split across a cluster of 16 CTAs of 256 threads (4 chunks each), read once
-    into registers and written once; each CTA reduces its share first (a CTA barrier), then its max and its sum each
-    cross the cluster once: a st.async into every peer's shared memory, completed on the receiver's mbarrier."""
+    into registers and written once; its max and its sum each cross the cluster once, with no CTA barrier: every
+    warp sends its butterfly's result with a st.async into every CTA's shared memory (16 x 8 floats a slot),
+    completed on the receiver's mbarrier (the direct exchange)."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster").kernel
     ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
     plan = kernel.describe({"dims": [8, 131072]})
     assert (plan["cluster"], plan["threads_per_cta"], plan["chunks_per_thread"], plan["grid_blocks"]) == (16, 256, 4, 128)
+    assert plan["smem_bytes"] == (8 + 4 * 16 * 8) * 2 + 16
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4
     assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
     assert ptx.count("mbarrier.try_wait.parity") >= 2 and "barrier.cluster.wait" in ptx
-    assert "bar.sync" in ptx or "barrier.sync" in ptx
+    assert not re.search(r"\bbar(?:rier)?\.sync\b", ptx)
 
 
-def test_cluster_direct_sends_each_warps_partial(workspace_of, tmp_path):
-    """CLUSTER_DIRECT (off until timed on the H200): a cluster row's warps send their butterfly results straight to
-    every CTA, so a reduction costs one mbarrier wait and no CTA barrier; the shared memory it receives into is
-    CLUSTER * WARPS floats a slot."""
-    kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster_direct").kernel
-    assert kernel.CLUSTER_DIRECT is False
-    kernel.CLUSTER_DIRECT = True
+def test_cluster_exchange_of_one_send_a_cta(workspace_of, tmp_path):
+    """CLUSTER_DIRECT off (the exchange before it, kept for A/B: bench_cluster.py's exchange_cta): each CTA reduces
+    its share first, through shared memory and a CTA barrier, and one thread a peer sends the CTA's result."""
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster_cta").kernel
+    assert kernel.CLUSTER_DIRECT is True
+    kernel.CLUSTER_DIRECT = False
     try:
         ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
         smem = kernel.describe({"dims": [8, 131072]})["smem_bytes"]
     finally:
-        kernel.CLUSTER_DIRECT = False
-    assert not re.search(r"\bbar(?:rier)?\.sync\b", ptx)
+        kernel.CLUSTER_DIRECT = True
+    assert len(re.findall(r"\bbar(?:rier)?\.sync\b", ptx)) == 2
     assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
-    assert ptx.count("mbarrier.try_wait.parity") >= 2
-    assert smem == (8 + 4 * 16 * 8) * 2 + 16
+    assert smem == 4 * 8 * 2 + (8 + 4 * 16) * 2 + 16
 
 
 def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
@@ -121,7 +121,8 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     quack's geometry: 8 CTAs of 256 threads of 8 chunks, ptxas held to 3 CTAs an SM (.minnctapersm 3, .maxntid 256,
     at most 85 registers, no spill), compiled with no GPU (the launch names its shared-memory carveout). The plan
     starts at two waves of those rows; below, 16 CTAs of 4 chunks. Rows that would need CTAs of 512 keep one plan,
-    and so does the H100, whose HBM gives each SM less."""
+    and so does the H100, whose HBM gives each SM less; a row of 262144, whose few-rows plan would be CTAs of 512,
+    takes it at every M on both."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_many").kernel
     (one, few), (start, many) = kernel.plans(131072, 8)
     assert (one, few["cluster"], few["chunks"], few["min_ctas"]) == (1, 16, 4, 0)
@@ -138,6 +139,9 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     assert len(kernel.plans(300000, 8)) == 1, "CTAs of 512 at 3 an SM would leave 42 registers for 64 values"
     h100 = load_package(workspace_of("H100", "softmax"), "softmax_many_h100").kernel
     assert [start for start, _ in h100.plans(131072, 8)] == [1]
+    for k in (kernel, h100):  # a full cluster of CTAs of 512 would be the few-rows plan: never taken
+        ((one, only),) = k.plans(262144, 8)
+        assert (one, only["cluster"], only["threads"], only["chunks"], only["min_ctas"]) == (1, 16, 256, 8, 3)
 
 
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):

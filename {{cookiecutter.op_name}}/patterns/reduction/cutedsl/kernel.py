@@ -180,9 +180,10 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 after them (_unreduced_loads). Off until
 # timed: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM instead of 3, and has not
 # run on the H200 (bench_cluster.py's convert_late; benchmarks/2026-12-05-session18.md)
-CLUSTER_DIRECT = False  # the few-rows plan's cluster row: its warps send their partials to every CTA (no bar.sync a
-# reduction; _ClusterRow). Off until timed on the H200 (bench_cluster.py's cluster_direct): on an H100 it took softmax
-# 1x32768 from 2.76 to 2.56 us; in the many-rows plan it spills (80 registers) and lost 4.7% at 4096x32000
+CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its warps send their partials to every CTA
+# (no bar.sync a reduction; _ClusterRow). On an H100 (benchmarks/2026-12-05-session19.md) softmax 1x32768 ran 2.55 us
+# against 2.75, 128x32000 6.83 against 7.09, rmsnorm 8x65536 2.64 against 2.77; CTAs of 512 lost 3.5% (16x262144),
+# and the many-rows plan spills with it (80 registers) and lost 4.7% at 4096x32000, so neither takes it
 LOAD_HINTS = {}  # the row loads' cache hints ({"cache": "GLOBAL"}: ld.global.cg; "l1", "l2_prefetch": _vector_atom):
 # none until timed on the H200 (bench_cluster.py's loads_* variants)
 MIN_CTA_THREADS = 128
@@ -336,7 +337,7 @@ def _few_rows_plan(n: int, vec: int) -> dict:
     nv = -(-n // vec)
     cfg = _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
-    return {**cfg, "min_ctas": 0, "direct": CLUSTER_DIRECT and cfg["cluster"] > 1}
+    return {**cfg, "min_ctas": 0, "direct": CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE}
 
 
 def plans(n: int, vec: int) -> list:
@@ -360,14 +361,22 @@ def plans(n: int, vec: int) -> list:
     across a cluster: 64 values of two loads would not fit 85 registers, and a row of one CTA gains nothing (32768 x
     8192: 261.6 against 261.0 us, benchmarks/2026-12-05-h200-loads.md). It starts at MANY_ROWS_WAVES waves of its
     own rows in flight (SM_COUNT x MANY_ROWS_CTAS CTAs), where the few-rows plan, with twice the CTAs a row, no
-    longer has every row in flight at once either."""
+    longer has every row in flight at once either.
+
+    A row that fills a whole cluster of CTAs of 512 (N = 262144 bf16) takes it at every M and on every GPU: 16 CTAs
+    of 256 threads of 64 values a row, not 16 of 512 of 32. On an H100, softmax 16x262144 ran 8.97 us against 11.04
+    (quack 8.15; benchmarks/2026-12-05-session19.md)."""
     few = _few_rows_plan(n, vec)
-    if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1 or GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM:
+    if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1:
         return [(1, few)]
     many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS,
             "direct": False}
     fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
     if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": False}:
+        return [(1, few)]
+    if few["threads"] > CLUSTER_ABOVE:  # a full cluster of CTAs of 512: fewer, fuller threads at any M, on any GPU
+        return [(1, many)]
+    if GBPS_PER_SM <= MANY_ROWS_GBPS_PER_SM:
         return [(1, few)]
     in_flight = SM_COUNT * MANY_ROWS_CTAS * many["rows_per_cta"] // many["cluster"]
     return [(1, few), (MANY_ROWS_WAVES * in_flight, many)]
