@@ -183,10 +183,11 @@ print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 """
 
 
-@pytest.mark.parametrize("n", [32000, 131072, 1 << 20])
+@pytest.mark.parametrize("n", [32000, 131072, 262144, 1 << 20])
 def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
     """softmax on long rows, every path: 32000 and 131072 split each row across a thread-block cluster (2 CTAs with a
-    partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM; 2**20 takes the looped path, whose
+    partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM (each warp's, the direct exchange;
+    262144 takes the many-rows plan's one send a CTA at every M); 2**20 takes the looped path, whose
     one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
     elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
     exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
