@@ -186,6 +186,8 @@ CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its war
 # and the many-rows plan spills with it (80 registers) and lost 4.7% at 4096x32000, so neither takes it
 LOAD_HINTS = {}  # the row loads' cache hints ({"cache": "GLOBAL"}: ld.global.cg; "l1", "l2_prefetch": _vector_atom):
 # none until timed on the H200 (bench_cluster.py's loads_* variants)
+CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of it, as quack's does, not every
+# CLUSTER-th run of TPR vectors: off until timed (bench_cluster.py's contiguous)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -815,9 +817,11 @@ def row_kernel(
     exchange, first = None, t
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
         exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0)
-    if const_expr(cluster > 1):
-        first = cute.arch.block_idx_in_cluster() * tpr + t
     stride = tpr * cluster  # between a thread's vectors
+    if const_expr(cluster > 1 and CONTIGUOUS_SHARES):  # rank r's share: vectors [r*TPR*CHUNKS, (r+1)*TPR*CHUNKS)
+        first, stride = cute.arch.block_idx_in_cluster() * tpr * chunks + t, tpr
+    elif const_expr(cluster > 1):
+        first = cute.arch.block_idx_in_cluster() * tpr + t
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     late, after = _late_loads(), _unreduced_loads()
