@@ -37,7 +37,8 @@ The reduction hierarchy: reduce(kind, v) (one row is owned by TPR = threads-per-
                 cluster of up to 16 CTAs of 256 or more (plan); each CTA reduces its share as above, then
                 the CTAs exchange their results through distributed shared memory (_ClusterRow: one
                 st.async per CTA pair into the receiver's smem, completed on its mbarrier, no cluster-wide
-                barrier) and every CTA combines them in rank order, so each holds the same row value.
+                barrier) and every CTA combines them in rank order, so each holds the same row value. With
+                CTAs of 256 the CTA step is skipped: every warp sends its own partial (the direct exchange).
                 This keeps a long row in registers (read once) and puts more CTAs on the GPU when rows
                 are few: 8 x 131072 runs on 128 CTAs instead of 8, 4.1 us instead of 17.8 on the H200
                 (benchmarks/2026-12-04-h200-cluster.md). Where rows are many, a program of one load takes
