@@ -4,7 +4,8 @@
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE), LayerNorm, log_softmax
 #   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT and LOAD_HINTS on every cluster shape of softmax,
 #                                            # rmsnorm and max; rmsnorm with and without CONVERT_LATE
-#   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES)
+#   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
+#                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -43,11 +44,12 @@ case "$1" in
       --shape 8x65536 || true
     timeout 220 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
       --variant convert_late --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 8192x14336 ;;
-  shares)  # CONTIGUOUS_SHARES: a cluster row's CTA reads one contiguous share, under each plan
+  shares)  # quack's two other differences: a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES), and
+    # the row staged through shared memory by cp.async (STAGE_SMEM), under each plan
     timeout 400 python3 bench_cluster.py run --out "$OUT/cluster-shares.json" --op softmax --op rmsnorm \
-      --variant default --variant contiguous --variant many_rows --variant contiguous_many --shape 8x131072 \
-      --shape 16x262144 --shape 1024x128256 --shape 4096x32000 --shape 32x131072 --shape 64x65536 \
-      --shape 1x32768 --shape 128x32000 --shape 8x65536 ;;
+      --variant default --variant contiguous --variant stage_smem --variant many_rows --variant contiguous_many \
+      --variant stage_many --shape 8x131072 --shape 16x262144 --shape 1024x128256 --shape 4096x32000 \
+      --shape 32x131072 --shape 1x32768 --shape 128x8192 --shape 32768x8192 --shape 8x65536 ;;
   host)
     timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
   rows)

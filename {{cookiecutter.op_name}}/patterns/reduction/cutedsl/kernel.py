@@ -189,6 +189,8 @@ LOAD_HINTS = {}  # the row loads' cache hints ({"cache": "GLOBAL"}: ld.global.cg
 # none until timed on the H200 (bench_cluster.py's loads_* variants)
 CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of it, as quack's does, not every
 # CLUSTER-th run of TPR vectors: off until timed (bench_cluster.py's contiguous)
+STAGE_SMEM = False  # the register path's early row loads go through shared memory with cp.async, as quack's do:
+# off until timed (bench_cluster.py's stage_smem; _staged_loads)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -240,12 +242,15 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int) -> d
 
 def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
-    row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow)."""
-    cluster = cfg["cluster"]
+    row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow), or with
+    the direct exchange only the received partials of every warp [slots, cluster * warps] and the mbarriers; the
+    register path's staged loads (_staged_loads) their slots of at most 16 bytes, 16-byte aligned."""
+    cluster, warps = cfg["cluster"], cfg["threads"] // 32
     if cfg["direct"]:  # _ClusterRow.direct: every warp's partial, no CTA step
-        return (8 + 4 * cluster * (cfg["threads"] // 32)) * slots + 16
-    cta = 4 * (cfg["threads"] // 32) * slots if cfg["tpr"] > 32 else 0
-    return cta + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
+        base = (8 + 4 * cluster * warps) * slots + 16
+    else:
+        base = (4 * warps * slots if cfg["tpr"] > 32 else 0) + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
+    return base + (0 if cfg["looped"] else len(_staged_loads()) * (cfg["threads"] * cfg["chunks"] * 16 + 16))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -467,6 +472,16 @@ def _pin(frag):
 def _early_loads() -> tuple:
     """The loads row_kernel issues first: those the reductions need (every load without late ones)."""
     return tuple(q for q in range(len(_LOADS)) if q not in _late_loads())
+
+
+def _staged_loads() -> tuple:
+    """The early loads row_kernel stages through shared memory (STAGE_SMEM): rows, whole or a part, not lanes. Each
+    thread's vectors go by cp.async into its own slots, (VEC, THREADS, CHUNKS) so that a warp's 16-byte slots are
+    adjacent, and come back to registers after its own cp.async.wait_group: no barrier, nothing held in flight in
+    registers."""
+    if not STAGE_SMEM:
+        return ()
+    return tuple(q for q in _early_loads() if lowered.KINDS[_LOADS[q][0]] == "row" and _LOADS[q][1] != "lane")
 
 
 # Where compute()'s results go (host.lowered_stores): one register fragment per store of a row output, a wide one's
@@ -713,16 +728,29 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, stage=None):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
-    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`)."""
+    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). `stage`: {load: this
+    thread's (VEC, CHUNKS) shared-memory slots} of the loads staged by cp.async (_staged_loads)."""
+    staged = {} if stage is None else stage
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
-                if const_expr(only is None or q in only):
+                if const_expr((only is None or q in only) and q in staged):
+                    cute.copy(cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), src.element_type,
+                                                  num_bits_per_copy=dst.shape[0] * src.element_type.width),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), staged[q][None, k])
+                elif const_expr(only is None or q in only):
                     cute.copy(_vector_atom(src.element_type, dst.shape[0], load=True),
                               _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
+    if const_expr(len(staged) > 0):
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        for k in cutlass.range_constexpr(chunks):
+            if full or first + k * tpr < nv:
+                for q in staged:
+                    frags[q][None, k].store(staged[q][None, k].load())
 
 
 @cute.jit
@@ -826,8 +854,13 @@ def row_kernel(
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     late, after = _late_loads(), _unreduced_loads()
+    stage = None
+    if const_expr(len(_staged_loads()) > 0):
+        smem = cutlass.memory.SmemAllocator()
+        stage = {q: smem.allocate_tensor(loads[q].element_type, cute.make_layout(
+            (vec, threads, chunks), stride=(1, vec, vec * threads)), 16)[None, tidx, None] for q in _staged_loads()}
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads(), stage)
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, after)
