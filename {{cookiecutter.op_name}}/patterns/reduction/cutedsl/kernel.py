@@ -738,7 +738,8 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr((only is None or q in only) and q in staged):
-                    cute.copy(cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(), src.element_type,
+                    cute.copy(cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cute.nvgpu.LoadCacheMode.GLOBAL),
+                                                  src.element_type,
                                                   num_bits_per_copy=dst.shape[0] * src.element_type.width),
                               _chunk(src, lowered.KINDS[i], first + k * tpr, row), staged[q][None, k])
                 elif const_expr(only is None or q in only):
