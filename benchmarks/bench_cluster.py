@@ -40,9 +40,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "convert_late": {"CONVERT_LATE": True}, "exchange_cta": {"CLUSTER_DIRECT": False},
             "contiguous": {"CONTIGUOUS_SHARES": True}, "stage_smem": {"STAGE_SMEM": True},
             "stage_many": {"STAGE_SMEM": True, "MANY_ROWS_WAVES": 0},
-            "contiguous_many": {"CONTIGUOUS_SHARES": True, "MANY_ROWS_WAVES": 0},
-            "loads_cg": {"LOAD_HINTS": {"cache": "GLOBAL"}}, "loads_l2_256": {"LOAD_HINTS": {"l2_prefetch": "SIZE_256B"}},
-            "loads_na_256": {"LOAD_HINTS": {"l1": "NO_ALLOCATE", "l2_prefetch": "SIZE_256B"}}}
+            "contiguous_many": {"CONTIGUOUS_SHARES": True, "MANY_ROWS_WAVES": 0}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",
@@ -70,7 +68,7 @@ def _variant(kernel, knobs: dict) -> None:
                                                                "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
                                                               "CLUSTER_LOADS", "MANY_ROWS_GBPS_PER_SM",
                                                               "MANY_ROWS_WAVES", "CONVERT_LATE", "CLUSTER_DIRECT",
-                                                              "LOAD_HINTS", "CONTIGUOUS_SHARES", "STAGE_SMEM")})
+                                                              "CONTIGUOUS_SHARES", "STAGE_SMEM")})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})

@@ -185,8 +185,6 @@ CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its war
 # (no bar.sync a reduction; _ClusterRow). On an H100 (benchmarks/2026-12-05-session19.md) softmax 1x32768 ran 2.55 us
 # against 2.75, 128x32000 6.83 against 7.09, rmsnorm 8x65536 2.64 against 2.77; CTAs of 512 lost 3.5% (16x262144),
 # and the many-rows plan spills with it (80 registers) and lost 4.7% at 4096x32000, so neither takes it
-LOAD_HINTS = {}  # the row loads' cache hints ({"cache": "GLOBAL"}: ld.global.cg; "l1", "l2_prefetch": _vector_atom):
-# none until timed on the H200 (bench_cluster.py's loads_* variants)
 CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of it, as quack's does, not every
 # CLUSTER-th run of TPR vectors: off until timed (bench_cluster.py's contiguous)
 STAGE_SMEM = False  # the register path's early row loads go through shared memory with cp.async, as quack's do:
@@ -743,7 +741,7 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
                                                   num_bits_per_copy=dst.shape[0] * src.element_type.width),
                               _chunk(src, lowered.KINDS[i], first + k * tpr, row), staged[q][None, k])
                 elif const_expr(only is None or q in only):
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0], load=True),
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
                               _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
     if const_expr(len(staged) > 0):
         cute.arch.cp_async_commit_group()
@@ -765,15 +763,10 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
-def _vector_atom(dtype, vec: int, load: bool = False):
-    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). A load
-    takes LOAD_HINTS' cache hints, if any."""
+def _vector_atom(dtype, vec: int):
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache
+    hints on the loads (ld.global.cg, L2::256B) changed nothing on an H100 (benchmarks/2026-12-05-session19.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
-    if const_expr(load and LOAD_HINTS):
-        hints = {"cache": ("load_cache_mode", cute.nvgpu.LoadCacheMode), "l1": ("l1c_evict_priority",
-                 cute.nvgpu.CacheEvictionPriority), "l2_prefetch": ("l2_prefetch_size", cute.nvgpu.L2PrefetchSize)}
-        kw = {hints[k][0]: getattr(hints[k][1], v) for k, v in LOAD_HINTS.items()}
-        return cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), dtype, num_bits_per_copy=bits, **kw)
     return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
 
 
