@@ -1450,9 +1450,12 @@ def describe(case: dict) -> dict:
         "smem_bytes": _smem_bytes(cfg, _SLOTS),
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
-        "data_movement": f"global -> registers with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in registers, "
-        "warp shfl.sync butterfly, smem across warps"
-        + (", DSMEM across the cluster's CTAs (st.async + mbarrier)" if cfg["cluster"] > 1 else "")
+        "data_movement": ("global -> shared (cp.async) -> registers" if _staged_loads() and not cfg["looped"] else
+                          "global -> registers") + f" with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in "
+        "registers, warp shfl.sync butterfly, "
+        + ("every warp's result to every CTA of the cluster through DSMEM (st.async + mbarrier)" if cfg["direct"] else
+           "smem across warps" + (", DSMEM across the cluster's CTAs (st.async + mbarrier)" if cfg["cluster"] > 1
+                                  else ""))
         + ", then registers -> global"
         + (reads.get(passes(), f"; the row is read {passes()} times (passes after the first are expected to hit L2)")
            if cfg["looped"] else reads[1]),
