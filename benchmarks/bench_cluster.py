@@ -60,15 +60,13 @@ QUACK = {"softmax", "rmsnorm"}
 COMPILE = {"softmax", "rmsnorm", "sum", "max", *USER}
 
 
+_KNOBS = sorted({k for knobs in VARIANTS.values() for k in knobs})  # every knob a variant sets
+
+
 def _variant(kernel, knobs: dict) -> None:
     """Set a variant's knobs on the kernel module (the rest to their defaults) and give it its own compile cache: a
     knob read at trace time would not be in the cache's key."""
-    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in
-                                                              ("CLUSTER_ABOVE", "MAX_CLUSTER", "VALUES_PER_THREAD",
-                                                               "WHOLE_WARPS", "LATE_LOADS", "MAX_UNSPLIT",
-                                                              "CLUSTER_LOADS", "MANY_ROWS_GBPS_PER_SM",
-                                                              "MANY_ROWS_WAVES", "CONVERT_LATE", "CLUSTER_DIRECT",
-                                                              "CONTIGUOUS_SHARES", "STAGE_SMEM")})
+    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in _KNOBS})
     for k, v in {**defaults, **knobs}.items():
         setattr(kernel, k, v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})

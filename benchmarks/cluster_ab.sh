@@ -2,8 +2,7 @@
 # device calls of under 10 minutes each (carry .carry):
 #   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile, and the plans by M (kernel.plans)
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE), LayerNorm, log_softmax
-#   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT on every cluster shape of softmax, rmsnorm and max;
-#                                            # rmsnorm with and without CONVERT_LATE
+#   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT on every cluster shape of softmax, rmsnorm and max
 #   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
@@ -36,14 +35,12 @@ case "$1" in
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \
       --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
   knobs)  # CLUSTER_DIRECT against the exchange before it (a CTA step, then one send a CTA: exchange_cta) on every
-    # cluster shape, then rmsnorm's CONVERT_LATE A/B
+    # cluster shape
     timeout 330 python3 bench_cluster.py run --out "$OUT/cluster-knobs.json" --op softmax --op rmsnorm --op max \
       --variant default --variant exchange_cta --shape 8x131072 \
       --shape 1024x128256 --shape 4096x32000 --shape 1x32768 --shape 32x131072 --shape 64x65536 \
       --shape 16x262144 --shape 128x32000 --shape 128x8192 --shape 32768x8192 --shape 16384x5120 \
-      --shape 8x65536 || true
-    timeout 220 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
-      --variant convert_late --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 8192x14336 ;;
+      --shape 8x65536 ;;
   shares)  # quack's two other differences: a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES), and
     # the row staged through shared memory by cp.async (STAGE_SMEM), under each plan
     timeout 400 python3 bench_cluster.py run --out "$OUT/cluster-shares.json" --op softmax --op rmsnorm \

@@ -654,14 +654,12 @@ class _RowReducer:
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = _thread_partial(kind, v, self.valid, self.like)
-        direct = self.cluster is not None and self.cluster.warps > 0
-        if const_expr(not direct):
-            part = Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
-        val = part
+        direct = self.cluster is not None and self.cluster.warps > 0  # the cluster takes every warp's partial
+        val = part if direct else Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
         if const_expr(self.cluster is not None):
             if const_expr(self.calls == 1):
                 self.cluster.published()
-            val = Float32((self.cluster.direct if direct else self.cluster.reduce)(part, kind, self.calls - 1))
+            val = Float32((self.cluster.direct if direct else self.cluster.reduce)(val, kind, self.calls - 1))
         self.results.append(val)
         return val
 
@@ -735,14 +733,10 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
-                if const_expr((only is None or q in only) and q in staged):
-                    cute.copy(cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(cute.nvgpu.LoadCacheMode.GLOBAL),
-                                                  src.element_type,
-                                                  num_bits_per_copy=dst.shape[0] * src.element_type.width),
-                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), staged[q][None, k])
-                elif const_expr(only is None or q in only):
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
-                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
+                if const_expr(only is None or q in only):
+                    to = staged[q][None, k] if q in staged else dst[None, k]
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0], q in staged),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), to)
     if const_expr(len(staged) > 0):
         cute.arch.cp_async_commit_group()
         cute.arch.cp_async_wait_group(0)
@@ -763,11 +757,13 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
-def _vector_atom(dtype, vec: int):
-    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache
-    hints on the loads (ld.global.cg, L2::256B) changed nothing on an H100 (benchmarks/2026-12-05-session19.md)."""
+def _vector_atom(dtype, vec: int, to_smem: bool = False):
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two); to_smem:
+    a load into shared memory by cp.async.cg (STAGE_SMEM). Cache hints on the loads into registers (ld.global.cg,
+    L2::256B) changed nothing on an H100 (benchmarks/2026-12-05-session19.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
-    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
+    op = cute.nvgpu.cpasync.CopyG2SOp(cute.nvgpu.LoadCacheMode.GLOBAL) if to_smem else cute.nvgpu.CopyUniversalOp()
+    return cute.make_copy_atom(op, dtype, num_bits_per_copy=bits)
 
 
 def _fragments(tensors, vec: int, chunks: int, widths=None):
