@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -37,18 +38,19 @@ def test_workspace_passes_on_the_gpu(tmp_path, pattern, op, dtype):
 
 def run_child_in_baked(tmp_path, child: str, *pairs: str) -> None:
     """Bake a workspace `ws` (run_baseline=no) with `pairs`, run the script `child` in it, and require it to end well
-    and print "ok" first."""
+    and print "ok" first. The child imports the workspace as a user does, as the package `ws` from the folder that
+    holds it (first on PYTHONPATH), in a process of its own, so no two workspaces' modules meet."""
     done = bake_cli(tmp_path, *pairs, "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
     run = subprocess.run([sys.executable, "-c", child], cwd=tmp_path / "ws", capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))})
     assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
 
 
 GRAPH_CHILD = """
-import math, sys
+import math
 import torch
-sys.path.insert(0, "..")
 import ws  # the workspace as a package: its modules, and its custom op torch.ops.ws.run
 from ws import kernel, reference
 op = ws.OP
@@ -104,9 +106,7 @@ def test_run_is_capturable_in_a_cuda_graph(tmp_path, pattern):
 
 
 STRIDED_Q_CHILD = """
-import sys
 import torch
-sys.path.insert(0, "..")
 import ws
 from ws import kernel, reference
 case = {"dims": [5, 32, 8, 3001, 128], "seq_lens": [1, 2494, 1023, 1897, 3001]}
@@ -139,9 +139,8 @@ def test_decode_takes_q_as_a_view_of_the_fused_qkv_output(tmp_path):
 
 
 SPECIAL_ROWS_CHILD = """
-import math, sys
+import math
 import torch
-sys.path.insert(0, "..")
 from ws import kernel
 inf, nan, n = math.inf, math.nan, {n}
 
@@ -198,9 +197,8 @@ def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
 
 
 CLUSTER_REDUCED_CHILD = """
-import math, sys
+import math
 import torch
-sys.path.insert(0, "..")
 from ws import kernel
 assert kernel.plan(131072, 8)["cluster"] > 1
 x = torch.randn(5, 131072, device="cuda").to(torch.bfloat16)
@@ -220,9 +218,7 @@ def test_cluster_max_equals_torch_amax(tmp_path):
 
 
 CLUSTER_GRAPH_CHILD = """
-import sys
 import torch
-sys.path.insert(0, "..")
 from ws import kernel
 assert kernel.plan(131072, 8)["cluster"] > 1
 x = torch.randn(8, 131072, device="cuda").to(torch.bfloat16)
@@ -248,10 +244,8 @@ def test_cluster_row_replays_in_a_cuda_graph(tmp_path):
 
 
 LATE_LOADS_CHILD = """
-import sys
 import torch
 import torch.nn.functional as F
-sys.path.insert(0, "..")
 from ws import kernel
 assert kernel.plan(8192, 8)["tpr"] == 256  # x alone holds the register budget: 4 chunks of 8
 for m, n in [(1001, 64), (1000, 8192), (3, 5000)]:
@@ -276,9 +270,7 @@ def test_layer_norm_loads_weight_and_bias_after_the_reductions(tmp_path):
 
 
 LEADING_DIMS_CHILD = """
-import sys
 import torch
-sys.path.insert(0, "..")
 import ws
 from ws import kernel, reference
 dtype = getattr(torch, ws.OP["torch_dtype"])
@@ -316,9 +308,7 @@ print("ok")
 """
 
 LEADING_DIMS_REDUCED_CHILD = """
-import sys
 import torch
-sys.path.insert(0, "..")
 from ws import kernel
 for shape in [(2, 3, 5, 4096), (3, 7, 1000), (2, 2, 131072), (1, 2, 1 << 20)]:
     x = torch.randn(shape, device="cuda").to(torch.bfloat16)
@@ -336,9 +326,7 @@ print("ok")
 
 
 PER_ROW_AS_TAKEN_CHILD = """
-import sys
 import torch
-sys.path.insert(0, "..")
 import ws
 from ws import kernel, reference
 dtype = getattr(torch, ws.OP["torch_dtype"])
