@@ -5,6 +5,8 @@
 #   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT on every cluster shape of softmax, rmsnorm and max
 #   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
+#   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (ONLINE_EXCHANGE), softmax
+#                                            # and log_softmax(x / T), after its GPU test on special rows
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -15,8 +17,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|host|rows) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|host|rows" >&2; exit 2 ;;
+  softmax|others|knobs|shares|online|host|rows) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|host|rows" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -47,6 +49,13 @@ case "$1" in
       --variant default --variant contiguous --variant stage_smem --variant many_rows --variant contiguous_many \
       --variant stage_many --shape 8x131072 --shape 16x262144 --shape 1024x128256 --shape 4096x32000 \
       --shape 32x131072 --shape 1x32768 --shape 128x8192 --shape 32768x8192 --shape 8x65536 ;;
+  online)  # the knob's GPU test first (NaN, -inf and underflow rows, both exchanges), then its A/B
+    (cd .. && timeout 150 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and 131072") \
+      > "$OUT/online-pytest.txt" 2>&1 || true; tail -3 "$OUT/online-pytest.txt"
+    timeout 380 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
+      --op log_softmax_temperature --variant default --variant online --shape 8x131072 --shape 16x262144 \
+      --shape 1x32768 --shape 32x131072 --shape 128x32000 --shape 4096x32000 --shape 1024x128256 --shape 32768x8192 \
+      --shape 16384x5120 ;;
   host)
     timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
   rows)

@@ -149,6 +149,42 @@ def test_knobs_for_quacks_loads_compile(workspace_of, tmp_path):
     assert contiguous.count("ld.global.v4") == 4 and contiguous.count("st.global.v4") == 4
 
 
+def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
+    """ONLINE_EXCHANGE (off until timed: cluster_ab.sh online): softmax's max and sum leave the warp as one pair, so
+    a row of one CTA has one bar.sync where it had two, and a cluster row one 8-byte st.async and one mbarrier wait
+    where it had two 4-byte ones; compute() runs again on the row's results, so every value's exp is taken twice.
+    The pairs' shared memory is in describe()'s count."""
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_online").kernel
+    assert kernel.ONLINE_EXCHANGE is False
+    shapes = {"cluster": [8, 131072], "many": [4096, 32000], "cta": [32768, 8192]}
+    ptx, smem = {}, {}
+    try:
+        for online in (False, True):
+            kernel.ONLINE_EXCHANGE = online
+            kernel._compiled.clear()
+            for name, dims in shapes.items():
+                ptx[name, online] = kernel.compile_only({"dims": dims}, tmp_path / f"{name}_{online}")
+                smem[name, online] = kernel.describe({"dims": dims})["smem_bytes"]
+    finally:
+        kernel.ONLINE_EXCHANGE = False
+        kernel._compiled.clear()
+
+    def count(pattern, name, online):
+        return len(re.findall(pattern, ptx[name, online]))
+
+    for name in shapes:
+        assert count(r"ex2\.approx", name, True) > 2 * count(r"ex2\.approx", name, False) - 2, name
+    assert [count(r"bar\.sync", "cta", on) for on in (False, True)] == [2, 1]
+    assert [count(r"bar\.sync", "many", on) for on in (False, True)] == [2, 1]  # CTAs of 256 a row, 2 a cluster
+    assert [count(r"bar\.sync", "cluster", on) for on in (False, True)] == [0, 0]  # the direct exchange
+    for name in ("cluster", "many"):
+        assert [count(r"st\.async", name, on) for on in (False, True)] == [2, 1], name
+        assert count(r"st\.async\S*v2\.b32", name, True) == 1 and count(r"mbarrier\.try_wait", name, True) == 1
+    assert smem["cluster", True] == smem["cluster", False] + 8 * 16 * 8 + 8  # a pair from each of 16 x 8 warps
+    assert smem["many", True] == smem["many", False] + 8 * 2 + 8  # a pair from each of the 2 CTAs
+    assert smem["cta", True] == smem["cta", False]
+
+
 def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     """Where rows outnumber what the GPU holds at a time (kernel.plans), the H200's softmax rows of 131072 take
     quack's geometry: 8 CTAs of 256 threads of 8 chunks, ptxas held to 3 CTAs an SM (.minnctapersm 3, .maxntid 256,

@@ -165,19 +165,24 @@ def special_rows(m):
 
 
 # 8 rows, then (where plans() has one) the many-rows plan from its first M, then 8 rows again: one signature whose
-# entry steps from the few-rows plan to the many-rows one and back
+# entry steps from the few-rows plan to the many-rows one and back. Rows in registers run twice: with the max and
+# the sum exchanged one after the other, then as one online pair (the ONLINE_EXCHANGE knob)
 sizes = [8, *(start for start, _ in kernel.plans(n, 8)[1:]), 8]
-for m in sizes:
-    x, rows, cfg = special_rows(m)
-    want = torch.softmax(x.float(), -1)
-    got = kernel.run(x).float()
-    assert torch.equal(torch.isnan(got), torch.isnan(want)), ("NaN where torch has none, or the other way", m)
-    for r in rows:
-        err = ((got[r] - want[r]).norm() / want[r].norm()).item()
-        assert err < 1e-2, (m, r, err)
-    assert (got[0, :n * 53 // 100] == 0).all() and (got[3, n * 76 // 100:] == 0).all()
-entry, = kernel._launches.values()
-assert (entry[3] is not None) == (len(sizes) > 2), "one entry, linked to the many-rows plan's where there is one"
+for online in (False, True) if not kernel.plan(n, 8)["looped"] else (False,):
+    kernel.ONLINE_EXCHANGE = online
+    kernel._compiled.clear()
+    kernel._launches.clear()
+    for m in sizes:
+        x, rows, cfg = special_rows(m)
+        want = torch.softmax(x.float(), -1)
+        got = kernel.run(x).float()
+        assert torch.equal(torch.isnan(got), torch.isnan(want)), ("NaN where torch has none, or the other way", m)
+        for r in rows:
+            err = ((got[r] - want[r]).norm() / want[r].norm()).item()
+            assert err < 1e-2, (online, m, r, err)
+        assert (got[0, :n * 53 // 100] == 0).all() and (got[3, n * 76 // 100:] == 0).all()
+    entry, = kernel._launches.values()
+    assert (entry[3] is not None) == (len(sizes) > 2), "one entry, linked to the many-rows plan's where there is one"
 print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 """
 
@@ -190,7 +195,8 @@ def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
     one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
     elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
     exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
-    large values do not overflow: torch's softmax on every row. The cluster rows run on 8 rows, then (the H200's
+    large values do not overflow: torch's softmax on every row, with the max and sum exchanged one after the other
+    and as one online pair (kernel.ONLINE_EXCHANGE). The cluster rows run on 8 rows, then (the H200's
     workspace: kernel.plans) on as many as start the many-rows plan, then on 8 again through the same signature."""
     run_child_in_baked(tmp_path, SPECIAL_ROWS_CHILD.replace("{n}", str(n)), "pattern=reduction", "op=softmax",
                        "gpu=H200")

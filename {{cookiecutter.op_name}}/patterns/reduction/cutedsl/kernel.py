@@ -189,6 +189,9 @@ CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of i
 # CLUSTER-th run of TPR vectors: off until timed (bench_cluster.py's contiguous)
 STAGE_SMEM = False  # the register path's early row loads go through shared memory with cp.async, as quack's do:
 # off until timed (bench_cluster.py's stage_smem; _staged_loads)
+ONLINE_EXCHANGE = False  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
+# exchange, as quack's online softmax does, not two; compute() then runs again on the row's results (_RowReducer).
+# Off until timed (bench_cluster.py's online)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -241,14 +244,26 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int) -> d
 def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
     row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow), or with
-    the direct exchange only the received partials of every warp [slots, cluster * warps] and the mbarriers; the
-    register path's staged loads (_staged_loads) their slots of at most 16 bytes, 16-byte aligned."""
+    the direct exchange only the received partials of every warp [slots, cluster * warps] and the mbarriers, and
+    with an online pair (_online_pair) the received (max, sum) pairs, 8 bytes each, 8-byte aligned; the register
+    path's staged loads (_staged_loads) their slots of at most 16 bytes, 16-byte aligned."""
     cluster, warps = cfg["cluster"], cfg["threads"] // 32
     if cfg["direct"]:  # _ClusterRow.direct: every warp's partial, no CTA step
         base = (8 + 4 * cluster * warps) * slots + 16
     else:
         base = (4 * warps * slots if cfg["tpr"] > 32 else 0) + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
+    if cluster > 1 and not cfg["looped"] and _online_pair(cfg["tpr"], cluster):
+        base += 8 * cluster * (warps if cfg["direct"] else 1) + 8
     return base + (0 if cfg["looped"] else len(_staged_loads()) * (cfg["threads"] * cfg["chunks"] * 16 + 16))
+
+
+def _online_pair(tpr: int, cluster: int) -> tuple | None:
+    """(max, sum): the reduce() calls of the online pair (lowered.ONLINE: sum(exp(a - m)) with m = max(a)) that a
+    register row exchanges as one pair beyond the warp (ONLINE_EXCHANGE), else None. The first pair whose calls are
+    adjacent, on a row that spans more than a warp (a row of a warp or less has nothing beyond the warp)."""
+    if not ONLINE_EXCHANGE or (tpr <= 32 and cluster == 1):
+        return None
+    return next(((m, q) for q, m in enumerate(lowered.ONLINE) if m is not None and m == q - 1), None)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -562,13 +577,15 @@ class _ClusterRow:
     a reduction instead of a ``bar.sync`` and the wait; the row is one CTA of the cluster's (plan), so its warps
     are the CTA's."""
 
-    def __init__(self, cluster: int, slots: int, warps: int = 0):
-        """warps: the CTA's, for the direct exchange (plan's "direct"); 0 for one send a CTA."""
+    def __init__(self, cluster: int, slots: int, warps: int = 0, pair: bool = False):
+        """warps: the CTA's, for the direct exchange (plan's "direct"); 0 for one send a CTA. pair: room for the
+        received (max, sum) pairs of an online pair (_exchange_pair)."""
         smem = cutlass.memory.SmemAllocator()
         self.cluster, self.rank, self.warps = cluster, cute.arch.block_idx_in_cluster(), warps
         self.mbar = smem.allocate_array(cutlass.Int64, num_elems=slots, byte_alignment=8)
         senders = cluster * max(warps, 1)
         self.results = smem.allocate_tensor(Float32, cute.make_layout((slots, senders), stride=(senders, 1)), 4)
+        self.pairs = smem.allocate_tensor(Float32, cute.make_layout((senders, 2), stride=(2, 1)), 8) if pair else None
         _init_barriers(self.mbar, slots)
 
     def published(self):
@@ -636,30 +653,126 @@ def _exchange_warps(val: Float32, kind: cutlass.Constexpr[str], results, mbar, r
     return cute.arch.warp_reduction(part, op, threads_in_group=32)
 
 
+@cute.jit
+def _pair_butterfly(m: Float32, s: Float32):
+    """A warp's (max, sum) pairs, each sum of exp(a - shift(max)), combined: the largest max M, and the sum of
+    s * exp(m - shift(M)) (m unshifted: a pair of max -inf adds 0 whatever M is, see _shift), in every lane."""
+    top = cute.arch.warp_reduction(m, _max, threads_in_group=32)
+    return top, cute.arch.warp_reduction(s * _exp(m - _shift(top)), operator.add, threads_in_group=32)
+
+
+@cute.jit
+def _cta_pair(m: Float32, s: Float32, tpr: cutlass.Constexpr[int], buf, slot_m: cutlass.Constexpr[int],
+              slot_s: cutlass.Constexpr[int]):
+    """_row_reduce's smem step for an online pair: lane 0 of each warp writes its pair into slots slot_m and slot_s
+    of the partials, one bar.sync, then each warp combines the row's pairs (_pair_butterfly)."""
+    warps_per_row = tpr // 32
+    lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()
+    if lane == 0:
+        buf[warp // warps_per_row, warp % warps_per_row, slot_m] = m
+        buf[warp // warps_per_row, warp % warps_per_row, slot_s] = s
+    cute.arch.barrier()
+    part_m, part_s = Float32(-math.inf), Float32(0.0)
+    if lane < warps_per_row:
+        part_m = buf[warp // warps_per_row, lane, slot_m]
+        part_s = buf[warp // warps_per_row, lane, slot_s]
+    return _pair_butterfly(part_m, part_s)
+
+
+@cute.jit
+def _exchange_pair(m: Float32, s: Float32, pairs, mbar, rank, cluster: cutlass.Constexpr[int],
+                   warps: cutlass.Constexpr[int], slot: cutlass.Constexpr[int]):
+    """_exchange and _exchange_warps for an online pair: the CTA's pair (warps 0), or every warp's (the direct
+    exchange), to every CTA of the cluster with one 8-byte st.async each, completed on mbarrier `slot`; then each
+    warp combines the `senders` pairs, lane l those l, l + 32, ... (the largest max first, then the rescaled sums),
+    and one butterfly: the same order in every warp of every CTA, so every thread holds the same bits."""
+    t, _, _ = cute.arch.thread_idx()
+    lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()
+    bar = mbar + slot
+    senders = cluster * max(warps, 1)
+    if t == 0:
+        cute.arch.mbarrier_arrive_and_expect_tx(bar, 8 * senders)
+    me, peer = rank, t  # one send a CTA, from its threads 0..CLUSTER-1 ...
+    if const_expr(warps > 0):
+        me, peer = rank * warps + warp, lane  # ... or a send a warp, from its lanes (the direct exchange)
+    if peer < cluster:
+        cute.arch.store_async_dsmem(pairs.iterator + cute.assume(2 * me, divby=2), (m.bitcast(Int32), s.bitcast(Int32)),
+                                    bar, peer)
+    cute.arch.mbarrier_wait(bar, 0)
+    top = Float32(-math.inf)
+    for k in cutlass.range_constexpr(-(-senders // 32)):
+        if const_expr((k + 1) * 32 <= senders):
+            top = _max(top, pairs[lane + k * 32, 0])
+        elif lane + k * 32 < senders:
+            top = _max(top, pairs[lane + k * 32, 0])
+    top = cute.arch.warp_reduction(top, _max, threads_in_group=32)
+    total = Float32(0.0)
+    for k in cutlass.range_constexpr(-(-senders // 32)):
+        if const_expr((k + 1) * 32 <= senders):
+            total = total + pairs[lane + k * 32, 1] * _exp(pairs[lane + k * 32, 0] - _shift(top))
+        elif lane + k * 32 < senders:
+            total = total + pairs[lane + k * 32, 1] * _exp(pairs[lane + k * 32, 0] - _shift(top))
+    return top, cute.arch.warp_reduction(total, operator.add, threads_in_group=32)
+
+
 class _RowReducer:
     """compute()'s reduce on the register path: the masked thread partial, then _row_reduce (warp, then smem),
-    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None)."""
+    call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None).
 
-    def __init__(self, valid, like, tpr: int, buf, cluster=None):
+    An online pair (`pair`: softmax's max and sum, _online_pair) leaves the warp once, as quack's online softmax
+    does: the max call returns the warp's max m_w (shifted, _shift) as the frame of its sum, the sum call combines
+    the warp's (m_w, sum of exp(a - m_w)) pairs across the CTA and the cluster in one step (_cta_pair,
+    _exchange_pair) into the row's max M and its sum in M's frame. What compute() made of m_w is not the row's, so
+    the calls after the pair wait (they return 0, dead code), and the kernel runs compute() again (replay): calls up
+    to the pair return the row's results, the ones after it reduce then. The second run computes exp(a - M) again:
+    one exp a value more, for one exchange fewer."""
+
+    def __init__(self, valid, like, tpr: int, buf, cluster=None, pair=None):
         self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
+        self.pair, self.waiting, self.published, self.frame = pair, False, False, None
         self.results = []  # each call's row result, for a second compute() (replay)
 
     def replay(self):
-        """A reduce for compute() run again on the same reductions: call i returns call i's row result."""
-        results = iter(self.results)
-        return lambda kind, v: next(results)
+        """The reduce of compute() run again: call i returns the first run's row result where it has one, and a
+        call that waited for the online pair reduces now."""
+        self.calls, self.waiting = 0, False
+        return self
+
+    def _exchange(self, val, kind: str, slot: int, pair=None):
+        """The cluster's step: the CTA's (or with the direct exchange each warp's) value or pair to every CTA."""
+        if const_expr(not self.published):  # the first send waits until every CTA's mbarriers are initialised
+            self.cluster.published()
+            self.published = True
+        c = self.cluster
+        if const_expr(pair is not None):
+            return _exchange_pair(val, pair, c.pairs, c.mbar, c.rank, c.cluster, c.warps, slot)
+        return Float32((c.direct if c.warps > 0 else c.reduce)(val, kind, slot))
 
     def __call__(self, kind: str, v):
-        self.calls += 1
+        q, self.calls = self.calls, self.calls + 1
+        if const_expr(q < len(self.results)):  # compute() run again: this call's row result is known
+            return self.results[q]
+        if const_expr(self.waiting):  # after the online pair, in the run that exchanged it
+            return Float32(0.0)
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = _thread_partial(kind, v, self.valid, self.like)
         direct = self.cluster is not None and self.cluster.warps > 0  # the cluster takes every warp's partial
-        val = part if direct else Float32(_row_reduce(part, kind, self.tpr, self.buf, self.calls - 1))
+        if const_expr(self.pair is not None and q == self.pair[0]):  # the online max: the warp's, its sum's frame
+            self.frame = Float32(cute.arch.warp_reduction(part, _max, threads_in_group=32))
+            return _shift(self.frame)
+        if const_expr(self.pair is not None and q == self.pair[1]):  # its sum: the pair leaves the warp once
+            top, total = self.frame, Float32(cute.arch.warp_reduction(part, operator.add, threads_in_group=32))
+            if const_expr(not direct and self.tpr > 32):
+                top, total = _cta_pair(top, total, self.tpr, self.buf, *self.pair)
+            if const_expr(self.cluster is not None):
+                top, total = self._exchange(top, kind, q, total)
+            self.results += [Float32(top), Float32(total)]
+            self.waiting = True
+            return self.results[q]
+        val = part if direct else Float32(_row_reduce(part, kind, self.tpr, self.buf, q))
         if const_expr(self.cluster is not None):
-            if const_expr(self.calls == 1):
-                self.cluster.published()
-            val = Float32((self.cluster.direct if direct else self.cluster.reduce)(val, kind, self.calls - 1))
+            val = self._exchange(val, kind, q)
         self.results.append(val)
         return val
 
@@ -833,9 +946,9 @@ def row_kernel(
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not direct):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
-    exchange, first = None, t
+    exchange, first, pair = None, t, _online_pair(tpr, cluster)
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
-        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0)
+        exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0, pair is not None)
     stride = tpr * cluster  # between a thread's vectors
     if const_expr(cluster > 1 and CONTIGUOUS_SHARES):  # rank r's share: vectors [r*TPR*CHUNKS, (r+1)*TPR*CHUNKS)
         first, stride = cute.arch.block_idx_in_cluster() * tpr * chunks + t, tpr
@@ -855,7 +968,7 @@ def row_kernel(
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, after)
     valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
-    reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange)
+    reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange, pair)
     results = lowered.compute(*values, Float32(nv * vec), reducer)
     if const_expr(len(after) > 0):
         if const_expr(len(late) > 0):
@@ -864,6 +977,8 @@ def row_kernel(
             if const_expr(q not in late):  # loaded early: converted from here on (CONVERT_LATE)
                 _pin(frags[q])
         results = lowered.compute(*_values(frags, singles, vec, chunks), Float32(nv * vec), reducer.replay())
+    elif const_expr(pair is not None):  # the online pair's results were not compute()'s first run's (_RowReducer)
+        results = lowered.compute(*values, Float32(nv * vec), reducer.replay())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
     if row < m:
