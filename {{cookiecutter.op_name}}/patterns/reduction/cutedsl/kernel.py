@@ -738,14 +738,15 @@ class _RowReducer:
         self.calls, self.waiting = 0, False
         return self
 
-    def _exchange(self, val, kind: str, slot: int, pair=None):
-        """The cluster's step: the CTA's (or with the direct exchange each warp's) value or pair to every CTA."""
+    def _exchange(self, val, kind: str, slot: int, total=None):
+        """The cluster's step: the CTA's (or with the direct exchange each warp's) value to every CTA, or with `total`
+        an online pair's (max val, sum total)."""
         if const_expr(not self.published):  # the first send waits until every CTA's mbarriers are initialised
             self.cluster.published()
             self.published = True
         c = self.cluster
-        if const_expr(pair is not None):
-            return _exchange_pair(val, pair, c.pairs, c.mbar, c.rank, c.cluster, c.warps, slot)
+        if const_expr(total is not None):
+            return _exchange_pair(val, total, c.pairs, c.mbar, c.rank, c.cluster, c.warps, slot)
         return Float32((c.direct if c.warps > 0 else c.reduce)(val, kind, slot))
 
     def __call__(self, kind: str, v):
