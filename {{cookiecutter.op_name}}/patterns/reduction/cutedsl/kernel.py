@@ -644,13 +644,21 @@ def _exchange_warps(val: Float32, kind: cutlass.Constexpr[str], results, mbar, r
         cute.arch.store_async_dsmem(results.iterator + (slot * senders + rank * warps + warp), val.bitcast(Int32),
                                     bar, lane)
     cute.arch.mbarrier_wait(bar, 0)
-    part = Float32(IDENTITY[kind])
+    part = _fold_received(Float32(IDENTITY[kind]), op, lambda i: results[slot, i], senders)
+    return cute.arch.warp_reduction(part, op, threads_in_group=32)
+
+
+@cute.jit
+def _fold_received(acc: Float32, op, read, senders: cutlass.Constexpr[int]):
+    """This lane's share of the `senders` values a cluster exchange received: acc op read(l) op read(l + 32) ...
+    for lane l, unpredicated where every lane has one. The same order in every warp of every CTA."""
+    lane = cute.arch.lane_idx()
     for k in cutlass.range_constexpr(-(-senders // 32)):
         if const_expr((k + 1) * 32 <= senders):
-            part = op(part, results[slot, lane + k * 32])
+            acc = op(acc, read(lane + k * 32))
         elif lane + k * 32 < senders:
-            part = op(part, results[slot, lane + k * 32])
-    return cute.arch.warp_reduction(part, op, threads_in_group=32)
+            acc = op(acc, read(lane + k * 32))
+    return acc
 
 
 @cute.jit
@@ -684,8 +692,9 @@ def _exchange_pair(m: Float32, s: Float32, pairs, mbar, rank, cluster: cutlass.C
                    warps: cutlass.Constexpr[int], slot: cutlass.Constexpr[int]):
     """_exchange and _exchange_warps for an online pair: the CTA's pair (warps 0), or every warp's (the direct
     exchange), to every CTA of the cluster with one 8-byte st.async each, completed on mbarrier `slot`; then each
-    warp combines the `senders` pairs, lane l those l, l + 32, ... (the largest max first, then the rescaled sums),
-    and one butterfly: the same order in every warp of every CTA, so every thread holds the same bits."""
+    lane folds its share of the received pairs into one (the largest max, then the sums rescaled to it) and the
+    warp combines the lanes' pairs (_pair_butterfly): the same order in every warp of every CTA, so every thread
+    holds the same bits."""
     t, _, _ = cute.arch.thread_idx()
     lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()
     bar = mbar + slot
@@ -699,20 +708,10 @@ def _exchange_pair(m: Float32, s: Float32, pairs, mbar, rank, cluster: cutlass.C
         cute.arch.store_async_dsmem(pairs.iterator + cute.assume(2 * me, divby=2), (m.bitcast(Int32), s.bitcast(Int32)),
                                     bar, peer)
     cute.arch.mbarrier_wait(bar, 0)
-    top = Float32(-math.inf)
-    for k in cutlass.range_constexpr(-(-senders // 32)):
-        if const_expr((k + 1) * 32 <= senders):
-            top = _max(top, pairs[lane + k * 32, 0])
-        elif lane + k * 32 < senders:
-            top = _max(top, pairs[lane + k * 32, 0])
-    top = cute.arch.warp_reduction(top, _max, threads_in_group=32)
-    total = Float32(0.0)
-    for k in cutlass.range_constexpr(-(-senders // 32)):
-        if const_expr((k + 1) * 32 <= senders):
-            total = total + pairs[lane + k * 32, 1] * _exp(pairs[lane + k * 32, 0] - _shift(top))
-        elif lane + k * 32 < senders:
-            total = total + pairs[lane + k * 32, 1] * _exp(pairs[lane + k * 32, 0] - _shift(top))
-    return top, cute.arch.warp_reduction(total, operator.add, threads_in_group=32)
+    top = _fold_received(Float32(-math.inf), _max, lambda i: pairs[i, 0], senders)
+    total = _fold_received(Float32(0.0), operator.add, lambda i: pairs[i, 1] * _exp(pairs[i, 0] - _shift(top)),
+                           senders)
+    return _pair_butterfly(top, total)
 
 
 class _RowReducer:
