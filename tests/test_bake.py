@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import py_compile
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 from helpers import MATRIX, ROOT, WS_TEMPLATE, bake_cli, read_json
 from tools import registry, scaffold, spec, validate
 from tools.catalog import InputError
+from tools.lower import ir
 
 EXPECTED_FILES = {
     ".gitignore", "README.md", "op.json", "__init__.py", "kernel.py", "host.py", "reference.py", "test_kernel.py",
@@ -57,6 +59,28 @@ def test_bake_matrix_cell(matrix, gpu, pattern, op, dtype):
     assert len(log) == 1 and log[0].startswith(f"Scaffold {ws.name}: {op} {dtype} {pattern} for {gpu}") and "V0 not run" in log[0]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
     assert status == "", f"uncommitted files after the bake:\n{status}"
+
+
+PROGRAM_CELLS = sorted(cell for cell in registry.cells() if registry.programs_path(cell[0]))
+
+
+@pytest.mark.parametrize("pattern,dsl", PROGRAM_CELLS, ids=["-".join(c) for c in PROGRAM_CELLS])
+def test_a_program_cell_has_one_run_path(pattern, dsl):
+    """A cell whose ops are programs (built-in or a user's) is one kernel around lowered.compute(): kernel.py binds
+    `run` once, has no second path beside it (no run_lowered, _prepare_lowered or per-op table), and names none of
+    its pattern's built-in ops in its code (each is a program in programs.py; the reduce kinds sum, max and min are
+    compute()'s words, not ops)."""
+    tree = ast.parse(registry.kernel_path(pattern, dsl).read_text())
+    names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    names += [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    assert names.count("run") == 1, names
+    assert not [n for n in names if n != "run" and (n.startswith("run") or "lowered" in n.lower())], names
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    literals = {node.value for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
+    assert not (set(registry.pattern(pattern).OPS) - set(ir.REDUCE)) & literals
 
 
 def test_bake_matrix_is_ruff_clean(matrix):
