@@ -33,6 +33,7 @@ def compute(alpha, x, mask, w, n, reduce):
     m = reduce("max", s)
     e = pw.exp(s - m)
     z = reduce("sum", e)
+    m, e = reduce("rebase", (m, e))
     return (pw.round(e * pw.reciprocal(z) * 127.0), m + pw.log(z))
 '''
 # The elementwise cell's analogue: no reduce() calls, one row output.
@@ -43,6 +44,7 @@ MASK_SCALAR_ELEMENTWISE = (
     .replace('OUT_HOW = ("whole", "whole")', 'OUT_HOW = ("whole",)')
     .replace('OUT_DTYPES = ("input", "fp32")', 'OUT_DTYPES = ("input",)')
     .replace('    m = reduce("max", s)\n', "    m = 0.0\n").replace('    z = reduce("sum", e)\n', "    z = 2.0\n")
+    .replace('    m, e = reduce("rebase", (m, e))\n', "")
     .replace(", m + pw.log(z))", ",)"))
 # A wide input read in parts, as the lowering writes it for x.chunk(2, -1) (PARTS) and for x[..., ::2], x[..., 1::2]
 # (LANES): x is [M, 2N], the output [M, N]; a wide program always runs in the reduction (row) cell.

@@ -152,8 +152,9 @@ def test_knobs_for_quacks_loads_compile(workspace_of, tmp_path):
 def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
     """ONLINE_EXCHANGE (off until timed: cluster_ab.sh online): softmax's max and sum leave the warp as one pair, so
     a row of one CTA has one bar.sync where it had two, and a cluster row one 8-byte st.async and one mbarrier wait
-    where it had two 4-byte ones; compute() runs again on the row's results, so every value's exp is taken twice.
-    The pairs' shared memory is in describe()'s count."""
+    where it had two 4-byte ones. compute()'s reduce("rebase") then moves the warp's exps to the row's max with one
+    multiply each, so a value's exp is still taken once: the pair adds only scalar exps a thread (the received pairs'
+    rescale and the rebase's). The pairs' shared memory is in describe()'s count."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_online").kernel
     assert kernel.ONLINE_EXCHANGE is False
     shapes = {"cluster": [8, 131072], "many": [4096, 32000], "cta": [32768, 8192]}
@@ -173,7 +174,7 @@ def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
         return len(re.findall(pattern, ptx[name, online]))
 
     for name in shapes:
-        assert count(r"ex2\.approx", name, True) > 2 * count(r"ex2\.approx", name, False) - 2, name
+        assert 0 < count(r"ex2\.approx", name, True) - count(r"ex2\.approx", name, False) <= 8, name
     assert [count(r"bar\.sync", "cta", on) for on in (False, True)] == [2, 1]
     assert [count(r"bar\.sync", "many", on) for on in (False, True)] == [2, 1]  # CTAs of 256 a row, 2 a cluster
     assert [count(r"bar\.sync", "cluster", on) for on in (False, True)] == [0, 0]  # the direct exchange

@@ -161,6 +161,116 @@ def test_the_interpreter_can_fail(lowered):
     assert not torch.allclose(ir.interpret(program, values), ops.softmax_temperature(**values), rtol=1e-5)
 
 
+PW_TORCH = {"exp": torch.exp, "log": torch.log, "reciprocal": torch.reciprocal, "tanh": torch.tanh, "abs": torch.abs,
+            "where": torch.where, "sqrt": torch.sqrt,
+            "maximum": lambda a, b: torch.maximum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b)),
+            "minimum": lambda a, b: torch.minimum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b)),
+            "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid, "to_float": lambda c: c.double(),
+            "full_like": lambda v, s: torch.full_like(v, s), "cast": lambda v, dtype: v,
+            "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_not": torch.logical_not}
+
+
+class _WholeRow:
+    """reduce() of a cell whose every call is the row's result (values [W, k]: one row, W warps of k values)."""
+
+    def __call__(self, kind, v):
+        if kind == "rebase":
+            return v
+        return {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[kind](v)
+
+
+class _WarpPairs(_WholeRow):
+    """reduce() of a cell that reduces an online pair a warp at a time, as the CuTe DSL cell's ONLINE_EXCHANGE does:
+    the max call hands out each warp's max m_w (0 while -inf), the sum call combines the (m_w, sum) pairs into the
+    row's max M and its sum in M's frame, and the rebase returns (M, e * exp(m_w - shift(M))). rebase=False: a
+    cell that forgot it, as a check that the comparison can fail."""
+
+    def __init__(self, pair, rebase=True):
+        self.pair, self.rebase, self.calls, self.frame, self.top = pair, rebase, 0, None, None
+
+    @staticmethod
+    def shift(m):
+        return torch.where(m == -torch.inf, torch.zeros_like(m), m)
+
+    def __call__(self, kind, v):
+        if kind == "rebase":
+            m, e = v
+            if self.frame is None or not self.rebase:
+                return v
+            scale, self.frame = torch.exp(self.frame - self.shift(self.top)), None
+            return self.top, e * scale
+        q, self.calls = self.calls, self.calls + 1
+        if q == self.pair[0]:
+            self.frame = torch.amax(v, -1, keepdim=True)
+            return self.shift(self.frame)
+        if q == self.pair[1]:
+            self.top = torch.amax(self.frame)
+            return torch.sum(torch.sum(v, -1, keepdim=True) * torch.exp(self.frame - self.shift(self.top)))
+        return super().__call__(kind, v)
+
+
+def _rows_for_pairs(warps: int, k: int) -> list:
+    """Rows of W warps of k values that stress a pair's frames: random, a NaN, a warp of only -inf beside values
+    near -200 (exp(-M) would overflow), a -inf prefix, +inf, values far apart. Not a row of only -inf: there the
+    pair follows the online rules the looped path follows (its sum is 0, a logsumexp -inf), where a whole-row max
+    gives exp(-inf - -inf) = NaN."""
+    g = torch.Generator().manual_seed(0)
+    base = [torch.randn(warps, k, generator=g, dtype=torch.float64) * 4 for _ in range(6)]
+    base[1][1, 2] = torch.nan
+    base[2][0] = -torch.inf
+    base[2][1:] = base[2][1:] - 200
+    base[3][: warps // 2] = -torch.inf
+    base[4][2, 1] = torch.inf
+    base[5][0] = base[5][0] + 60
+    return base
+
+
+def _load_with_torch_pw(path):
+    """A generated lowered.py imported with PW_TORCH as its `pointwise`."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    pw = type(sys)("pointwise")
+    pw.__dict__.update(PW_TORCH)
+    saved, sys.modules["pointwise"] = sys.modules.get("pointwise"), pw
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop("pointwise") if saved is None else sys.modules.__setitem__("pointwise", saved)
+    return module
+
+
+def test_an_online_pair_rebased_a_warp_at_a_time_computes_the_function(lowered, tmp_path):
+    """ir.rebases: after an online pair's sum, compute() calls reduce("rebase", (m, e)). A cell that reduces the pair
+    a warp at a time (_WarpPairs) then computes what a cell whose every call is the row's result (_WholeRow)
+    computes, for every lowered corpus op of rows with a pair, on rows whose warps see different maxes, NaN, +-inf
+    and maxes far below -88; without the rebase, it does not."""
+    checked = []
+    for name in LOWERED:
+        program = lowered[name]["ir"]
+        pairs = [(m, q) for q, m in enumerate(ir.schedule(program)[1]) if m is not None]
+        assert bool(ir.rebases(program)) == bool(pairs), name
+        if not pairs or any(i["kind"] != "row" for i in program["inputs"]):
+            continue  # this model holds rows only
+        path = tmp_path / f"lowered_{name}.py"
+        path.write_text(codegen.generate(program, "bf16"))
+        module, broke = _load_with_torch_pw(path), False
+        for rows in zip(*[_rows_for_pairs(4, 8) for _ in program["inputs"]]):
+            n = torch.tensor(float(rows[0].numel()), dtype=torch.float64)
+            want = module.compute(*rows, n, _WholeRow())
+            got = module.compute(*rows, n, _WarpPairs(pairs[0]))
+            for w, g in zip(want, got):
+                w, g = torch.broadcast_to(w, rows[0].shape), torch.broadcast_to(g, rows[0].shape)
+                assert torch.equal(w.isnan(), g.isnan()) and torch.equal(w.isinf(), g.isinf()), name
+                ok = torch.isfinite(w)
+                assert torch.allclose(g[ok], w[ok], rtol=1e-9, atol=1e-12), name
+            forgot = module.compute(*rows, n, _WarpPairs(pairs[0], rebase=False))
+            broke |= any(not torch.allclose(torch.nan_to_num(f), torch.nan_to_num(w), rtol=1e-6)
+                         for f, w in zip(forgot, want))
+        assert broke, f"{name}: without the rebase some row must come out wrong"
+        checked.append(name)
+    assert {"log_softmax", "softmax_temperature", "softmax_and_lse"} <= set(checked), checked
+
+
 def test_generated_files_are_deterministic_and_ruff_clean(lowered, tmp_path):
     for name in LOWERED + GEMM:
         text = codegen.generate(lowered[name]["ir"], "bf16")

@@ -31,6 +31,7 @@ def compute(x, n, reduce):
     t1 = reduce("max", t0)  # user_logic.py:5
     t2 = pw.exp(t0 - t1)  # user_logic.py:5
     t3 = reduce("sum", t2)  # user_logic.py:5
+    t1, t2 = reduce("rebase", (t1, t2))  # user_logic.py:5
     t4 = t2 / t3  # user_logic.py:5
     t5 = pw.log(t3) + t1  # user_logic.py:6
     t6 = pw.where(t4 > 0.5, pw.full_like(t4, 0.5), pw.minimum(t4, 0.25))  # user_logic.py:7 (exercises where/minimum)

@@ -181,6 +181,40 @@ def schedule(program: dict) -> tuple[list[int], list[int | None]]:
     return passes, online
 
 
+def rebases(program: dict) -> dict[str, tuple[str, str, list[str]]]:
+    """{sum id: (max id, exp id, redone ids)}: what compute() moves into the row max's frame after each online pair.
+
+    A cell may reduce an online pair (schedule) in one step, as quack's softmax does: its max call hands compute()
+    a partial max m_p (a warp's), compute() takes exp(a - m_p), and the sum call combines the (m_p, sum) pairs into
+    the row's max M and its sum in M's frame. Right after that sum, compute() calls
+    ``m, e = reduce("rebase", (m, e))``: such a cell returns (M, e * exp(m_p - M)), one exp a thread and one
+    multiply a value; every other cell returns them as they are. The statements between the max and the sum that
+    used m (besides the exp) and are still needed after the sum are then written again on the rebased m: log_softmax's
+    ``x - m``, one subtraction a value, which the compiler merges with the first where nothing was rebased."""
+    red = [node for node in program["nodes"] if node["op"] in REDUCE]
+    position = {node["id"]: k for k, node in enumerate(program["nodes"])}
+    made = {}
+    for q, m in enumerate(schedule(program)[1]):
+        if m is None:
+            continue
+        top, total = red[m], red[q]
+        exp = total["args"][0]
+        between = program["nodes"][position[top["id"]] + 1:position[total["id"]]]
+        tainted = {top["id"]}
+        for node in between:  # what depends on the max, in program order
+            if tainted & set(references(node)):
+                tainted.add(node["id"])
+        needed = {a for node in program["nodes"][position[total["id"]] + 1:] for a in references(node)}
+        needed |= {v for out in program["outputs"] for v in output_refs(out) if isinstance(v, str)}
+        redone = []
+        for node in reversed(between):  # a statement needed after the sum, or by one written again
+            if node["id"] in tainted and node["id"] != exp and node["id"] in needed:
+                redone.insert(0, node["id"])
+                needed |= set(references(node))
+        made[total["id"]] = (top["id"], exp, redone)
+    return made
+
+
 def late(program: dict) -> list[int]:
     """compute()'s arguments (positions in arguments()) that no reduction depends on, when there are reductions: the
     register path loads them after the row's reductions, so that they hold no registers across them (LayerNorm's

@@ -190,7 +190,8 @@ CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of i
 STAGE_SMEM = False  # the register path's early row loads go through shared memory with cp.async, as quack's do:
 # off until timed (bench_cluster.py's stage_smem; _staged_loads)
 ONLINE_EXCHANGE = False  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
-# exchange, as quack's online softmax does, not two; compute() then runs again on the row's results (_RowReducer).
+# exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
+# (_RowReducer).
 # Off until timed (bench_cluster.py's online)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
@@ -719,23 +720,28 @@ class _RowReducer:
     call number i in smem slot i, then the cluster's exchange (`cluster`: a _ClusterRow, or None).
 
     An online pair (`pair`: softmax's max and sum, _online_pair) leaves the warp once, as quack's online softmax
-    does: the max call returns the warp's max m_w (shifted, _shift) as the frame of its sum, the sum call combines
-    the warp's (m_w, sum of exp(a - m_w)) pairs across the CTA and the cluster in one step (_cta_pair,
-    _exchange_pair) into the row's max M and its sum in M's frame. What compute() made of m_w is not the row's, so
-    the calls after the pair wait (they return 0, dead code), and the kernel runs compute() again (replay): calls up
-    to the pair return the row's results, the ones after it reduce then. The second run computes exp(a - M) again:
-    one exp a value more, for one exchange fewer."""
+    does: the max call returns the warp's max m_w (shifted, _shift) as the frame of its sum, and the sum call
+    combines the warp's (m_w, sum of exp(a - m_w)) pairs across the CTA and the cluster in one step (_cta_pair,
+    _exchange_pair) into the row's max M and its sum in M's frame. compute()'s next line, reduce("rebase", (m, e))
+    (tools/lower/ir.py rebases), gets M back and exp(a - m_w) moved to it, e * exp(m_w - shift(M)): one exp a
+    thread and one multiply a value. A replay (late loads) hands out M itself, and its rebase changes nothing."""
 
     def __init__(self, valid, like, tpr: int, buf, cluster=None, pair=None):
         self.valid, self.like, self.tpr, self.buf, self.cluster, self.calls = valid, like, tpr, buf, cluster, 0
-        self.pair, self.waiting, self.published, self.frame = pair, False, False, None
+        self.pair, self.published, self.frame = pair, False, None
         self.results = []  # each call's row result, for a second compute() (replay)
 
     def replay(self):
-        """The reduce of compute() run again: call i returns the first run's row result where it has one, and a
-        call that waited for the online pair reduces now."""
-        self.calls, self.waiting = 0, False
+        """The reduce of compute() run again: call i returns the first run's row result."""
+        self.calls, self.frame = 0, None
         return self
+
+    def done(self):
+        """After compute(): every online max handed out as a warp's was rebased (a lowered.py written before
+        reduce("rebase") would store values in the warp's frame)."""
+        if const_expr(self.frame is not None):
+            raise ValueError("lowered.py: an online pair's sum is not followed by reduce(\"rebase\", (max, exp)); "
+                             "re-bake the workspace to regenerate it")
 
     def _exchange(self, val, kind: str, slot: int, total=None):
         """The cluster's step: the CTA's (or with the direct exchange each warp's) value to every CTA, or with `total`
@@ -749,11 +755,11 @@ class _RowReducer:
         return Float32((c.direct if c.warps > 0 else c.reduce)(val, kind, slot))
 
     def __call__(self, kind: str, v):
+        if const_expr(kind == "rebase"):  # (max, exp) of the online pair into the row max's frame
+            return self._rebase(*v)
         q, self.calls = self.calls, self.calls + 1
         if const_expr(q < len(self.results)):  # compute() run again: this call's row result is known
             return self.results[q]
-        if const_expr(self.waiting):  # after the online pair, in the run that exchanged it
-            return Float32(0.0)
         # Float32: with one thread per row (TPR 1) the butterfly is empty and the raw reduce value comes back, which
         # compute()'s scalar arithmetic and the store's .to() need as a Float32
         part = _thread_partial(kind, v, self.valid, self.like)
@@ -768,13 +774,22 @@ class _RowReducer:
             if const_expr(self.cluster is not None):
                 top, total = self._exchange(top, kind, q, total)
             self.results += [Float32(top), Float32(total)]
-            self.waiting = True
             return self.results[q]
+        self.done()  # no other reduction between an online pair's sum and its rebase
         val = part if direct else Float32(_row_reduce(part, kind, self.tpr, self.buf, q))
         if const_expr(self.cluster is not None):
             val = self._exchange(val, kind, q)
         self.results.append(val)
         return val
+
+    def _rebase(self, m, e):
+        """(M, e * exp(m_w - shift(M))) after a pair whose max was the warp's m_w (unshifted: a warp that saw only
+        -inf scales its exps, all 0, by 0, never by exp(-M) = inf); (m, e) as they are otherwise."""
+        if const_expr(self.frame is None):
+            return m, e
+        top = self.results[self.pair[0]]
+        scale, self.frame = _exp(self.frame - _shift(top)), None
+        return top, e * scale
 
 
 def _shift(m):
@@ -800,12 +815,15 @@ class _PassReducer:
       sum's exp(a - m) is relative to it; it keeps the old and new shifts for that sum;
     - an online sum rescales its running sum by exp(m_old - shift(m_new)) before adding the slice's. m_old is not
       shifted: after a -inf prefix, shift(-inf) = 0 would make the factor exp(-m_new), inf for a max below -88, and
-      0 * inf = NaN; exp(-inf - m_new) = 0 is what it is."""
+      0 * inf = NaN; exp(-inf - m_new) = 0 is what it is.
+    A rebase changes nothing: what pass p computes of the running max is discarded, the last pass knows M."""
 
     def __init__(self, p, known, acc, valid, like):
         self.p, self.known, self.acc, self.valid, self.like, self.calls, self.moved = p, known, acc, valid, like, 0, {}
 
     def __call__(self, kind: str, v):
+        if kind == "rebase":
+            return v
         q, self.calls = self.calls, self.calls + 1
         if self.p is None or lowered.PASSES[q] < self.p:
             return self.known[q]
@@ -970,6 +988,7 @@ def row_kernel(
     valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
     reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange, pair)
     results = lowered.compute(*values, Float32(nv * vec), reducer)
+    reducer.done()
     if const_expr(len(after) > 0):
         if const_expr(len(late) > 0):
             _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late)
@@ -977,8 +996,6 @@ def row_kernel(
             if const_expr(q not in late):  # loaded early: converted from here on (CONVERT_LATE)
                 _pin(frags[q])
         results = lowered.compute(*_values(frags, singles, vec, chunks), Float32(nv * vec), reducer.replay())
-    elif const_expr(pair is not None):  # the online pair's results were not compute()'s first run's (_RowReducer)
-        results = lowered.compute(*values, Float32(nv * vec), reducer.replay())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
     if row < m:

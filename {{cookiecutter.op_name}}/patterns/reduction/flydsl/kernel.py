@@ -519,6 +519,8 @@ class _RowReduce:
         self.masks, self.vec, self.like, self.reduce_row, self.calls = masks, vec, like, reduce_row, 0
 
     def __call__(self, kind: str, v):
+        if kind == "rebase":  # every call is the row's result: the pair is in the row max's frame already
+            return v
         c, self.calls = self.calls, self.calls + 1
         val = self.reduce_row(_lane_partial(kind, _as_vector(v, self.like), self.masks, self.vec), kind, c)
         return -val if kind == "min" else val
@@ -539,6 +541,8 @@ class _PassReduce:
         self.calls, self.moved = 0, {}
 
     def __call__(self, kind: str, v):
+        if kind == "rebase":  # pass p's values of the running max are discarded; the last pass knows M
+            return v
         f = lw.facts()
         q, self.calls = self.calls, self.calls + 1
         if f.passes[q] < self.p:
