@@ -184,6 +184,13 @@ def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
     assert smem["cluster", True] == smem["cluster", False] + 8 * 16 * 8 + 8  # a pair from each of 16 x 8 warps
     assert smem["many", True] == smem["many", False] + 8 * 2 + 8  # a pair from each of the 2 CTAs
     assert smem["cta", True] == smem["cta", False]
+    stale = shutil.copytree(workspace_of("H200", "softmax"), tmp_path / "stale", ignore=shutil.ignore_patterns(".git"))
+    lowered = (stale / "lowered.py").read_text()
+    (stale / "lowered.py").write_text(re.sub(r'^ +\w+, \w+ = reduce\("rebase".*\n', "", lowered, flags=re.M))
+    old = load_package(stale, "softmax_no_rebase").kernel
+    old.ONLINE_EXCHANGE = True  # a lowered.py without the rebase would store the warp's frame: refused at compile
+    with pytest.raises(ValueError, match="not followed by reduce"):
+        old.compile_only({"dims": shapes["cta"]}, tmp_path / "stale_ptx")
 
 
 def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
