@@ -72,7 +72,8 @@ def test_a_program_cell_has_one_run_path(pattern, dsl):
     compute()'s words, not ops)."""
     tree = ast.parse(registry.kernel_path(pattern, dsl).read_text())
     names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
-    names += [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    names += [t.id for node in tree.body if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name)]
     assert names.count("run") == 1, names
     assert not [n for n in names if n != "run" and (n.startswith("run") or "lowered" in n.lower())], names
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)

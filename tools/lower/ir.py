@@ -190,7 +190,8 @@ def rebases(program: dict) -> dict[str, tuple[str, str, list[str]]]:
     ``m, e = reduce("rebase", (m, e))``: such a cell returns (M, e * exp(m_p - M)), one exp a thread and one
     multiply a value; every other cell returns them as they are. The statements between the max and the sum that
     used m (besides the exp) and are still needed after the sum are then written again on the rebased m: log_softmax's
-    ``x - m``, one subtraction a value, which the compiler merges with the first where nothing was rebased."""
+    ``x - m``, one subtraction a value, which the compilers merge with the first where nothing was rebased
+    (the same PTX and ISA as before the rebase: benchmarks/2026-12-06-online-pair-cpu.md)."""
     red = [node for node in program["nodes"] if node["op"] in REDUCE]
     position = {node["id"]: k for k, node in enumerate(program["nodes"])}
     made = {}
