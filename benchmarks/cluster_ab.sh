@@ -50,7 +50,7 @@ case "$1" in
       --variant stage_many --shape 8x131072 --shape 16x262144 --shape 1024x128256 --shape 4096x32000 \
       --shape 32x131072 --shape 1x32768 --shape 128x8192 --shape 32768x8192 --shape 8x65536 ;;
   online)  # the knob's GPU test first (NaN, -inf and underflow rows, both exchanges), then its A/B
-    (cd .. && timeout 120 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and 131072") \
+    (cd .. && timeout 120 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and (131072 or log_softmax)") \
       > "$OUT/online-pytest.txt" 2>&1 || true; tail -3 "$OUT/online-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
       --op log_softmax_temperature --variant default --variant online --shape 8x131072 --shape 16x262144 \
