@@ -161,13 +161,17 @@ def test_the_interpreter_can_fail(lowered):
     assert not torch.allclose(ir.interpret(program, values), ops.softmax_temperature(**values), rtol=1e-5)
 
 
-PW_TORCH = {"exp": torch.exp, "log": torch.log, "reciprocal": torch.reciprocal, "tanh": torch.tanh, "abs": torch.abs,
-            "where": torch.where, "sqrt": torch.sqrt,
-            "maximum": lambda a, b: torch.maximum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b)),
-            "minimum": lambda a, b: torch.minimum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b)),
-            "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid, "to_float": lambda c: c.double(),
-            "full_like": lambda v, s: torch.full_like(v, s), "cast": lambda v, dtype: v,
-            "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_not": torch.logical_not}
+def _on_tensors(fn):
+    """fn with its Python-float operands as float64 0-d tensors (torch.maximum and friends take tensors only)."""
+    return lambda *a: fn(*(v if isinstance(v, torch.Tensor) else torch.tensor(float(v), dtype=torch.float64)
+                           for v in a))
+
+
+# `pointwise` in torch, for a generated lowered.py on the CPU: each pw. function is the one ir.interpret runs for its
+# op (VOCABULARY's torch name); casts do not round here (float64), a boolean becomes 1.0 / 0.0
+PW_TORCH = {op.code.split("(")[0][3:]: _on_tensors(getattr(torch, op.torch)) for op in ir.VOCABULARY.values()
+            if op.code.startswith("pw.") and hasattr(torch, op.torch)}
+PW_TORCH.update(full_like=lambda v, s: torch.full_like(v, s), cast=lambda v, dtype: v, to_float=lambda c: c.double())
 
 
 class _WholeRow:

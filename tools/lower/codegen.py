@@ -65,6 +65,7 @@ class _Writer:
         self.constants = self._constants()
         self.needs_math = False
         self.stored = self._stored_casts()
+        self.rebases = {} if self.gemm else ir.rebases(program)  # online pair's sum -> what is rebased after it
 
     def _stored_casts(self) -> dict[str, str]:
         """Casts the store makes anyway: an output that is a cast to the dtype it is stored in (``.to(x.dtype)`` at
@@ -137,13 +138,13 @@ class _Writer:
 
     def statements(self) -> list[str]:
         lines, seen = [], set()
-        rebases, by_id = ({} if self.gemm else ir.rebases(self.p)), {node["id"]: node for node in self.p["nodes"]}
+        by_id = {node["id"]: node for node in self.p["nodes"]}
         steps = []
         for node in self.p["nodes"]:
             if node["id"] not in self.stored:
                 steps.append((f"    {node['id']} = {self.expression(node)}", node.get("line") or ""))
-            if node["id"] in rebases:  # an online pair's sum: its max and exp into the row max's frame (ir.rebases)
-                m, e, redone = rebases[node["id"]]
+            if node["id"] in self.rebases:  # an online pair's sum: its max and exp into the row max's frame
+                m, e, redone = self.rebases[node["id"]]
                 steps.append((f'    {m}, {e} = reduce("rebase", ({m}, {e}))', node.get("line") or ""))
                 steps += [(f"    {r} = {self.expression(by_id[r])}", by_id[r].get("line") or "") for r in redone
                           if r not in self.stored]
@@ -261,7 +262,7 @@ class _Writer:
                 "below is one step of the traced function, beside the source line it came from.",
             ]
             steps = f"Reductions over the last dim, in order: {', '.join(reductions) if reductions else 'none (elementwise)'}."
-            if ir.rebases(p):
+            if self.rebases:
                 steps += ("\nAfter an online pair (a max m, then the sum of exp(a - m)), reduce(\"rebase\", (m, e)) "
                           "gives m and those exps\nin the frame of the row's max, for a kernel that reduced the pair "
                           "a warp at a time.")

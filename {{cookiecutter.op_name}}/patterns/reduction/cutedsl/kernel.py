@@ -667,7 +667,7 @@ def _pair_butterfly(m: Float32, s: Float32):
     """A warp's (max, sum) pairs, each sum of exp(a - shift(max)), combined: the largest max M, and the sum of
     s * exp(m - shift(M)) (m unshifted: a pair of max -inf adds 0 whatever M is, see _shift), in every lane."""
     top = cute.arch.warp_reduction(m, _max, threads_in_group=32)
-    return top, cute.arch.warp_reduction(s * _exp(m - _shift(top)), operator.add, threads_in_group=32)
+    return top, cute.arch.warp_reduction(_rescaled(s, m, top), operator.add, threads_in_group=32)
 
 
 @cute.jit
@@ -710,8 +710,7 @@ def _exchange_pair(m: Float32, s: Float32, pairs, mbar, rank, cluster: cutlass.C
                                     bar, peer)
     cute.arch.mbarrier_wait(bar, 0)
     top = _fold_received(Float32(-math.inf), _max, lambda i: pairs[i, 0], senders)
-    total = _fold_received(Float32(0.0), operator.add, lambda i: pairs[i, 1] * _exp(pairs[i, 0] - _shift(top)),
-                           senders)
+    total = _fold_received(Float32(0.0), operator.add, lambda i: _rescaled(pairs[i, 1], pairs[i, 0], top), senders)
     return _pair_butterfly(top, total)
 
 
@@ -788,8 +787,8 @@ class _RowReducer:
         if const_expr(self.frame is None):
             return m, e
         top = self.results[self.pair[0]]
-        scale, self.frame = _exp(self.frame - _shift(top)), None
-        return top, e * scale
+        e, self.frame = _rescaled(e, self.frame, top), None
+        return top, e
 
 
 def _shift(m):
@@ -800,6 +799,12 @@ def _shift(m):
 
 def _exp(v):
     return cute.math.exp2(v * LOG2_E, fastmath=True)
+
+
+def _rescaled(s, m, top):
+    """s, a sum of exp(a - shift(m)) or such exps, in the frame of top >= m: s * exp(m - shift(top)). m unshifted: s
+    of a max -inf is 0 and stays 0 (exp(-inf) = 0), where exp(shift(-inf) - top) = exp(-top) is inf below -88."""
+    return s * _exp(m - _shift(top))
 
 
 _SLOTS = max(1, len(lowered.REDUCTIONS))  # smem slots: one per reduce() call
@@ -849,7 +854,7 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
     for q, kind in enumerate(lowered.REDUCTIONS):
         if lowered.PASSES[q] == p:
             m = lowered.ONLINE[q]
-            val = acc[q] if m is None else acc[q] * _exp(acc[m] - _shift(known[m]))
+            val = acc[q] if m is None else _rescaled(acc[q], acc[m], known[m])
             known[q] = Float32(_row_reduce(val, kind, tpr, buf, q))
 
 
