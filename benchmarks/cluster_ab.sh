@@ -7,6 +7,8 @@
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
 #   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (ONLINE_EXCHANGE), softmax
 #                                            # and log_softmax(x / T), after its GPU test on special rows
+#   bash benchmarks/cluster_ab.sh sweep      # every shape of every built-in reduction and the issue's user functions
+#                                            # against quack and torch.compile, softmax's pair exchanged apart too
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -17,8 +19,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|host|rows) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|host|rows" >&2; exit 2 ;;
+  softmax|others|knobs|shares|online|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|host|rows|sweep" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -53,8 +55,15 @@ case "$1" in
     (cd .. && timeout 120 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and (131072 or log_softmax)") \
       > "$OUT/online-pytest.txt" 2>&1 || true; tail -3 "$OUT/online-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
-      --op log_softmax_temperature --variant default --variant online --shape 8x131072 --shape 16x262144 \
+      --op log_softmax_temperature --variant default --variant pairs_apart --shape 8x131072 --shape 16x262144 \
       --shape 1x32768 --shape 4096x32000 --shape 1024x128256 --shape 32768x8192 --shape 128x32000 ;;
+  sweep)
+    timeout 200 python3 bench_cluster.py run --out "$OUT/cluster-sweep-softmax.json" --op softmax --variant default \
+      --variant pairs_apart || true
+    timeout 150 python3 bench_cluster.py run --out "$OUT/cluster-sweep-rows.json" --op rmsnorm --op max --op sum \
+      --variant default || true
+    timeout 150 python3 bench_cluster.py run --out "$OUT/cluster-sweep-user.json" --op layer_norm \
+      --op layer_norm_by_hand --op fused_add_rmsnorm --op log_softmax_temperature --variant default ;;
   host)
     timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
   rows)

@@ -48,7 +48,6 @@ def main() -> None:
         cells = [f"{off[k]} / {on[k]}" for k in COUNTS]
         print(f"| {plan} ({n}, {m}) | {' | '.join(cells)} | {off['registers']} / {on['registers']}, "
               f"{max(off['spills'], on['spills'])} | {off['smem']} / {on['smem']} |")
-    kernel.ONLINE_EXCHANGE = False
 
 
 if __name__ == "__main__":

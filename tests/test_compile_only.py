@@ -97,23 +97,24 @@ def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
 
 def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     """A softmax row of 131072 bf16 is split across a cluster of 16 CTAs of 256 threads (4 chunks each), read once
-    into registers and written once; its max and its sum each cross the cluster once, with no CTA barrier: every
-    warp sends its butterfly's result with a st.async into every CTA's shared memory (16 x 8 floats a slot),
-    completed on the receiver's mbarrier (the direct exchange)."""
+    into registers and written once; its max and its sum cross the cluster once, together, as one (max, sum) pair
+    (the plan's "pair"), with no CTA barrier: every warp sends its pair with one 8-byte st.async into every CTA's
+    shared memory (16 x 8 pairs), completed on the receiver's mbarrier (the direct exchange)."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster").kernel
     ptx = kernel.compile_only({"dims": [8, 131072]}, tmp_path)
     plan = kernel.describe({"dims": [8, 131072]})
     assert (plan["cluster"], plan["threads_per_cta"], plan["chunks_per_thread"], plan["grid_blocks"]) == (16, 256, 4, 128)
-    assert plan["smem_bytes"] == (8 + 4 * 16 * 8) * 2 + 16
+    assert plan["smem_bytes"] == (8 + 4 * 16 * 8) * 2 + 16 + 8 * 16 * 8 + 8
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4
-    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
-    assert ptx.count("mbarrier.try_wait.parity") >= 2 and "barrier.cluster.wait" in ptx
+    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
+    assert ptx.count("mbarrier.try_wait.parity") >= 1 and "barrier.cluster.wait" in ptx
     assert not re.search(r"\bbar(?:rier)?\.sync\b", ptx)
 
 
 def test_cluster_exchange_of_one_send_a_cta(workspace_of, tmp_path):
     """CLUSTER_DIRECT off (the exchange before it, kept for A/B: bench_cluster.py's exchange_cta): each CTA reduces
-    its share first, through shared memory and a CTA barrier, and one thread a peer sends the CTA's result."""
+    its share first, through shared memory and a CTA barrier, and one thread a peer sends the CTA's result: here
+    softmax's (max, sum) pair (the plan's "pair"), one barrier and one 8-byte send for both."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_cluster_cta").kernel
     assert kernel.CLUSTER_DIRECT is True
     kernel.CLUSTER_DIRECT = False
@@ -122,9 +123,9 @@ def test_cluster_exchange_of_one_send_a_cta(workspace_of, tmp_path):
         smem = kernel.describe({"dims": [8, 131072]})["smem_bytes"]
     finally:
         kernel.CLUSTER_DIRECT = True
-    assert len(re.findall(r"\bbar(?:rier)?\.sync\b", ptx)) == 2
-    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes") == 2
-    assert smem == 4 * 8 * 2 + (8 + 4 * 16) * 2 + 16
+    assert len(re.findall(r"\bbar(?:rier)?\.sync\b", ptx)) == 1
+    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
+    assert smem == 4 * 8 * 2 + (8 + 4 * 16) * 2 + 16 + 8 * 16 + 8
 
 
 def test_knobs_for_quacks_loads_compile(workspace_of, tmp_path):
@@ -150,14 +151,14 @@ def test_knobs_for_quacks_loads_compile(workspace_of, tmp_path):
 
 
 def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
-    """ONLINE_EXCHANGE (off until timed: cluster_ab.sh online): softmax's max and sum leave the warp as one pair, so
+    """ONLINE_EXCHANGE (on: benchmarks/2026-12-06-online-pair.md): softmax's max and sum leave the warp as one pair, so
     a row of one CTA has one bar.sync where it had two, and a cluster row one 8-byte st.async and one mbarrier wait
     where it had two 4-byte ones. compute()'s reduce("rebase") then moves the warp's exps to the row's max with one
     multiply each, so a value's exp is still taken once: the pair adds only scalar exps a thread (the received pairs'
     rescale and the rebase's). The pairs' shared memory is in describe()'s count."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_online").kernel
-    assert kernel.ONLINE_EXCHANGE is False
-    shapes = {"cluster": [8, 131072], "many": [4096, 32000], "cta": [32768, 8192]}
+    assert kernel.ONLINE_EXCHANGE is True
+    shapes = {"cluster": [8, 131072], "many": [1024, 128256], "cta": [32768, 8192], "pairs_apart": [4096, 32000]}
     ptx, smem = {}, {}
     try:
         for online in (False, True):
@@ -167,22 +168,23 @@ def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
                 ptx[name, online] = kernel.compile_only({"dims": dims}, tmp_path / f"{name}_{online}")
                 smem[name, online] = kernel.describe({"dims": dims})["smem_bytes"]
     finally:
-        kernel.ONLINE_EXCHANGE = False
+        kernel.ONLINE_EXCHANGE = True
         kernel._compiled.clear()
 
     def count(pattern, name, online):
         return len(re.findall(pattern, ptx[name, online]))
 
-    for name in shapes:
+    for name in ("cluster", "many", "cta"):
         assert 0 < count(r"ex2\.approx", name, True) - count(r"ex2\.approx", name, False) <= 8, name
+    assert ptx["pairs_apart", True] == ptx["pairs_apart", False]  # the many-rows plan's cluster of 2: _pair_exchange
     assert [count(r"bar\.sync", "cta", on) for on in (False, True)] == [2, 1]
-    assert [count(r"bar\.sync", "many", on) for on in (False, True)] == [2, 1]  # CTAs of 256 a row, 2 a cluster
+    assert [count(r"bar\.sync", "many", on) for on in (False, True)] == [2, 1]  # CTAs of 256 a row, 8 a cluster
     assert [count(r"bar\.sync", "cluster", on) for on in (False, True)] == [0, 0]  # the direct exchange
     for name in ("cluster", "many"):
         assert [count(r"st\.async", name, on) for on in (False, True)] == [2, 1], name
         assert count(r"st\.async\S*v2\.b32", name, True) == 1 and count(r"mbarrier\.try_wait", name, True) == 1
     assert smem["cluster", True] == smem["cluster", False] + 8 * 16 * 8 + 8  # a pair from each of 16 x 8 warps
-    assert smem["many", True] == smem["many", False] + 8 * 2 + 8  # a pair from each of the 2 CTAs
+    assert smem["many", True] == smem["many", False] + 8 * 8 + 8  # a pair from each of the 8 CTAs
     assert smem["cta", True] == smem["cta", False]
     stale = shutil.copytree(workspace_of("H200", "softmax"), tmp_path / "stale", ignore=shutil.ignore_patterns(".git"))
     lowered = (stale / "lowered.py").read_text()

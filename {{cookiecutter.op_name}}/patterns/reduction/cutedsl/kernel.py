@@ -189,10 +189,9 @@ CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of i
 # CLUSTER-th run of TPR vectors: off until timed (bench_cluster.py's contiguous)
 STAGE_SMEM = False  # the register path's early row loads go through shared memory with cp.async, as quack's do:
 # off until timed (bench_cluster.py's stage_smem; _staged_loads)
-ONLINE_EXCHANGE = False  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
+ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
 # exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
-# (_RowReducer).
-# Off until timed (bench_cluster.py's online)
+# (_RowReducer). Where: the plan's "pair" (_pair_exchange)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -253,16 +252,28 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
         base = (8 + 4 * cluster * warps) * slots + 16
     else:
         base = (4 * warps * slots if cfg["tpr"] > 32 else 0) + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
-    if cluster > 1 and not cfg["looped"] and _online_pair(cfg["tpr"], cluster):
+    if cluster > 1 and not cfg["looped"] and _online_pair(cfg["pair"], cfg["tpr"], cluster):
         base += 8 * cluster * (warps if cfg["direct"] else 1) + 8
     return base + (0 if cfg["looped"] else len(_staged_loads()) * (cfg["threads"] * cfg["chunks"] * 16 + 16))
 
 
-def _online_pair(tpr: int, cluster: int) -> tuple | None:
+def _pair_exchange(cluster: int, direct: bool) -> bool:
+    """A plan's "pair": whether its row exchanges an online pair as one (ONLINE_EXCHANGE). Every plan but the
+    many-rows plan's cluster of 2 CTAs, which keeps the max and the sum apart.
+
+    Measured on the H200 (benchmarks/2026-12-06-h200-online-pair.md, softmax, the pair against the two exchanges):
+    8x131072 3.62 against 3.96 us (quack 3.80), 1024x128256 135.2 against 138.7, 64x128256 10.77 against 11.63;
+    rows of one CTA within 0.5% (32768x8192, 16384x5120, 8192x14336). The cluster of 2 lost: 512x32000 20.05
+    against 19.39 us and 20.06 against 19.55 in two runs, 4096x32000 127.4 against 126.9 and 127.5 against 127.3.
+    Its CTA has one partner, so the pair saves one DSMEM round trip and still pays the rescale's exps."""
+    return ONLINE_EXCHANGE and (cluster != 2 or direct)
+
+
+def _online_pair(pair: bool, tpr: int, cluster: int) -> tuple | None:
     """(max, sum): the reduce() calls of the online pair (lowered.ONLINE: sum(exp(a - m)) with m = max(a)) that a
-    register row exchanges as one pair beyond the warp (ONLINE_EXCHANGE), else None. The first pair whose calls are
-    adjacent, on a row that spans more than a warp (a row of a warp or less has nothing beyond the warp)."""
-    if not ONLINE_EXCHANGE or (tpr <= 32 and cluster == 1):
+    register row exchanges as one pair beyond the warp (the plan's "pair"), else None. The first pair whose calls
+    are adjacent, on a row that spans more than a warp (a row of a warp or less has nothing beyond the warp)."""
+    if not pair or (tpr <= 32 and cluster == 1):
         return None
     return next(((m, q) for q, m in enumerate(lowered.ONLINE) if m is not None and m == q - 1), None)
 
@@ -359,7 +370,8 @@ def _few_rows_plan(n: int, vec: int) -> dict:
     nv = -(-n // vec)
     cfg = _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
-    return {**cfg, "min_ctas": 0, "direct": CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE}
+    direct = CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE
+    return {**cfg, "min_ctas": 0, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct)}
 
 
 def plans(n: int, vec: int) -> list:
@@ -393,8 +405,9 @@ def plans(n: int, vec: int) -> list:
         return [(1, few)]
     many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS,
             "direct": False}
+    many["pair"] = _pair_exchange(many["cluster"], False)
     fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
-    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": False}:
+    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": False, "pair": many["pair"]}:
         return [(1, few)]
     if few["threads"] > CLUSTER_ABOVE:  # a full cluster of CTAs of 512: fewer, fuller threads at any M, on any GPU
         return [(1, many)]
@@ -947,7 +960,7 @@ def _store_reduced(outputs, results, row):
 def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
-    cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool],
+    cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool], pair: cutlass.Constexpr[bool],
 ):
     """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
     thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
@@ -969,7 +982,7 @@ def row_kernel(
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not direct):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
-    exchange, first, pair = None, t, _online_pair(tpr, cluster)
+    exchange, first, pair = None, t, _online_pair(pair, tpr, cluster)
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
         exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0, pair is not None)
     stride = tpr * cluster  # between a thread's vectors
@@ -1126,7 +1139,7 @@ def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
     cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int],
-    direct: cutlass.Constexpr[bool], *tensors,
+    direct: cutlass.Constexpr[bool], pair: cutlass.Constexpr[bool], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -1169,7 +1182,7 @@ def reduction_launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
-        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct).launch(
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, pair).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
             cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
             **_occupancy(min_ctas, threads, smem_bytes))
@@ -1196,9 +1209,9 @@ _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters)
 
 def _plan_args(vec: int, cfg: dict) -> tuple:
     """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, cluster, smem bytes (a slot per
-    reduce), CTAs an SM (0: ptxas's choice), the cluster's exchange (direct: a send a warp)."""
+    reduce), CTAs an SM (0: ptxas's choice), the cluster's exchange (direct: a send a warp), the online pair's."""
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["cluster"],
-            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"])
+            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"], cfg["pair"])
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
