@@ -5,8 +5,9 @@
 #   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT on every cluster shape of softmax, rmsnorm and max
 #   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
-#   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (ONLINE_EXCHANGE), softmax
-#                                            # and log_softmax(x / T), after its GPU test on special rows
+#   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (the default, the plan's
+#                                            # "pair") against apart (pairs_apart), softmax and log_softmax(x / T),
+#                                            # after their GPU test on special rows
 #   bash benchmarks/cluster_ab.sh sweep      # every shape of every built-in reduction and the issue's user functions
 #                                            # against quack and torch.compile, softmax's pair exchanged apart too
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
@@ -56,7 +57,8 @@ case "$1" in
       > "$OUT/online-pytest.txt" 2>&1 || true; tail -3 "$OUT/online-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
       --op log_softmax_temperature --variant default --variant pairs_apart --shape 8x131072 --shape 16x262144 \
-      --shape 1x32768 --shape 4096x32000 --shape 1024x128256 --shape 32768x8192 --shape 128x32000 ;;
+      --shape 1x32768 --shape 4096x32000 --shape 512x32000 --shape 1024x128256 --shape 256x128256 \
+      --shape 32768x8192 --shape 128x32000 ;;
   sweep)
     timeout 200 python3 bench_cluster.py run --out "$OUT/cluster-sweep-softmax.json" --op softmax --variant default \
       --variant pairs_apart || true
