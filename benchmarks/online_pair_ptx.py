@@ -23,14 +23,17 @@ def compiled(kernel, dims, online: bool, tmp: Path) -> dict:
     kernel.ONLINE_EXCHANGE = online
     kernel._compiled.clear()  # the knob is read at trace time: no cached launcher of the other setting
     ptx = kernel.compile_only({"dims": dims}, str(tmp / f"{online}"))
-    path = tmp / f"{dims[1]}_{online}.ptx"
+    return {**counted(ptx, tmp / f"{dims[1]}_{online}.ptx"), "smem": kernel.describe({"dims": dims})["smem_bytes"]}
+
+
+def counted(ptx: str, path: Path, counts: dict = COUNTS) -> dict:
+    """Each pattern's count in the PTX, and ptxas's registers and spill stores (the PTX written to path)."""
     path.write_text(ptx)
     log = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(path), "-o", "/dev/null"], capture_output=True,
                          text=True, check=True).stderr
-    made = {name: len(re.findall(pattern, ptx)) for name, pattern in COUNTS.items()}
+    made = {name: len(re.findall(pattern, ptx)) for name, pattern in counts.items()}
     made["registers"] = int(re.search(r"Used (\d+) registers", log)[1])
     made["spills"] = int(re.search(r"(\d+) bytes spill stores", log)[1])
-    made["smem"] = kernel.describe({"dims": dims})["smem_bytes"]
     return made
 
 

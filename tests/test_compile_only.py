@@ -223,6 +223,40 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
         assert (one, only["cluster"], only["threads"], only["chunks"], only["min_ctas"]) == (1, 16, 256, 8, 3)
 
 
+def test_many_rows_direct_exchange_is_quacks_kernel(workspace_of, tmp_path):
+    """MANY_ROWS_DIRECT (off until timed on the H200: bench_cluster.py's many_direct): the many-rows plan's cluster
+    row sends each warp's online (max, sum) pair to every CTA, with no CTA barrier: quack's softmax kernel (one
+    8-byte st.async, no bar.sync), in 80 registers with no spill. Only a program with an online pair takes it: a
+    max has one value to send and keeps one send a CTA; so does the knob off."""
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_many_direct").kernel
+    assert kernel.MANY_ROWS_DIRECT is False
+    kernel.MANY_ROWS_DIRECT = True
+    try:
+        (_, few), (_, many) = kernel.plans(131072, 8)
+        ptx = kernel.compile_only({"dims": [1024, 131072]}, tmp_path)
+        smem = kernel.describe({"dims": [1024, 131072]})["smem_bytes"]
+        (_, two), = [p for p in kernel.plans(32000, 8) if p[1]["min_ctas"]]
+    finally:
+        kernel.MANY_ROWS_DIRECT = False
+        kernel._compiled.clear()
+    assert (many["cluster"], many["min_ctas"], many["direct"], many["pair"]) == (8, 3, True, True)
+    assert few == kernel.plans(131072, 8)[0][1], "the few-rows plan is the knob's own (CLUSTER_DIRECT)"
+    assert (two["cluster"], two["direct"], two["pair"]) == (2, True, True)  # a cluster of 2 exchanges the pair too
+    assert not re.search(r"\bbar(?:rier)?\.sync\b", ptx)
+    assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
+    assert smem == (8 + 4 * 8 * 8) * 2 + 16 + 8 * 8 * 8 + 8  # every warp's partial and pair from 8 CTAs of 8 warps
+    if shutil.which("ptxas"):
+        (regs, spill), = _ptxas(ptx, tmp_path)
+        assert regs <= 65536 // (3 * 256) and spill == 0, (regs, spill)
+    amax = load_package(workspace_of("H200", "max"), "max_many_direct").kernel
+    amax.MANY_ROWS_DIRECT = True
+    try:
+        many_max = [cfg for _, cfg in amax.plans(131072, 8) if cfg["min_ctas"]]
+        assert many_max and not any(cfg["direct"] for cfg in many_max)
+    finally:
+        amax.MANY_ROWS_DIRECT = False
+
+
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):
     """CONVERT_LATE (off until timed on the H200): rmsnorm's weight, loaded with x, is converted to fp32 only after
     the row's reduction, so it is held across it as 16 words of bf16 pairs, not 32 fp32 values: every conversion of

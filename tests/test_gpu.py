@@ -165,11 +165,13 @@ def special_rows(m):
 
 
 # 8 rows, then (where plans() has one) the many-rows plan from its first M, then 8 rows again: one signature whose
-# entry steps from the few-rows plan to the many-rows one and back. Rows in registers run twice: with the max and
-# the sum exchanged one after the other, then as one online pair (the ONLINE_EXCHANGE knob)
+# entry steps from the few-rows plan to the many-rows one and back. Rows in registers run three times: with the max and
+# the sum exchanged one after the other, then as one online pair (the ONLINE_EXCHANGE knob), then with the many-rows
+# plan's pair sent by every warp (MANY_ROWS_DIRECT)
 sizes = [8, *(start for start, _ in kernel.plans(n, 8)[1:]), 8]
-for online in (False, True) if not kernel.plan(n, 8)["looped"] else (False,):
-    kernel.ONLINE_EXCHANGE = online
+knobs = [(False, False), (True, False), (True, True)] if not kernel.plan(n, 8)["looped"] else [(False, False)]
+for online, many_direct in knobs:
+    kernel.ONLINE_EXCHANGE, kernel.MANY_ROWS_DIRECT = online, many_direct
     kernel._compiled.clear()
     kernel._launches.clear()
     for m in sizes:
@@ -181,7 +183,7 @@ for online in (False, True) if not kernel.plan(n, 8)["looped"] else (False,):
         for r in rows:
             ok = torch.isfinite(want[r])
             err = ((got[r][ok] - want[r][ok]).norm() / want[r][ok].norm()).item()
-            assert err < (1e-2 if "{fn}" == "softmax" else 1e-4), (online, m, r, err)  # bf16 out, or fp32
+            assert err < (1e-2 if "{fn}" == "softmax" else 1e-4), (online, many_direct, m, r, err)  # bf16 out, or fp32
         held = 0 if "{fn}" == "softmax" else -inf  # what the masked prefix and suffix come out as
         assert (got[0, :n * 53 // 100] == held).all() and (got[3, n * 76 // 100:] == held).all()
     entry, = kernel._launches.values()
@@ -199,7 +201,8 @@ def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
     elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
     exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
     large values do not overflow: torch's softmax on every row, with the max and sum exchanged one after the other
-    and as one online pair (kernel.ONLINE_EXCHANGE). The cluster rows run on 8 rows, then (the H200's
+    and as one online pair (kernel.ONLINE_EXCHANGE), and with the many-rows plan's pair sent by every warp
+    (kernel.MANY_ROWS_DIRECT). The cluster rows run on 8 rows, then (the H200's
     workspace: kernel.plans) on as many as start the many-rows plan, then on 8 again through the same signature."""
     run_child_in_baked(tmp_path, SPECIAL_ROWS_CHILD.replace("{n}", str(n)).replace("{fn}", "softmax"),
                        "pattern=reduction", "op=softmax", "gpu=H200")

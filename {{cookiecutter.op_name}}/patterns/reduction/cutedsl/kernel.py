@@ -195,6 +195,10 @@ ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
+MANY_ROWS_DIRECT = False  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
+# kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair. Without the pair that plan spilled
+# (4-36 bytes), with it none (ptxas, 80 registers; benchmarks/2026-12-06-h200-online-pair.md). Off until timed
+# (bench_cluster.py's many_direct)
 MANY_ROWS_VALUES = 64  # the many-rows plan (plans): fp32 row values a thread holds, quack's 8 CTAs of 256 at 128256
 MANY_ROWS_CTAS = 3  # ... CTAs of it an SM holds: ptxas fits its registers to them (.minnctapersm)
 MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thread, which 64 values fit (79 used)
@@ -403,11 +407,12 @@ def plans(n: int, vec: int) -> list:
     few = _few_rows_plan(n, vec)
     if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1:
         return [(1, few)]
-    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS,
-            "direct": False}
-    many["pair"] = _pair_exchange(many["cluster"], False)
+    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
+    many["direct"] = (MANY_ROWS_DIRECT and ONLINE_EXCHANGE and many["cluster"] > 1  # a program with an online pair
+                      and _online_pair(True, many["tpr"], many["cluster"]) is not None)
+    many["pair"] = _pair_exchange(many["cluster"], many["direct"])
     fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
-    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": False, "pair": many["pair"]}:
+    if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": many["direct"], "pair": many["pair"]}:
         return [(1, few)]
     if few["threads"] > CLUSTER_ABOVE:  # a full cluster of CTAs of 512: fewer, fuller threads at any M, on any GPU
         return [(1, many)]
