@@ -1,7 +1,8 @@
 # The CuTe DSL reduction cell against its peers on the H200 (issue 29's quack, torch.compile and host goals), in
 # device calls of under 10 minutes each (carry .carry):
 #   bash benchmarks/cluster_ab.sh softmax    # softmax: quack, torch.compile, and the plans by M (kernel.plans)
-#   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE), LayerNorm, log_softmax
+#   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE, 16 values a thread),
+#                                            # LayerNorm, log_softmax
 #   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT on every cluster shape of softmax, rmsnorm and max
 #   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
@@ -34,10 +35,13 @@ case "$1" in
     # at every shape (kernel.plans says which), so it is not timed a third time.
     timeout 560 python3 bench_cluster.py run --out "$OUT/cluster-softmax.json" --op softmax --variant few_rows \
       --variant many_rows ;;
-  others)  # rmsnorm with and without CONVERT_LATE (its weight held as loaded across the reduction), then the rest
-    timeout 250 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
-      --variant convert_late --shape 128x8192 --shape 16384x5120 --shape 32768x8192 --shape 8192x14336 || true
-    timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op layer_norm \
+  others)  # rmsnorm with CONVERT_LATE (its weight held as loaded across the reduction: 60 registers, not 75), and
+    # with 16 values a thread (v16_cta512: 512 threads of 2 chunks at N = 8192, 44 registers; v16: a cluster of 2
+    # CTAs of 256, 40): more threads an SM. Then the rest
+    timeout 280 python3 bench_cluster.py run --out "$OUT/cluster-rmsnorm.json" --op rmsnorm --variant default \
+      --variant convert_late --variant v16_cta512 --variant v16 --shape 128x8192 --shape 16384x5120 \
+      --shape 32768x8192 --shape 8192x14336 --shape 16384x7168 --shape 8192x12288 || true
+    timeout 250 python3 bench_cluster.py run --out "$OUT/cluster-others.json" --op layer_norm \
       --op layer_norm_by_hand --op log_softmax_temperature --variant default \
       --shape 32768x8192 --shape 4096x16384 --shape 4096x32000 ;;
   knobs)  # CLUSTER_DIRECT against the exchange before it (a CTA step, then one send a CTA: exchange_cta) on every
