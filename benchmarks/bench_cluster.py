@@ -42,6 +42,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "stage_many": {"STAGE_SMEM": True, "MANY_ROWS_WAVES": 0},
             "contiguous_many": {"CONTIGUOUS_SHARES": True, "MANY_ROWS_WAVES": 0},
             "pairs_apart": {"ONLINE_EXCHANGE": False}, "many_direct": {"MANY_ROWS_DIRECT": True},
+            "many_direct_staged": {"MANY_ROWS_DIRECT": True, "STAGE_SMEM": True},
             "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",

@@ -8,7 +8,8 @@
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
 #   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (the default, the plan's
 #                                            # "pair") against apart (pairs_apart) and against the many-rows plan's
-#                                            # pair sent by every warp (many_direct), softmax and log_softmax(x / T),
+#                                            # pair sent by every warp (many_direct; with STAGE_SMEM: quack's PTX,
+#                                            # many_direct_staged), softmax and log_softmax(x / T),
 #                                            # after their GPU test on special rows
 #   bash benchmarks/cluster_ab.sh sweep      # every shape of every built-in reduction and the user functions
 #                                            # against quack and torch.compile, softmax's pair exchanged apart too
@@ -62,9 +63,9 @@ case "$1" in
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true
     tail -3 "$OUT/online-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
-      --op log_softmax_temperature --variant default --variant pairs_apart --variant many_direct --shape 8x131072 \
-      --shape 16x262144 --shape 1x32768 --shape 4096x32000 --shape 512x32000 --shape 1024x128256 --shape 256x128256 \
-      --shape 32768x8192 --shape 128x32000 ;;
+      --op log_softmax_temperature --variant default --variant pairs_apart --variant many_direct \
+      --variant many_direct_staged --shape 8x131072 --shape 16x262144 --shape 1x32768 --shape 4096x32000 \
+      --shape 512x32000 --shape 1024x128256 --shape 256x128256 --shape 32768x8192 --shape 128x32000 ;;
   sweep)
     timeout 200 python3 bench_cluster.py run --out "$OUT/cluster-sweep-softmax.json" --op softmax --variant default \
       --variant pairs_apart || true

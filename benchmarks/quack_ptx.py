@@ -1,6 +1,7 @@
 """Our softmax and quack's, compiled on a CPU for sm_90a, side by side: per shape, the PTX's global, shared and
 cp.async accesses, shuffles, exps, barriers and DSMEM sends, and ptxas's registers and spills. Ours under its
-default plan and with MANY_ROWS_DIRECT (the many-rows plan's pair sent by every warp).
+default plan, with MANY_ROWS_DIRECT (the many-rows plan's pair sent by every warp), and with STAGE_SMEM as well (the
+row staged through shared memory by cp.async).
 
     .venv/bin/python benchmarks/quack_ptx.py --quack DIR    # DIR: quack-kernels unpacked (pip install --target)
 
@@ -22,6 +23,7 @@ from online_pair_ptx import counted
 from sweep_common import bake, load_workspace
 
 SHAPES = ((1024, 128256), (4096, 32000), (16, 262144), (8, 131072))  # (M, N): the many-rows plans, then a few-rows one
+VARIANTS = ((False, False), (True, False), (True, True))  # (MANY_ROWS_DIRECT, STAGE_SMEM)
 COUNTS = {"ld.global": r"ld\.global", "cp.async": r"cp\.async\.c[ag]\.", "ld.shared": r"ld\.shared",
           "st.global": r"st\.global", "shfl": r"shfl\.sync", "ex2": r"ex2\.approx", "bar.sync": r"\bbar\.sync",
           "st.async": r"st\.async"}
@@ -57,15 +59,16 @@ def main() -> None:
     print("|---|---|" + "---|" * (len(COUNTS) + 1))
     for m, n in SHAPES:
         rows = []
-        for direct in (False, True):
-            kernel.MANY_ROWS_DIRECT = direct
-            kernel._compiled.clear()  # the knob is read at trace time
+        for direct, staged in VARIANTS:
+            kernel.MANY_ROWS_DIRECT, kernel.STAGE_SMEM = direct, staged
+            kernel._compiled.clear()  # the knobs are read at trace time
             cfg = kernel.plan(n, 8, m)
             name = (f"ours, {cfg['cluster']}x{cfg['threads']}x{cfg['chunks']}" + (f"@{cfg['min_ctas']}" if
-                    cfg["min_ctas"] else "") + (", direct" if cfg["direct"] else "") + (", pair" if cfg["pair"] else ""))
+                    cfg["min_ctas"] else "") + (", direct" if cfg["direct"] else "") + (", pair" if cfg["pair"] else "")
+                    + (", staged" if staged else ""))
             ptx = kernel.compile_only({"dims": [m, n]}, str(tmp / "ours"))
-            rows.append((name, counted(ptx, tmp / f"ours_{n}_{direct}.ptx", COUNTS)))
-        kernel.MANY_ROWS_DIRECT = False
+            rows.append((name, counted(ptx, tmp / f"ours_{n}_{direct}_{staged}.ptx", COUNTS)))
+        kernel.MANY_ROWS_DIRECT, kernel.STAGE_SMEM = False, False
         rows.append(("quack 0.6.5", counted(quacks(args.quack, n), tmp / f"quack_{n}.ptx", COUNTS)))
         for name, made in rows:
             print(f"| {m}x{n} | {name} | {' | '.join(str(made[k]) for k in COUNTS)} | "
