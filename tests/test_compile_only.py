@@ -105,6 +105,8 @@ def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     plan = kernel.describe({"dims": [8, 131072]})
     assert (plan["cluster"], plan["threads_per_cta"], plan["chunks_per_thread"], plan["grid_blocks"]) == (16, 256, 4, 128)
     assert plan["smem_bytes"] == (8 + 4 * 16 * 8) * 2 + 16 + 8 * 16 * 8 + 8
+    assert "as one (max, sum) pair" in plan["data_movement"]
+    assert "pair" not in kernel.describe({"dims": [4096, 32000]})["data_movement"]  # the many-rows cluster of 2
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4
     assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
     assert ptx.count("mbarrier.try_wait.parity") >= 1 and "barrier.cluster.wait" in ptx

@@ -1603,10 +1603,12 @@ def describe(case: dict) -> dict:
         "grid_blocks": grid,
         "data_movement": ("global -> shared (cp.async) -> registers" if _staged_loads() and not cfg["looped"] else
                           "global -> registers") + f" with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in "
-        "registers, warp shfl.sync butterfly, "
-        + ("every warp's result to every CTA of the cluster through DSMEM (st.async + mbarrier)" if cfg["direct"] else
-           "smem across warps" + (", DSMEM across the cluster's CTAs (st.async + mbarrier)" if cfg["cluster"] > 1
-                                  else ""))
+        "registers, warp shfl.sync butterfly"
+        + (", every warp's result to every CTA of the cluster through DSMEM (st.async + mbarrier)" if cfg["direct"] else
+           (", smem across warps" if cfg["tpr"] > 32 else "")
+           + (", DSMEM across the cluster's CTAs (st.async + mbarrier)" if cfg["cluster"] > 1 else ""))
+        + (", the online max and its sum beyond the warp as one (max, sum) pair" if not cfg["looped"] and
+           _online_pair(cfg["pair"], cfg["tpr"], cfg["cluster"]) else "")
         + ", then registers -> global"
         + (reads.get(passes(), f"; the row is read {passes()} times (passes after the first are expected to hit L2)")
            if cfg["looped"] else reads[1]),
