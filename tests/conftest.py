@@ -34,7 +34,9 @@ lower.CACHE = _CACHE_HOME / "kbaseline" / "programs"
 def pytest_collection_finish(session):
     """FlyDSL compiles start in the background once collected: the FlyDSL GEMM cell's variants
     (tests/flydsl_gemm_builds.py), the lowering corpus's (tests/lowered_corpus_builds.py), and those of every collected
-    test module with a start_compiles() (flydsl_batch.background)."""
+    test module with a start_compiles() (flydsl_batch.background). None for --collect-only, which runs nothing."""
+    if session.config.option.collectonly:
+        return
     for module in sorted({item.module for item in session.items}, key=lambda m: m.__name__):
         if hasattr(module, "start_compiles"):
             module.start_compiles()
