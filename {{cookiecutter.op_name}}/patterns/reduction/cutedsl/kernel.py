@@ -965,7 +965,7 @@ def _store_reduced(outputs, results, row):
 def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
-    cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool], pair: cutlass.Constexpr[bool],
+    cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool],
 ):
     """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
     thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
@@ -987,7 +987,7 @@ def row_kernel(
     buf = None
     if const_expr(tpr > 32 and len(lowered.REDUCTIONS) > 0 and not direct):
         buf = _allocate_partials(rows, tpr, len(lowered.REDUCTIONS))
-    exchange, first, pair = None, t, _online_pair(pair, tpr, cluster)
+    exchange, first, pair = None, t, _online_pair(paired, tpr, cluster)  # paired: the plan's "pair"
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
         exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0, pair is not None)
     stride = tpr * cluster  # between a thread's vectors
@@ -1144,7 +1144,7 @@ def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
     cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int],
-    direct: cutlass.Constexpr[bool], pair: cutlass.Constexpr[bool], *tensors,
+    direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -1187,7 +1187,7 @@ def reduction_launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
-        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, pair).launch(
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, paired).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
             cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
             **_occupancy(min_ctas, threads, smem_bytes))
