@@ -408,8 +408,8 @@ def plans(n: int, vec: int) -> list:
     if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1:
         return [(1, few)]
     many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
-    many["direct"] = (MANY_ROWS_DIRECT and ONLINE_EXCHANGE and many["cluster"] > 1  # a program with an online pair
-                      and _online_pair(True, many["tpr"], many["cluster"]) is not None)
+    many["direct"] = MANY_ROWS_DIRECT and many["cluster"] > 1 and _online_pair(  # a program with an online pair
+        _pair_exchange(many["cluster"], True), many["tpr"], many["cluster"]) is not None
     many["pair"] = _pair_exchange(many["cluster"], many["direct"])
     fits = not many["looped"] and many["threads"] * MANY_ROWS_CTAS <= MANY_ROWS_THREADS  # CTAs of 256 at most
     if not fits or many == {**few, "min_ctas": MANY_ROWS_CTAS, "direct": many["direct"], "pair": many["pair"]}:
