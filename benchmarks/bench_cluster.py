@@ -41,20 +41,24 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "contiguous": {"CONTIGUOUS_SHARES": True}, "stage_smem": {"STAGE_SMEM": True},
             "stage_many": {"STAGE_SMEM": True, "MANY_ROWS_WAVES": 0},
             "contiguous_many": {"CONTIGUOUS_SHARES": True, "MANY_ROWS_WAVES": 0},
-            "pairs_apart": {"ONLINE_EXCHANGE": False}, "many_direct": {"MANY_ROWS_DIRECT": True},
+            "pairs_apart": {"ONLINE_EXCHANGE": False}, "many_apart": {"MANY_ROWS_DIRECT": False},
             "many_direct_staged": {"MANY_ROWS_DIRECT": True, "STAGE_SMEM": True},
+            "one_wave_256": {"SUB_WAVE_VALUES": 0},
             "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",
-                "32x32000", "128x32000", "512x32000", "64x128256", "256x128256"],  # M from few rows to many
+                "32x32000", "128x32000", "512x32000", "64x128256", "256x128256",  # M from few rows to many
+                "128x8192", "64x4096", "132x5120"],  # no more rows than SMs (kernel._sub_wave_plans)
     "rmsnorm": ["128x8192", "16384x5120", "8x65536", "32x131072", "1024x32768", "32768x8192", "16384x5600",
-                "16384x7168", "8192x12288", "8192x14336", "4096x28672"],
+                "16384x7168", "8192x12288", "8192x14336", "4096x28672",
+                "132x8192", "64x4096", "128x5120", "100x7168", "128x2048", "8x8192", "256x8192"],
     "max": ["8x131072", "4096x32000"],
     "sum": ["8x131072"],
 }
 USER = {  # user functions, baked from their file: the issue's torch.compile goals (three row-shaped tensors)
-    "layer_norm": ("tests/lowering_corpus/ops.py", ["32768x8192", "4096x32000", "4096x16384", "16384x4096"]),
+    "layer_norm": ("tests/lowering_corpus/ops.py", ["32768x8192", "4096x32000", "4096x16384", "16384x4096",
+                                                    "128x8192"]),
     "layer_norm_by_hand": ("tests/lowering_corpus/ops.py", ["32768x8192"]),
     "fused_add_rmsnorm": ("tests/lowering_corpus/ops.py", ["32768x8192"]),
     "log_softmax_temperature": ("benchmarks/models/row_ops.py", ["32768x8192", "4096x32000"]),

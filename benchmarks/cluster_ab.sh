@@ -7,10 +7,13 @@
 #   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
 #                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
 #   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (the default, the plan's
-#                                            # "pair") against apart (pairs_apart) and against the many-rows plan's
-#                                            # pair sent by every warp (many_direct; with STAGE_SMEM: quack's PTX,
-#                                            # many_direct_staged), softmax and log_softmax(x / T),
-#                                            # after their GPU test on special rows
+#                                            # "pair") against apart (pairs_apart), the many-rows plan's pair sent
+#                                            # by every warp (the default) against one send a CTA (many_apart) and
+#                                            # with STAGE_SMEM (quack's PTX, many_direct_staged), softmax and
+#                                            # log_softmax(x / T), after their GPU test on special rows
+#   bash benchmarks/cluster_ab.sh subwave    # no more rows than SMs: twice the threads of half the values (the
+#                                            # default) against the plan of any M (one_wave_256), after the GPU
+#                                            # tests; the many-rows plan's exchange (default against many_apart)
 #   bash benchmarks/cluster_ab.sh sweep      # every shape of every built-in reduction and the issue's user functions
 #                                            # against quack and torch.compile, softmax's pair exchanged apart too
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
@@ -23,8 +26,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|host|rows|sweep) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|host|rows|sweep" >&2; exit 2 ;;
+  softmax|others|knobs|shares|online|subwave|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|host|rows|sweep" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -58,12 +61,27 @@ case "$1" in
       --variant default --variant contiguous --variant stage_smem --variant many_rows --variant contiguous_many \
       --variant stage_many --shape 8x131072 --shape 16x262144 --shape 1024x128256 --shape 4096x32000 \
       --shape 32x131072 --shape 1x32768 --shape 128x8192 --shape 32768x8192 --shape 8x65536 ;;
+  subwave)  # rows of one CTA, no more of them than SMs: 512 threads of 16 values at N = 8192 (the default) against
+    # 256 of 32 (one_wave_256), after the GPU tests of softmax's special rows and of every built-in reduction's V0
+    # cases; then the many-rows plan's direct exchange (the default) against one send a CTA (many_apart)
+    (cd .. && timeout 150 python3 -m pytest -q -x tests/test_gpu.py \
+      -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/subwave-pytest.txt" 2>&1 || true
+    tail -3 "$OUT/subwave-pytest.txt"
+    (cd .. && timeout 200 bash benchmarks/v0_builtins.sh "$OUT/v0" reduction:sum reduction:mean \
+      reduction:max reduction:softmax reduction:rmsnorm) > "$OUT/subwave-v0.txt" 2>&1 || true
+    cat "$OUT/subwave-v0.txt"
+    timeout 150 python3 bench_cluster.py run --out "$OUT/cluster-subwave.json" --op rmsnorm --op softmax \
+      --op layer_norm --variant default --variant one_wave_256 --shape 128x8192 --shape 132x8192 --shape 64x4096 \
+      --shape 128x5120 --shape 100x7168 --shape 128x2048 --shape 8x8192 --shape 256x8192 --shape 132x5120 || true
+    timeout 120 python3 bench_cluster.py run --out "$OUT/cluster-many-direct.json" --op softmax --variant default \
+      --variant many_apart --shape 16x262144 --shape 512x32000 --shape 256x128256 --shape 1024x128256 \
+      --shape 4096x32000 ;;
   online)  # the knobs' GPU test first (NaN, -inf and underflow rows, each exchange), then their A/B
     (cd .. && timeout 180 python3 -m pytest -q -x tests/test_gpu.py \
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true
     tail -3 "$OUT/online-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
-      --op log_softmax_temperature --variant default --variant pairs_apart --variant many_direct \
+      --op log_softmax_temperature --variant default --variant pairs_apart --variant many_apart \
       --variant many_direct_staged --shape 8x131072 --shape 16x262144 --shape 1x32768 --shape 4096x32000 \
       --shape 512x32000 --shape 1024x128256 --shape 256x128256 --shape 32768x8192 --shape 128x32000 ;;
   sweep)

@@ -1,7 +1,7 @@
 """Our softmax and quack's, compiled on a CPU for sm_90a, side by side: per shape, the PTX's global, shared and
 cp.async accesses, shuffles, exps, barriers and DSMEM sends, and ptxas's registers and spills. Ours under its
-default plan, with MANY_ROWS_DIRECT (the many-rows plan's pair sent by every warp), and with STAGE_SMEM as well (the
-row staged through shared memory by cp.async).
+plan with MANY_ROWS_DIRECT off (one send a CTA) and on (the default: the many-rows plan's pair sent by every warp), and
+with STAGE_SMEM as well (the row staged through shared memory by cp.async).
 
     .venv/bin/python benchmarks/quack_ptx.py --quack DIR    # DIR: quack-kernels unpacked (pip install --target)
 
@@ -57,6 +57,7 @@ def main() -> None:
     kernel, _ = load_workspace(bake(tmp, "reduction", "softmax"))
     print(f"| shape | kernel | {' | '.join(COUNTS)} | registers, spills |")
     print("|---|---|" + "---|" * (len(COUNTS) + 1))
+    defaults = kernel.MANY_ROWS_DIRECT, kernel.STAGE_SMEM
     for m, n in SHAPES:
         rows = []
         for direct, staged in VARIANTS:
@@ -68,7 +69,7 @@ def main() -> None:
                     + (", staged" if staged else ""))
             ptx = kernel.compile_only({"dims": [m, n]}, str(tmp / "ours"))
             rows.append((name, counted(ptx, tmp / f"ours_{n}_{direct}_{staged}.ptx", COUNTS)))
-        kernel.MANY_ROWS_DIRECT, kernel.STAGE_SMEM = False, False
+        kernel.MANY_ROWS_DIRECT, kernel.STAGE_SMEM = defaults
         rows.append(("quack 0.6.5", counted(quacks(args.quack, n), tmp / f"quack_{n}.ptx", COUNTS)))
         for name, made in rows:
             print(f"| {m}x{n} | {name} | {' | '.join(str(made[k]) for k in COUNTS)} | "

@@ -106,7 +106,8 @@ def test_long_softmax_rows_split_across_a_cluster(workspace_of, tmp_path):
     assert (plan["cluster"], plan["threads_per_cta"], plan["chunks_per_thread"], plan["grid_blocks"]) == (16, 256, 4, 128)
     assert plan["smem_bytes"] == (8 + 4 * 16 * 8) * 2 + 16 + 8 * 16 * 8 + 8
     assert "as one (max, sum) pair" in plan["data_movement"]
-    assert "pair" not in kernel.describe({"dims": [4096, 32000]})["data_movement"]  # the many-rows cluster of 2
+    many = kernel.describe({"dims": [4096, 32000]})["data_movement"]  # the many-rows cluster of 2: every warp's pair
+    assert "every warp's result to every CTA" in many and "as one (max, sum) pair" in many
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4
     assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
     assert ptx.count("mbarrier.try_wait.parity") >= 1 and "barrier.cluster.wait" in ptx
@@ -157,11 +158,14 @@ def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
     a row of one CTA has one bar.sync where it had two, and a cluster row one 8-byte st.async and one mbarrier wait
     where it had two 4-byte ones. compute()'s reduce("rebase") then moves the warp's exps to the row's max with one
     multiply each, so a value's exp is still taken once: the pair adds only scalar exps a thread (the received pairs'
-    rescale and the rebase's). The pairs' shared memory is in describe()'s count."""
+    rescale and the rebase's). The pairs' shared memory is in describe()'s count. The many-rows plan is compiled
+    with MANY_ROWS_DIRECT off, its exchange once a CTA, so that what changes is the pair's alone (its direct
+    exchange, which only a pair takes, is test_many_rows_direct_exchange_is_quacks_kernel's)."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_online").kernel
     assert kernel.ONLINE_EXCHANGE is True
     shapes = {"cluster": [8, 131072], "many": [1024, 128256], "cta": [32768, 8192], "pairs_apart": [4096, 32000]}
     ptx, smem = {}, {}
+    kernel.MANY_ROWS_DIRECT = False
     try:
         for online in (False, True):
             kernel.ONLINE_EXCHANGE = online
@@ -170,7 +174,7 @@ def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
                 ptx[name, online] = kernel.compile_only({"dims": dims}, tmp_path / f"{name}_{online}")
                 smem[name, online] = kernel.describe({"dims": dims})["smem_bytes"]
     finally:
-        kernel.ONLINE_EXCHANGE = True
+        kernel.ONLINE_EXCHANGE, kernel.MANY_ROWS_DIRECT = True, True
         kernel._compiled.clear()
 
     def count(pattern, name, online):
@@ -226,23 +230,18 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
 
 
 def test_many_rows_direct_exchange_is_quacks_kernel(workspace_of, tmp_path):
-    """MANY_ROWS_DIRECT (off until timed on the H200: bench_cluster.py's many_direct): the many-rows plan's cluster
-    row sends each warp's online (max, sum) pair to every CTA, with no CTA barrier: quack's softmax kernel (one
-    8-byte st.async, no bar.sync), in 80 registers with no spill. Only a program with an online pair takes it: a
-    max has one value to send and keeps one send a CTA; so does the knob off."""
+    """MANY_ROWS_DIRECT (on: bench_cluster.py's many_apart lost to it on an H100,
+    benchmarks/2026-12-06-h100-many-direct.md): the many-rows plan's cluster row sends each warp's online (max, sum)
+    pair to every CTA, with no CTA barrier: quack's softmax kernel (one 8-byte st.async, no bar.sync), in 80
+    registers with no spill. Only a program with an online pair takes it: a max has one value to send and keeps one
+    send a CTA; so does the knob off (a CTA barrier, the pair sent once a CTA)."""
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_many_direct").kernel
-    assert kernel.MANY_ROWS_DIRECT is False
-    kernel.MANY_ROWS_DIRECT = True
-    try:
-        (_, few), (_, many) = kernel.plans(131072, 8)
-        ptx = kernel.compile_only({"dims": [1024, 131072]}, tmp_path)
-        smem = kernel.describe({"dims": [1024, 131072]})["smem_bytes"]
-        (_, two), = [p for p in kernel.plans(32000, 8) if p[1]["min_ctas"]]
-    finally:
-        kernel.MANY_ROWS_DIRECT = False
-        kernel._compiled.clear()
+    assert kernel.MANY_ROWS_DIRECT is True
+    (_, few), (_, many) = kernel.plans(131072, 8)
+    ptx = kernel.compile_only({"dims": [1024, 131072]}, tmp_path)
+    smem = kernel.describe({"dims": [1024, 131072]})["smem_bytes"]
+    (_, two), = [p for p in kernel.plans(32000, 8) if p[1]["min_ctas"]]
     assert (many["cluster"], many["min_ctas"], many["direct"], many["pair"]) == (8, 3, True, True)
-    assert few == kernel.plans(131072, 8)[0][1], "the few-rows plan is the knob's own (CLUSTER_DIRECT)"
     assert (two["cluster"], two["direct"], two["pair"]) == (2, True, True)  # a cluster of 2 exchanges the pair too
     assert not re.search(r"\bbar(?:rier)?\.sync\b", ptx)
     assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
@@ -250,13 +249,43 @@ def test_many_rows_direct_exchange_is_quacks_kernel(workspace_of, tmp_path):
     if shutil.which("ptxas"):
         (regs, spill), = _ptxas(ptx, tmp_path)
         assert regs <= 65536 // (3 * 256) and spill == 0, (regs, spill)
-    amax = load_package(workspace_of("H200", "max"), "max_many_direct").kernel
-    amax.MANY_ROWS_DIRECT = True
+    kernel.MANY_ROWS_DIRECT = False
     try:
-        many_max = [cfg for _, cfg in amax.plans(131072, 8) if cfg["min_ctas"]]
-        assert many_max and not any(cfg["direct"] for cfg in many_max)
+        (_, few_off), (_, apart) = kernel.plans(131072, 8)
+        off = kernel.compile_only({"dims": [1024, 131072]}, tmp_path / "apart")
     finally:
-        amax.MANY_ROWS_DIRECT = False
+        kernel.MANY_ROWS_DIRECT = True
+        kernel._compiled.clear()
+    assert few_off == few, "the few-rows plan is the knob's own (CLUSTER_DIRECT)"
+    assert (apart["cluster"], apart["min_ctas"], apart["direct"]) == (8, 3, False)
+    assert re.search(r"\bbar(?:rier)?\.sync\b", off), "one send a CTA: the CTA's warps meet first"
+    amax = load_package(workspace_of("H200", "max"), "max_many_direct").kernel
+    many_max = [cfg for _, cfg in amax.plans(131072, 8) if cfg["min_ctas"]]
+    assert many_max and not any(cfg["direct"] for cfg in many_max)
+
+
+def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
+    """Rows of one CTA each, no more of them than the GPU's SMs (kernel._sub_wave_plans): 16 values a thread in twice
+    the threads (rmsnorm N = 8192: 512 threads of 2 chunks up to M = 132, then 256 of 4; N = 5120: whole warps, 320
+    of 2); never the looped path nor a cluster, and a row split across a cluster keeps its one plan. Both plans are
+    compiled for sm_90a with no GPU: the wide one has .reqntid 512 and two 128-bit loads a tensor per thread."""
+    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_sub_wave").kernel
+    shape = [(start, cfg["threads"], cfg["chunks"], cfg["cluster"], cfg["looped"]) for start, cfg in kernel.plans(8192, 8)]
+    assert shape == [(1, 512, 2, 1, False), (kernel.SM_COUNT + 1, 256, 4, 1, False)]
+    assert [(s, c["threads"], c["chunks"], c["full"]) for s, c in kernel.plans(5120, 8)] == [
+        (1, 320, 2, True), (kernel.SM_COUNT + 1, 160, 4, True)]
+    assert len(kernel.plans(16384, 8)) == 1 and kernel.plans(16384, 8)[0][1]["cluster"] == 2
+    assert len(kernel.plans(256, 8)) == 1, "a short row already has a thread per vector"
+    wide = kernel.compile_only({"dims": [kernel.SM_COUNT, 8192]}, tmp_path)
+    full = kernel.compile_only({"dims": [kernel.SM_COUNT + 1, 8192]}, tmp_path)
+    assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)
+    assert wide.count("ld.global.v4") == 4 and full.count("ld.global.v4") == 8  # x and weight: 2 chunks, then 4
+    assert kernel.describe({"dims": [kernel.SM_COUNT, 8192]})["grid_blocks"] == kernel.SM_COUNT
+    kernel.SUB_WAVE_VALUES = 0
+    try:
+        assert len(kernel.plans(8192, 8)) == 1
+    finally:
+        kernel.SUB_WAVE_VALUES = 16
 
 
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):

@@ -224,9 +224,10 @@ def test_reduction_example_compiles(lowered_ws, tmp_path, example, n):
 def test_loads_no_reduction_needs_come_after_the_reductions(lowered_ws, example, late):
     """LATE: with three loads, those no reduce() needs (LayerNorm's weight and bias, the fused add's weight) are
     issued after the last barrier of the row reduction, and the register budget goes to the loads held across it:
-    x gets 32 values, 256 threads of 4 chunks at N = 8192 (where x, weight and bias shared 21: 512 of 2)."""
+    x gets 32 values, 256 threads of 4 chunks at N = 8192 (where x, weight and bias shared 21: 512 of 2), from
+    more rows than SMs on (below, the plan of twice the threads: kernel._sub_wave_plans)."""
     ws, lowered = lowered_ws("reduction", example)
-    ptx, plan = _compiled(ws, (64, 8192), "bf16")
+    ptx, plan = _compiled(ws, (1024, 8192), "bf16")
     assert (plan["threads_per_row"], plan["chunks_per_thread"]) == (256, 4)
     after = ptx[ptx.rindex("bar.sync"):]
     assert after.count("ld.global.v4") == late * 4

@@ -78,8 +78,10 @@ Thread/value layout (register path)
         N = 131072           TPR 4096 = a cluster of 16 CTAs of 256, 4 chunks each
         N = 524288           TPR 16384 = a cluster of 16 CTAs of 1024: the largest register-resident row
     That is the plan of any M. Many rows of one load (M of two waves or more, on a GPU with the H200's bandwidth
-    per SM) take 64 values a thread at 3 CTAs an SM instead (plans):
+    per SM) take 64 values a thread at 3 CTAs an SM instead, and rows of one CTA that fit on the SMs with one CTA
+    each (M <= SM_COUNT) take 16 values a thread, in twice the threads (plans):
         N = 131072, M >= 98  TPR 2048 = a cluster of 8 CTAs of 256, 8 chunks each
+        N = 8192,  M <= 132  TPR 512, 2 chunks
     fp32 has VEC = 4, so CHUNKS <= 8 and the same TPR per N. 32 values is the balance between bytes in
     flight per thread (fewer values: more, smaller CTAs) and registers (more values: lower occupancy);
     the 16 / 32 / 64 sweep is in benchmarks/2026-11-30-h200-reduction.md.
@@ -195,15 +197,17 @@ ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
-MANY_ROWS_DIRECT = False  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
-# kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair. Without the pair that plan spilled
-# (4-36 bytes), with it none (ptxas, 80 registers; benchmarks/2026-12-06-h200-online-pair.md). Off until timed
-# (bench_cluster.py's many_direct)
+MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
+# kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair; without the pair that plan spilled
+# (4-36 bytes), with it none (ptxas, 80 registers). On an H100, in two runs of the H200's plans
+# (benchmarks/2026-12-06-h100-many-direct.md), softmax 16x262144 ran 8.41-8.44 us against 8.68-8.73, 512x32000
+# 23.03-23.06 against 23.63-23.68, 256x128256 46.72-46.88 against 47.31, 1024x128256 175.4-175.5 against 176.0
 MANY_ROWS_VALUES = 64  # the many-rows plan (plans): fp32 row values a thread holds, quack's 8 CTAs of 256 at 128256
 MANY_ROWS_CTAS = 3  # ... CTAs of it an SM holds: ptxas fits its registers to them (.minnctapersm)
 MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thread, which 64 values fit (79 used)
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
+SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
 GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
@@ -262,8 +266,9 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
 
 
 def _pair_exchange(cluster: int, direct: bool) -> bool:
-    """A plan's "pair": whether its row exchanges an online pair as one (ONLINE_EXCHANGE). Every plan but the
-    many-rows plan's cluster of 2 CTAs, which keeps the max and the sum apart.
+    """A plan's "pair": whether its row exchanges an online pair as one (ONLINE_EXCHANGE). Every plan but a cluster
+    of 2 CTAs that exchanges once a CTA (the many-rows plan with MANY_ROWS_DIRECT off), which keeps the max and the
+    sum apart; with the direct exchange (every warp's pair to every CTA, MANY_ROWS_DIRECT) it takes the pair.
 
     Measured on the H200 (benchmarks/2026-12-06-h200-online-pair.md, softmax, the pair against the two exchanges):
     8x131072 3.62 against 3.96 us (quack 3.80), 1024x128256 135.2 against 138.7, 64x128256 10.77 against 11.63;
@@ -405,7 +410,9 @@ def plans(n: int, vec: int) -> list:
     of 256 threads of 64 values a row, not 16 of 512 of 32. On an H100, softmax 16x262144 ran 8.97 us against 11.04
     (quack 8.15; benchmarks/2026-12-05-session19.md)."""
     few = _few_rows_plan(n, vec)
-    if sum(_load_widths()) != 1 or few["looped"] or few["cluster"] == 1:
+    if few["cluster"] == 1 and not few["looped"]:
+        return _sub_wave_plans(n, vec, few)
+    if sum(_load_widths()) != 1 or few["looped"]:
         return [(1, few)]
     many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
     many["direct"] = MANY_ROWS_DIRECT and many["cluster"] > 1 and _online_pair(  # a program with an online pair
@@ -420,6 +427,29 @@ def plans(n: int, vec: int) -> list:
         return [(1, few)]
     in_flight = SM_COUNT * MANY_ROWS_CTAS * many["rows_per_cta"] // many["cluster"]
     return [(1, few), (MANY_ROWS_WAVES * in_flight, many)]
+
+
+def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
+    """The plans of a row of one CTA (few: its plan at any M): below one wave, M rows on M of the GPU's SM_COUNT SMs,
+    each SM holds one CTA and nothing else, so its loads in flight are that CTA's alone; twice the threads of half
+    the values each (SUB_WAVE_VALUES a load, in whole warps, up to MAX_UNSPLIT threads) put twice the warps' requests
+    in flight, and each thread's chain of loads, shuffles and stores is half as long. From SM_COUNT + 1 rows
+    on, CTAs share SMs and the fuller threads of `few` keep more bytes in flight an SM for fewer registers.
+
+    Measured on an H100, in two runs of the H200's plans (benchmarks/2026-12-06-h100-many-direct.md, bench_cluster.py's
+    v16_cta512): rmsnorm 128x8192 ran 2.82 us on 512 threads of 2 chunks against 2.92 on 256 of 4 (quack 2.87);
+    at 16384x5120 and 32768x8192, where CTAs share SMs, the same geometry lost 6%. Short rows (one vector a thread)
+    already have a thread per vector."""
+    nv, kmax = -(-n // vec), max(1, SUB_WAVE_VALUES // vec)
+    tpr = -(-(-(-nv // kmax)) // 32) * 32  # the fewest whole warps that hold the row at kmax chunks a thread
+    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
+        return [(1, few)]
+    if tpr < MIN_CTA_THREADS:  # a CTA holds MIN_CTA_THREADS // tpr rows: tpr a power of two
+        tpr = 1 << (tpr - 1).bit_length()
+    chunks, threads = -(-nv // tpr), max(MIN_CTA_THREADS, tpr)
+    wide = {**few, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
+            "rows_per_cta": threads // tpr}
+    return [(1, wide), (SM_COUNT + 1, few)]
 
 
 def plan(n: int, vec: int, m: int = 1) -> dict:
@@ -1550,7 +1580,7 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     m, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec, m)
-    path = ("looped" if cfg["looped"] else "rows" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}") + \
+    path = ("looped" if cfg["looped"] else f"rows{cfg['tpr']}" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}") + \
         (f"_{cfg['min_ctas']}ctas" if cfg["min_ctas"] else "") + ("_direct" if cfg["direct"] else "")
     lead = _case_lead(case)
     ranks = _per_row_ranks(lead)
