@@ -16,6 +16,8 @@
 #                                            # tests; the many-rows plan's exchange (default against many_apart)
 #   bash benchmarks/cluster_ab.sh sweep      # every shape of every built-in reduction and the issue's user functions
 #                                            # against quack and torch.compile, softmax's pair exchanged apart too
+#   bash benchmarks/cluster_ab.sh confirm    # a short call: bool masks' and special rows' GPU tests, subwave's
+#                                            # A/Bs at the goal shapes, host cost with a bool mask
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -26,8 +28,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|subwave|host|rows|sweep) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|host|rows|sweep" >&2; exit 2 ;;
+  softmax|others|knobs|shares|online|subwave|confirm|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|host|rows|sweep" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -76,6 +78,19 @@ case "$1" in
     timeout 120 python3 bench_cluster.py run --out "$OUT/cluster-many-direct.json" --op softmax --variant default \
       --variant many_apart --shape 16x262144 --shape 512x32000 --shape 256x128256 --shape 1024x128256 \
       --shape 4096x32000 ;;
+  confirm)  # one short call for a GPU lent briefly: the GPU tests of bool masks and of softmax's special rows at
+    # 131072, the two A/Bs of subwave at their goal shapes, and run()'s host cost with a bool mask
+    (cd .. && timeout 130 python3 -m pytest -q tests/test_gpu.py -k "bool_masks or (special_rows and 131072)") \
+      > "$OUT/confirm-pytest.txt" 2>&1 || true
+    tail -3 "$OUT/confirm-pytest.txt"
+    timeout 100 python3 bench_cluster.py run --out "$OUT/confirm-many-direct.json" --op softmax --variant default \
+      --variant many_apart --shape 1024x128256 --shape 4096x32000 --shape 16x262144 || true
+    timeout 80 python3 bench_cluster.py run --out "$OUT/confirm-subwave.json" --op rmsnorm --op layer_norm \
+      --variant default --variant one_wave_256 --shape 128x8192 || true
+    timeout 40 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --function softmax \
+      --out "$OUT/confirm-host.json" || true
+    timeout 40 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --bool-masks \
+      --out "$OUT/confirm-host-bool-masks.json" ;;
   online)  # the knobs' GPU test first (NaN, -inf and underflow rows, each exchange), then their A/B
     (cd .. && timeout 180 python3 -m pytest -q -x tests/test_gpu.py \
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true

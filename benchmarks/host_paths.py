@@ -5,6 +5,7 @@ QK-norm viewing q [T, H*128] as [T, H, 128]).
 
     python benchmarks/host_paths.py [--tree CHECKOUT] [--out FILE.json]           # CPU: run()'s own Python
     python3 benchmarks/host_paths.py --gpu [--out FILE.json]                      # H200: run() with its launch
+    ... [--function NAME ...] [--bool-masks]                # only these functions; kernel.BOOL_MASKS on
 
 Bakes, from the template of --tree (default: this checkout), an H200 bf16 workspace per function below and times
 run() and run(out=) on inputs of 64x1024 rows with sweep_common.host_us (back-to-back calls, best of 5 rounds).
@@ -48,6 +49,8 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, default=HERE.parent)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--gpu", action="store_true", help="the whole run() on the GPU, not its Python alone")
+    parser.add_argument("--function", action="append", choices=sorted(FUNCTIONS), help="only these (default: all)")
+    parser.add_argument("--bool-masks", action="store_true", help="kernel.BOOL_MASKS on: a mask goes as it is")
     args = parser.parse_args()
     tree = args.tree.resolve()
     sys.path.insert(0, str(HERE))
@@ -66,9 +69,14 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp())
     rows = {}
     for name, (logic, shapes) in FUNCTIONS.items():
+        if args.function and name not in args.function:
+            continue
         extra = {"pattern": "reduction", "op": name} if logic is None else {"pytorch_logic": str(tree / logic)}
         ws = scaffold.workspace(tmp / name, spec.context(gpu="H200", dtype="bf16", run_baseline="no", **extra))
         kernel, _ = load_workspace(ws)
+        if args.bool_masks and hasattr(kernel, "BOOL_MASKS"):  # the launcher compiled on bool, no view per call
+            kernel.BOOL_MASKS = True
+            kernel._VIEWS = kernel._viewer()
         gen = torch.Generator().manual_seed(0)
         inputs = [torch.randn(s, generator=gen).to(device, torch.bfloat16) for s in shapes]
         if name.startswith("mamba2"):

@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, bake_cli, read_json
+from helpers import ROOT, bake_cli, make_lowered, read_json
+from lowered_sources import MASK_SCALAR, MASK_SCALAR_ELEMENTWISE
 
 torch = pytest.importorskip("torch")
 
@@ -408,3 +409,53 @@ def test_reduced_rows_of_rank_3_and_4_equal_torch_amax(tmp_path):
     a seq-first decode step transposed ([1, B, D] -> [B, 1, D]: contiguous, with a stride of its extent-1 dim that
     is not the row length): [*lead] outputs, bit for bit torch.amax's."""
     run_child_in_baked(tmp_path, LEADING_DIMS_REDUCED_CHILD, "pattern=reduction", "op=max")
+
+
+MASKS_CHILD = """
+import torch
+from ws import kernel
+pattern = {pattern!r}
+gen = torch.Generator(device="cuda").manual_seed(0)
+x = torch.randn(64, 1000, device="cuda", generator=gen).to(torch.bfloat16)
+w = torch.randn(1000, device="cuda", generator=gen).to(torch.bfloat16)
+alpha = torch.tensor(0.5, device="cuda", dtype=torch.bfloat16)
+mask = torch.rand(64, 1000, device="cuda", generator=gen) > 0.3
+s = torch.where(mask, x.double() * 0.5 + w.double(), torch.tensor(-1e30, dtype=torch.float64, device="cuda"))
+if pattern == "elementwise":  # m = 0, z = 2 (lowered_sources.MASK_SCALAR_ELEMENTWISE)
+    want = (torch.round(torch.exp(s) * 0.5 * 127.0),)
+else:
+    m = s.amax(-1, keepdim=True)
+    e = torch.exp(s - m)
+    z = e.sum(-1, keepdim=True)
+    want = (torch.round(e / z * 127.0), (m + torch.log(z)).squeeze(-1))
+for on in (False, True):  # BOOL_MASKS: the mask viewed as uint8 per call, then as it is to a launcher on bool
+    kernel.BOOL_MASKS = on
+    kernel._VIEWS = kernel._viewer()
+    kernel._compiled.clear()
+    kernel._launches.clear()
+    for given in (mask, mask.view(torch.uint8), mask, mask.view(torch.uint8)):  # bool, its bytes, and back again
+        got = kernel.run(alpha, x, given, w)
+        got = got if isinstance(got, tuple) else (got,)
+        for g, ref in zip(got, want, strict=True):
+            err = ((g.double() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (on, given.dtype, err)
+    assert (kernel._VIEWS([alpha, x, mask, w])[2] is mask) == on, "with BOOL_MASKS a mask goes as it is"
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("pattern", ["elementwise", "reduction"])
+def test_bool_masks_reach_the_launcher_as_they_are(tmp_path, pattern):
+    """A bool mask (lowered_sources.MASK_SCALAR: a scalar, x, a row mask and a vector, in the user's order), viewed
+    as uint8 per call (the default), and with BOOL_MASKS reaching a launcher compiled on bool as it is, which reads
+    its bytes (rt.as_bytes). Both cells match torch in float64 both ways, with the mask as bool and as its bytes
+    (uint8; with BOOL_MASKS run() views it as bool after the wrapper refuses it), in either order."""
+    op = {"elementwise": "silu_mul", "reduction": "rmsnorm"}[pattern]
+    done = bake_cli(tmp_path, f"pattern={pattern}", f"op={op}", "op_name=ws", "run_baseline=no")
+    assert done.returncode == 0, done.stderr
+    make_lowered(tmp_path / "ws", MASK_SCALAR_ELEMENTWISE if pattern == "elementwise" else MASK_SCALAR, "cutedsl")
+    run = subprocess.run([sys.executable, "-c", MASKS_CHILD.format(pattern=pattern)], cwd=tmp_path / "ws",
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path),
+                                                                                       os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr

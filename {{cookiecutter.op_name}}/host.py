@@ -122,9 +122,10 @@ def lowered_x(lowered) -> int:
     return lowered.KINDS.index("row")
 
 
-def lowered_viewer(lowered, flat_per_row: bool = True):
+def lowered_viewer(lowered, flat_per_row: bool = True, mask_bytes: bool = True):
     """run()'s view of its inputs as a compiled launcher takes them, built once per lowered module: a bool mask as its
-    bytes (uint8, a view: no copy), a 0-d scalar as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a
+    bytes (uint8, a view: no copy) unless mask_bytes is False (a launcher compiled on bool takes the mask as it is),
+    a 0-d scalar as shape (1,), one value per row ([M, 1], [B, S]) as its M values (a
     view where its layout allows; a layout that does not is the check's to refuse), unless flat_per_row is False (a
     launcher compiled on x's leading shape takes them as they are). None when every input goes as it is. The
     returned function touches only the inputs that can change (a per-row gate among three inputs: one), so the hot
@@ -142,7 +143,8 @@ def lowered_viewer(lowered, flat_per_row: bool = True):
 
     by_kind = {"scalar": scalar, "per_row": per_row} if flat_per_row else {"scalar": scalar}
     steps = tuple((i, view) for i, (kind, kept) in enumerate(zip(lowered.KINDS, lowered.DTYPES))
-                  for view in ((mask,) if kept == "bool" else ()) + ((by_kind[kind],) if kind in by_kind else ()))
+                  for view in ((mask,) if kept == "bool" and mask_bytes else ()) +
+                  ((by_kind[kind],) if kind in by_kind else ()))
     if not steps:
         return None
 
@@ -154,6 +156,18 @@ def lowered_viewer(lowered, flat_per_row: bool = True):
         return inputs
 
     return views
+
+
+def bool_masks(lowered, inputs):
+    """The inputs with each mask given as its bytes (uint8) viewed as torch.bool, or None when none is: for a
+    launcher compiled on bool masks, whose wrapper refuses the bytes (the contract takes either)."""
+    import torch
+
+    if not any(kept == "bool" and i < len(inputs) and inputs[i].dtype == torch.uint8
+               for i, kept in enumerate(lowered.DTYPES)):
+        return None
+    return [t.view(torch.bool) if kept == "bool" and t.dtype == torch.uint8 else t
+            for t, kept in zip(inputs, lowered.DTYPES)]
 
 
 def heads_viewer(lowered):

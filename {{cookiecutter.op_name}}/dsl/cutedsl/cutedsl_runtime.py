@@ -65,7 +65,7 @@ import host  # noqa: E402
 
 OP = host.OP  # op.json of the workspace
 CUTLASS_DTYPES = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16, "fp32": cutlass.Float32, "int32": cutlass.Int32,
-                  "fp8": cutlass.Float8E4M3FN, "uint8": cutlass.Uint8, "int8": cutlass.Int8}  # e4m3 (OCP): DLPack and TVM-FFI name it float8_e4m3fn, as torch does
+                  "fp8": cutlass.Float8E4M3FN, "uint8": cutlass.Uint8, "int8": cutlass.Int8, "bool": cutlass.Boolean}  # e4m3 (OCP): DLPack and TVM-FFI name it float8_e4m3fn, as torch does
 TVM_FFI = "--enable-tvm-ffi"
 STREAM = make_fake_stream(use_tvm_ffi_env_stream=True)  # torch's current stream, read by the wrapper per call
 
@@ -97,6 +97,13 @@ def compiled(cache: dict, key, launcher, compile_args):
     if key not in cache:
         cache[key] = cute.compile(launcher, *compile_args(), options=TVM_FFI)
     return getattr(cache[key], "__tvm_ffi_object__", lambda: None)() or cache[key]
+
+
+def as_bytes(t: cute.Tensor) -> cute.Tensor:
+    """A bool tensor (a mask, as the model passes it) as the uint8 tensor of its bytes, inside a launcher: same
+    pointer, same layout. The launcher is compiled on a bool fake tensor, so the TVM-FFI wrapper takes torch.bool
+    as it comes, with no per-call `t.view(torch.uint8)` (benchmarks/2026-12-06-h100-many-direct.md)."""
+    return cute.make_tensor(cute.recast_ptr(t.iterator, dtype=cutlass.Uint8), t.layout)
 
 
 def dump_ptx(launcher, args, out_dir: str | os.PathLike, name: str) -> str:

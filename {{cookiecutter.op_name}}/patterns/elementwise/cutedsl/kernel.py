@@ -206,6 +206,8 @@ def elementwise_launch(stream, vector_chunks: cutlass.Constexpr[bool], unroll: c
     n = cute.size(x.shape)
     row_n = x.shape[len(x.shape) - 1]
     kinds = (*lowered.KINDS, *lowered.OUTPUTS)
+    masks = (*(kept == "bool" for kept in lowered.DTYPES), *(False for _ in lowered.OUTPUTS))
+    tensors = [rt.as_bytes(t) if mask else t for t, mask in zip(tensors, masks)]  # a bool mask: its bytes
     flat = [cute.make_tensor(t.iterator, cute.make_layout(n)) if kind == "row" else t for t, kind in zip(tensors, kinds)]
     elementwise_kernel(n, row_n, vec, unroll, vector_chunks, tuple(flat)).launch(
         grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
@@ -220,7 +222,17 @@ _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
-_VIEWS = host.lowered_viewer(lowered)  # run()'s view of the inputs that need one (None: none does)
+BOOL_MASKS = False  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
+# (the reduction cell's knob of the same name says why; off until run on a GPU)
+
+
+def _viewer():
+    """run()'s view of the inputs that need one (None: none does): a 0-d scalar as [1], a per-row input as its M
+    values, a bool mask as its bytes unless BOOL_MASKS (the launcher reads its bytes either way: rt.as_bytes)."""
+    return host.lowered_viewer(lowered, mask_bytes=not BOOL_MASKS)
+
+
+_VIEWS = _viewer()
 
 
 def unroll_for(numel: int) -> int:
@@ -241,7 +253,7 @@ def _compile_args(dtype: str, rank: int, vector_chunks: bool, unroll: int) -> tu
     With vector_chunks the N symbol promises N % VEC == 0 (the wrapper checks it on every call)."""
     vec = ACCESS_BITS // host.DTYPE_BITS[dtype]
     shape = [*(rt.dim() for _ in range(rank - 1)), rt.dim(vec if vector_chunks else 1)]
-    inputs = [rt.tensor("uint8" if kept == "bool" else dtype,  # a mask: its bytes (host.lowered_viewer)
+    inputs = [rt.tensor(("bool" if BOOL_MASKS else "uint8") if kept == "bool" else dtype,  # a mask: read as bytes
                         {"row": shape, "vector": shape[-1:], "scalar": (1,)}[kind], align=16 if kind != "scalar" else 1)
               for kind, kept in zip(lowered.KINDS, lowered.DTYPES)]
     outputs = [rt.tensor(dtype if kind == "input" else kind, shape) for kind in lowered.OUT_DTYPES]
@@ -289,6 +301,9 @@ def run(*inputs, out=None):
         try:
             launcher(*inputs, *outputs)
         except (TypeError, ValueError):  # the wrapper refused the call before launching
+            masks = host.bool_masks(lowered, inputs) if BOOL_MASKS else None  # bytes: the launcher takes bool
+            if masks is not None:
+                return run(*masks, out=out)
             _prepare(inputs, out)  # host.py says why in the words every cell uses ...
             raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return outputs[0] if len(outputs) == 1 else outputs

@@ -109,15 +109,16 @@ Alignment and predication
     (N = 4096, 8192, ...) a constexpr drops the predicates and the loads issue back to back.
 
 What compute() gets (lowered.py)
-    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; "per_row": [M] or [M, 1]; a mask's bytes),
+    INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; "per_row": [M] or [M, 1]; a mask, bool),
     OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n,
     reduce): straight-line fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th
     reduce() call.
     - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are
       lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read
       once per thread: a scalar input's one element, or a per-row input's element of the thread's row (``x *
-      scale[:, None]``, a padding mask over [B, S, D]). A bool mask is loaded as its bytes (VEC bytes per access:
-      64-bit beside a bf16 x) and handed over as 0.0 / 1.0. An input the function reads in parts ([M, r*N],
+      scale[:, None]``, a padding mask over [B, S, D]). A bool mask is read as its bytes (rt.as_bytes; VEC bytes
+      per access: 64-bit beside a bf16 x) and handed over as 0.0 / 1.0. run() passes it viewed as uint8, or with
+      BOOL_MASKS as the model passes it, to a launcher compiled on bool. An input the function reads in parts ([M, r*N],
       WIDTHS r) is loaded per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for
       interleaved lanes (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that
       each lane views with stride r: every byte of x once, 128-bit loads either way, the deinterleave in
@@ -194,6 +195,9 @@ STAGE_SMEM = False  # the register path's early row loads go through shared memo
 ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
 # exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
 # (_RowReducer). Where: the plan's "pair" (_pair_exchange)
+BOOL_MASKS = False  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
+# (_viewer; 1.2 us less of run()'s Python on Mamba2's mask, a CPU: benchmarks/2026-12-06-h100-many-direct.md). Off
+# until run on a GPU (tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are)
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -1181,6 +1185,7 @@ def reduction_launch(
     scalar input as (1,), each row output as a row, each "reduced" output (and [M, 1]) as [M]; then
     reduction_launch's grid. N is x's last dim over its width r."""
     inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
+    inputs = [rt.as_bytes(t) if kept == "bool" else t for t, kept in zip(inputs, lowered.DTYPES)]  # masks: bytes
     lead = len(inputs[_X].shape) - 1  # x's leading dims: 1 for [M, N]; [B, S, D] comes as it is (_rows_mode)
     m, n = inputs[_X].shape[0], inputs[_X].shape[lead]
     for d in inputs[_X].shape[1:lead]:
@@ -1283,7 +1288,7 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
 
     inputs = []
     for kind, kept, width in zip(lowered.KINDS, lowered.DTYPES, lowered.WIDTHS):
-        name = "uint8" if kept == "bool" else dtype  # a mask: its bytes (host.lowered_operands views it as uint8)
+        name = ("bool" if BOOL_MASKS else "uint8") if kept == "bool" else dtype  # a mask: read as its bytes
         eb = 1 if kept == "bool" else _BYTES[dtype]
         lanes = any(lowered.ARGS[k][1] == "lane" for k in range(len(lowered.ARGS))
                     if lowered.ARGS[k][0] == len(inputs))  # r*VEC-wide loads: stride and start r*VEC aligned
@@ -1397,8 +1402,13 @@ _N_INPUTS = len(lowered.INPUTS)
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: run() is
 # _through_rows_nd
-_VIEWS = host.lowered_viewer(lowered, flat_per_row=False)  # run()'s view of the inputs that need one (None: none
-# does): a mask's bytes, a 0-d scalar as [1]; a per-row input goes as it is, of any rank (_compile_args)
+def _viewer():
+    """run()'s view of the inputs that need one (None: none does): a 0-d scalar as [1], a bool mask as its bytes
+    unless BOOL_MASKS; a per-row input goes as it is, of any rank (_compile_args)."""
+    return host.lowered_viewer(lowered, flat_per_row=False, mask_bytes=not BOOL_MASKS)
+
+
+_VIEWS = _viewer()
 _X_WIDTH = lowered.WIDTHS[_X]
 _ONE_ROW_INPUT = len(_ROW_INPUTS) == 1
 _ONE_OUTPUT = len(lowered.OUTPUTS) == 1
@@ -1518,6 +1528,9 @@ def _run_rows(*inputs, out=None):
         if not _PHASES and _phase(inputs, outputs):  # a pointer off 16 bytes: key on the phases from now on
             _PHASES = True
             return _run_rows(*inputs, out=out)
+        masks = host.bool_masks(lowered, inputs) if BOOL_MASKS else None  # bytes: the launcher takes bool
+        if masks is not None:
+            return _run_rows(*masks, out=out)
         _prepare(inputs, out)  # host.py says why in the words every cell uses ...
         if len(shape) > 2 and not lowered.HEADS:  # ... or finds nothing wrong: an out of another rank ([M, N]
             # beside x [B, S, N]) takes the [M, N] views, as before (heads come here in their own shape only)
@@ -1580,7 +1593,8 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     m, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec, m)
-    path = ("looped" if cfg["looped"] else f"rows{cfg['tpr']}" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}") + \
+    rows = f"rows{cfg['tpr']}" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
+    path = ("looped" if cfg["looped"] else rows) + \
         (f"_{cfg['min_ctas']}ctas" if cfg["min_ctas"] else "") + ("_direct" if cfg["direct"] else "")
     lead = _case_lead(case)
     ranks = _per_row_ranks(lead)
