@@ -68,7 +68,7 @@ case "$1" in
     # 256 of 32 (one_wave_256), after the GPU tests of softmax's special rows and of every built-in reduction's V0
     # cases; then the many-rows plan's direct exchange (the default) against one send a CTA (many_apart)
     (cd .. && timeout 150 python3 -m pytest -q -x tests/test_gpu.py \
-      -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/subwave-pytest.txt" 2>&1 || true
+      -k "special_rows and (8192 or 32000 or 131072 or log_softmax)") > "$OUT/subwave-pytest.txt" 2>&1 || true
     tail -3 "$OUT/subwave-pytest.txt"
     (cd .. && timeout 200 bash benchmarks/v0_builtins.sh "$OUT/v0" reduction:sum reduction:mean \
       reduction:max reduction:softmax reduction:rmsnorm) > "$OUT/subwave-v0.txt" 2>&1 || true
@@ -81,8 +81,8 @@ case "$1" in
       --shape 4096x32000 ;;
   confirm)  # one short call for a GPU lent briefly: the GPU tests of bool masks and of softmax's special rows at
     # 131072, the two A/Bs of subwave at their goal shapes, and run()'s host cost with a bool mask
-    (cd .. && timeout 130 python3 -m pytest -q tests/test_gpu.py -k "bool_masks or (special_rows and 131072)") \
-      > "$OUT/confirm-pytest.txt" 2>&1 || true
+    (cd .. && timeout 130 python3 -m pytest -q tests/test_gpu.py \
+      -k "bool_masks or (special_rows and (8192 or 131072))") > "$OUT/confirm-pytest.txt" 2>&1 || true
     tail -3 "$OUT/confirm-pytest.txt"
     timeout 100 python3 bench_cluster.py run --out "$OUT/confirm-many-direct.json" --op softmax --variant default \
       --variant many_apart --shape 1024x128256 --shape 4096x32000 --shape 16x262144 || true

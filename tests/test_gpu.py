@@ -165,8 +165,9 @@ def special_rows(m):
     return x.to(torch.bfloat16), rows, cfg
 
 
-# 8 rows, then (where plans() has one) the many-rows plan from its first M, then 8 rows again: one signature whose
-# entry steps from the few-rows plan to the many-rows one and back. Rows in registers run three times: with the max and
+# 8 rows, then (where plans() has more than one) each next plan from its first M (the many-rows plan; at 8192 the
+# plan of any M after the one below a wave), then 8 rows again: one signature whose entry steps from plan to plan and
+# back. Rows in registers run three times: with the max and
 # the sum exchanged one after the other, then as one online pair (the ONLINE_EXCHANGE knob), then with the many-rows
 # plan's pair sent by every warp (MANY_ROWS_DIRECT)
 sizes = [8, *(start for start, _ in kernel.plans(n, 8)[1:]), 8]
@@ -193,11 +194,12 @@ print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 """
 
 
-@pytest.mark.parametrize("n", [32000, 131072, 262144, 1 << 20])
+@pytest.mark.parametrize("n", [8192, 32000, 131072, 262144, 1 << 20])
 def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
-    """softmax on long rows, every path: 32000 and 131072 split each row across a thread-block cluster (2 CTAs with a
+    """softmax on long rows, every path: 8192 a row of one CTA (512 threads below one wave of rows, then 256:
+    kernel._sub_wave_plans); 32000 and 131072 split each row across a thread-block cluster (2 CTAs with a
     partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM (each warp's, the direct exchange;
-    262144 takes the many-rows plan's one send a CTA at every M); 2**20 takes the looped path, whose
+    262144 takes the many-rows plan at every M); 2**20 takes the looped path, whose
     one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
     elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
     exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
