@@ -389,7 +389,8 @@ def _few_rows_plan(n: int, vec: int) -> dict:
 
 def plans(n: int, vec: int) -> list:
     """The plans of a row of n elements read VEC at a time, as [(the first M it serves, plan)]: the plan of any M
-    (_few_rows_plan), and where rows are many, on a GPU that asks for more bytes in flight, the many-rows plan.
+    (_few_rows_plan), and where rows are many, on a GPU that asks for more bytes in flight, the many-rows plan; a row
+    of one CTA has instead, below one wave of rows, a plan of twice the threads (_sub_wave_plans).
 
     Why M matters: a row split across a cluster of more CTAs has more loads in flight at once, which is what a few
     rows need to fill the GPU (8 x 131072 runs on 128 CTAs of 256, 16 a row). Once rows outnumber the clusters the
