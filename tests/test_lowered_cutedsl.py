@@ -234,10 +234,11 @@ def test_loads_no_reduction_needs_come_after_the_reductions(lowered_ws, example,
     assert ptx.count("ld.global.v4") == len(lowered["INPUTS"]) * 4
 
 
-@pytest.mark.parametrize("dims,path", [((64, 8192), "register-resident rows"),
+@pytest.mark.parametrize("dims,path", [((64, 8192), "register-resident rows, twice the threads: no more rows than the "
+                                                     "132 SMs"),
                                        ((64, 131072), "register-resident rows, each split across a cluster of 16 CTAs"),
                                        ((64, 1 << 20), "looped (one CTA per row, 2 passes)"),
-                                       ((4, 16, 8192), "register-resident rows")])
+                                       ((4, 64, 8192), "register-resident rows")])
 def test_reduction_min_max_and_reduced_outputs_only(lowered_ws, tmp_path, dims, path):
     """ROW_RANGE: NaN-propagating min and max; with no row output the looped path makes one pass per reduce(). Its
     [B, S, 1] and [B, S] outputs of an x [B, S, D] are written through their own strides."""

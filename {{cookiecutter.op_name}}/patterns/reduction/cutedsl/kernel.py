@@ -1630,13 +1630,15 @@ def describe(case: dict) -> dict:
     dtype = OP_SPEC["dtype"]
     m, n = _case_mn(case)
     vec = _pick_vec(_BYTES[dtype], n, n, [])
-    cfg = plan(n, vec, m)
+    cfg, every = plan(n, vec, m), plans(n, vec)
     grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"]) * cfg["cluster"]
     reads = {1: "; x is read once", 2: "; the row is read twice (the second pass is expected to hit L2)"}
+    sub_wave = len(every) > 1 and every[1][0] == SM_COUNT + 1 and m <= SM_COUNT  # _sub_wave_plans
     return {
         "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows"
         + (f", each split across a cluster of {cfg['cluster']} CTAs" if cfg["cluster"] > 1 else "")
-        + (f", {cfg['min_ctas']} CTAs an SM (many rows)" if cfg["min_ctas"] else ""),
+        + (f", {cfg['min_ctas']} CTAs an SM (many rows)" if cfg["min_ctas"] else "")
+        + (f", twice the threads: no more rows than the {SM_COUNT} SMs" if sub_wave else ""),
         "cluster": cfg["cluster"],
         "vector_elements": vec,
         "threads_per_row": cfg["tpr"] * cfg["cluster"],
