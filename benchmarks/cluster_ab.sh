@@ -18,7 +18,8 @@
 #                                            # against quack and torch.compile, softmax's pair exchanged apart too
 #   bash benchmarks/cluster_ab.sh confirm    # a short call: bool masks' and special rows' GPU tests, subwave's
 #                                            # A/Bs at the goal shapes, host cost with a bool mask
-#   bash benchmarks/cluster_ab.sh looped     # rows of one CTA looped, Inductor's way (looped_512, looped_256)
+#   bash benchmarks/cluster_ab.sh occupancy  # rows of one CTA at Inductor's occupancy: looped (looped_512,
+#                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
@@ -29,8 +30,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|subwave|confirm|looped|host|rows|sweep) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|looped|host|rows|sweep" >&2; exit 2 ;;
+  softmax|others|knobs|shares|online|subwave|confirm|occupancy|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|occupancy|host|rows|sweep" >&2; exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -92,12 +93,13 @@ case "$1" in
       --out "$OUT/confirm-host.json" || true
     timeout 30 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --bool-masks \
       --out "$OUT/confirm-host-bool-masks.json" ;;
-  looped)  # rows of one CTA on the looped path, as Inductor's rmsnorm (32 registers, 100% occupancy, x read twice:
-    # the second read from L2): 512 or 256 threads of one chunk an iteration, 40 registers (ptxas), against the
-    # register path's 75 (rmsnorm 32768x8192 ran 0.94x torch.compile on the H200)
-    timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-looped.json" --op rmsnorm --op softmax \
-      --op layer_norm --variant default --variant looped_512 --variant looped_256 --shape 32768x8192 \
-      --shape 16384x5120 --shape 16384x7168 ;;
+  occupancy)  # rows of one CTA at Inductor's occupancy (its rmsnorm at 32768x8192: 32 registers, 100%; ours 75,
+    # 37.5%, and 0.94x torch.compile on the H200): the looped path (x read twice, the second time from L2; 512 or
+    # 256 threads of one chunk an iteration, 40 registers), and 16 values in CTAs of 512 held to 3 CTAs an SM (40
+    # registers) or 4 (with CONVERT_LATE: 32, no spill)
+    timeout 400 python3 bench_cluster.py run --out "$OUT/cluster-occupancy.json" --op rmsnorm --op softmax \
+      --op layer_norm --variant default --variant looped_512 --variant looped_256 --variant v16_cta512_3ctas \
+      --variant v16_cta512_4ctas --shape 32768x8192 --shape 16384x5120 --shape 16384x7168 ;;
   online)  # the knobs' GPU test first (NaN, -inf and underflow rows, each exchange), then their A/B
     (cd .. && timeout 180 python3 -m pytest -q -x tests/test_gpu.py \
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true

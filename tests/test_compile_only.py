@@ -306,6 +306,29 @@ def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):
         assert regs <= 64 and spill == 0, (regs, spill)
 
 
+def test_rmsnorm_at_inductors_occupancy(workspace_of, tmp_path):
+    """FEW_ROWS_MIN_CTAS (off until timed on the H200: bench_cluster.py's v16_cta512_4ctas): rmsnorm's rows of 8192
+    in CTAs of 512 threads of 16 values, the weight converted after the reduction (CONVERT_LATE), held to 4 CTAs an
+    SM: .minnctapersm 4 and .maxntid 512, and ptxas fits it in 32 registers with no spill: 2048 threads an SM, the
+    occupancy of Inductor's rmsnorm at 32768x8192, where the default's 75 registers give 768."""
+    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_occupancy").kernel
+    knobs = {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True}
+    defaults = {name: getattr(kernel, name) for name in knobs}
+    assert defaults["FEW_ROWS_MIN_CTAS"] == 0
+    vars(kernel).update(knobs)
+    try:
+        cfg = kernel.plan(8192, 8, 32768)
+        ptx = kernel.compile_only({"dims": [32768, 8192]}, tmp_path)
+    finally:
+        vars(kernel).update(defaults)
+        kernel._compiled.clear()
+    assert (cfg["threads"], cfg["chunks"], cfg["cluster"], cfg["min_ctas"]) == (512, 2, 1, 4)
+    assert ".minnctapersm 4" in ptx and re.search(r"\.maxntid 512, 1, 1", ptx)
+    if shutil.which("ptxas"):
+        (regs, spill), = _ptxas(ptx, tmp_path)
+        assert regs <= 32 and spill == 0, (regs, spill)
+
+
 def test_gemm_markers(workspace_of):
     ptx = compile_workspace(workspace_of("H200", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 accumulate"

@@ -212,6 +212,9 @@ MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thre
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
+FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off until
+# timed: rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, as
+# Inductor's rmsnorm at 32768x8192 has (bench_cluster.py's v16_cta512_4ctas; benchmarks/2026-12-06-h100-many-direct.md)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
 GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
@@ -384,7 +387,8 @@ def _few_rows_plan(n: int, vec: int) -> dict:
     cfg = _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
     direct = CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE
-    return {**cfg, "min_ctas": 0, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct)}
+    min_ctas = FEW_ROWS_MIN_CTAS if cfg["cluster"] == 1 and not cfg["looped"] else 0
+    return {**cfg, "min_ctas": min_ctas, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct)}
 
 
 def plans(n: int, vec: int) -> list:
