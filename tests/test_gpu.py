@@ -43,6 +43,12 @@ def run_child_in_baked(tmp_path, child: str, *pairs: str) -> None:
     holds it (first on PYTHONPATH), in a process of its own, so no two workspaces' modules meet."""
     done = bake_cli(tmp_path, *pairs, "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
+    run_child(tmp_path, child)
+
+
+def run_child(tmp_path, child: str) -> None:
+    """Run the script `child` in the workspace tmp_path/ws, imported as the package `ws`, in a process of its own;
+    require it to end well and print "ok" first."""
     run = subprocess.run([sys.executable, "-c", child], cwd=tmp_path / "ws", capture_output=True, text=True,
                          timeout=600, env={**os.environ, "PYTHONPATH": os.pathsep.join(
                              filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))})
@@ -167,9 +173,8 @@ def special_rows(m):
 
 # 8 rows, then (where plans() has more than one) each next plan from its first M (the many-rows plan; at 8192 the
 # plan of any M after the one below a wave), then 8 rows again: one signature whose entry steps from plan to plan and
-# back. Rows in registers run three times: with the max and
-# the sum exchanged one after the other, then as one online pair (the ONLINE_EXCHANGE knob), then with the many-rows
-# plan's pair sent by every warp (MANY_ROWS_DIRECT)
+# back. Rows in registers run three times: with the max and the sum exchanged one after the other, then as one online
+# pair (the ONLINE_EXCHANGE knob), then with the many-rows plan's pair sent by every warp (MANY_ROWS_DIRECT)
 sizes = [8, *(start for start, _ in kernel.plans(n, 8)[1:]), 8]
 knobs = [(False, False), (True, False), (True, True)] if not kernel.plan(n, 8)["looped"] else [(False, False)]
 for online, many_direct in knobs:
@@ -450,14 +455,10 @@ print("ok")
 def test_bool_masks_reach_the_launcher_as_they_are(tmp_path, pattern):
     """A bool mask (lowered_sources.MASK_SCALAR: a scalar, x, a row mask and a vector, in the user's order), viewed
     as uint8 per call (the default), and with BOOL_MASKS reaching a launcher compiled on bool as it is, which reads
-    its bytes (rt.as_bytes). Both cells match torch in float64 both ways, with the mask as bool and as its bytes
+    its bytes (rt.masks_as_bytes). Both cells match torch in float64 both ways, with the mask as bool and as its bytes
     (uint8; with BOOL_MASKS run() views it as bool after the wrapper refuses it), in either order."""
     op = {"elementwise": "silu_mul", "reduction": "rmsnorm"}[pattern]
     done = bake_cli(tmp_path, f"pattern={pattern}", f"op={op}", "op_name=ws", "run_baseline=no")
     assert done.returncode == 0, done.stderr
     make_lowered(tmp_path / "ws", MASK_SCALAR_ELEMENTWISE if pattern == "elementwise" else MASK_SCALAR, "cutedsl")
-    run = subprocess.run([sys.executable, "-c", MASKS_CHILD.format(pattern=pattern)], cwd=tmp_path / "ws",
-                         capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path),
-                                                                                       os.environ.get("PYTHONPATH")]))})
-    assert run.returncode == 0 and run.stdout.startswith("ok"), run.stdout + run.stderr
+    run_child(tmp_path, MASKS_CHILD.format(pattern=pattern))

@@ -286,7 +286,7 @@ def test_masks_and_scalars_keep_their_kinds(lowered_ws, pattern, dims):
 @pytest.mark.parametrize("pattern", ["elementwise", "reduction"])
 def test_a_launcher_on_bool_masks_compiles_to_the_same_kernel(lowered_ws, tmp_path, pattern):
     """BOOL_MASKS: a launcher compiled on a bool mask (run() passes it as the model does, with no uint8 view) reads
-    its bytes through rt.as_bytes, so its kernel's PTX is the uint8 launcher's, line for line: only the TVM-FFI
+    its bytes through rt.masks_as_bytes, so its kernel's PTX is the uint8 launcher's, line for line: only the TVM-FFI
     wrapper's dtype check differs (bool: DLPack code 6, 8 bits, torch.bool's)."""
     ws, _ = lowered_ws(pattern, "mask_scalar" if pattern == "reduction" else "mask_scalar_elementwise")
     kernel = load_package(ws, f"{ws.name}_bool_masks").kernel
@@ -302,7 +302,6 @@ def test_a_launcher_on_bool_masks_compiles_to_the_same_kernel(lowered_ws, tmp_pa
         kernel._compiled.clear()
     assert ptx[True] == ptx[False]
     assert re.search(r"ld\.global(\.nc)?\.(v2\.)?[bu]8|ld\.global(\.nc)?\.[bu]16|ld\.global(\.nc)?\.[bu]64", ptx[True])
-
 
 
 @pytest.mark.parametrize("source,dims", [("per_row", (64, 4096)), ("per_row", (8, 131072)), ("per_row", (4, 1 << 20)),

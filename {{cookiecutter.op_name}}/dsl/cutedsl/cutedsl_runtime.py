@@ -99,11 +99,14 @@ def compiled(cache: dict, key, launcher, compile_args):
     return getattr(cache[key], "__tvm_ffi_object__", lambda: None)() or cache[key]
 
 
-def as_bytes(t: cute.Tensor) -> cute.Tensor:
-    """A bool tensor (a mask, as the model passes it) as the uint8 tensor of its bytes, inside a launcher: same
-    pointer, same layout. The launcher is compiled on a bool fake tensor, so the TVM-FFI wrapper takes torch.bool
-    as it comes, with no per-call `t.view(torch.uint8)` (benchmarks/2026-12-06-h100-many-direct.md)."""
-    return cute.make_tensor(cute.recast_ptr(t.iterator, dtype=cutlass.Uint8), t.layout)
+def masks_as_bytes(tensors, dtypes) -> list:
+    """A launcher's tensors with each mask (dtypes[i] == "bool": lowered.DTYPES, the inputs' kinds; the tensors past
+    them, outputs, go as they are) as the uint8 tensor of its bytes: same pointer, same layout. A launcher compiled
+    on a bool fake tensor (a kernel.py's BOOL_MASKS) thus lets the TVM-FFI wrapper take torch.bool as it comes, with
+    no per-call `t.view(torch.uint8)` (benchmarks/2026-12-06-h100-many-direct.md); one compiled on uint8 is
+    unchanged."""
+    return [cute.make_tensor(cute.recast_ptr(t.iterator, dtype=cutlass.Uint8), t.layout)
+            if i < len(dtypes) and dtypes[i] == "bool" else t for i, t in enumerate(tensors)]
 
 
 def dump_ptx(launcher, args, out_dir: str | os.PathLike, name: str) -> str:

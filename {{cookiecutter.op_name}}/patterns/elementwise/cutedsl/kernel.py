@@ -206,8 +206,7 @@ def elementwise_launch(stream, vector_chunks: cutlass.Constexpr[bool], unroll: c
     n = cute.size(x.shape)
     row_n = x.shape[len(x.shape) - 1]
     kinds = (*lowered.KINDS, *lowered.OUTPUTS)
-    masks = (*(kept == "bool" for kept in lowered.DTYPES), *(False for _ in lowered.OUTPUTS))
-    tensors = [rt.as_bytes(t) if mask else t for t, mask in zip(tensors, masks)]  # a bool mask: its bytes
+    tensors = rt.masks_as_bytes(tensors, lowered.DTYPES)  # a bool mask: its bytes
     flat = [cute.make_tensor(t.iterator, cute.make_layout(n)) if kind == "row" else t for t, kind in zip(tensors, kinds)]
     elementwise_kernel(n, row_n, vec, unroll, vector_chunks, tuple(flat)).launch(
         grid=[(n + tile - 1) // tile, 1, 1], block=[THREADS, 1, 1], stream=stream
@@ -228,7 +227,7 @@ BOOL_MASKS = False  # a bool mask reaches a launcher compiled on bool as it is, 
 
 def _viewer():
     """run()'s view of the inputs that need one (None: none does): a 0-d scalar as [1], a per-row input as its M
-    values, a bool mask as its bytes unless BOOL_MASKS (the launcher reads its bytes either way: rt.as_bytes)."""
+    values, a bool mask as its bytes unless BOOL_MASKS (the launcher reads its bytes either way: rt.masks_as_bytes)."""
     return host.lowered_viewer(lowered, mask_bytes=not BOOL_MASKS)
 
 

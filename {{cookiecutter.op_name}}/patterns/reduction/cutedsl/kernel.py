@@ -116,7 +116,7 @@ What compute() gets (lowered.py)
     - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are
       lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read
       once per thread: a scalar input's one element, or a per-row input's element of the thread's row (``x *
-      scale[:, None]``, a padding mask over [B, S, D]). A bool mask is read as its bytes (rt.as_bytes; VEC bytes
+      scale[:, None]``, a padding mask over [B, S, D]). A bool mask is read as its bytes (rt.masks_as_bytes; VEC bytes
       per access: 64-bit beside a bf16 x) and handed over as 0.0 / 1.0. run() passes it viewed as uint8, or with
       BOOL_MASKS as the model passes it, to a launcher compiled on bool. An input the function reads in parts ([M, r*N],
       WIDTHS r) is loaded per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for
@@ -1190,7 +1190,7 @@ def reduction_launch(
     scalar input as (1,), each row output as a row, each "reduced" output (and [M, 1]) as [M]; then
     reduction_launch's grid. N is x's last dim over its width r."""
     inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
-    inputs = [rt.as_bytes(t) if kept == "bool" else t for t, kept in zip(inputs, lowered.DTYPES)]  # masks: bytes
+    inputs = rt.masks_as_bytes(inputs, lowered.DTYPES)  # a bool mask: its bytes
     lead = len(inputs[_X].shape) - 1  # x's leading dims: 1 for [M, N]; [B, S, D] comes as it is (_rows_mode)
     m, n = inputs[_X].shape[0], inputs[_X].shape[lead]
     for d in inputs[_X].shape[1:lead]:
@@ -1407,6 +1407,8 @@ _N_INPUTS = len(lowered.INPUTS)
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
 _ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: run() is
 # _through_rows_nd
+
+
 def _viewer():
     """run()'s view of the inputs that need one (None: none does): a 0-d scalar as [1], a bool mask as its bytes
     unless BOOL_MASKS; a per-row input goes as it is, of any rank (_compile_args)."""
@@ -1637,7 +1639,7 @@ def describe(case: dict) -> dict:
     cfg, every = plan(n, vec, m), plans(n, vec)
     grid = m if cfg["looped"] else -(-m // cfg["rows_per_cta"]) * cfg["cluster"]
     reads = {1: "; x is read once", 2: "; the row is read twice (the second pass is expected to hit L2)"}
-    sub_wave = len(every) > 1 and every[1][0] == SM_COUNT + 1 and m <= SM_COUNT  # _sub_wave_plans
+    sub_wave = len(every) > 1 and every[0][1]["cluster"] == 1 and m < every[1][0]  # _sub_wave_plans's first
     return {
         "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows"
         + (f", each split across a cluster of {cfg['cluster']} CTAs" if cfg["cluster"] > 1 else "")
