@@ -20,7 +20,8 @@
 #                                            # A/Bs at the goal shapes, host cost with a bool mask
 #   bash benchmarks/cluster_ab.sh occupancy  # rows of one CTA at Inductor's occupancy: looped (looped_512,
 #                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
-#   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py)
+#   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
+#                                            # AGAINST=OLD_TREE times an older template beside it)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
@@ -91,8 +92,8 @@ case "$1" in
       --variant one_wave_256 --shape 128x8192 || true
     timeout 30 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states \
       --out "$OUT/confirm-host.json" || true
-    timeout 30 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --bool-masks \
-      --out "$OUT/confirm-host-bool-masks.json" ;;
+    timeout 30 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --uint8-masks \
+      --out "$OUT/confirm-host-uint8-masks.json" ;;
   occupancy)  # rows of one CTA at Inductor's occupancy (its rmsnorm at 32768x8192: 32 registers, 100%; ours 75,
     # 37.5%, and 0.94x torch.compile on the H200): the looped path (x read twice, the second time from L2; 512 or
     # 256 threads of one chunk an iteration, 40 registers), and 16 values in CTAs of 512 held to 3 CTAs an SM (40
@@ -115,8 +116,11 @@ case "$1" in
       --variant default || true
     timeout 150 python3 bench_cluster.py run --out "$OUT/cluster-sweep-user.json" --op layer_norm \
       --op layer_norm_by_hand --op fused_add_rmsnorm --op log_softmax_temperature --variant default ;;
-  host)
-    timeout 560 python3 host_paths.py --gpu --out "$OUT/cluster-host.json" ;;
+  host)  # every run path (beside the tree in $AGAINST, when set: host_paths.py --against), then Mamba2's mask
+    # viewed as uint8 per call (BOOL_MASKS off, as before 2026-12-06)
+    timeout 400 python3 host_paths.py --gpu ${AGAINST:+--against "$AGAINST"} --out "$OUT/cluster-host.json" || true
+    timeout 60 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --uint8-masks \
+      --out "$OUT/cluster-host-uint8-masks.json" ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"

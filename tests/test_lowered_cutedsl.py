@@ -290,7 +290,7 @@ def test_a_launcher_on_bool_masks_compiles_to_the_same_kernel(lowered_ws, tmp_pa
     wrapper's dtype check differs (bool: DLPack code 6, 8 bits, torch.bool's)."""
     ws, _ = lowered_ws(pattern, "mask_scalar" if pattern == "reduction" else "mask_scalar_elementwise")
     kernel = load_package(ws, f"{ws.name}_bool_masks").kernel
-    assert kernel.BOOL_MASKS is False
+    assert kernel.BOOL_MASKS is True
     ptx = {}
     try:
         for on in (False, True):
@@ -298,7 +298,7 @@ def test_a_launcher_on_bool_masks_compiles_to_the_same_kernel(lowered_ws, tmp_pa
             kernel._compiled.clear()
             ptx[on] = kernel.compile_only({"dims": [64, 1000], "vars": {"numel": 64000}}, tmp_path / str(on))
     finally:
-        kernel.BOOL_MASKS = False
+        kernel.BOOL_MASKS = True
         kernel._compiled.clear()
     assert ptx[True] == ptx[False]
     assert re.search(r"ld\.global(\.nc)?\.(v2\.)?[bu]8|ld\.global(\.nc)?\.[bu]16|ld\.global(\.nc)?\.[bu]64", ptx[True])
@@ -473,35 +473,41 @@ def test_heads_run_rows_of_the_head(lowered_ws):
     assert ptx.count("ld.global.v4") == 2 * plan["chunks_per_thread"] and "shfl.sync.bfly" in ptx
 
 
-def test_heads_reach_the_launcher_as_the_function_views_them(lowered_ws):
-    """run() on the CPU, launcher recorded: q [T, H*128] (and q [B, S, H*128]) reaches the launcher as the function's
-    own view [.., H, 128] of q's storage (the launcher on x's rank runs its T*H rows), the output is that shape, a new T
-    is no new plan, and a given out [T, H, 128] is written in place; a strided q (a slice of a fused projection), an
-    out of q's own shape [T, H*128], and a last dim that is no whole number of heads take host.rows_nd (its [M, N]
-    rows, its words)."""
+def test_heads_reach_the_launcher_as_the_model_passes_them(lowered_ws):
+    """run() on the CPU, launcher recorded: q [T, H*128] (and q [B, S, H*128]) reaches the launcher as it is (the
+    launcher views it as the function does, [.., H, 128]: _as_heads), the output is that view's shape, a new T or H
+    is no new plan, and a given out [T, H, 128] is written in place. A given out of q's own shape [T, H*128] is
+    written through that view of it; a strided q (a slice of a fused projection) goes as a contiguous copy; a last
+    dim that is no whole number of heads, or an out of another size, is refused in host.py's words."""
     torch = pytest.importorskip("torch")
     ws, _ = lowered_ws("reduction", "heads")
     kernel = load_package(ws, f"heads_{ws.name}").kernel
+    checks = kernel._prepare
     calls, plans = _record_launches(kernel)
     w = torch.randn(128, dtype=torch.bfloat16)
-    for t in (16, 17):
-        q = torch.randn(t, 1024, dtype=torch.bfloat16)
+    for t, h in ((16, 8), (17, 8), (17, 4)):
+        q = torch.randn(t, h * 128, dtype=torch.bfloat16)
         got = kernel.run(q, w)
-        seen = calls[-1][0]
-        assert seen.shape == (t, 8, 128) and seen.data_ptr() == q.data_ptr() and calls[-1][1] is w
-        assert got.shape == (t, 8, 128) and calls[-1][2] is got
-    assert len(plans) == 1, "T is not in the signature"
+        assert calls[-1][0] is q and calls[-1][1] is w
+        assert got.shape == (t, h, 128) and calls[-1][2] is got
+    assert len(plans) == 1, "T and H are not in the signature"
+    q = torch.randn(17, 1024, dtype=torch.bfloat16)
     out = torch.empty(17, 8, 128, dtype=torch.bfloat16)
     assert kernel.run(q, w, out=out) is out and calls[-1][2] is out
-    flat = torch.empty(17, 1024, dtype=torch.bfloat16)  # an out of q's shape: host.rows_nd's [M, N] views of it
-    assert kernel.run(q, w, out=flat) is flat and calls[-1][2].shape == (136, 128)
+    flat = torch.empty(17, 1024, dtype=torch.bfloat16)  # an out of q's shape: written through its [T, H, c] view
+    assert kernel.run(q, w, out=flat) is flat and calls[-1][2].shape == (17, 8, 128)
     assert calls[-1][2].data_ptr() == flat.data_ptr()
-    assert kernel.run(torch.randn(2, 3, 1024, dtype=torch.bfloat16), w).shape == (2, 3, 8, 128)
-    assert calls[-1][0].shape == (2, 3, 8, 128)
+    with pytest.raises(ValueError, match=r"out must be contiguous, of the function's view of x's heads \[17, 8, 128\]"):
+        kernel.run(q, w, out=torch.empty(17, 512, dtype=torch.bfloat16))
+    q3 = torch.randn(2, 3, 1024, dtype=torch.bfloat16)
+    assert kernel.run(q3, w).shape == (2, 3, 8, 128) and calls[-1][0] is q3
     got = kernel.run(torch.randn(16, 2048, dtype=torch.bfloat16)[:, :1024], w)
-    assert calls[-1][0].shape == (128, 128) and got.shape == (16, 8, 128), "[M, N] rows through host.rows_nd"
+    assert calls[-1][0].shape == (16, 1024) and calls[-1][0].is_contiguous() and got.shape == (16, 8, 128)
+    with pytest.raises(ValueError, match="not a whole number of heads of 128"):  # host.rows_nd's words
+        kernel.run(torch.randn(16, 2048, dtype=torch.bfloat16)[:, :1000], w)
+    kernel._prepare = checks  # a new signature's first call: host.py's checks
     with pytest.raises(ValueError, match="not a whole number of heads of 128"):
-        kernel.run(torch.randn(16, 1000, dtype=torch.bfloat16), w)
+        kernel.run(torch.randn(1, 2, 2, 1000, dtype=torch.bfloat16), w)
 
 
 @pytest.mark.parametrize("source,marker", [("quant", "cvt.rzi.s16.f32"), ("quant_fp8", "e4m3")])

@@ -69,7 +69,7 @@ def test_every_cell_has_both_halves():
 def test_every_cell_exposes_the_same_interface(cell):
     """run(*inputs, out=None), compile_only(case, out_dir, ...), describe(case): what test_kernel.py and the
     report call, read from the kernel's source (a FlyDSL kernel cannot be imported next to CuTe DSL). run may be a
-    module-level name for one of the file's functions (`run = _through_rows_nd if _ND else _run_rows`: the hot
+    module-level name for one of the file's functions (`run = _run_rows`: the hot
     path with no second frame); each function it may name takes out=."""
     tree = ast.parse(registry.kernel_path(*cell).read_text())
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}

@@ -178,8 +178,8 @@ def heads_viewer(lowered):
     shape, [*lead, H, c], [*lead, H, 1] or [*lead, H]). Contiguous, [*lead, H, c] is the T*H rows of c a row cell
     runs, and its outputs come in the function's shape with no reshape back. None for a program with no heads, or
     with inputs other than rows, vectors and scalars (rows_nd's to line up)."""
-    c = lowered.HEADS
-    if not c or not set(lowered.KINDS) <= {"row", "vector", "scalar"} or any(w != 1 for w in lowered.WIDTHS):
+    c = heads_of(lowered)
+    if not c:
         return None
     rows = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
     drops = tuple(int(kind == "reduced") for kind in lowered.OUTPUTS)  # each output's rank below the view's
@@ -210,6 +210,15 @@ def heads_viewer(lowered):
     return view
 
 
+def heads_of(lowered) -> int:
+    """c, for a program whose rows are heads of c (lowered.HEADS) among inputs a row cell can take in the function's
+    own view of them: rows, vectors and scalars, none read in parts; else 0 (host.rows_nd lines the others up)."""
+    c = lowered.HEADS
+    if not c or not set(lowered.KINDS) <= {"row", "vector", "scalar"} or any(w != 1 for w in lowered.WIDTHS):
+        return 0
+    return c
+
+
 def kept(lowered, name: str, make):
     """make(lowered), built once per lowered module and kept on the module itself, as `name`. On the module, not in
     a dict keyed by id(lowered): a module that is gone can leave its id to another (a test's stand-in), which would
@@ -227,6 +236,13 @@ def check_rank(lowered, x) -> None:
         raise ValueError(f"{lowered.SOURCE}: the function names a dim by its position (dim=1, x[:, :d]), x's last dim "
                          f"only at rank {lowered.RANK}; got x of shape {tuple(x.shape)}: pass x as [M, N] rows "
                          "(x.reshape(-1, x.shape[-1])), or name the dim from the end (dim=-1, x[..., :d])")
+
+
+def check_heads(lowered, x) -> None:
+    """x's last dim a whole number of heads of c, for a function that views it so (lowered.HEADS)."""
+    if lowered.HEADS and x.shape[-1] % lowered.HEADS:
+        raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of "
+                         f"{lowered.HEADS} (the function views it as [..., -1, {lowered.HEADS}])")
 
 
 def rows_nd(lowered, run_2d, inputs, out):
@@ -248,10 +264,8 @@ def rows_nd(lowered, run_2d, inputs, out):
         return run_2d(*inputs, out=out)
     if dim == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
-    heads = lowered.HEADS
-    if heads and x.shape[-1] % heads:
-        raise ValueError(f"{lowered.SOURCE}: x's last dim {x.shape[-1]} is not a whole number of heads of {heads}")
-    lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]
+    check_heads(lowered, x)
+    lead = _lead(lowered, x)
     flat, given = _flat_rows(lowered, inputs, out, steps, lead)
     if out is not None:  # written through 2-D views of them; handed back as given, as torch's out= does
         run_2d(*flat, out=given)
@@ -268,7 +282,13 @@ def flat_rows(lowered, inputs, out):
     [M]): for a cell that launches on the tensors themselves, so that its first call checks them in the words of
     every other cell."""
     x = inputs[lowered_x(lowered)]
-    return _flat_rows(lowered, inputs, out, kept(lowered, "_rows_nd", _rows_nd_plan)[2], x.shape[:-1])
+    return _flat_rows(lowered, inputs, out, kept(lowered, "_rows_nd", _rows_nd_plan)[2], _lead(lowered, x))
+
+
+def _lead(lowered, x) -> tuple:
+    """x's leading shape as the function sees its rows: x.shape[:-1], or with heads of c [*x.shape[:-1], H]."""
+    heads = lowered.HEADS
+    return (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]
 
 
 def _flat_rows(lowered, inputs, out, steps, lead: tuple):

@@ -221,8 +221,8 @@ _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
-BOOL_MASKS = False  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
-# (the reduction cell's knob of the same name says why; off until run on a GPU)
+BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
+# (the reduction cell's knob of the same name says why and where it was measured)
 
 
 def _viewer():

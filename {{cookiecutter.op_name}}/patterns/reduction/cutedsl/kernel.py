@@ -133,9 +133,9 @@ What compute() gets (lowered.py)
       innermost first, its own stride where it has that dim (by name, lowered.DIMS) and 0 where it does not, so
       that x's row index r = b*S + s decodes into it (_broadcast_mode). Views cost 0.5-1 us of host time each;
       run()'s Python for Mamba2's masked [B, S, D] went from 9.6 to 4.1 us, for Llama's RoPE from 20.3 to 4.4 (a
-      CPU, launcher stubbed: benchmarks/2026-12-05-leading-dims.md). Heads of c (lowered.HEADS) come as the
-      function views them, [*lead, H, c], to the same launcher. Any other layout gets [M, N] views
-      (host.rows_nd).
+      CPU, launcher stubbed: benchmarks/2026-12-05-leading-dims.md). Heads of c (lowered.HEADS: q [*lead, H*c])
+      come as the model passes them, and the launcher makes the function's view [*lead, H, c] (_as_heads). Any
+      other layout gets [M, N] views (host.rows_nd).
     - Register path (row_kernel): every input's row values are loaded once into registers, compute() runs once
       on them (its reductions in between), the row outputs are stored from registers and the reduced ones by the
       row's thread 0: HBM read once, written once. With three loads or more, those no reduction needs
@@ -195,9 +195,9 @@ STAGE_SMEM = False  # the register path's early row loads go through shared memo
 ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
 # exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
 # (_RowReducer). Where: the plan's "pair" (_pair_exchange)
-BOOL_MASKS = False  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
-# (_viewer; 1.2 us less of run()'s Python on Mamba2's mask, a CPU: benchmarks/2026-12-06-h100-many-direct.md). Off
-# until run on a GPU (tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are)
+BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
+# (_viewer): Mamba2's masked rows' run() 10.6 -> 9.2 us on an H100's host (benchmarks/2026-12-06-h100-host-views.md),
+# where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
 MIN_CTA_THREADS = 128
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
@@ -560,6 +560,7 @@ def _staged_loads() -> tuple:
 _STORES, _FIRST = host.lowered_stores(lowered.OUTPUTS, lowered.OUT_WIDTHS, lowered.OUT_HOW)
 _X = lowered.KINDS.index("row")
 _X_DIMS = lowered.DIMS[_X] if lowered.DIMS else ()  # x's dims by name, where the function names them
+_HEADS = host.heads_of(lowered)  # c: rows of heads of c, the row inputs as the model passes them (_as_heads); else 0
 _LIKE = next((k for k, a in enumerate(_OF_ARG) if a[0] not in SINGLE), 0)  # an argument of the values' shape
 
 
@@ -1178,6 +1179,18 @@ def _single_view(t, kind: str, m, lead: int, x=None, i: int = 0):
     return _one_per_row(t, m, lead)
 
 
+def _as_heads(inputs) -> list:
+    """Heads of c (HEADS: Qwen3's ``q.view(T, -1, head_dim)`` inside the function): each row input, [*lead, H*c] as
+    run() passes it (contiguous), as the function's own view [*lead, H, c], made here in the launcher, not by torch
+    on every call. A torch view costs 0.7 us on a CPU and 1.2 on the H100's host; with it and its checks gone,
+    the QK-norm's run() went from 11.2 to 9.3 us on that host (benchmarks/2026-12-06-h100-host-views.md). The outputs
+    come in that shape already (run() makes them so), and from here on the launch is that of any x of rank 3: T*H
+    rows of c, one c apart."""
+    return [cute.make_tensor(t.iterator, cute.make_layout((*t.shape[:-1], t.shape[-1] // _HEADS, _HEADS),
+                                                          stride=(*t.stride[:-1], _HEADS, 1)))
+            if kind == "row" else t for t, kind in zip(inputs, lowered.KINDS)]
+
+
 @cute.jit
 def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
@@ -1191,6 +1204,8 @@ def reduction_launch(
     reduction_launch's grid. N is x's last dim over its width r."""
     inputs, outputs = tensors[:len(lowered.INPUTS)], tensors[len(lowered.INPUTS):]
     inputs = rt.masks_as_bytes(inputs, lowered.DTYPES)  # a bool mask: its bytes
+    if const_expr(_HEADS):  # x [*lead, H*c] as the model passes it: the function's view [*lead, H, c]
+        inputs = _as_heads(inputs)
     lead = len(inputs[_X].shape) - 1  # x's leading dims: 1 for [M, N]; [B, S, D] comes as it is (_rows_mode)
     m, n = inputs[_X].shape[0], inputs[_X].shape[lead]
     for d in inputs[_X].shape[1:lead]:
@@ -1283,9 +1298,13 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
     x of rank 3 or more (lead > 1 leading dims, [B, S, D]): M is that many shared symbols. Every tensor with rows
     (row inputs and outputs, per-row inputs of rank per_row_ranks, reduced outputs) has x's leading shape and
     strides of its own (run passes them contiguous), and a broadcast input has x's symbol for each dim it names
-    (lowered.DIMS), 1 for its "1"s: the wrapper checks every shared extent against x's."""
+    (lowered.DIMS), 1 for its "1"s: the wrapper checks every shared extent against x's.
+
+    Heads of c: lead counts the function's view of x, [*lead, H, c], and N is c itself. The row inputs come as the
+    model passes them, [*lead[:-1], H*c], and the wrapper checks that H*c is a multiple of c; the outputs' H, which
+    only they share, run() checks against x's."""
     ms = tuple(rt.dim() for _ in range(lead))  # x's leading dims, M = their product
-    m, n = ms[0], rt.dim(vec)
+    m, n = ms[0], _HEADS or rt.dim(vec)  # heads of c: rows of c
     per_row_ranks = iter(per_row_ranks)
 
     def strides(step: int) -> tuple:  # of the leading dims of a tensor with rows (their own symbols)
@@ -1307,6 +1326,10 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
                                     (*(rt.dim() if d == "1" or kind != "broadcast" else rt.dim(step) for d in own),
                                      *((1,) if kind == "broadcast" else ())),
                                     align=min(16, step * eb) if kind == "broadcast" else eb))
+            continue
+        if kind == "row" and _HEADS:  # [*lead, H*c] as the model passes it (_as_heads), H*c a multiple of c
+            inputs.append(rt.tensor(name, (*ms[:-1], rt.dim(_HEADS)), (*strides(step)[:-1], 1),
+                                    align=min(16, step * eb)))
             continue
         rank = next(per_row_ranks, lead) if kind == "per_row" else 0
         if rank > 1 or kind == "per_row" and lead > 1:  # [*lead] or [*lead, 1] by its own strides
@@ -1372,10 +1395,12 @@ def _prepare(inputs, out):
     (contiguous, as run() passes it) is checked and planned as the [M, N] rows it holds (host.flat_rows), and
     compiled on its own shape (_compile_args)."""
     host.check_count(lowered.SOURCE, inputs, len(lowered.INPUTS))
-    lead = max(inputs[_X].dim() - 1, 1)
     host.check_rank(lowered, inputs[_X])
+    if _HEADS:  # x [*lead, H*c]: planned as its T*H rows of c, compiled on the function's view [*lead, H, c]
+        host.check_heads(lowered, inputs[_X])
+    lead = inputs[_X].dim() if _HEADS else max(inputs[_X].dim() - 1, 1)
     ranks = tuple(inputs[i].dim() for i in _PER_ROW)  # each as it came: [M] or [M, 1], [B, S] or [B, S, 1]
-    if lead > 1:
+    if lead > 1 or _HEADS:
         inputs, out = host.flat_rows(lowered, inputs, out)
     m, n, _ = host.rows_of(lowered.SOURCE, inputs[_X])
     n //= lowered.WIDTHS[_X]  # the row length N (a wide x is r*N)
@@ -1402,11 +1427,13 @@ def _prepare(inputs, out):
 
 _ROW_INPUTS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "row")
 _PER_ROW = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "per_row")
-_WITH_ROWS = tuple(i for i, kind in enumerate(lowered.KINDS) if kind not in ("vector", "scalar"))  # on x's rows
+_PACKED = tuple(i for i, kind in enumerate(lowered.KINDS) if kind in ("row", "per_row"))  # beside an N-D x, run()
+# passes these (and the outputs) only contiguous: the launcher walks their rows one row length apart (_rows_mode);
+# a broadcast input goes by its own strides (_broadcast_mode), which the wrapper checks
 _N_INPUTS = len(lowered.INPUTS)
 _BROADCAST = tuple(i for i, kind in enumerate(lowered.KINDS) if kind == "broadcast")
-_ND = bool(lowered.HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own: run() is
-# _through_rows_nd
+_ND = bool(lowered.HEADS and not _HEADS or _BROADCAST or "broadcast_per_row" in lowered.KINDS)  # rows not x's own
+# (heads aside, which the launcher views itself: _as_heads): _run_rows takes x as it is only at _AS_IS_RANK
 
 
 def _viewer():
@@ -1426,26 +1453,29 @@ _LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST or _PER_ROW)  # run()'s signat
 
 def _new_output(kind: str, r: int, dtype):
     """How run() makes an output (dtype None: x's) beside x [*lead, r_x*N]: one of x's shape by torch.empty_like when
-    x is packed (torch's cheapest allocation, 0.8 against new_empty's 1.3 us on a CPU; it keeps x's strides, so a
-    padded row stride, or the stride of a lone row sliced from a wider matrix, which torch calls contiguous, would
-    reach the output), else by new_empty of [*lead, r*N], [*lead] or [*lead, 1] (host.OUTPUT_SHAPES past M). `lead`
-    is a tuple: (M,) for 2-D rows."""
-    if kind == "row" and r == _X_WIDTH:
+    x is packed (torch's cheapest allocation, 0.85 us on a CPU; it keeps x's strides, so a padded row stride, or the
+    stride of a lone row sliced from a wider matrix, which torch calls contiguous, would reach the output), else by
+    new_empty of [*lead, r*N], [*lead] or [*lead, 1]. `lead` is a tuple: (M,) for 2-D
+    rows, [*lead, H] for heads of c. new_empty takes the extents one by one, and a dtype only when it is not x's:
+    0.9 us on a CPU, where a shape tuple costs 1.35 and dtype=None 0.2 more (torch parses them slower)."""
+    empty = torch.Tensor.new_empty if dtype is None else functools.partial(torch.Tensor.new_empty, dtype=dtype)
+    if kind == "row" and r == _X_WIDTH and not _HEADS:  # (heads of c: the function's view [*lead, H, c], not x's)
         like = torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
-        return lambda x, packed, lead, n: like(x) if packed else x.new_empty((*lead, n * r), dtype=dtype)
+        return lambda x, packed, lead, n: like(x) if packed else empty(x, *lead, n * r)
     if kind == "row":
-        return lambda x, packed, lead, n: x.new_empty((*lead, n * r), dtype=dtype)
-    tail = host.OUTPUT_SHAPES[kind](1, 1)[1:]  # () or (1,)
-    return lambda x, packed, lead, n: x.new_empty(lead + tail, dtype=dtype)
+        return lambda x, packed, lead, n: empty(x, *lead, n * r)
+    if kind == "reduced":
+        return lambda x, packed, lead, n: empty(x, *lead)
+    return lambda x, packed, lead, n: empty(x, *lead, 1)  # reduced_keepdim
 
 
 _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
-_LIKE_ONLY = all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
+_LIKE_ONLY = not _HEADS and all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
 _CONTIGUOUS = torch.Tensor.is_contiguous
 
 
-def _run_rows(*inputs, out=None):
+def _run_rows(*inputs, out=None, flat=False):
     """lowered.compute over the rows of x, on the current CUDA stream: one output tensor, or a tuple of them.
 
     inputs in lowered.INPUTS order, the function's own (rows [..., N] with a contiguous last dim and any row stride,
@@ -1456,8 +1486,13 @@ def _run_rows(*inputs, out=None):
     lookup, one comparison of M against the rows the entry's plan serves (where rows are many, one more step to the
     entry of the many-rows plan: plans), then the TVM-FFI call, whose wrapper checks dtypes, shapes, strides and the
     alignment each plan assumes against the compiled variant. host.py runs on a signature's first call and when the
-    wrapper refuses one, so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py). Rows of rank
-    3 or more (x's shape does not unpack to M, N) go through host.rows_nd, which calls back with 2-D rows.
+    wrapper refuses one, so its checks and its words cost nothing on the hot path (see cutedsl_runtime.py).
+
+    Layouts: x [M, N], or of rank 3 or more ([B, S, D]) with the tensors of its rows contiguous, goes to the launcher
+    as it is; so do heads of c, x [*lead, H*c] (_as_heads), and, beside inputs the function broadcasts over x's dims
+    (RoPE's cos [S, D] beside q [B, S, H, D]), an x of the rank the function names its dims at (_broadcast_mode).
+    Any other layout goes through host.rows_nd, which views the rows as [M, N] and calls back with `flat` (its
+    views are the rows, whatever the function's dims: _run_flat).
 
     Pointers: a plan's vector width depends on every pointer's 16-byte phase, but reading them costs 0.1 us a
     tensor, and torch's allocations are aligned. So run() assumes phase 0 until a signature's first call has a
@@ -1474,27 +1509,43 @@ def _run_rows(*inputs, out=None):
     try:
         x = inputs[_X]
     except IndexError:  # too few inputs: host.py says so
-        return host.rows_nd(lowered, _run_rows, inputs, out)
+        return host.rows_nd(lowered, _run_flat, inputs, out)
     shape = x.shape
-    if len(shape) != 2:  # x [*lead, N] (a model's [B, S, D]), passed as it is when it and its kin are contiguous
-        kin = [inputs[i] for i in _WITH_ROWS] if len(inputs) == _N_INPUTS else []  # x among them
+    if len(shape) != 2 or _HEADS:  # x [*lead, N] (a model's [B, S, D]), or heads of c, x [*lead, H*c]: passed as
+        # they are when x and its kin are contiguous
+        if _ND and len(shape) != _AS_IS_RANK:  # rows not x's own, x not of the rank the function names its dims at
+            return host.rows_nd(lowered, _run_flat, inputs, out)
+        kin = [inputs[i] for i in _PACKED] if len(inputs) == _N_INPUTS else []  # x among them
         if out is not None and kin:
-            kin += host.lowered_outputs(out)
-        if len(shape) < 3 or not kin or not all(map(_CONTIGUOUS, kin)):  # [M, N] views, then the 2-D call (or
-            return host.rows_nd(lowered, _run_rows, inputs, out)  # the count check's words)
+            given = host.lowered_outputs(out)
+            kin += given
+        if len(shape) < _LEAST_RANK or not kin or not all(map(_CONTIGUOUS, kin)):  # [M, N] views, then the 2-D
+            # call (or the count check's words)
+            return _heads_repacked(inputs, out) if _HEADS else host.rows_nd(lowered, _run_flat, inputs, out)
         if _VIEWS:
             inputs = _VIEWS(inputs)
         n = shape[-1]
+        if _HEADS:  # T*H rows of c, the outputs in the function's view [*lead, H, c] (_as_heads)
+            lead = (*shape[:-1], n // _HEADS)
+            n = _HEADS
+        else:
+            lead = () if _LIKE_ONLY else tuple(shape[:-1])  # only outputs not of x's shape need it
         m = x.numel() // n  # M rows, as the plan's int32 bound counts them
         if _X_WIDTH != 1:
             n //= _X_WIDTH
-        lead = () if _LIKE_ONLY else tuple(shape[:-1])  # only outputs not of x's shape need it
-        outputs = [new(x, True, lead, n) for new in _NEW_OUTPUTS] if out is None else host.lowered_outputs(out)
+        if out is None:
+            outputs = [new(x, True, lead, n) for new in _NEW_OUTPUTS]
+        else:
+            outputs = given
+            if _HEADS and outputs[0].shape[len(shape) - 1:len(shape)] != lead[-1:]:  # their H, which the wrapper
+                return _heads_repacked(inputs, out)  # checks only among them (x has H*c)
         signature = (x.dtype, n, len(shape), *[inputs[i].dim() for i in _PER_ROW]) if _PER_ROW else \
             (x.dtype, n, len(shape))
         if _PHASES:
             signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
     else:
+        if _ND and not flat:  # rows not x's own: host.rows_nd's [M, N] views of them, then back here with `flat`
+            return host.rows_nd(lowered, _run_flat, inputs, out)
         m, n = shape
         if _VIEWS:  # x is never among the inputs a view changes (it is a float tensor of rows)
             inputs = _VIEWS(inputs)
@@ -1524,7 +1575,7 @@ def _run_rows(*inputs, out=None):
     if prepared is None:
         if not _PHASES and _phase(inputs, outputs):  # a first call off 16 bytes: key on the phases from now on
             _PHASES = True
-            return _run_rows(*inputs, out=out)
+            return _run_rows(*inputs, out=out, flat=flat)
         prepared = _launches[signature] = _prepare(inputs, out)[0]  # raises for an M past the int32 bound
         while m > prepared[2]:
             prepared = prepared[3]
@@ -1534,43 +1585,51 @@ def _run_rows(*inputs, out=None):
     except (TypeError, ValueError):  # the wrapper refused the call before launching
         if not _PHASES and _phase(inputs, outputs):  # a pointer off 16 bytes: key on the phases from now on
             _PHASES = True
-            return _run_rows(*inputs, out=out)
+            return _run_rows(*inputs, out=out, flat=flat)
         masks = host.bool_masks(lowered, inputs) if BOOL_MASKS else None  # bytes: the launcher takes bool
         if masks is not None:
-            return _run_rows(*masks, out=out)
+            return _run_rows(*masks, out=out, flat=flat)
         _prepare(inputs, out)  # host.py says why in the words every cell uses ...
         if len(shape) > 2 and not lowered.HEADS:  # ... or finds nothing wrong: an out of another rank ([M, N]
-            # beside x [B, S, N]) takes the [M, N] views, as before (heads come here in their own shape only)
-            return host.rows_nd(lowered, _run_rows, inputs, out)
+            # beside x [B, S, N]) takes the [M, N] views, as before
+            return host.rows_nd(lowered, _run_flat, inputs, out)
         raise  # ... and the wrapper's own message stands for 2-D rows
     return outputs[0] if _ONE_OUTPUT else tuple(outputs)
 
 
-def _through_rows_nd(*inputs, out=None):
-    """run() of a program whose rows are not x's own 2-D rows (heads of c, broadcast inputs): host.rows_nd views
-    the inputs as 2-D rows and calls _run_rows on them. Two layouts skip those views:
-    - an x of the rank the function names its dims at (RoPE's q [B, S, H, D] beside cos [S, D]) goes to _run_rows
-      as it is, with its broadcast inputs as they are: the launcher walks each one's dims by name (_broadcast_mode);
-    - heads of c (Qwen3's QK-norm, ``q.view(T, -1, head_dim)`` inside the function) with x and its kin contiguous:
-      each row input gets the function's own view, [*lead, H, c] (host.heads_viewer), and goes to _run_rows,
-      whose launcher on x's rank runs its T*H rows of c; the outputs come in the function's shape [*lead, H, c]
-      with no reshape back. Anything else (a strided x, a per-row input) takes host.rows_nd."""
-    if _HEADS_VIEW:
-        viewed = _HEADS_VIEW(inputs, out)
-        if viewed is not None:
-            return _run_rows(*viewed, out=out)
-    if not lowered.HEADS and len(inputs) > _X and inputs[_X].dim() == len(_X_DIMS) > 2:
-        return _run_rows(*inputs, out=out)
-    return host.rows_nd(lowered, _run_rows, inputs, out)
+def _heads_repacked(inputs, out):
+    """run() on heads of c laid out otherwise than _run_rows takes them as they are: a row input that is not
+    contiguous (q sliced from a fused QKV projection) goes as a contiguous copy, as host.rows_nd's [T*H, c] reshape
+    would copy it; a given out that is contiguous but not of the function's shape ([T, H*c], q's own) is written
+    through that view of it and handed back as given. A wrong count of inputs, a 0-d x, a last dim of no whole
+    number of heads, or an out of another size or not contiguous, gets host.py's words."""
+    if len(inputs) != _N_INPUTS or not inputs[_X].dim() or inputs[_X].shape[-1] % _HEADS:
+        return host.rows_nd(lowered, _run_flat, inputs, out)  # raises, in host.py's words
+    inputs = [t.contiguous() if i in _ROW_INPUTS else t for i, t in enumerate(inputs)]
+    if out is None:
+        return _run_rows(*inputs)
+    x, given = inputs[_X], host.lowered_outputs(out)
+    lead = (*x.shape[:-1], x.shape[-1] // _HEADS)
+    views = []
+    for o, kind, r in zip(given, lowered.OUTPUTS, lowered.OUT_WIDTHS, strict=True):
+        shape = (*lead, _HEADS * r) if kind == "row" else lead if kind == "reduced" else (*lead, 1)
+        if not o.is_contiguous() or o.numel() != math.prod(shape):
+            raise ValueError(f"{lowered.SOURCE}: out must be contiguous, of the function's view of x's heads "
+                             f"{list(shape)} (or as many elements), got {tuple(o.shape)}; or pass no out")
+        views.append(o.view(shape))
+    _run_rows(*inputs, out=views)
+    return given[0] if len(given) == 1 else tuple(given)
 
 
-_HEADS_VIEW = host.heads_viewer(lowered)  # heads of c as the function views them (None: rows_nd's, or no heads)
+_LEAST_RANK = 1 if _HEADS else 3  # the least rank of an x that _run_rows's N-D branch takes as it is
+_AS_IS_RANK = len(_X_DIMS) if _ND and not lowered.HEADS and len(_X_DIMS) > 2 else -1  # rows not x's own: the
+# rank at which x goes as it is beside inputs broadcast by its dims' names (none: -1)
+_run_flat = functools.partial(_run_rows, flat=True)  # host.rows_nd's call back with [M, N] views of the rows
 
-
-# run(*inputs, out=None): one output tensor, or a tuple of them (_run_rows says how). A program whose rows are x's own
-# takes the hot path itself, with no frame in front of it: a call costs 0.8-0.9 us less on the H200's host
-# (benchmarks/2026-12-04-h200-host-trim.md).
-run = _through_rows_nd if _ND else _run_rows
+# run(*inputs, out=None): one output tensor, or a tuple of them (_run_rows says how). Every program takes the hot path
+# itself, with no frame in front of it: a frame cost 0.8-0.9 us a call on the H200's host
+# (benchmarks/2026-12-04-h200-host-trim.md), and 0.3 on a CPU for RoPE (benchmarks/2026-12-06-h100-host-views.md).
+run = _run_rows
 _PHASES = False  # _run_rows: set by the first plan or refusal for a pointer that is not 16-byte aligned
 
 
@@ -1611,11 +1670,11 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
 
 def _case_lead(case: dict | None) -> int:
     """x's leading dims in a case as run() launches it: the case's [*lead, N] (reference.make_inputs), or its dims;
-    one more for heads of c, which go as the function's view [*lead, H, c] (_through_rows_nd)."""
+    one more for heads of c, which the launcher views as the function does, [*lead, H, c] (_as_heads)."""
     if not case:
         return 1
     lead = len(case.get("lead") or (case.get("dims") or "MN")[:-1])
-    return lead + 1 if _HEADS_VIEW else lead  # heads of c: x viewed [*lead, H, c] (_through_rows_nd)
+    return lead + 1 if _HEADS else lead  # heads of c: the function's view of x, [*lead, H, c] (_as_heads)
 
 
 def _per_row_ranks(lead: int) -> tuple:
