@@ -18,6 +18,7 @@
 #                                            # against quack and torch.compile, softmax's pair exchanged apart too
 #   bash benchmarks/cluster_ab.sh confirm    # a short call: bool masks' and special rows' GPU tests, subwave's
 #                                            # A/Bs at the goal shapes, host cost with a bool mask
+#   bash benchmarks/cluster_ab.sh goals      # the issue's open H200 goals and run()'s host cost, in one short call
 #   bash benchmarks/cluster_ab.sh occupancy  # rows of one CTA at Inductor's occupancy: looped (looped_512,
 #                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
@@ -31,8 +32,9 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|subwave|confirm|occupancy|host|rows|sweep) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|occupancy|host|rows|sweep" >&2; exit 2 ;;
+  softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep" >&2
+     exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
 source benchmarks/device_setup.sh
@@ -94,6 +96,13 @@ case "$1" in
       --out "$OUT/confirm-host.json" || true
     timeout 30 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --uint8-masks \
       --out "$OUT/confirm-host-uint8-masks.json" ;;
+  goals)  # the issue's open H200 goals in one short call: softmax at its quack shapes; rmsnorm at its quack and
+    # torch.compile shapes, beside the two candidates for Inductor's occupancy; then run()'s host cost on every path
+    timeout 110 python3 bench_cluster.py run --out "$OUT/goals-softmax.json" --op softmax --variant default \
+      --shape 1024x128256 --shape 4096x32000 --shape 8x131072 || true
+    timeout 140 python3 bench_cluster.py run --out "$OUT/goals-rmsnorm.json" --op rmsnorm --variant default \
+      --variant v16_cta512_4ctas --variant looped_512 --shape 32768x8192 --shape 128x8192 --shape 16384x5120 || true
+    timeout 90 python3 host_paths.py --gpu --out "$OUT/goals-host.json" ;;
   occupancy)  # rows of one CTA at Inductor's occupancy (its rmsnorm at 32768x8192: 32 registers, 100%; ours 75,
     # 37.5%, and 0.94x torch.compile on the H200): the looped path (x read twice, the second time from L2; 512 or
     # 256 threads of one chunk an iteration, 40 registers), and 16 values in CTAs of 512 held to 3 CTAs an SM (40
