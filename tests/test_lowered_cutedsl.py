@@ -410,7 +410,8 @@ def test_x_of_rank_3_runs_as_it_is_and_a_strided_one_as_rows(lowered_ws):
 def test_broadcast_inputs_of_q_s_rank_reach_the_launcher_as_they_are(lowered_ws):
     """RoPE's run() on the CPU, launcher recorded: q [B, S, H, D] and cos, sin [S, D] as the model passes them reach
     the launcher untouched (no as_strided view per call: _broadcast_mode walks them by name), and the output is q's
-    shape; a strided q (a slice of a wider projection) takes host.rows_nd's views."""
+    shape; a strided q (a slice of a wider projection) takes host.rows_nd's views, and a strided cos goes as it is.
+    run() is _run_rows itself: a q flattened to [M, D] gets host.rows_nd's words, not a loop back into it."""
     torch = pytest.importorskip("torch")
     ws, _ = lowered_ws("reduction", "rope")
     kernel = load_package(ws, f"bcast_{ws.name}").kernel
@@ -422,6 +423,11 @@ def test_broadcast_inputs_of_q_s_rank_reach_the_launcher_as_they_are(lowered_ws)
     got = kernel.run(torch.randn(2, 16, 8, 256, dtype=torch.bfloat16)[..., :128], cos, sin)
     assert calls[-1][0].shape == (256, 128) and calls[-1][1].dim() == 4, "[M, N] rows, [L0, L1, L2, W] cos"
     assert got.shape == q.shape
+    wide_cos = torch.randn(16, 256, dtype=torch.bfloat16)[:, :128]  # a strided cos: walked by its own strides
+    kernel.run(q, wide_cos, sin)
+    assert calls[-1][0] is q and calls[-1][1] is wide_cos
+    with pytest.raises(ValueError, match=r"must be \[.*\] as the function names its dims"):
+        kernel.run(q.view(-1, 128), cos, sin)  # rows flattened past cos's S: host.rows_nd's one line
 
 
 @pytest.mark.parametrize("source,dims", [("parts", (64, 7168)), ("lanes", (64, 7168)), ("parts", (4, 65536)),
@@ -474,9 +480,9 @@ def test_heads_run_rows_of_the_head(lowered_ws):
 
 
 def test_heads_reach_the_launcher_as_the_model_passes_them(lowered_ws):
-    """run() on the CPU, launcher recorded: q [T, H*128] (and q [B, S, H*128]) reaches the launcher as it is (the
-    launcher views it as the function does, [.., H, 128]: _as_heads), the output is that view's shape, a new T or H
-    is no new plan, and a given out [T, H, 128] is written in place. A given out of q's own shape [T, H*128] is
+    """run() on the CPU, launcher recorded: q [T, H*128] (and [B, S, H*128], [H*128]) reaches the launcher as it is
+    (the launcher views it as the function does, [.., H, 128]: _as_heads), the output is that view's shape, a new T
+    or H is no new plan, and a given out [T, H, 128] is written in place. A given out of q's own shape [T, H*128] is
     written through that view of it; a strided q (a slice of a fused projection) goes as a contiguous copy; a last
     dim that is no whole number of heads, or an out of another size, is refused in host.py's words."""
     torch = pytest.importorskip("torch")
@@ -501,6 +507,8 @@ def test_heads_reach_the_launcher_as_the_model_passes_them(lowered_ws):
         kernel.run(q, w, out=torch.empty(17, 512, dtype=torch.bfloat16))
     q3 = torch.randn(2, 3, 1024, dtype=torch.bfloat16)
     assert kernel.run(q3, w).shape == (2, 3, 8, 128) and calls[-1][0] is q3
+    q1 = torch.randn(1024, dtype=torch.bfloat16)  # one token
+    assert kernel.run(q1, w).shape == (8, 128) and calls[-1][0] is q1
     got = kernel.run(torch.randn(16, 2048, dtype=torch.bfloat16)[:, :1024], w)
     assert calls[-1][0].shape == (16, 1024) and calls[-1][0].is_contiguous() and got.shape == (16, 8, 128)
     with pytest.raises(ValueError, match="not a whole number of heads of 128"):  # host.rows_nd's words

@@ -265,8 +265,9 @@ def rows_nd(lowered, run_2d, inputs, out):
     if dim == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
     check_heads(lowered, x)
-    lead = _lead(lowered, x)
-    flat, given = _flat_rows(lowered, inputs, out, steps, lead)
+    heads = lowered.HEADS
+    lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]  # the function's view of x's rows
+    flat, given = _flat_rows(lowered, inputs, out, steps)
     if out is not None:  # written through 2-D views of them; handed back as given, as torch's out= does
         run_2d(*flat, out=given)
         outs = lowered_outputs(out)
@@ -278,20 +279,13 @@ def rows_nd(lowered, run_2d, inputs, out):
 
 
 def flat_rows(lowered, inputs, out):
-    """(inputs, out) of an x of rank 3 or more as rows_nd hands them to a row cell ([M, N] rows, per-row inputs
-    [M]): for a cell that launches on the tensors themselves, so that its first call checks them in the words of
-    every other cell."""
-    x = inputs[lowered_x(lowered)]
-    return _flat_rows(lowered, inputs, out, kept(lowered, "_rows_nd", _rows_nd_plan)[2], _lead(lowered, x))
+    """(inputs, out) of an x of rank 3 or more, or of heads of c (x [*lead, H*c] as passed, or [*lead, H, c] as the
+    function views it), as rows_nd hands them to a row cell ([M, N] rows, per-row inputs [M]): for a cell that
+    launches on the tensors themselves, so that its first call checks them in the words of every other cell."""
+    return _flat_rows(lowered, inputs, out, kept(lowered, "_rows_nd", _rows_nd_plan)[2])
 
 
-def _lead(lowered, x) -> tuple:
-    """x's leading shape as the function sees its rows: x.shape[:-1], or with heads of c [*x.shape[:-1], H]."""
-    heads = lowered.HEADS
-    return (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]
-
-
-def _flat_rows(lowered, inputs, out, steps, lead: tuple):
+def _flat_rows(lowered, inputs, out, steps):
     heads, x = lowered.HEADS, inputs[lowered_x(lowered)]
     flat = list(inputs)
     for i, kind in steps:
@@ -300,8 +294,8 @@ def _flat_rows(lowered, inputs, out, steps, lead: tuple):
             if kind == "per_row" else broadcast_rows(lowered, x, t, i)  # a per-row input may come viewed
     if out is None:
         return flat, None
-    given = tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, *t.shape[len(lead):])
-                  if kind == "reduced_keepdim" else t.view(-1) for t, kind in zip(lowered_outputs(out), lowered.OUTPUTS))
+    given = tuple(t.view(-1, heads or t.shape[-1]) if kind == "row" else t.view(-1, 1) if kind == "reduced_keepdim"
+                  else t.view(-1) for t, kind in zip(lowered_outputs(out), lowered.OUTPUTS))
     return flat, given if len(given) > 1 else given[0]
 
 
