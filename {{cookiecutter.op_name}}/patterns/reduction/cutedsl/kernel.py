@@ -1459,9 +1459,9 @@ def _new_output(kind: str, r: int, dtype):
     """How run() makes an output (dtype None: x's) beside x [*lead, r_x*N]: one of x's shape by torch.empty_like when
     x is packed (torch's cheapest allocation, 0.85 us on a CPU; it keeps x's strides, so a padded row stride, or the
     stride of a lone row sliced from a wider matrix, which torch calls contiguous, would reach the output), else by
-    new_empty of [*lead, r*N], [*lead] or [*lead, 1]. `lead` is a tuple: (M,) for 2-D
-    rows, [*lead, H] for heads of c. new_empty takes the extents one by one, and a dtype only when it is not x's:
-    0.9 us on a CPU, where a shape tuple costs 1.35 and dtype=None 0.2 more (torch parses them slower)."""
+    new_empty of [*lead, r*N], [*lead] or [*lead, 1]. `lead` is a tuple: (M,) for 2-D rows, [*lead, H] for heads of
+    c. new_empty takes the extents one by one, and a dtype only when it is not x's: 0.9 us on a CPU, where a shape
+    tuple costs 1.35 and dtype=None 0.2 more (torch parses them slower)."""
     empty = torch.Tensor.new_empty if dtype is None else functools.partial(torch.Tensor.new_empty, dtype=dtype)
     if kind == "row" and r == _X_WIDTH and not _HEADS:  # (heads of c: the function's view [*lead, H, c], not x's)
         like = torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
@@ -1572,8 +1572,8 @@ def _run_rows(*inputs, out=None, flat=False):
         if _LONG_KEY or _PHASES:  # every row input's strides, then the broadcast inputs' and the per-row inputs' ([M]
             # or [M, 1], compiled as it comes, so that a new layout meets the checks)
             strides = [inputs[i].stride() for i in _KEYED]
-            ld = (strides[0] if _ONE_ROW_INPUT else max(strides[:_N_ROWS]))[0] if m > 1 else n  # one row: its stride
-            signature = (x.dtype, n, ld, *strides)  # is never used
+            ld = (strides[0] if _ONE_ROW_INPUT else max(strides[:_N_ROWS]))[0] if m > 1 else n  # (one row: never used)
+            signature = (x.dtype, n, ld, *strides)
             if _PHASES:
                 signature += tuple(_DATA_PTR(t) & 15 for t in (*inputs, *outputs))
         else:
