@@ -174,6 +174,17 @@ USES_N = True
 def compute(x, weight, n, reduce):
     return (weight * x * pw.rsqrt(reduce("sum", x * x) * pw.reciprocal(n) + 1e-6),)
 '''
+# Heads over two row inputs (a residual added before the norm): both come as the model passes them, [T, H*c], and
+# the launcher views both as heads.
+HEADS_RESIDUAL = (
+    HEADS.replace('INPUTS = ("x", "weight")', 'INPUTS = ("x", "residual", "weight")')
+    .replace('KINDS = ("row", "vector")', 'KINDS = ("row", "row", "vector")')
+    .replace('DTYPES = ("float", "float")', 'DTYPES = ("float", "float", "float")')
+    .replace("WIDTHS = (1, 1)", "WIDTHS = (1, 1, 1)")
+    .replace('ARGS = ((0, "whole", 0), (1, "whole", 0))', 'ARGS = ((0, "whole", 0), (1, "whole", 0), (2, "whole", 0))')
+    .replace('def compute(x, weight, n, reduce):\n    return (weight * x * pw.rsqrt(reduce("sum", x * x)',
+             'def compute(x, residual, weight, n, reduce):\n    s = x + residual\n'
+             '    return (weight * s * pw.rsqrt(reduce("sum", s * s)'))
 # One value per row (KINDS "per_row"), as the lowering writes it for `x.float() * scale[:, None]` with scale [M] and a
 # bool keep_mask [M, 1] (launched as its M bytes), then an RMS norm of the scaled row with a [N] weight: each single
 # value is read once per thread, at the thread's row, and compute() takes it as an fp32 scalar.

@@ -17,8 +17,8 @@ import subprocess
 
 import pytest
 from helpers import ROOT, load_package, lowered_constants, make_lowered
-from lowered_sources import (BROADCAST_PER_ROW, HEADS, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE, PARTS, PER_ROW,
-                             PER_ROW_ELEMENTWISE, QUANT, QUANT_FP8, ROPE, ROPE_LANES)
+from lowered_sources import (BROADCAST_PER_ROW, HEADS, HEADS_RESIDUAL, LANES, MASK_SCALAR, MASK_SCALAR_ELEMENTWISE,
+                             PARTS, PER_ROW, PER_ROW_ELEMENTWISE, QUANT, QUANT_FP8, ROPE, ROPE_LANES)
 from tools import scaffold, spec
 
 EXAMPLES = ROOT / "tests" / "lowered_examples"
@@ -95,7 +95,8 @@ def compute(x, n, reduce):
 '''
 SOURCES = {"pw_all": PW_ALL, "row_range": ROW_RANGE, "mask_scalar": MASK_SCALAR,
            "mask_scalar_elementwise": MASK_SCALAR_ELEMENTWISE, "parts": PARTS, "lanes": LANES, "quant": QUANT,
-           "quant_fp8": QUANT_FP8, "rope": ROPE, "rope_lanes": ROPE_LANES, "heads": HEADS, "per_row": PER_ROW,
+           "quant_fp8": QUANT_FP8, "rope": ROPE, "rope_lanes": ROPE_LANES, "heads": HEADS,
+           "heads_residual": HEADS_RESIDUAL, "per_row": PER_ROW,
            "per_row_elementwise": PER_ROW_ELEMENTWISE, "broadcast_per_row": BROADCAST_PER_ROW}  # the test's own
 # lowered.py files, beside the examples
 
@@ -516,6 +517,22 @@ def test_heads_reach_the_launcher_as_the_model_passes_them(lowered_ws):
     kernel._prepare = checks  # a new signature's first call: host.py's checks
     with pytest.raises(ValueError, match="not a whole number of heads of 128"):
         kernel.run(torch.randn(1, 2, 2, 1000, dtype=torch.bfloat16), w)
+
+
+def test_heads_row_inputs_share_their_last_dim(lowered_ws):
+    """Heads over two row inputs (x + residual, then the norm): the launcher's fake tensors give both [T, H*c] one
+    last-dim symbol, so the wrapper refuses a residual with another H, as it did when both came viewed [T, H, c]
+    with H shared; the launcher compiles, and run() passes both as the model does."""
+    torch = pytest.importorskip("torch")
+    ws, _ = lowered_ws("reduction", "heads_residual")
+    kernel = load_package(ws, f"heads2_{ws.name}").kernel
+    cfg = kernel.plan(128, 8, 64)
+    x, residual = kernel._compile_args("bf16", 8, cfg, 2)[-4:-2]
+    assert x.shape[-1] is residual.shape[-1], (x.shape, residual.shape)
+    assert ".target sm_90a" in kernel.compile_only({"dims": [64, 4096], "vars": {"numel": 64 * 4096}}, ws / "build")
+    calls, _ = _record_launches(kernel)
+    q, r, w = torch.randn(16, 1024), torch.randn(16, 1024), torch.randn(128)
+    assert kernel.run(q, r, w).shape == (16, 8, 128) and calls[-1][0] is q and calls[-1][1] is r
 
 
 @pytest.mark.parametrize("source,marker", [("quant", "cvt.rzi.s16.f32"), ("quant_fp8", "e4m3")])

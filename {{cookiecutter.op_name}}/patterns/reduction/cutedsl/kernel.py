@@ -1305,6 +1305,8 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
     only they share, run() checks against x's."""
     ms = tuple(rt.dim() for _ in range(lead))  # x's leading dims, M = their product
     m, n = ms[0], _HEADS or rt.dim(vec)  # heads of c: rows of c
+    hc = rt.dim(_HEADS) if _HEADS else None  # heads of c: every row input's last dim H*c, one symbol (the wrapper
+    # checks that they agree, as it checked [*lead, H, c] views sharing H)
     per_row_ranks = iter(per_row_ranks)
 
     def strides(step: int) -> tuple:  # of the leading dims of a tensor with rows (their own symbols)
@@ -1328,8 +1330,7 @@ def _compile_args(dtype: str, vec: int, cfg: dict, lead: int = 1, per_row_ranks:
                                     align=min(16, step * eb) if kind == "broadcast" else eb))
             continue
         if kind == "row" and _HEADS:  # [*lead, H*c] as the model passes it (_as_heads), H*c a multiple of c
-            inputs.append(rt.tensor(name, (*ms[:-1], rt.dim(_HEADS)), (*strides(step)[:-1], 1),
-                                    align=min(16, step * eb)))
+            inputs.append(rt.tensor(name, (*ms[:-1], hc), (*strides(step)[:-1], 1), align=min(16, step * eb)))
             continue
         rank = next(per_row_ranks, lead) if kind == "per_row" else 0
         if rank > 1 or kind == "per_row" and lead > 1:  # [*lead] or [*lead, 1] by its own strides
