@@ -265,8 +265,7 @@ def rows_nd(lowered, run_2d, inputs, out):
     if dim == 0:
         raise ValueError(f"{lowered.SOURCE}: x must be a tensor of rows (rank >= 1), got a 0-d tensor")
     check_heads(lowered, x)
-    heads = lowered.HEADS
-    lead = (*x.shape[:-1], x.shape[-1] // heads) if heads else x.shape[:-1]  # the function's view of x's rows
+    lead = view_lead(lowered, x)
     flat, given = _flat_rows(lowered, inputs, out, steps)
     if out is not None:  # written through 2-D views of them; handed back as given, as torch's out= does
         run_2d(*flat, out=given)
@@ -309,10 +308,22 @@ def _rows_nd_plan(lowered) -> tuple[int, bool, tuple]:
                                                                         "broadcast_per_row")))
 
 
+def view_lead(lowered, x) -> tuple:
+    """x's leading shape as the function sees its rows: x.shape[:-1], or with heads of c (lowered.HEADS)
+    [*x.shape[:-1], H]."""
+    heads = lowered.HEADS
+    return (*x.shape[:-1], x.shape[-1] // heads) if heads else tuple(x.shape[:-1])
+
+
+def lead_shape(kind: str, lead: tuple, n: int) -> tuple:
+    """An output's shape over x's leading shape `lead` (OUTPUT_SHAPES past M): a row output [*lead, n], a reduced one
+    [*lead] or [*lead, 1]."""
+    return (*lead, *OUTPUT_SHAPES[kind](1, n)[1:])
+
+
 def _in_lead(t, kind: str, lead: tuple):
-    """An output of 2-D rows back in x's leading shape: a row output [*lead, N], a reduced one [*lead] or [*lead, 1]."""
-    return t.reshape(*lead, t.shape[-1]) if kind == "row" else t.reshape(lead) if kind == "reduced" else t.reshape(
-        *lead, 1)
+    """An output of 2-D rows back in x's leading shape (lead_shape)."""
+    return t.reshape(lead_shape(kind, lead, t.shape[-1]))
 
 
 def broadcast_rows(lowered, x, t, i: int):

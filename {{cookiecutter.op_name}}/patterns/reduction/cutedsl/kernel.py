@@ -113,17 +113,16 @@ What compute() gets (lowered.py)
     OUTPUTS ("row" [M, N], "reduced" [M], "reduced_keepdim" [M, 1]) with OUT_DTYPES, and compute(*values, n,
     reduce): straight-line fp32 math on pointwise.py's `pw.` functions, with REDUCTIONS[i] the kind of its i-th
     reduce() call.
-    - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are
-      lowered.ARGS: each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read
-      once per thread: a scalar input's one element, or a per-row input's element of the thread's row (``x *
-      scale[:, None]``, a padding mask over [B, S, D]). A bool mask is read as its bytes (rt.masks_as_bytes; VEC bytes
-      per access: 64-bit beside a bf16 x) and handed over as 0.0 / 1.0. run() passes it viewed as uint8, or with
-      BOOL_MASKS as the model passes it, to a launcher compiled on bool. An input the function reads in parts ([M, r*N],
-      WIDTHS r) is loaded per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for
-      interleaved lanes (x[..., ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that
-      each lane views with stride r: every byte of x once, 128-bit loads either way, the deinterleave in
-      registers. Outputs are stored in OUT_DTYPES: x's dtype, fp32, or a quantizer's int8 / fp8 (converted once
-      by the store).
+    - Inputs come in the function's parameter order; x is the first row input. compute()'s arguments are lowered.ARGS:
+      each comes from a load (a register fragment of (VEC, CHUNKS)) or is a single fp32 value, read once per thread: a
+      scalar input's one element, or a per-row input's element of the thread's row (``x * scale[:, None]``, a padding
+      mask over [B, S, D]). A bool mask is read as its bytes (rt.masks_as_bytes; VEC bytes per access: 64-bit beside a
+      bf16 x) and handed over as 0.0 / 1.0. run() passes it as the model does, to a launcher compiled on bool
+      (BOOL_MASKS; off, a uint8 view of it per call). An input the function reads in parts ([M, r*N], WIDTHS r) is
+      loaded per part j from column j*N (x.chunk(2, -1): two 128-bit loads per chunk), or, for interleaved lanes (x[...,
+      ::2], x[..., 1::2]), as ONE fragment of r*VEC contiguous elements per chunk that each lane views with stride r:
+      every byte of x once, 128-bit loads either way, the deinterleave in registers. Outputs are stored in OUT_DTYPES:
+      x's dtype, fp32, or a quantizer's int8 / fp8 (converted once by the store).
     - x of rank 3 or more (a model's hidden states [B, S, D]): when x and the tensors that share its rows (row
       inputs, per-row inputs, a given out) are contiguous, run() passes them as they are to a launcher compiled on
       x's rank. Contiguous, each one is its M = B*S rows in row-major order, one row length apart, so the kernel
@@ -1456,6 +1455,11 @@ _LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST or _PER_ROW)  # run()'s signat
 # benchmarks/2026-12-06-h100-host-views.md)
 
 
+def _empty_like(dtype):
+    """torch.empty_like of x, in `dtype` (None: x's): a C function, or a partial of one, called with no Python frame."""
+    return torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
+
+
 def _new_output(kind: str, r: int, dtype):
     """How run() makes an output (dtype None: x's) beside x [*lead, r_x*N]: one of x's shape by torch.empty_like when
     x is packed (torch's cheapest allocation, 0.85 us on a CPU; it keeps x's strides, so a padded row stride, or the
@@ -1465,7 +1469,7 @@ def _new_output(kind: str, r: int, dtype):
     tuple costs 1.35 and dtype=None 0.2 more (torch parses them slower)."""
     empty = torch.Tensor.new_empty if dtype is None else functools.partial(torch.Tensor.new_empty, dtype=dtype)
     if kind == "row" and r == _X_WIDTH and not _HEADS:  # (heads of c: the function's view [*lead, H, c], not x's)
-        like = torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
+        like = _empty_like(dtype)
         return lambda x, packed, lead, n: like(x) if packed else empty(x, *lead, n * r)
     if kind == "row":
         return lambda x, packed, lead, n: empty(x, *lead, n * r)
@@ -1477,10 +1481,9 @@ def _new_output(kind: str, r: int, dtype):
 _NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
                      zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
 _LIKE_ONLY = not _HEADS and all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
-_LIKES = tuple(torch.empty_like if d is None else functools.partial(torch.empty_like, dtype=d)  # each output as
-               for d in host.out_dtypes(lowered.OUT_DTYPES)) if _LIKE_ONLY else ()  # torch.empty_like of a packed x
-# makes it, called with no Python frame in between: RoPE's run() 3.68 -> 3.55 us on a CPU against _NEW_OUTPUTS'
-# lambdas (benchmarks/2026-12-06-h100-host-views.md)
+_LIKES = tuple(map(_empty_like, host.out_dtypes(lowered.OUT_DTYPES))) if _LIKE_ONLY else ()  # each output as
+# torch.empty_like of a packed x makes it, with no Python frame in between: RoPE's run() 3.68 -> 3.55 us on a CPU
+# against _NEW_OUTPUTS' lambdas (benchmarks/2026-12-06-h100-host-views.md)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 
 
@@ -1534,8 +1537,8 @@ def _run_rows(*inputs, out=None, flat=False):
         if _VIEWS:
             inputs = _VIEWS(inputs)
         n = shape[-1]
-        if _HEADS:  # T*H rows of c, the outputs in the function's view [*lead, H, c] (_as_heads)
-            lead = (*shape[:-1], n // _HEADS)
+        if _HEADS:  # T*H rows of c, the outputs in the function's view [*lead, H, c] (_as_heads; host.view_lead's,
+            lead = (*shape[:-1], n // _HEADS)  # inline: a call less on the hot path)
             n = _HEADS
         else:
             lead = () if _LIKE_ONLY else tuple(shape[:-1])  # only outputs not of x's shape need it (_LIKES)
@@ -1618,11 +1621,10 @@ def _heads_repacked(inputs, out):
     inputs = [t.contiguous() if i in _ROW_INPUTS else t for i, t in enumerate(inputs)]
     if out is None:
         return _run_rows(*inputs)
-    x, given = inputs[_X], host.lowered_outputs(out)
-    lead = (*x.shape[:-1], x.shape[-1] // _HEADS)
+    given, lead = host.lowered_outputs(out), host.view_lead(lowered, inputs[_X])
     views = []
     for o, kind, r in zip(given, lowered.OUTPUTS, lowered.OUT_WIDTHS, strict=True):
-        shape = (*lead, _HEADS * r) if kind == "row" else lead if kind == "reduced" else (*lead, 1)
+        shape = host.lead_shape(kind, lead, _HEADS * r)
         if not o.is_contiguous() or o.numel() != math.prod(shape):
             raise ValueError(f"{lowered.SOURCE}: out must be contiguous, of the function's view of x's heads "
                              f"{list(shape)} (or as many elements), got {tuple(o.shape)}; or pass no out")
