@@ -86,7 +86,8 @@ def _variant(kernel, knobs: dict) -> None:
     kernel._launches.clear()  # the next call plans again
 
 
-def run(out: Path, ops: list[str] | None, variants: list[str] | None, shapes: list[str] | None = None) -> None:
+def run(out: Path, ops: list[str] | None, variants: list[str] | None, shapes: list[str] | None = None,
+        any_shape: bool = False) -> None:
     import torch
 
     from tools import registry
@@ -101,7 +102,8 @@ def run(out: Path, ops: list[str] | None, variants: list[str] | None, shapes: li
     for op in ops or [*SHAPES, *USER]:
         kernel, ref = load_workspace(bake(tmp, "reduction", op) if op in SHAPES else bake_user(tmp, f"{ROOT / USER[op][0]}:{op}"))
         compiled = torch.compile(ref.baseline, dynamic=False, fullgraph=True)
-        for text in [t for t in SHAPES.get(op) or USER[op][1] if not shapes or t in shapes]:
+        listed = SHAPES.get(op) or USER[op][1]
+        for text in shapes if any_shape else [t for t in listed if not shapes or t in shapes]:
             (case,) = pattern.cases(text, "representative", "bf16")
             row = {"op": op, "shape": text}
             first = ref.make_inputs(case, torch.bfloat16, "cuda", 0)
@@ -189,12 +191,13 @@ def main() -> int:
     r.add_argument("--op", action="append")
     r.add_argument("--variant", action="append", choices=list(VARIANTS))
     r.add_argument("--shape", action="append", help="only these of each op's shapes")
+    r.add_argument("--any-shape", action="store_true", help="every --shape for every op, listed for it or not")
     r.add_argument("--out", type=Path, required=True)
     t = sub.add_parser("render")
     t.add_argument("files", type=Path, nargs="+")
     args = parser.parse_args()
     if args.mode == "run":
-        run(args.out, args.op, args.variant, args.shape)
+        run(args.out, args.op, args.variant, args.shape, args.any_shape)
     else:
         print(render(args.files))
     return 0

@@ -267,8 +267,9 @@ def test_many_rows_direct_exchange_is_quacks_kernel(workspace_of, tmp_path):
 def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     """Rows of one CTA each, no more of them than the GPU's SMs (kernel._sub_wave_plans): 16 values a thread in twice
     the threads (rmsnorm N = 8192: 512 threads of 2 chunks up to M = 132, then 256 of 4; N = 5120: whole warps, 320
-    of 2); never the looped path nor a cluster, and a row split across a cluster keeps its one plan. Both plans are
-    compiled for sm_90a with no GPU: the wide one has .reqntid 512 and two 128-bit loads a tensor per thread."""
+    of 2); never the looped path nor a cluster; a row split across a cluster, or held by one warp, keeps its one
+    plan. Both plans are compiled for sm_90a with no GPU: the wide one has .reqntid 512 and two 128-bit loads a
+    tensor per thread."""
     kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_sub_wave").kernel
     shape = [(start, cfg["threads"], cfg["chunks"], cfg["cluster"], cfg["looped"]) for start, cfg in kernel.plans(8192, 8)]
     assert shape == [(1, 512, 2, 1, False), (kernel.SM_COUNT + 1, 256, 4, 1, False)]
@@ -276,6 +277,8 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
         (1, 320, 2, True), (kernel.SM_COUNT + 1, 160, 4, True)]
     assert len(kernel.plans(16384, 8)) == 1 and kernel.plans(16384, 8)[0][1]["cluster"] == 2
     assert len(kernel.plans(256, 8)) == 1, "a short row already has a thread per vector"
+    assert len(kernel.plans(1024, 8)) == 1, "a row of one warp reduces by shuffles alone"
+    assert [(s, c["tpr"]) for s, c in kernel.plans(2048, 8)] == [(1, 128), (kernel.SM_COUNT + 1, 64)]
     wide = kernel.compile_only({"dims": [kernel.SM_COUNT, 8192]}, tmp_path)
     full = kernel.compile_only({"dims": [kernel.SM_COUNT + 1, 8192]}, tmp_path)
     assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)

@@ -276,7 +276,7 @@ LATE_LOADS_CHILD = """
 import torch
 import torch.nn.functional as F
 from ws import kernel
-assert kernel.plan(8192, 8)["tpr"] == 256  # x alone holds the register budget: 4 chunks of 8
+assert kernel.plan(8192, 8, 1000)["tpr"] == 256  # 1000 rows: x alone holds the register budget, 4 chunks of 8
 for m, n in [(1001, 64), (1000, 8192), (3, 5000)]:
     for offset in (0, 1, 0):  # aligned, then a view 2 bytes in (its own plan), then aligned again
         x = torch.randn(m, n + 8, device="cuda").to(torch.bfloat16)[:, offset:offset + n]  # row stride n + 8

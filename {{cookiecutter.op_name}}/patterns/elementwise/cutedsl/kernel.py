@@ -76,6 +76,7 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -221,6 +222,9 @@ _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
+_LIKES = tuple(torch.empty_like if d is None else functools.partial(torch.empty_like, dtype=d) for d in _OUT_DTYPES)
+_LIKE, _LIKES_MANY = _LIKES[0], len(_LIKES) > 1  # run() makes one output with no list around it
+_VECTOR_INPUTS = "vector" in lowered.KINDS  # N % 8 is in run()'s signature only where it picks a path
 BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
 # (the reduction cell's knob of the same name says why and where it was measured)
 
@@ -277,34 +281,39 @@ def run(*inputs, out=None):
     a mask bool); `out` one tensor or a tuple/list in lowered.OUTPUTS order. The hot path: a signature lookup
     (N % 8 picks the vector-input path, the size class the unroll), the contiguity checks the wrapper cannot make,
     and one TVM-FFI call, whose wrapper checks dtypes, shapes and alignment; host.py runs on a signature's first
-    call and when the wrapper refuses one."""
+    call and when the wrapper refuses one. Each step is paid on every call: one output is made and returned with
+    no list around it, and N % 8 is read only by a program with vector inputs (add's run(), Python alone on a CPU:
+    2.31 -> 1.93 us, the hand-written add it replaced 1.86; benchmarks/2026-12-06-h100-one-path-again.md)."""
     if len(inputs) != _N_INPUTS:
         _prepare(inputs, out)  # raises, in host.py's words
     if _VIEWS:
         inputs = _VIEWS(inputs)
     x = inputs[_X]
-    shape, numel = x.shape, x.numel()
-    signature = (x.dtype, len(shape), shape[-1] % 8 if shape else -1, numel < SMALL_N)
+    numel, rank = x.numel(), x.dim()
+    signature = (x.dtype, rank, x.shape[-1] % 8 if _VECTOR_INPUTS and rank else -1, numel < SMALL_N)
     launcher = _launches.get(signature)
     if launcher is None:
         launcher = _launches[signature] = _prepare(inputs, out)[0]
     if out is None:  # new outputs are x's layout, checked with x's
-        outputs = [torch.empty_like(x) if d is None else torch.empty_like(x, dtype=d) for d in _OUT_DTYPES]
+        outputs = [like(x) for like in _LIKES] if _LIKES_MANY else _LIKE(x)
         ready = all(map(_CONTIGUOUS, inputs))
     else:
         outputs = host.lowered_outputs(out)
         ready = all(map(_CONTIGUOUS, inputs)) and all(map(_CONTIGUOUS, outputs))
     if not (ready and 0 < numel <= MAX_ELEMENTS):
         outputs = _prepare(inputs, out)[1]  # raises, in host.py's words, unless x is empty: nothing to do
-    else:
-        try:
-            launcher(*inputs, *outputs)
-        except (TypeError, ValueError):  # the wrapper refused the call before launching
-            masks = host.bool_masks(lowered, inputs) if BOOL_MASKS else None  # bytes: the launcher takes bool
-            if masks is not None:
-                return run(*masks, out=out)
-            _prepare(inputs, out)  # host.py says why in the words every cell uses ...
-            raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
+        return outputs[0] if len(outputs) == 1 else outputs
+    try:
+        if out is None and not _LIKES_MANY:  # one output, made above
+            launcher(*inputs, outputs)
+            return outputs
+        launcher(*inputs, *outputs)
+    except (TypeError, ValueError):  # the wrapper refused the call before launching
+        masks = host.bool_masks(lowered, inputs) if BOOL_MASKS else None  # bytes: the launcher takes bool
+        if masks is not None:
+            return run(*masks, out=out)
+        _prepare(inputs, out)  # host.py says why in the words every cell uses ...
+        raise  # ... and the wrapper's own message stands if host.py finds nothing wrong
     return outputs[0] if len(outputs) == 1 else outputs
 
 

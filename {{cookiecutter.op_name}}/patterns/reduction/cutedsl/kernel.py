@@ -447,10 +447,16 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     Measured on an H100, in two runs of the H200's plans (benchmarks/2026-12-06-h100-many-direct.md, bench_cluster.py's
     v16_cta512): rmsnorm 128x8192 ran 2.82 us on 512 threads of 2 chunks against 2.92 on 256 of 4 (quack 2.87);
     at 16384x5120 and 32768x8192, where CTAs share SMs, the same geometry lost 6%. Short rows (one vector a thread)
-    already have a thread per vector."""
+    already have a thread per vector.
+
+    A row of one warp (N <= 1024 bf16) keeps its plan: it reduces by shuffles alone, and two warps a row would add a
+    shared-memory round trip and a barrier to every reduction. On an H100 (benchmarks/2026-12-06-h100-one-path-
+    again.md) twice the threads cost softmax, max and sum 5-15% at N = 768 and 1024 (softmax 128x1024: 1.74 against
+    1.64 us) and moved rmsnorm's one reduction by -4% to +2%; from N = 2048, where `few` has two warps a row already,
+    they won 2-14%."""
     nv, kmax = -(-n // vec), max(1, SUB_WAVE_VALUES // vec)
     tpr = -(-(-(-nv // kmax)) // 32) * 32  # the fewest whole warps that hold the row at kmax chunks a thread
-    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
+    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or few["tpr"] <= 32 or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
         return [(1, few)]
     if tpr < MIN_CTA_THREADS:  # a CTA holds MIN_CTA_THREADS // tpr rows: tpr a power of two
         tpr = 1 << (tpr - 1).bit_length()
