@@ -25,6 +25,7 @@
 #                                            # AGAINST=OLD_TREE times an older template beside it)
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
+# REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
 # removed, are in benchmarks/2026-12-05-h200-knobs.md and 2026-12-05-leading-dims.md. Every step runs under a
@@ -37,6 +38,10 @@ case "$1" in
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
+if [ -n "${REQUIRE:-}" ]; then  # REQUIRE=H200: stop at once, for 0.2 s of device time, on any other card
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  case "$card" in *"$REQUIRE"*) ;; *) echo "cluster_ab.sh: this card is ${card:-no NVIDIA GPU}, not $REQUIRE: nothing run" >&2; exit 3 ;; esac
+fi
 source benchmarks/device_setup.sh
 export PATH=$PATH:/tmp/site/bin
 cd benchmarks
