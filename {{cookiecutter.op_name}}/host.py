@@ -101,6 +101,18 @@ def out_dtypes(names) -> list:
     return [None if name == "input" else getattr(torch, TORCH_DTYPES.get(name, "float8_e4m3fn")) for name in names]
 
 
+def empty_likes(names) -> tuple:
+    """A run()'s makers of outputs of x's shape, one per output (names: lowered.OUT_DTYPES): torch.empty_like, or a
+    partial of it with the output's dtype, so that each is a C call with no Python frame in between (torch's cheapest
+    allocation: 0.85 us on a CPU, against 0.9 for new_empty and more for a lambda around either)."""
+    import functools
+
+    import torch
+
+    return tuple(torch.empty_like if d is None else functools.partial(torch.empty_like, dtype=d)
+                 for d in out_dtypes(names))
+
+
 def lowered_stores(outputs, widths, hows) -> tuple[tuple, tuple]:
     """(stores, first) of a lowered op's outputs (lowered.OUTPUTS, OUT_WIDTHS, OUT_HOW), for every row cell: compute()
     returns OUT_WIDTHS[o] results per output o, its pieces in order, from results[first[o]]; `stores` has one

@@ -76,7 +76,6 @@ Interface (the same in every kbaseline cell):
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 
@@ -222,7 +221,7 @@ _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 _OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
-_LIKES = tuple(torch.empty_like if d is None else functools.partial(torch.empty_like, dtype=d) for d in _OUT_DTYPES)
+_LIKES = host.empty_likes(lowered.OUT_DTYPES)  # each output as torch.empty_like of x makes it
 _LIKE, _LIKES_MANY = _LIKES[0], len(_LIKES) > 1  # run() makes one output with no list around it
 _VECTOR_INPUTS = "vector" in lowered.KINDS  # N % 8 is in run()'s signature only where it picks a path
 BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call

@@ -1461,13 +1461,8 @@ _LONG_KEY = not _ONE_ROW_INPUT or bool(_BROADCAST or _PER_ROW)  # run()'s signat
 # benchmarks/2026-12-06-h100-host-views.md)
 
 
-def _empty_like(dtype):
-    """torch.empty_like of x, in `dtype` (None: x's): a C function, or a partial of one, called with no Python frame."""
-    return torch.empty_like if dtype is None else functools.partial(torch.empty_like, dtype=dtype)
-
-
-def _new_output(kind: str, r: int, dtype):
-    """How run() makes an output (dtype None: x's) beside x [*lead, r_x*N]: one of x's shape by torch.empty_like when
+def _new_output(kind: str, r: int, dtype, like):
+    """How run() makes an output (dtype None: x's) beside x [*lead, r_x*N]: one of x's shape by `like` when
     x is packed (torch's cheapest allocation, 0.85 us on a CPU; it keeps x's strides, so a padded row stride, or the
     stride of a lone row sliced from a wider matrix, which torch calls contiguous, would reach the output), else by
     new_empty of [*lead, r*N], [*lead] or [*lead, 1]. `lead` is a tuple: (M,) for 2-D rows, [*lead, H] for heads of
@@ -1475,7 +1470,6 @@ def _new_output(kind: str, r: int, dtype):
     tuple costs 1.35 and dtype=None 0.2 more (torch parses them slower)."""
     empty = torch.Tensor.new_empty if dtype is None else functools.partial(torch.Tensor.new_empty, dtype=dtype)
     if kind == "row" and r == _X_WIDTH and not _HEADS:  # (heads of c: the function's view [*lead, H, c], not x's)
-        like = _empty_like(dtype)
         return lambda x, packed, lead, n: like(x) if packed else empty(x, *lead, n * r)
     if kind == "row":
         return lambda x, packed, lead, n: empty(x, *lead, n * r)
@@ -1484,12 +1478,12 @@ def _new_output(kind: str, r: int, dtype):
     return lambda x, packed, lead, n: empty(x, *lead, 1)  # reduced_keepdim
 
 
-_NEW_OUTPUTS = tuple(_new_output(kind, r, d) for kind, r, d in
-                     zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES)))
+_EMPTY_LIKES = host.empty_likes(lowered.OUT_DTYPES)  # each output of x's shape as torch.empty_like of x makes it
+_NEW_OUTPUTS = tuple(_new_output(kind, r, d, like) for kind, r, d, like in
+                     zip(lowered.OUTPUTS, lowered.OUT_WIDTHS, host.out_dtypes(lowered.OUT_DTYPES), _EMPTY_LIKES))
 _LIKE_ONLY = not _HEADS and all(kind == "row" and r == _X_WIDTH for kind, r in zip(lowered.OUTPUTS, lowered.OUT_WIDTHS))
-_LIKES = tuple(map(_empty_like, host.out_dtypes(lowered.OUT_DTYPES))) if _LIKE_ONLY else ()  # each output as
-# torch.empty_like of a packed x makes it, with no Python frame in between: RoPE's run() 3.68 -> 3.55 us on a CPU
-# against _NEW_OUTPUTS' lambdas (benchmarks/2026-12-06-h100-host-views.md)
+_LIKES = _EMPTY_LIKES if _LIKE_ONLY else ()  # run() calls them on a packed x with no Python frame in between:
+# RoPE's run() 3.68 -> 3.55 us on a CPU against _NEW_OUTPUTS' lambdas (benchmarks/2026-12-06-h100-host-views.md)
 _CONTIGUOUS = torch.Tensor.is_contiguous
 
 
