@@ -49,7 +49,8 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v16_cta512_3ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 3},  # 40 regs
             "v16_cta512_4ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
                                  "CONVERT_LATE": True},  # rmsnorm: 32 registers, no spill: Inductor's occupancy
-            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512}}
+            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
+            "packed": {"NARROW_CTAS": False}}  # rows packed MIN_CTA_THREADS threads a CTA at every M
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",
@@ -157,7 +158,7 @@ def _call(kernel, knobs: dict, x):
 
 def render(files: list[Path]) -> str:
     """One table per file: GPU us (call us) per variant and peer, the best variant against the peers, the plans
-    (cluster x threads per CTA x chunks, @k: k CTAs an SM, the many-rows plan; d: the direct exchange; L: looped)
+    (cluster x threads a row x chunks, /T: T threads a CTA of several rows, @k: k CTAs an SM, the many-rows plan; d: the direct exchange; L: looped)
     and the worst rel_err."""
     def us(r: dict, side: str) -> str:
         return "" if f"{side}_us" not in r else f"{r[f'{side}_us']:.2f} ({r[f'{side}_call_us']:.1f})"
@@ -175,6 +176,7 @@ def render(files: list[Path]) -> str:
                               f"{r[f'{n}_plan']['cluster']}x{r[f'{n}_plan']['tpr']}x{r[f'{n}_plan']['chunks']}"
                               + (f"@{r[f'{n}_plan']['min_ctas']}" if r[f"{n}_plan"].get("min_ctas") else "")
                               + ("d" if r[f"{n}_plan"].get("direct") else "")
+                              + (f"/{r[f'{n}_plan']['threads']}" if r[f"{n}_plan"]["rows_per_cta"] > 1 else "")
                               for n in names)
             err = max(r[f"{n}_err"] or 0 for n in names)
             lines.append(f"| {r['op']} | {r['shape']} | " + " | ".join(us(r, n) for n in names)

@@ -23,6 +23,9 @@
 #                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
 #                                            # AGAINST=OLD_TREE times an older template beside it)
+#   bash benchmarks/cluster_ab.sh narrow     # rows of fewer threads than a CTA: CTAs of one row or one warp while
+#                                            # CTAs of MIN_CTA_THREADS would leave SMs idle (the default) against
+#                                            # rows packed at every M (packed), after their GPU test
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
@@ -33,8 +36,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep" >&2
+  softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -135,6 +138,15 @@ case "$1" in
     timeout 400 python3 host_paths.py --gpu ${AGAINST:+--against "$AGAINST"} --out "$OUT/cluster-host.json" || true
     timeout 60 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --uint8-masks \
       --out "$OUT/cluster-host-uint8-masks.json" ;;
+  narrow)  # kernel._narrow_ctas: softmax's special rows at N = 512 and 1024 on each plan by M (8 rows, the first M of
+    # the packed plan, 8 again), then the A/B where it applies: one-warp rows (N <= 1024) and two-warp rows (2048) below
+    # SM_COUNT x rows a CTA, and one shape past it (600x1024, where both sides take the packed plan)
+    (cd .. && timeout 120 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and (512 or 1024)") \
+      > "$OUT/narrow-pytest.txt" 2>&1 || true
+    tail -3 "$OUT/narrow-pytest.txt"
+    timeout 330 python3 bench_cluster.py run --out "$OUT/cluster-narrow.json" --op rmsnorm --op softmax --op sum \
+      --op max --variant default --variant packed --any-shape --shape 128x1024 --shape 16x1024 --shape 128x768 \
+      --shape 400x1024 --shape 128x512 --shape 256x256 --shape 200x2048 --shape 600x1024 ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"

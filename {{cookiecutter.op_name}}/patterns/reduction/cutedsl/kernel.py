@@ -198,6 +198,8 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 # (_viewer): Mamba2's masked rows' run() 10.6 -> 9.2 us on an H100's host (benchmarks/2026-12-06-h100-host-views.md),
 # where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
 MIN_CTA_THREADS = 128
+NARROW_CTAS = True  # a CTA of several rows shrinks to one row (or one warp) while its CTAs would leave SMs idle
+# (_narrow_ctas)
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
@@ -393,7 +395,8 @@ def _few_rows_plan(n: int, vec: int) -> dict:
 def plans(n: int, vec: int) -> list:
     """The plans of a row of n elements read VEC at a time, as [(the first M it serves, plan)]: the plan of any M
     (_few_rows_plan), and where rows are many, on a GPU that asks for more bytes in flight, the many-rows plan; a row
-    of one CTA has instead, below one wave of rows, a plan of twice the threads (_sub_wave_plans).
+    of one CTA has instead, below one wave of rows, a plan of twice the threads (_sub_wave_plans), and rows packed
+    several to a CTA take CTAs of one row or one warp while packed CTAs would leave SMs idle (_narrow_ctas).
 
     Why M matters: a row split across a cluster of more CTAs has more loads in flight at once, which is what a few
     rows need to fill the GPU (8 x 131072 runs on 128 CTAs of 256, 16 a row). Once rows outnumber the clusters the
@@ -457,13 +460,39 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     nv, kmax = -(-n // vec), max(1, SUB_WAVE_VALUES // vec)
     tpr = -(-(-(-nv // kmax)) // 32) * 32  # the fewest whole warps that hold the row at kmax chunks a thread
     if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or few["tpr"] <= 32 or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
-        return [(1, few)]
+        return _narrow_ctas([(1, few)])
     if tpr < MIN_CTA_THREADS:  # a CTA holds MIN_CTA_THREADS // tpr rows: tpr a power of two
         tpr = 1 << (tpr - 1).bit_length()
     chunks, threads = -(-nv // tpr), max(MIN_CTA_THREADS, tpr)
     wide = {**few, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
             "rows_per_cta": threads // tpr}
-    return [(1, wide), (SM_COUNT + 1, few)]
+    return _narrow_ctas([(1, wide), (SM_COUNT + 1, few)])
+
+
+def _narrow_ctas(plans: list) -> list:
+    """Plans of one CTA whose CTAs would leave SMs idle: a plan of R rows a CTA (rows of fewer than MIN_CTA_THREADS
+    threads) serves M rows on M / R CTAs, so below SM_COUNT * R rows some SMs get none. There the CTA shrinks to one
+    row, or to one warp of 32 // tpr rows (NARROW_CTAS), and every row gets its own SM's loads in flight; the full
+    CTA serves from SM_COUNT * R + 1 rows on, where each SM has work.
+
+    Why: a kernel below one wave is latency-bound, and an SM's loads share its path to memory. On an H100, rmsnorm
+    at 128x1024 ran 1.61 us on 32 CTAs of four one-warp rows while torch.compile's kernel, one row a CTA, ran 1.36
+    (benchmarks/2026-12-06-h100-one-path-again.md)."""
+    if not NARROW_CTAS:
+        return plans
+    out = []
+    for i, (start, cfg) in enumerate(plans):
+        end = plans[i + 1][0] if i + 1 < len(plans) else None  # the first M the next plan serves
+        threads, full_from = max(32, cfg["tpr"]), SM_COUNT * cfg["rows_per_cta"] + 1
+        if threads >= cfg["threads"] or start >= full_from:
+            out.append((start, cfg))
+            continue
+        out.append((start, {**cfg, "threads": threads, "rows_per_cta": threads // cfg["tpr"]}))
+        if end is None or full_from < end:
+            out.append((full_from, cfg))
+    return out
+
+
 
 
 def plan(n: int, vec: int, m: int = 1) -> dict:
@@ -1671,7 +1700,8 @@ def compile_only(case: dict | None = None, out_dir: str | os.PathLike = "build",
     m, n = _case_mn(case)
     vec = vec or _pick_vec(_BYTES[dtype], n, n, [])
     cfg = plan(n, vec, m)
-    rows = f"rows{cfg['tpr']}" if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}"
+    rows = (f"rows{cfg['tpr']}" + (f"_cta{cfg['threads']}" if cfg["rows_per_cta"] > 1 else "")
+            if cfg["cluster"] == 1 else f"cluster{cfg['cluster']}")
     path = ("looped" if cfg["looped"] else rows) + \
         (f"_{cfg['min_ctas']}ctas" if cfg["min_ctas"] else "") + ("_direct" if cfg["direct"] else "")
     lead = _case_lead(case)
