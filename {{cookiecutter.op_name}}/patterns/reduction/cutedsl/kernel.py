@@ -475,9 +475,9 @@ def _narrow_ctas(plans: list) -> list:
     row, or to one warp of 32 // tpr rows (NARROW_CTAS), and every row gets its own SM's loads in flight; the full
     CTA serves from SM_COUNT * R + 1 rows on, where each SM has work.
 
-    Why: a kernel below one wave is latency-bound, and an SM's loads share its path to memory. On an H100, rmsnorm
-    at 128x1024 ran 1.61 us on 32 CTAs of four one-warp rows while torch.compile's kernel, one row a CTA, ran 1.36
-    (benchmarks/2026-12-06-h100-one-path-again.md)."""
+    Why: a kernel this small is latency-bound, and the rows of one SM share its path to memory while the idle SMs'
+    go unused. On an H100, rmsnorm at 128x1024 ran 1.61 us on 32 CTAs of four one-warp rows, where torch.compile's
+    kernel ran 1.36 (benchmarks/2026-12-06-h100-one-path-again.md). Off until timed (NARROW_CTAS)."""
     if not NARROW_CTAS:
         return plans
     out = []
