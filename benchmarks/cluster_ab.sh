@@ -139,14 +139,15 @@ case "$1" in
     timeout 60 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --uint8-masks \
       --out "$OUT/cluster-host-uint8-masks.json" ;;
   narrow)  # kernel._narrow_ctas: softmax's special rows at N = 512 and 1024 on each plan by M (8 rows, the first M of
-    # the packed plan, 8 again), then the A/B where it applies: one-warp rows (N <= 1024) and two-warp rows (2048) below
-    # SM_COUNT x rows a CTA, and one shape past it (600x1024, where both sides take the packed plan)
+    # the packed plan, 8 again), then the A/B where it applies: rows of 4 chunks a thread (N = 512-2048) and of one
+    # (N = 64-256) below SM_COUNT x rows a CTA, and one shape past it (600x1024: both sides take the packed plan)
     (cd .. && timeout 120 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and (512 or 1024)") \
       > "$OUT/narrow-pytest.txt" 2>&1 || true
     tail -3 "$OUT/narrow-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-narrow.json" --op rmsnorm --op softmax --op max \
       --variant narrow --variant packed --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
-      --shape 128x512 --shape 200x2048 --shape 600x1024 ;;
+      --shape 128x512 --shape 200x2048 --shape 600x1024 --shape 256x64 --shape 2000x64 --shape 1000x128 \
+      --shape 512x256 ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"

@@ -199,7 +199,8 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 # where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
 MIN_CTA_THREADS = 128
 NARROW_CTAS = False  # a CTA of several rows shrinks to one row (or one warp) while its CTAs would leave SMs idle
-# (_narrow_ctas). Off until timed on a GPU (bench_cluster.py's narrow and packed variants: cluster_ab.sh narrow)
+# (_narrow_ctas). Off: on an H100 it won 2-4% on rows of 4 chunks and lost up to 16% on rows of one (cluster_ab.sh
+# narrow times it; not yet on the H200)
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
@@ -475,9 +476,13 @@ def _narrow_ctas(plans: list) -> list:
     row, or to one warp of 32 // tpr rows (NARROW_CTAS), and every row gets its own SM's loads in flight; the full
     CTA serves from SM_COUNT * R + 1 rows on, where each SM has work.
 
-    Why: a kernel this small is latency-bound, and the rows of one SM share its path to memory while the idle SMs'
-    go unused. On an H100, rmsnorm at 128x1024 ran 1.61 us on 32 CTAs of four one-warp rows, where torch.compile's
-    kernel ran 1.36 (benchmarks/2026-12-06-h100-one-path-again.md). Off until timed (NARROW_CTAS)."""
+    The idea: a kernel this small is latency-bound, and the rows of one SM share its path to memory while the idle
+    SMs' go unused (rmsnorm 128x1024 runs on 32 CTAs of four one-warp rows; torch.compile's kernel ran 1.36 us
+    against our 1.61 on an H100). Measured there (benchmarks/2026-12-06-h100-narrow.md), it holds only in part, so
+    NARROW_CTAS is off: rows of 4 chunks a thread gained 2-4% for rmsnorm (128x1024 1.57 against 1.61 us, 16x1024
+    1.49 against 1.55) and nothing for softmax, while rows of one chunk a thread (N = 64-256) lost 2-16% (rmsnorm
+    2000x64 1.54 against 1.34): many CTAs of 32 threads cost more than idle SMs do. torch.compile's lead at N <= 1024
+    is mostly elsewhere."""
     if not NARROW_CTAS:
         return plans
     out = []
