@@ -25,7 +25,8 @@
 #                                            # AGAINST=OLD_TREE times an older template beside it)
 #   bash benchmarks/cluster_ab.sh narrow     # rows of fewer threads than a CTA: CTAs of one row or one warp while
 #                                            # CTAs of MIN_CTA_THREADS would leave SMs idle (narrow: NARROW_CTAS)
-#                                            # against rows packed at every M (packed), after their GPU test
+#                                            # against rows packed at every M (packed), and rows of N <= 1024 spread
+#                                            # over warps below one wave (spread_8), after their GPU test
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
@@ -145,7 +146,7 @@ case "$1" in
       > "$OUT/narrow-pytest.txt" 2>&1 || true
     tail -3 "$OUT/narrow-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-narrow.json" --op rmsnorm --op softmax --op max \
-      --variant narrow --variant packed --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
+      --variant narrow --variant packed --variant spread_8 --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
       --shape 128x512 --shape 200x2048 --shape 600x1024 --shape 256x64 --shape 2000x64 --shape 1000x128 \
       --shape 512x256 ;;
   rows)

@@ -284,11 +284,13 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)
     assert wide.count("ld.global.v4") == 4 and full.count("ld.global.v4") == 8  # x and weight: 2 chunks, then 4
     assert kernel.describe({"dims": [kernel.SM_COUNT, 8192]})["grid_blocks"] == kernel.SM_COUNT
-    kernel.SUB_WAVE_VALUES = 0
-    try:
+    kernel.ONE_WARP_KEEPS, kernel.SUB_WAVE_VALUES = False, 8  # bench_cluster.py's spread_8: a row of N = 1024 over
+    try:  # 4 warps of one 128-bit load each below one wave, then its one-warp plan
+        assert [(s, c["tpr"], c["chunks"]) for s, c in kernel.plans(1024, 8)] == [(1, 128, 1), (kernel.SM_COUNT + 1, 32, 4)]
+        kernel.SUB_WAVE_VALUES = 0
         assert len(kernel.plans(8192, 8)) == 1
     finally:
-        kernel.SUB_WAVE_VALUES = 16
+        kernel.ONE_WARP_KEEPS, kernel.SUB_WAVE_VALUES = True, 16
 
 
 def test_rows_of_fewer_threads_than_a_cta_leave_no_sm_idle(workspace_of, tmp_path):

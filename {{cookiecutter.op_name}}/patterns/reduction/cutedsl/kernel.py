@@ -214,6 +214,8 @@ MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thre
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
+ONE_WARP_KEEPS = True  # ... except a row of one warp, which keeps its plan (_sub_wave_plans). Off with SUB_WAVE_VALUES
+# 8: Inductor's geometry at N <= 1024, a row spread over warps (bench_cluster.py's spread_8; not yet timed)
 FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off until
 # timed: rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, as
 # Inductor's rmsnorm at 32768x8192 has (bench_cluster.py's v16_cta512_4ctas; benchmarks/2026-12-06-h100-many-direct.md)
@@ -460,7 +462,8 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     they won 2-14%."""
     nv, kmax = -(-n // vec), max(1, SUB_WAVE_VALUES // vec)
     tpr = -(-(-(-nv // kmax)) // 32) * 32  # the fewest whole warps that hold the row at kmax chunks a thread
-    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or few["tpr"] <= 32 or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
+    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or (ONE_WARP_KEEPS and few["tpr"] <= 32) or tpr <= few["tpr"] \
+            or tpr > MAX_UNSPLIT:
         return _narrow_ctas([(1, few)])
     if tpr < MIN_CTA_THREADS:  # a CTA holds MIN_CTA_THREADS // tpr rows: tpr a power of two
         tpr = 1 << (tpr - 1).bit_length()
