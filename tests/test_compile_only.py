@@ -286,7 +286,8 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     assert kernel.describe({"dims": [kernel.SM_COUNT, 8192]})["grid_blocks"] == kernel.SM_COUNT
     kernel.ONE_WARP_KEEPS, kernel.SUB_WAVE_VALUES = False, 8  # bench_cluster.py's spread_8: a row of N = 1024 over
     try:  # 4 warps of one 128-bit load each below one wave, then its one-warp plan
-        assert [(s, c["tpr"], c["chunks"]) for s, c in kernel.plans(1024, 8)] == [(1, 128, 1), (kernel.SM_COUNT + 1, 32, 4)]
+        assert [(s, c["tpr"], c["chunks"]) for s, c in kernel.plans(1024, 8)] == [
+            (1, 128, 1), (kernel.SM_COUNT + 1, 32, 4)]
         kernel.SUB_WAVE_VALUES = 0
         assert len(kernel.plans(8192, 8)) == 1
     finally:

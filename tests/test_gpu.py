@@ -203,10 +203,10 @@ print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 @pytest.mark.parametrize("n", [512, 1024, 8192, 32000, 131072, 262144, 1 << 20])
 def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
     """softmax on rows of every path: 512 and 1024 rows of half a warp and of one warp, in CTAs of one warp while
-    CTAs of four would leave SMs idle, then four (kernel._narrow_ctas, NARROW_CTAS on); 8192 a row of one CTA (512 threads below one wave of rows, then 256:
-    kernel._sub_wave_plans); 32000 and 131072 split each row across a thread-block cluster (2 CTAs with a
-    partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM (each warp's, the direct exchange;
-    262144 takes the many-rows plan at every M); 2**20 takes the looped path, whose
+    CTAs of four would leave SMs idle, then four (kernel._narrow_ctas, NARROW_CTAS on); 8192 a row of one CTA (512
+    threads below one wave of rows, then 256: kernel._sub_wave_plans); 32000 and 131072 split each row across a
+    thread-block cluster (2 CTAs with a partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM
+    (each warp's, the direct exchange; 262144 takes the many-rows plan at every M); 2**20 takes the looped path, whose
     one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
     elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
     exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,

@@ -220,7 +220,6 @@ _X = host.lowered_x(lowered)  # x: the first row input, in the function's parame
 _ROWS = max(1, list(lowered.KINDS).count("row"))
 _N_INPUTS = len(lowered.INPUTS)
 _CONTIGUOUS = torch.Tensor.is_contiguous
-_OUT_DTYPES = tuple(host.out_dtypes(lowered.OUT_DTYPES))
 _LIKES = host.empty_likes(lowered.OUT_DTYPES)  # each output as torch.empty_like of x makes it
 _LIKE, _LIKES_MANY = _LIKES[0], len(_LIKES) > 1  # run() makes one output with no list around it
 _VECTOR_INPUTS = "vector" in lowered.KINDS  # N % 8 is in run()'s signature only where it picks a path

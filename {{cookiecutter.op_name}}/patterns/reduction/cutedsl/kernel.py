@@ -501,8 +501,6 @@ def _narrow_ctas(plans: list) -> list:
     return out
 
 
-
-
 def plan(n: int, vec: int, m: int = 1) -> dict:
     """The plan that serves M rows of n elements read VEC at a time (plans)."""
     return next(cfg for start, cfg in reversed(plans(n, vec)) if m >= start)
