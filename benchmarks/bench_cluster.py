@@ -38,11 +38,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "before_late": {"LATE_LOADS": False, "MAX_UNSPLIT": 1024}, "cluster_loads3": {"CLUSTER_LOADS": 3},
             "few_rows": {"MANY_ROWS_GBPS_PER_SM": float("inf")}, "many_rows": {"MANY_ROWS_WAVES": 0},
             "convert_late": {"CONVERT_LATE": True}, "exchange_cta": {"CLUSTER_DIRECT": False},
-            "contiguous": {"CONTIGUOUS_SHARES": True}, "stage_smem": {"STAGE_SMEM": True},
-            "stage_many": {"STAGE_SMEM": True, "MANY_ROWS_WAVES": 0},
-            "contiguous_many": {"CONTIGUOUS_SHARES": True, "MANY_ROWS_WAVES": 0},
             "pairs_apart": {"ONLINE_EXCHANGE": False}, "many_apart": {"MANY_ROWS_DIRECT": False},
-            "many_direct_staged": {"MANY_ROWS_DIRECT": True, "STAGE_SMEM": True},
             "one_wave_256": {"SUB_WAVE_VALUES": 0},
             "looped_512": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1},  # Inductor's way: 40 registers, x read twice
             "looped_256": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_THREADS": 256},

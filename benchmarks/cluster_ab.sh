@@ -4,13 +4,10 @@
 #   bash benchmarks/cluster_ab.sh others     # rmsnorm (quack, torch.compile, CONVERT_LATE, 16 values a thread),
 #                                            # LayerNorm, log_softmax
 #   bash benchmarks/cluster_ab.sh knobs      # CLUSTER_DIRECT on every cluster shape of softmax, rmsnorm and max
-#   bash benchmarks/cluster_ab.sh shares     # a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES),
-#                                            # the row staged through shared memory by cp.async (STAGE_SMEM)
 #   bash benchmarks/cluster_ab.sh online     # softmax's max and sum exchanged as one pair (the default, the plan's
 #                                            # "pair") against apart (pairs_apart), the many-rows plan's pair sent
-#                                            # by every warp (the default) against one send a CTA (many_apart) and
-#                                            # with STAGE_SMEM (quack's PTX, many_direct_staged), softmax and
-#                                            # log_softmax(x / T), after their GPU test on special rows
+#                                            # by every warp (the default) against one send a CTA (many_apart),
+#                                            # softmax and log_softmax(x / T), after their GPU test on special rows
 #   bash benchmarks/cluster_ab.sh subwave    # no more rows than SMs: twice the threads of half the values (the
 #                                            # default) against the plan of any M (one_wave_256), after the GPU
 #                                            # tests; the many-rows plan's exchange (default against many_apart)
@@ -27,6 +24,8 @@
 #                                            # CTAs of MIN_CTA_THREADS would leave SMs idle (narrow: NARROW_CTAS)
 #                                            # against rows packed at every M (packed), and rows of N <= 1024 spread
 #                                            # over warps below one wave (spread_8), after their GPU test
+#   bash benchmarks/cluster_ab.sh spread     # rows of N <= 1024 below one wave over 4 warps of one load (spread_8)
+#                                            # against the plans as they are (default), and the special rows' test
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
@@ -37,8 +36,8 @@
 # comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|shares|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow|spread) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow|spread" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -71,12 +70,6 @@ case "$1" in
       --shape 1024x128256 --shape 4096x32000 --shape 1x32768 --shape 32x131072 --shape 64x65536 \
       --shape 16x262144 --shape 128x32000 --shape 128x8192 --shape 32768x8192 --shape 16384x5120 \
       --shape 8x65536 ;;
-  shares)  # quack's two other differences: a cluster row's CTA reading one contiguous share (CONTIGUOUS_SHARES), and
-    # the row staged through shared memory by cp.async (STAGE_SMEM), under each plan
-    timeout 400 python3 bench_cluster.py run --out "$OUT/cluster-shares.json" --op softmax --op rmsnorm \
-      --variant default --variant contiguous --variant stage_smem --variant many_rows --variant contiguous_many \
-      --variant stage_many --shape 8x131072 --shape 16x262144 --shape 1024x128256 --shape 4096x32000 \
-      --shape 32x131072 --shape 1x32768 --shape 128x8192 --shape 32768x8192 --shape 8x65536 ;;
   subwave)  # rows of one CTA, no more of them than SMs: 512 threads of 16 values at N = 8192 (the default) against
     # 256 of 32 (one_wave_256), after the GPU tests of softmax's special rows and of every built-in reduction's V0
     # cases; then the many-rows plan's direct exchange (the default) against one send a CTA (many_apart)
@@ -125,7 +118,7 @@ case "$1" in
     tail -3 "$OUT/online-pytest.txt"
     timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-online.json" --op softmax \
       --op log_softmax_temperature --variant default --variant pairs_apart --variant many_apart \
-      --variant many_direct_staged --shape 8x131072 --shape 16x262144 --shape 1x32768 --shape 4096x32000 \
+      --shape 8x131072 --shape 16x262144 --shape 1x32768 --shape 4096x32000 \
       --shape 512x32000 --shape 1024x128256 --shape 256x128256 --shape 32768x8192 --shape 128x32000 ;;
   sweep)
     timeout 200 python3 bench_cluster.py run --out "$OUT/cluster-sweep-softmax.json" --op softmax --variant default \
@@ -149,6 +142,11 @@ case "$1" in
       --variant narrow --variant packed --variant spread_8 --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
       --shape 128x512 --shape 200x2048 --shape 600x1024 --shape 256x64 --shape 2000x64 --shape 1000x128 \
       --shape 512x256 ;;
+  spread)  # torch.compile's rmsnorm lead at N <= 1024 (0.83-0.86x on the H100): Inductor gives a row 8 warps of 4
+    # values; spread_8 gives it 4 warps of one 128-bit load below one wave, against today's one warp of 32 values
+    timeout 200 python3 bench_cluster.py run --out "$OUT/cluster-spread.json" --op rmsnorm --op softmax --op max \
+      --variant default --variant spread_8 --any-shape --shape 128x1024 --shape 16x1024 --shape 128x512 \
+      --shape 64x1024 --shape 132x768 --shape 600x1024 ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"

@@ -131,28 +131,6 @@ def test_cluster_exchange_of_one_send_a_cta(workspace_of, tmp_path):
     assert smem == 4 * 8 * 2 + (8 + 4 * 16) * 2 + 16 + 8 * 16 + 8
 
 
-def test_knobs_for_quacks_loads_compile(workspace_of, tmp_path):
-    """Two knobs off until timed on the H200 (cluster_ab.sh shares): STAGE_SMEM stages a row through shared memory
-    by cp.async (16 bytes a vector, read back with 128-bit shared loads, no global load into registers left), and
-    CONTIGUOUS_SHARES gives each CTA of a cluster row one contiguous share; either compiles with the same plan."""
-    kernel = load_package(workspace_of("H200", "softmax"), "softmax_quack_loads").kernel
-    assert kernel.STAGE_SMEM is False and kernel.CONTIGUOUS_SHARES is False
-    default = kernel.describe({"dims": [8, 131072]})
-    try:
-        kernel.STAGE_SMEM = True
-        staged = kernel.compile_only({"dims": [8, 131072]}, tmp_path / "staged")
-        staged_smem = kernel.describe({"dims": [8, 131072]})["smem_bytes"]
-        kernel.STAGE_SMEM, kernel.CONTIGUOUS_SHARES = False, True
-        contiguous = kernel.compile_only({"dims": [8, 131072]}, tmp_path / "contiguous")
-    finally:
-        kernel.STAGE_SMEM = kernel.CONTIGUOUS_SHARES = False
-    assert staged.count("cp.async.cg.shared.global") == 4, "16 bytes a vector, past L1"
-    assert re.search(r"cp\.async\.wait_group\s+0;", staged) and staged.count("ld.shared.v4") == 4
-    assert "ld.global.v4" not in staged and staged.count("st.global.v4") == 4
-    assert staged_smem == default["smem_bytes"] + 256 * 4 * 16 + 16
-    assert contiguous.count("ld.global.v4") == 4 and contiguous.count("st.global.v4") == 4
-
-
 def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
     """ONLINE_EXCHANGE (on: benchmarks/2026-12-06-online-pair.md): softmax's max and sum leave the warp as one pair, so
     a row of one CTA has one bar.sync where it had two, and a cluster row one 8-byte st.async and one mbarrier wait

@@ -187,10 +187,6 @@ CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its war
 # (no bar.sync a reduction; _ClusterRow). On an H100 (benchmarks/2026-12-05-session19.md) softmax 1x32768 ran 2.55 us
 # against 2.75, 128x32000 6.83 against 7.09, rmsnorm 8x65536 2.64 against 2.77; CTAs of 512 lost 3.5% (16x262144),
 # and the many-rows plan spills with it (80 registers) and lost 4.7% at 4096x32000, so neither takes it
-CONTIGUOUS_SHARES = False  # a cluster row's CTA reads one contiguous share of it, as quack's does, not every
-# CLUSTER-th run of TPR vectors: off until timed (bench_cluster.py's contiguous)
-STAGE_SMEM = False  # the register path's early row loads go through shared memory with cp.async, as quack's do:
-# off until timed (bench_cluster.py's stage_smem; _staged_loads)
 ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
 # exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
 # (_RowReducer). Where: the plan's "pair" (_pair_exchange)
@@ -264,8 +260,7 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
     """fp32 partials [rows, warps per row, slots]: one slot per reduce() call of compute() (softmax: 2); a cluster
     row has as well its received partials [slots, cluster] and an 8-byte mbarrier per slot (_ClusterRow), or with
     the direct exchange only the received partials of every warp [slots, cluster * warps] and the mbarriers, and
-    with an online pair (_online_pair) the received (max, sum) pairs, 8 bytes each, 8-byte aligned; the register
-    path's staged loads (_staged_loads) their slots of at most 16 bytes, 16-byte aligned."""
+    with an online pair (_online_pair) the received (max, sum) pairs, 8 bytes each, 8-byte aligned."""
     cluster, warps = cfg["cluster"], cfg["threads"] // 32
     if cfg["direct"]:  # _ClusterRow.direct: every warp's partial, no CTA step
         base = (8 + 4 * cluster * warps) * slots + 16
@@ -273,7 +268,7 @@ def _smem_bytes(cfg: dict, slots: int) -> int:
         base = (4 * warps * slots if cfg["tpr"] > 32 else 0) + ((8 + 4 * cluster) * slots + 16 if cluster > 1 else 0)
     if cluster > 1 and not cfg["looped"] and _online_pair(cfg["pair"], cfg["tpr"], cluster):
         base += 8 * cluster * (warps if cfg["direct"] else 1) + 8
-    return base + (0 if cfg["looped"] else len(_staged_loads()) * (cfg["threads"] * cfg["chunks"] * 16 + 16))
+    return base
 
 
 def _pair_exchange(cluster: int, direct: bool) -> bool:
@@ -583,16 +578,6 @@ def _pin(frag):
 def _early_loads() -> tuple:
     """The loads row_kernel issues first: those the reductions need (every load without late ones)."""
     return tuple(q for q in range(len(_LOADS)) if q not in _late_loads())
-
-
-def _staged_loads() -> tuple:
-    """The early loads row_kernel stages through shared memory (STAGE_SMEM): rows, whole or a part, not lanes. Each
-    thread's vectors go by cp.async into its own slots, (VEC, THREADS, CHUNKS) so that a warp's 16-byte slots are
-    adjacent, and come back to registers after its own cp.async.wait_group: no barrier, nothing held in flight in
-    registers."""
-    if not STAGE_SMEM:
-        return ()
-    return tuple(q for q in _early_loads() if lowered.KINDS[_LOADS[q][0]] == "row" and _LOADS[q][1] != "lane")
 
 
 # Where compute()'s results go (host.lowered_stores): one register fragment per store of a row output, a wide one's
@@ -958,26 +943,18 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, stage=None):
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
-    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). `stage`: {load: this
-    thread's (VEC, CHUNKS) shared-memory slots} of the loads staged by cp.async (_staged_loads)."""
-    staged = {} if stage is None else stage
+    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). quack stages its row
+    through shared memory by cp.async; that lost here on the H100 and the H200 (STAGE_SMEM, removed:
+    benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    to = staged[q][None, k] if q in staged else dst[None, k]
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0], q in staged),
-                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), to)
-    if const_expr(len(staged) > 0):
-        cute.arch.cp_async_commit_group()
-        cute.arch.cp_async_wait_group(0)
-        for k in cutlass.range_constexpr(chunks):
-            if full or first + k * tpr < nv:
-                for q in staged:
-                    frags[q][None, k].store(staged[q][None, k].load())
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
 @cute.jit
@@ -991,13 +968,11 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
-def _vector_atom(dtype, vec: int, to_smem: bool = False):
-    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two); to_smem:
-    a load into shared memory by cp.async.cg (STAGE_SMEM). Cache hints on the loads into registers (ld.global.cg,
+def _vector_atom(dtype, vec: int):
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache hints on the loads into registers (ld.global.cg,
     L2::256B) changed nothing on an H100 (benchmarks/2026-12-05-session19.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
-    op = cute.nvgpu.cpasync.CopyG2SOp(cute.nvgpu.LoadCacheMode.GLOBAL) if to_smem else cute.nvgpu.CopyUniversalOp()
-    return cute.make_copy_atom(op, dtype, num_bits_per_copy=bits)
+    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
 
 
 def _fragments(tensors, vec: int, chunks: int, widths=None):
@@ -1070,21 +1045,14 @@ def row_kernel(
     exchange, first, pair = None, t, _online_pair(paired, tpr, cluster)  # paired: the plan's "pair"
     if const_expr(cluster > 1 and len(lowered.REDUCTIONS) > 0):
         exchange = _ClusterRow(cluster, len(lowered.REDUCTIONS), threads // 32 if direct else 0, pair is not None)
-    stride = tpr * cluster  # between a thread's vectors
-    if const_expr(cluster > 1 and CONTIGUOUS_SHARES):  # rank r's share: vectors [r*TPR*CHUNKS, (r+1)*TPR*CHUNKS)
-        first, stride = cute.arch.block_idx_in_cluster() * tpr * chunks + t, tpr
-    elif const_expr(cluster > 1):
+    stride = tpr * cluster  # between a thread's vectors: rank r of a cluster row reads every CLUSTER-th run of TPR
+    if const_expr(cluster > 1):  # (one contiguous share a CTA, quack's way, tied: 2026-12-06-h200-online-pair.md)
         first = cute.arch.block_idx_in_cluster() * tpr + t
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
     late, after = _late_loads(), _unreduced_loads()
-    stage = None
-    if const_expr(len(_staged_loads()) > 0):
-        smem = cutlass.memory.SmemAllocator()
-        stage = {q: smem.allocate_tensor(loads[q].element_type, cute.make_layout(
-            (vec, threads, chunks), stride=(1, vec, vec * threads)), 16)[None, tidx, None] for q in _staged_loads()}
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads(), stage)
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, after)
@@ -1761,8 +1729,7 @@ def describe(case: dict) -> dict:
         "smem_bytes": _smem_bytes(cfg, _SLOTS),
         "grid": [grid, 1, 1],
         "grid_blocks": grid,
-        "data_movement": ("global -> shared (cp.async) -> registers" if _staged_loads() and not cfg["looped"] else
-                          "global -> registers") + f" with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in "
+        "data_movement": f"global -> registers with {vec * _BYTES[dtype] * 8}-bit loads, fp32 reduce in "
         "registers, warp shfl.sync butterfly"
         + (", every warp's result to every CTA of the cluster through DSMEM (st.async + mbarrier)" if cfg["direct"] else
            (", smem across warps" if cfg["tpr"] > 32 else "")
