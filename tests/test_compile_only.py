@@ -131,6 +131,22 @@ def test_cluster_exchange_of_one_send_a_cta(workspace_of, tmp_path):
     assert smem == 4 * 8 * 2 + (8 + 4 * 16) * 2 + 16 + 8 * 16 + 8
 
 
+def test_every_ab_the_device_runs_names_knobs_the_kernel_has(workspace_of):
+    """A device call is scarce: every variant and op that benchmarks/cluster_ab.sh asks bench_cluster.py for exists,
+    and every knob a variant sets is still a knob of the reduction cell (a removed knob would stop the call at its
+    first shape, on the GPU)."""
+    import bench_cluster
+
+    kernel = load_package(workspace_of("H200", "softmax"), "softmax_knobs").kernel
+    missing = [k for k in bench_cluster._KNOBS if not k.isupper() or not hasattr(kernel, k)]
+    assert not missing, f"bench_cluster.VARIANTS sets knobs the kernel does not have: {missing}"
+    script = (Path(bench_cluster.__file__).parent / "cluster_ab.sh").read_text()
+    variants, ops = set(re.findall(r"--variant ([a-z]\w*)", script)), set(re.findall(r"--op ([a-z]\w*)", script))
+    assert variants and ops
+    assert variants <= set(bench_cluster.VARIANTS), variants - set(bench_cluster.VARIANTS)
+    assert ops <= {*bench_cluster.SHAPES, *bench_cluster.USER}, ops - {*bench_cluster.SHAPES, *bench_cluster.USER}
+
+
 def test_online_pair_leaves_the_warp_once(workspace_of, tmp_path):
     """ONLINE_EXCHANGE (on: benchmarks/2026-12-06-online-pair.md): softmax's max and sum leave the warp as one pair, so
     a row of one CTA has one bar.sync where it had two, and a cluster row one 8-byte st.async and one mbarrier wait
