@@ -45,9 +45,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v16_cta512_3ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 3},  # 40 regs
             "v16_cta512_4ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
                                  "CONVERT_LATE": True},  # rmsnorm: 32 registers, no spill: Inductor's occupancy
-            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
-            "narrow": {"NARROW_CTAS": True}, "packed": {"NARROW_CTAS": False},  # kernel._narrow_ctas, on and off
-            "spread_8": {"ONE_WARP_KEEPS": False, "SUB_WAVE_VALUES": 8}}  # N <= 1024 below one wave: a row over warps
+            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

@@ -20,24 +20,18 @@
 #                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
 #                                            # AGAINST=OLD_TREE times an older template beside it)
-#   bash benchmarks/cluster_ab.sh narrow     # rows of fewer threads than a CTA: CTAs of one row or one warp while
-#                                            # CTAs of MIN_CTA_THREADS would leave SMs idle (narrow: NARROW_CTAS)
-#                                            # against rows packed at every M (packed), and rows of N <= 1024 spread
-#                                            # over warps below one wave (spread_8), after their GPU test
-#   bash benchmarks/cluster_ab.sh spread     # rows of N <= 1024 below one wave over 4 warps of one load (spread_8)
-#                                            # against the plans as they are (default), and the special rows' test
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
-# removed, are in benchmarks/2026-12-05-h200-knobs.md and 2026-12-05-leading-dims.md. Every step runs under a
-# timeout, so that a kernel that hangs (CLUSTER_WARPS did) costs its step, not the call, and what finished still
-# comes back.
+# removed, are in benchmarks/2026-12-05-h200-knobs.md, 2026-12-05-leading-dims.md and 2026-12-06-h100-spread.md.
+# Every step runs under a timeout, so that a kernel that hangs (CLUSTER_WARPS did) costs its step, not the call, and
+# what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow|spread) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|narrow|spread" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -132,21 +126,6 @@ case "$1" in
     timeout 400 python3 host_paths.py --gpu ${AGAINST:+--against "$AGAINST"} --out "$OUT/cluster-host.json" || true
     timeout 60 python3 host_paths.py --gpu --function mamba2_apply_mask_to_padding_states --uint8-masks \
       --out "$OUT/cluster-host-uint8-masks.json" ;;
-  narrow)  # kernel._narrow_ctas: softmax's special rows at N = 512 and 1024 on each plan by M (8 rows, the first M of
-    # the packed plan, 8 again), then the A/B where it applies: rows of 4 chunks a thread (N = 512-2048) and of one
-    # (N = 64-256) below SM_COUNT x rows a CTA, and one shape past it (600x1024: both sides take the packed plan)
-    (cd .. && timeout 120 python3 -m pytest -q -x tests/test_gpu.py -k "special_rows and (512 or 1024)") \
-      > "$OUT/narrow-pytest.txt" 2>&1 || true
-    tail -3 "$OUT/narrow-pytest.txt"
-    timeout 300 python3 bench_cluster.py run --out "$OUT/cluster-narrow.json" --op rmsnorm --op softmax --op max \
-      --variant narrow --variant packed --variant spread_8 --any-shape --shape 128x1024 --shape 16x1024 --shape 400x1024 \
-      --shape 128x512 --shape 200x2048 --shape 600x1024 --shape 256x64 --shape 2000x64 --shape 1000x128 \
-      --shape 512x256 ;;
-  spread)  # torch.compile's rmsnorm lead at N <= 1024 (0.83-0.86x on the H100): Inductor gives a row 8 warps of 4
-    # values; spread_8 gives it 4 warps of one 128-bit load below one wave, against today's one warp of 32 values
-    timeout 200 python3 bench_cluster.py run --out "$OUT/cluster-spread.json" --op rmsnorm --op softmax --op max \
-      --variant default --variant spread_8 --any-shape --shape 128x1024 --shape 16x1024 --shape 128x512 \
-      --shape 64x1024 --shape 132x768 --shape 600x1024 ;;
   rows)
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"

@@ -278,40 +278,11 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)
     assert wide.count("ld.global.v4") == 4 and full.count("ld.global.v4") == 8  # x and weight: 2 chunks, then 4
     assert kernel.describe({"dims": [kernel.SM_COUNT, 8192]})["grid_blocks"] == kernel.SM_COUNT
-    kernel.ONE_WARP_KEEPS, kernel.SUB_WAVE_VALUES = False, 8  # bench_cluster.py's spread_8: a row of N = 1024 over
-    try:  # 4 warps of one 128-bit load each below one wave, then its one-warp plan
-        assert [(s, c["tpr"], c["chunks"]) for s, c in kernel.plans(1024, 8)] == [
-            (1, 128, 1), (kernel.SM_COUNT + 1, 32, 4)]
-        kernel.SUB_WAVE_VALUES = 0
+    kernel.SUB_WAVE_VALUES = 0  # bench_cluster.py's one_wave_256: the plan of any M alone
+    try:
         assert len(kernel.plans(8192, 8)) == 1
     finally:
-        kernel.ONE_WARP_KEEPS, kernel.SUB_WAVE_VALUES = True, 16
-
-
-def test_rows_of_fewer_threads_than_a_cta_leave_no_sm_idle(workspace_of, tmp_path):
-    """Rows packed R to a CTA of MIN_CTA_THREADS (kernel._narrow_ctas) run in CTAs of one row, or of one warp, until
-    M reaches SM_COUNT x R: N = 1024, one warp a row, takes CTAs of 32 threads up to 4 x SM_COUNT rows; N = 512, half
-    a warp a row, two rows a warp; N = 2048 keeps its sub-wave plan, then two-warp rows in CTAs of 64 before CTAs of
-    128. Rows of a whole CTA (8192) are untouched. The narrow plan compiles for sm_90a with .reqntid 32 and launches
-    one CTA a row; with NARROW_CTAS off (the default until timed), each N has its packed plan alone."""
-    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_narrow").kernel
-    sms = kernel.SM_COUNT
-    kernel.NARROW_CTAS = True
-
-    def shape(n):
-        return [(s, c["tpr"], c["threads"], c["rows_per_cta"]) for s, c in kernel.plans(n, 8)]
-
-    assert shape(1024) == [(1, 32, 32, 1), (4 * sms + 1, 32, 128, 4)]
-    assert shape(512) == [(1, 16, 32, 2), (8 * sms + 1, 16, 128, 8)]
-    assert shape(2048) == [(1, 128, 128, 1), (sms + 1, 64, 64, 1), (2 * sms + 1, 64, 128, 2)]
-    assert all(c["rows_per_cta"] == 1 for _, c in kernel.plans(8192, 8))
-    narrow = kernel.compile_only({"dims": [4 * sms, 1024]}, tmp_path)
-    packed = kernel.compile_only({"dims": [4 * sms + 1, 1024]}, tmp_path)
-    assert re.search(r"\.reqntid 32, 1, 1", narrow) and re.search(r"\.reqntid 128, 1, 1", packed)
-    assert kernel.describe({"dims": [4 * sms, 1024]})["grid_blocks"] == 4 * sms
-    assert kernel.describe({"dims": [4 * sms + 1, 1024]})["grid_blocks"] == sms + 1
-    kernel.NARROW_CTAS = False
-    assert shape(1024) == [(1, 32, 128, 4)] and shape(512) == [(1, 16, 128, 8)]
+        kernel.SUB_WAVE_VALUES = 16
 
 
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):

@@ -175,7 +175,6 @@ def special_rows(m):
 # plan of any M after the one below a wave), then 8 rows again: one signature whose entry steps from plan to plan and
 # back. Rows in registers run three times: with the max and the sum exchanged one after the other, then as one online
 # pair (the ONLINE_EXCHANGE knob), then with the many-rows plan's pair sent by every warp (MANY_ROWS_DIRECT)
-kernel.NARROW_CTAS = True  # rows of a warp or less: CTAs of one warp, then of four (off by default until timed)
 sizes = [8, *(start for start, _ in kernel.plans(n, 8)[1:]), 8]
 knobs = [(False, False), (True, False), (True, True)] if not kernel.plan(n, 8)["looped"] else [(False, False)]
 for online, many_direct in knobs:
@@ -202,8 +201,8 @@ print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 
 @pytest.mark.parametrize("n", [512, 1024, 8192, 32000, 131072, 262144, 1 << 20])
 def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
-    """softmax on rows of every path: 512 and 1024 rows of half a warp and of one warp, in CTAs of one warp while
-    CTAs of four would leave SMs idle, then four (kernel._narrow_ctas, NARROW_CTAS on); 8192 a row of one CTA (512
+    """softmax on rows of every path: 512 and 1024 rows of half a warp and of one warp, several rows a CTA (reduced
+    by shuffles alone); 8192 a row of one CTA (512
     threads below one wave of rows, then 256: kernel._sub_wave_plans); 32000 and 131072 split each row across a
     thread-block cluster (2 CTAs with a partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM
     (each warp's, the direct exchange; 262144 takes the many-rows plan at every M); 2**20 takes the looped path, whose

@@ -194,9 +194,6 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 # (_viewer): Mamba2's masked rows' run() 10.6 -> 9.2 us on an H100's host (benchmarks/2026-12-06-h100-host-views.md),
 # where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
 MIN_CTA_THREADS = 128
-NARROW_CTAS = False  # a CTA of several rows shrinks to one row (or one warp) while its CTAs would leave SMs idle
-# (_narrow_ctas). Off: on an H100 it won 2-4% on rows of 4 chunks and lost up to 16% on rows of one (cluster_ab.sh
-# narrow times it; not yet on the H200)
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
@@ -210,8 +207,6 @@ MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thre
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
-ONE_WARP_KEEPS = True  # ... except a row of one warp, which keeps its plan (_sub_wave_plans). Off with SUB_WAVE_VALUES
-# 8: Inductor's geometry at N <= 1024, a row spread over warps (bench_cluster.py's spread_8; not yet timed)
 FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off until
 # timed: rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, as
 # Inductor's rmsnorm at 32768x8192 has (bench_cluster.py's v16_cta512_4ctas; benchmarks/2026-12-06-h100-many-direct.md)
@@ -394,7 +389,7 @@ def plans(n: int, vec: int) -> list:
     """The plans of a row of n elements read VEC at a time, as [(the first M it serves, plan)]: the plan of any M
     (_few_rows_plan), and where rows are many, on a GPU that asks for more bytes in flight, the many-rows plan; a row
     of one CTA has instead, below one wave of rows, a plan of twice the threads (_sub_wave_plans), and rows packed
-    several to a CTA take CTAs of one row or one warp while packed CTAs would leave SMs idle (_narrow_ctas).
+    several to a CTA keep MIN_CTA_THREADS // TPR rows a CTA at every M (_sub_wave_plans says why).
 
     Why M matters: a row split across a cluster of more CTAs has more loads in flight at once, which is what a few
     rows need to fill the GPU (8 x 131072 runs on 128 CTAs of 256, 16 a row). Once rows outnumber the clusters the
@@ -454,46 +449,21 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     shared-memory round trip and a barrier to every reduction. On an H100 (benchmarks/2026-12-06-h100-one-path-
     again.md) twice the threads cost softmax, max and sum 5-15% at N = 768 and 1024 (softmax 128x1024: 1.74 against
     1.64 us) and moved rmsnorm's one reduction by -4% to +2%; from N = 2048, where `few` has two warps a row already,
-    they won 2-14%."""
+    they won 2-14%. Four warps of one 128-bit load each, Inductor's direction, did no better
+    (benchmarks/2026-12-06-h100-spread.md): rmsnorm 6% faster at three shapes and 3% slower at a fourth, softmax and
+    max 2-15% slower. Nor do rows packed several to a CTA leave SMs idle to any cost worth a plan: CTAs of one row
+    or one warp up to SM_COUNT x R rows won rmsnorm 2-4% on rows of 4 chunks and lost 2-16% on rows of one
+    (benchmarks/2026-12-06-h100-narrow.md)."""
     nv, kmax = -(-n // vec), max(1, SUB_WAVE_VALUES // vec)
     tpr = -(-(-(-nv // kmax)) // 32) * 32  # the fewest whole warps that hold the row at kmax chunks a thread
-    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or (ONE_WARP_KEEPS and few["tpr"] <= 32) or tpr <= few["tpr"] \
-            or tpr > MAX_UNSPLIT:
-        return _narrow_ctas([(1, few)])
+    if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or few["tpr"] <= 32 or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
+        return [(1, few)]
     if tpr < MIN_CTA_THREADS:  # a CTA holds MIN_CTA_THREADS // tpr rows: tpr a power of two
         tpr = 1 << (tpr - 1).bit_length()
     chunks, threads = -(-nv // tpr), max(MIN_CTA_THREADS, tpr)
     wide = {**few, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
             "rows_per_cta": threads // tpr}
-    return _narrow_ctas([(1, wide), (SM_COUNT + 1, few)])
-
-
-def _narrow_ctas(plans: list) -> list:
-    """Plans of one CTA whose CTAs would leave SMs idle: a plan of R rows a CTA (rows of fewer than MIN_CTA_THREADS
-    threads) serves M rows on M / R CTAs, so below SM_COUNT * R rows some SMs get none. There the CTA shrinks to one
-    row, or to one warp of 32 // tpr rows (NARROW_CTAS), and every row gets its own SM's loads in flight; the full
-    CTA serves from SM_COUNT * R + 1 rows on, where each SM has work.
-
-    The idea: a kernel this small is latency-bound, and the rows of one SM share its path to memory while the idle
-    SMs' go unused (rmsnorm 128x1024 runs on 32 CTAs of four one-warp rows; torch.compile's kernel ran 1.36 us
-    against our 1.61 on an H100). Measured there (benchmarks/2026-12-06-h100-narrow.md), it holds only in part, so
-    NARROW_CTAS is off: rows of 4 chunks a thread gained 2-4% for rmsnorm (128x1024 1.57 against 1.61 us, 16x1024
-    1.49 against 1.55) and nothing for softmax, while rows of one chunk a thread (N = 64-256) lost 2-16% (rmsnorm
-    2000x64 1.54 against 1.34): many CTAs of 32 threads cost more than idle SMs do. torch.compile's lead at N <= 1024
-    is mostly elsewhere."""
-    if not NARROW_CTAS:
-        return plans
-    out = []
-    for i, (start, cfg) in enumerate(plans):
-        end = plans[i + 1][0] if i + 1 < len(plans) else None  # the first M the next plan serves
-        threads, full_from = max(32, cfg["tpr"]), SM_COUNT * cfg["rows_per_cta"] + 1
-        if threads >= cfg["threads"] or start >= full_from:
-            out.append((start, cfg))
-            continue
-        out.append((start, {**cfg, "threads": threads, "rows_per_cta": threads // cfg["tpr"]}))
-        if end is None or full_from < end:
-            out.append((full_from, cfg))
-    return out
+    return [(1, wide), (SM_COUNT + 1, few)]
 
 
 def plan(n: int, vec: int, m: int = 1) -> dict:
