@@ -201,18 +201,18 @@ print("ok", sizes, [kernel.plan(n, 8, m) for m in sizes])
 
 @pytest.mark.parametrize("n", [512, 1024, 8192, 32000, 131072, 262144, 1 << 20])
 def test_long_softmax_matches_torch_on_special_rows(tmp_path, n):
-    """softmax on rows of every path: 512 and 1024 rows of half a warp and of one warp, several rows a CTA (reduced
-    by shuffles alone); 8192 a row of one CTA (512
-    threads below one wave of rows, then 256: kernel._sub_wave_plans); 32000 and 131072 split each row across a
-    thread-block cluster (2 CTAs with a partial last chunk; 8), whose CTAs exchange their max and sum through DSMEM
-    (each warp's, the direct exchange; 262144 takes the many-rows plan at every M); 2**20 takes the looped path, whose
-    one reduction pass is the online softmax (lowered.ONLINE). A masked -inf prefix gives 0 there and the right row
-    elsewhere (not NaN), also when the rest of the row lies near -200 (where a shifted -inf would rescale by
-    exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN makes the row NaN, an all -inf row is NaN,
-    large values do not overflow: torch's softmax on every row, with the max and sum exchanged one after the other
-    and as one online pair (kernel.ONLINE_EXCHANGE), and with the many-rows plan's pair sent by every warp
-    (kernel.MANY_ROWS_DIRECT). The cluster rows run on 8 rows, then (the H200's
-    workspace: kernel.plans) on as many as start the many-rows plan, then on 8 again through the same signature."""
+    """softmax on rows of every path: 512 and 1024 rows of half a warp and of one warp, several rows a CTA (reduced by
+    shuffles alone); 8192 a row of one CTA (512 threads below one wave of rows, then 256: kernel._sub_wave_plans);
+    32000 and 131072 split each row across a thread-block cluster (2 CTAs with a partial last chunk; 8), whose CTAs
+    exchange their max and sum through DSMEM (each warp's, the direct exchange; 262144 takes the many-rows plan at
+    every M); 2**20 takes the looped path, whose one reduction pass is the online softmax (lowered.ONLINE). A masked
+    -inf prefix gives 0 there and the right row elsewhere (not NaN), also when the rest of the row lies near -200
+    (where a shifted -inf would rescale by exp(200) = inf) and when one CTA of the cluster holds only -inf; a NaN
+    makes the row NaN, an all -inf row is NaN, large values do not overflow: torch's softmax on every row, with the
+    max and sum exchanged one after the other and as one online pair (kernel.ONLINE_EXCHANGE), and with the
+    many-rows plan's pair sent by every warp (kernel.MANY_ROWS_DIRECT). The cluster rows run on 8 rows, then (the
+    H200's workspace: kernel.plans) on as many as start the many-rows plan, then on 8 again through the same
+    signature."""
     run_child_in_baked(tmp_path, SPECIAL_ROWS_CHILD.replace("{n}", str(n)).replace("{fn}", "softmax"),
                        "pattern=reduction", "op=softmax", "gpu=H200")
 

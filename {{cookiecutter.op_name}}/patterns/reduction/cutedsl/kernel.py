@@ -939,8 +939,9 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
 
 
 def _vector_atom(dtype, vec: int):
-    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache hints on the loads into registers (ld.global.cg,
-    L2::256B) changed nothing on an H100 (benchmarks/2026-12-05-session19.md)."""
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache
+    hints on the loads into registers (ld.global.cg, L2::256B) changed nothing on an H100
+    (benchmarks/2026-12-05-session19.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
     return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
 
