@@ -210,9 +210,6 @@ SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 val
 FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off until
 # timed: rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, as
 # Inductor's rmsnorm at 32768x8192 has (bench_cluster.py's v16_cta512_4ctas; benchmarks/2026-12-06-h100-many-direct.md)
-CHUNK_FIRST = False  # a thread's reduce folds each of its VEC value slots over its CHUNKS vectors first, then the VEC
-# partials (_thread_partial): a dependency chain of CHUNKS + VEC steps, not VEC * CHUNKS. Off until timed: rmsnorm at
-# 16x1024 runs one warp a scheduler, its sum of squares one chain of 32 FFMAs (benchmarks/2026-12-06-h100-spread.md)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
 GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
@@ -605,8 +602,6 @@ def _thread_partial(kind: str, v, valid, like):
     values, a vector that was not loaded (valid[k] false; valid None when every one was) counting as the identity."""
     v = v if isinstance(v, cute.TensorSSA) else cute.full_like(like, v, Float32)
     if valid is None:
-        if const_expr(CHUNK_FIRST and len(v.shape) == 2 and v.shape[1] > 1):
-            v = v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], (None, 1))  # VEC independent chains of CHUNKS values
         return Float32(v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))  # a Float32 whatever the reduce hands back
     held = cute.make_rmem_tensor(v.shape, Float32)
     held.store(v)
