@@ -278,11 +278,11 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)
     assert wide.count("ld.global.v4") == 4 and full.count("ld.global.v4") == 8  # x and weight: 2 chunks, then 4
     assert kernel.describe({"dims": [kernel.SM_COUNT, 8192]})["grid_blocks"] == kernel.SM_COUNT
-    kernel.SUB_WAVE_VALUES = 0  # bench_cluster.py's one_wave_256: the plan of any M alone
+    kept, kernel.SUB_WAVE_VALUES = kernel.SUB_WAVE_VALUES, 0  # bench_cluster.py's one_wave_256: the plan of any M
     try:
         assert len(kernel.plans(8192, 8)) == 1
     finally:
-        kernel.SUB_WAVE_VALUES = 16
+        kernel.SUB_WAVE_VALUES = kept
 
 
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):
