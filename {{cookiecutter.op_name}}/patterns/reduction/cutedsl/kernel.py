@@ -196,9 +196,9 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 MIN_CTA_THREADS = 128  # threads of a CTA at least: rows of fewer threads go MIN_CTA_THREADS // TPR to a CTA
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
-LOOP_L2_POLICY = False  # the looped path's loads carry Inductor's L2 policies (_loop_policies). Off until timed: its
-# rmsnorm at 32768x8192 is this two-pass loop with them, and ran 0.94x of ours on the H200
-# (benchmarks/2026-12-06-h200-goals.md); ours without them lost 4.6% (bench_cluster.py's looped_512_l2 against looped_512)
+LOOP_L2_POLICY = False  # the looped path's loads carry Inductor's L2 policies (_loop_policies). Off until timed:
+# Inductor's rmsnorm at 32768x8192 is this two-pass loop with them and took 0.94x our time on the H200, where our loop
+# without them took 1.046x (benchmarks/2026-12-06-h200-goals.md); bench_cluster.py's looped_512_l2 times it
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
 # kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair; without the pair that plan spilled
 # (4-36 bytes), with it none (ptxas, 80 registers). On an H100, in two runs of the H200's plans
