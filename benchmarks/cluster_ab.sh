@@ -35,11 +35,7 @@ case "$1" in
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
-if [ -n "${REQUIRE:-}" ]; then  # REQUIRE=H200: stop at once, for 0.2 s of device time, on any other card
-  card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  case "$card" in *"$REQUIRE"*) ;; *) echo "cluster_ab.sh: this card is ${card:-no NVIDIA GPU}, not $REQUIRE: nothing run" >&2; exit 3 ;; esac
-fi
-source benchmarks/device_setup.sh
+source benchmarks/device_setup.sh  # stops here on a card other than $REQUIRE, if set
 export PATH=$PATH:/tmp/site/bin
 cd benchmarks
 case "$1" in

@@ -7,11 +7,7 @@
 # per built-in op), $OUT/v0-builtins.txt and $OUT/v0-annotated.json (bench_lowered.py's v0 rows).
 set -u
 [ -n "${OUT:-}" ] || { echo "v0_confirm.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
-if [ -n "${REQUIRE:-}" ]; then  # REQUIRE=H200: stop at once on any other card
-  card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  case "$card" in *"$REQUIRE"*) ;; *) echo "v0_confirm.sh: this card is ${card:-no NVIDIA GPU}, not $REQUIRE: nothing run" >&2; exit 3 ;; esac
-fi
-source benchmarks/device_setup.sh
+source benchmarks/device_setup.sh  # stops here on a card other than $REQUIRE, if set
 export PATH=$PATH:/tmp/site/bin
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 C="--corpus tests/lowering_corpus/annotated.py"

@@ -927,12 +927,9 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    src_k = _chunk(src, lowered.KINDS[i], first + k * tpr, row)
-                    if const_expr(policies is None):
-                        cute.copy(_vector_atom(src.element_type, dst.shape[0]), src_k, dst[None, k])
-                    else:
-                        cute.copy(_vector_atom(src.element_type, dst.shape[0], hinted=True), src_k, dst[None, k],
-                                  cache_policy=policies[q])
+                    hint = {} if policies is None else {"cache_policy": policies[q]}
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0], hinted=policies is not None),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k], **hint)
 
 
 @cute.jit
