@@ -32,9 +32,10 @@ os.environ["XDG_CACHE_HOME"] = str(_CACHE_HOME)
 lower.CACHE = _CACHE_HOME / "kbaseline" / "programs"
 
 def pytest_collection_finish(session):
-    """FlyDSL compiles start in the background once collected: the FlyDSL GEMM cell's variants
+    """FlyDSL compiles and children start in the background once collected: the FlyDSL GEMM cell's variants
     (tests/flydsl_gemm_builds.py), the lowering corpus's (tests/lowered_corpus_builds.py), and those of every collected
-    test module with a start_compiles() (flydsl_batch.background). None for --collect-only, which runs nothing."""
+    test module with a start_compiles() (flydsl_batch.background, flydsl_batch.child). None for --collect-only, which
+    runs nothing."""
     if session.config.option.collectonly:
         return
     for module in sorted({item.module for item in session.items}, key=lambda m: m.__name__):

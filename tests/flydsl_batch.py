@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import rocm_env
@@ -77,6 +77,7 @@ def isa_of(jobs: list[tuple[Path, object]]) -> dict[Path, str]:
 
 
 _BACKGROUND: dict[str, dict] = {}
+_CHILDREN: dict[tuple[str, ...], Future] = {}
 _POOL = ThreadPoolExecutor(max_workers=1)  # one batch at a time beside the main test process: the CI has 2 cores
 
 
@@ -88,6 +89,17 @@ def background(key: str, jobs_by_arch: dict[str, list[tuple[Path, object]]], des
     if key not in _BACKGROUND:
         _BACKGROUND[key] = {arch: _POOL.submit(run, jobs, describe) for arch, jobs in jobs_by_arch.items()}
     return _BACKGROUND[key]
+
+
+def child(argv: list[str], timeout: float = 900) -> Future:
+    """The future of one FlyDSL child, `subprocess.run(argv)` (its output captured as text), on the same background
+    pool, once a session per argv. A test module whose tests are such children (the numpy models, run() with HIP
+    stubbed) starts them in its start_compiles(), so they run on the second core while the main process runs the
+    tests before them; a test started alone (`-k`) starts its own here and waits for it."""
+    key = tuple(map(str, argv))
+    if key not in _CHILDREN:
+        _CHILDREN[key] = _POOL.submit(subprocess.run, list(key), capture_output=True, text=True, timeout=timeout)
+    return _CHILDREN[key]
 
 
 def results(futures: dict) -> dict:

@@ -3,24 +3,38 @@
 No AMD GPU runs these kernels, so besides the ISA checks each cell's index math (offsets, out-of-range
 redirects, LDS swizzle, MFMA lane maps, masking, split plan) is re-traced per lane in numpy on small boundary
 cases against a float64 or exact-integer reference. Each model runs in a child process: it imports the cell's
-kernel.py, which loads FlyDSL, and FlyDSL must stay out of this process (CuTe DSL's MLIR bindings).
+kernel.py, which loads FlyDSL, and FlyDSL must stay out of this process (CuTe DSL's MLIR bindings). The children
+start once collected, on the background pool (flydsl_batch.child), and each test reads its own.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import flydsl_batch
 import pytest
 from helpers import ROOT
-from test_flydsl_compile import needs_flydsl
+from test_flydsl_compile import HAVE_FLYDSL, needs_flydsl
 
 MODELS = ROOT / "benchmarks" / "models"
+RUNS = [("gemm",), ("reduction",), ("decode_attention",), ("decode_attention", "small_mixed", "mut=no_mask"),
+        ("reduction", "8x131072", "mut=shifted"), ("reduction", "9x1000@1003", "2x32776", "mut=no_mask"),
+        ("reduction", "12x131072", "mut=split_shifted")]  # every model run below, started in this order
 
 
-def run_model(name: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(MODELS / f"{name}_flydsl.py"), *args], capture_output=True, text=True,
-                          timeout=600)
+def start_compiles():
+    """Every child of this module, started on the background pool once pytest has collected it (conftest)."""
+    if HAVE_FLYDSL:
+        for run in RUNS:
+            run_model(*run, wait=False)
+        split_rule()
+
+
+def run_model(name: str, *args: str, wait: bool = True) -> subprocess.CompletedProcess | None:
+    future = flydsl_batch.child([sys.executable, str(MODELS / f"{name}_flydsl.py"), *args], timeout=600)
+    return future.result() if wait else None
 
 
 @needs_flydsl
@@ -96,14 +110,17 @@ SPLIT_CASES = {
 }
 
 
+def split_rule():
+    """The future of the child that asks kernel.split() for SPLIT_CASES."""
+    cases = json.dumps([list(k) for k in SPLIT_CASES])
+    return flydsl_batch.child([sys.executable, "-c", SPLIT_RULE, str(MODELS), cases], timeout=600)
+
+
 @needs_flydsl
 def test_split_rule():
     """kernel.split(): only looped rows, only when 2 * M < CUs, G = min(ceil(CUs / M), whole iterations, 512), then
     per = ceil(whole / G) and G = ceil(whole / per) (none left empty, each with a whole iteration)."""
-    import json
-
-    done = subprocess.run([sys.executable, "-c", SPLIT_RULE, str(MODELS), json.dumps([list(k) for k in SPLIT_CASES])],
-                          capture_output=True, text=True, timeout=600)
+    done = split_rule().result()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     got = dict(zip(SPLIT_CASES, map(tuple, json.loads(done.stdout.strip().splitlines()[-1]))))
     assert got == SPLIT_CASES
