@@ -20,20 +20,19 @@
 #                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
 #                                            # AGAINST=OLD_TREE times an older template beside it)
-#   bash benchmarks/cluster_ab.sh l2         # the looped path with Inductor's L2 policies (LOOP_L2_POLICY) against
-#                                            # it without them and the default plans; softmax's quack goals again
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
-# removed, are in benchmarks/2026-12-05-h200-knobs.md, 2026-12-05-leading-dims.md and 2026-12-06-h100-spread.md.
+# removed, are in benchmarks/2026-12-05-h200-knobs.md, 2026-12-05-leading-dims.md, 2026-12-06-h100-spread.md and
+# 2026-12-06-h200-l2.md.
 # Every step runs under a timeout, so that a kernel that hangs (CLUSTER_WARPS did) costs its step, not the call, and
 # what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|l2) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|l2" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -104,16 +103,6 @@ case "$1" in
     timeout 400 python3 bench_cluster.py run --out "$OUT/cluster-occupancy.json" --op rmsnorm --op softmax \
       --op layer_norm --variant default --variant looped_512 --variant looped_256 --variant v16_cta512_3ctas \
       --variant v16_cta512_4ctas --shape 32768x8192 --shape 16384x5120 --shape 16384x7168 ;;
-  l2)  # rmsnorm looped at Inductor's occupancy, its loads with and without Inductor's L2 policies (x evict_last,
-    # then evict_first; the weight evict_last), beside the default plan; F.layer_norm's default plans, looped at
-    # 4096x32000, with them; then softmax at its quack shapes again (the run-to-run spread of the 0.7% at 1024x128256)
-    timeout 230 python3 bench_cluster.py run --out "$OUT/l2-rmsnorm.json" --op rmsnorm --variant default \
-      --variant looped_512 --variant looped_512_l2 --variant looped_512x2_l2 --shape 32768x8192 \
-      --shape 16384x7168 || true
-    timeout 130 python3 bench_cluster.py run --out "$OUT/l2-layer-norm.json" --op layer_norm --variant default \
-      --variant loop_l2 --shape 4096x32000 --shape 32768x8192 || true
-    timeout 110 python3 bench_cluster.py run --out "$OUT/l2-softmax.json" --op softmax --variant default \
-      --shape 1024x128256 --shape 4096x32000 --shape 8x131072 ;;
   online)  # the knobs' GPU test first (NaN, -inf and underflow rows, each exchange), then their A/B
     (cd .. && timeout 180 python3 -m pytest -q -x tests/test_gpu.py \
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true

@@ -92,7 +92,6 @@ def test_long_softmax_reads_its_row_twice(workspace_of, tmp_path):
     ptx = kernel.compile_only({"dims": [8, 1 << 20]}, tmp_path)
     assert ptx.count("ld.global.v4") == 2 * 2 * kernel.LOOP_CHUNKS
     assert ptx.count("st.global.v4") == 2 * kernel.LOOP_CHUNKS
-    assert "createpolicy" not in ptx and "cache_hint" not in ptx  # LOOP_L2_POLICY is off
     assert kernel.describe({"dims": [8, 1 << 20]})["path"] == "looped (one CTA per row, 2 passes)"
 
 
@@ -325,30 +324,6 @@ def test_rmsnorm_at_inductors_occupancy(workspace_of, tmp_path):
     if shutil.which("ptxas"):
         (regs, spill), = _ptxas(ptx, tmp_path)
         assert regs <= 32 and spill == 0, (regs, spill)
-
-
-def test_looped_path_takes_inductors_l2_policies(workspace_of, tmp_path):
-    """LOOP_L2_POLICY (off until timed on the H200: bench_cluster.py's looped_512_l2): rmsnorm's looped path at
-    32768x8192 makes two L2 policies and every row load carries one (ld.global.L2::cache_hint): evict_last on the
-    reduction pass, evict_first for x on the last pass, evict_last for the weight. (With it off, the default, the
-    looped path has no policy: test_long_softmax_reads_its_row_twice.)"""
-    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_l2_policy").kernel
-    knobs = {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_L2_POLICY": True}
-    defaults = {name: getattr(kernel, name) for name in knobs}
-    assert defaults["LOOP_L2_POLICY"] is False
-    vars(kernel).update(knobs)
-    try:
-        assert kernel.plan(8192, 8, 32768)["looped"]
-        ptx = kernel.compile_only({"dims": [32768, 8192]}, tmp_path)
-    finally:
-        vars(kernel).update(defaults)
-        kernel._compiled.clear()
-    keep = re.search(r"createpolicy\.fractional\.L2::evict_last\.b64 (%rd\d+), 1\.0;", ptx)
-    drop = re.search(r"createpolicy\.fractional\.L2::evict_first\.b64 (%rd\d+), 1\.0;", ptx)
-    assert keep and drop, "both policies are made"
-    assert set(re.findall(r"ld\.global\S*", ptx)) == {"ld.global.L2::cache_hint.v4.b32"}, "every load hinted"
-    policies = set(re.findall(r"ld\.global\.L2::cache_hint\.v4\.b32 [^;]*, (%rd\d+);", ptx))
-    assert policies == {keep.group(1), drop.group(1)}, "evict_last loads and evict_first loads"
 
 
 def test_gemm_markers(workspace_of):

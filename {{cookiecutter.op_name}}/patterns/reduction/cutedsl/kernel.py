@@ -196,9 +196,6 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 MIN_CTA_THREADS = 128  # threads of a CTA at least: rows of fewer threads go MIN_CTA_THREADS // TPR to a CTA
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
-LOOP_L2_POLICY = False  # the looped path's loads carry Inductor's L2 policies (_loop_policies). Off until timed:
-# Inductor's rmsnorm at 32768x8192 is this two-pass loop with them and took 0.94x our time on the H200, where our loop
-# without them took 1.046x (benchmarks/2026-12-06-h200-goals.md); bench_cluster.py's looped_512_l2 times it
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
 # kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair; without the pair that plan spilled
 # (4-36 bytes), with it none (ptxas, 80 registers). On an H100, in two runs of the H200's plans
@@ -916,20 +913,18 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, policies=None):
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
     lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). quack stages its row
     through shared memory by cp.async; that lost here on the H100 and the H200 (STAGE_SMEM, removed:
-    benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers.
-    `policies`: one L2 cache policy per load (_loop_policies), or None for none."""
+    benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers."""
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    hint = {} if policies is None else {"cache_policy": policies[q]}
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0], hinted=policies is not None),
-                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k], **hint)
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
 @cute.jit
@@ -943,35 +938,13 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
-def _vector_atom(dtype, vec: int, hinted: bool = False):
+def _vector_atom(dtype, vec: int):
     """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache
     hints on the loads into registers (ld.global.cg, L2::256B) changed nothing on an H100
-    (benchmarks/2026-12-05-session19.md). `hinted`: a global-to-register load that takes an L2 cache policy
-    (cute.copy's cache_policy: ld.global.L2::cache_hint)."""
+    (benchmarks/2026-12-05-session19.md), and Inductor's L2 policies on the looped path (evict_last, then
+    evict_first) cost rmsnorm 20% on the H200 (benchmarks/2026-12-06-h200-l2.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
-    op = cute.nvgpu.CopyG2ROp() if hinted else cute.nvgpu.CopyUniversalOp()
-    return cute.make_copy_atom(op, dtype, num_bits_per_copy=bits)
-
-
-def _l2_policy(priority: str):
-    """An L2 cache policy (createpolicy.fractional, the whole access at `priority`: evict_last or evict_first), the
-    64-bit operand of ld.global.L2::cache_hint: what Triton emits for tl.load's eviction_policy."""
-    return cutlass.Int64(llvm.inline_asm(cutlass.Int64.mlir_type, [],
-                                         f"createpolicy.fractional.L2::{priority}.b64 $0, 1.0;", "=l",
-                                         has_side_effects=False, is_align_stack=False,
-                                         asm_dialect=llvm.AsmDialect.AD_ATT))
-
-
-def _loop_policies():
-    """The looped path's L2 policies, per load, as Inductor's two-pass rmsnorm sets them (LOOP_L2_POLICY;
-    benchmarks/2026-12-06-h200-goals.md): on the reduction passes every load is evict_last, so that the row stays in
-    L2 for its re-read; on the last pass a row input is evict_first (read for the last time) and a vector input,
-    which every row reads, stays evict_last. (None, None) when the knob is off."""
-    if const_expr(not LOOP_L2_POLICY):
-        return None, None
-    keep, drop = _l2_policy("evict_last"), _l2_policy("evict_first")
-    kinds = [lowered.KINDS[i] for i, _, _ in _LOADS]
-    return tuple(keep for _ in kinds), tuple(keep if kind == "vector" else drop for kind in kinds)
+    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
 
 
 def _fragments(tensors, vec: int, chunks: int, widths=None):
@@ -1075,19 +1048,19 @@ def row_kernel(
 
 
 def _fold_slice(p: int, loads, frags, singles, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
-                chunks: int, whole: bool, policies=None):
+                chunks: int, whole: bool):
     """One slice of reduction pass p: load it, run compute() with pass p's reducer. A whole slice (every vector
     exists) loads unpredicated and masks nothing; the partial last one predicates its loads and masks its reduce."""
-    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole, policies=policies)
+    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
     values = _values(frags, singles, vec, chunks)
     valid = None if const_expr(whole) else _chunk_mask(chunks, first, tpr, nv)
     lowered.compute(*values, n_f, _PassReducer(p, known, acc, valid, values[_LIKE]))
 
 
 def _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known: dict, first, row, nv, n_f, vec: int,
-                 tpr: int, chunks: int, whole: bool, policies=None):
+                 tpr: int, chunks: int, whole: bool):
     """One slice of the last pass: load it, compute() with every row result known, store the row outputs."""
-    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole, policies=policies)
+    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
     values = _values(frags, singles, vec, chunks)
     results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
     _round_into(out_frags, results, vec, chunks)
@@ -1114,28 +1087,25 @@ def looped_kernel(
     known = {}  # reduction number -> its row result, once its pass is done
 
     whole = nv // step  # slices whose vectors all exist: no predicates, no masks; the last one (if any) is partial
-    folding, writing = _loop_policies()
 
     for p in cutlass.range_constexpr(max(lowered.PASSES) + 1 if lowered.PASSES else 0):
         for q, kind in enumerate(lowered.REDUCTIONS):
             if const_expr(lowered.PASSES[q] == p):
                 acc[q] = Float32(IDENTITY[kind])
         for it in cutlass.range(whole):
-            _fold_slice(p, loads, frags, singles, acc, known, it * step + t, row, nv, n_f, vec, tpr, chunks, True,
-                        folding)
+            _fold_slice(p, loads, frags, singles, acc, known, it * step + t, row, nv, n_f, vec, tpr, chunks, True)
         if whole < iters:
-            _fold_slice(p, loads, frags, singles, acc, known, whole * step + t, row, nv, n_f, vec, tpr, chunks, False,
-                        folding)
+            _fold_slice(p, loads, frags, singles, acc, known, whole * step + t, row, nv, n_f, vec, tpr, chunks, False)
         _row_results(p, acc, known, tpr, buf)
 
     # Last pass: every reduce() result is known; re-read the row (mostly L2 hits) and write the row outputs.
     if const_expr(len(row_outputs) > 0):
         for it in cutlass.range(whole):
             _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known, it * step + t, row, nv, n_f, vec,
-                         tpr, chunks, True, writing)
+                         tpr, chunks, True)
         if whole < iters:
             _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known, whole * step + t, row, nv, n_f,
-                         vec, tpr, chunks, False, writing)
+                         vec, tpr, chunks, False)
     # The "reduced" outputs depend on the row results alone: compute() once more, on filler values.
     filler = cute.full((vec, chunks), 0.0, Float32)
     results = lowered.compute(*(singles[a[1]] if a[0] in SINGLE else filler for a in _OF_ARG), n_f,
