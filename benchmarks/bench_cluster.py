@@ -42,8 +42,6 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "one_wave_256": {"SUB_WAVE_VALUES": 0},
             "looped_512": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1},  # Inductor's way: 40 registers, x read twice
             "looped_256": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_THREADS": 256},
-            "looped_512_4ctas": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_MIN_CTAS": 4},  # Inductor's occupancy
-            "loop_4ctas": {"LOOP_MIN_CTAS": 4},  # the default plans, a looped one held to 4 CTAs an SM
             "v16_cta512_3ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 3},  # 40 regs
             "v16_cta512_4ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
                                  "CONVERT_LATE": True},  # rmsnorm: 32 registers, no spill: Inductor's occupancy

@@ -196,8 +196,6 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 MIN_CTA_THREADS = 128  # threads of a CTA at least: rows of fewer threads go MIN_CTA_THREADS // TPR to a CTA
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
-LOOP_MIN_CTAS = 0  # ... CTAs an SM that ptxas fits its registers to (0: its own choice). Off until timed: Inductor's
-# looped rmsnorm keeps 4 CTAs of 512 an SM (32 registers) on the H200, ours 3 (40) (benchmarks/2026-12-06-h200-l2.md)
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
 # kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair; without the pair that plan spilled
 # (4-36 bytes), with it none (ptxas, 80 registers). On an H100, in two runs of the H200's plans
@@ -383,7 +381,7 @@ def _few_rows_plan(n: int, vec: int) -> dict:
     cfg = _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
     direct = CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE
-    min_ctas = LOOP_MIN_CTAS if cfg["looped"] else FEW_ROWS_MIN_CTAS if cfg["cluster"] == 1 else 0
+    min_ctas = FEW_ROWS_MIN_CTAS if cfg["cluster"] == 1 and not cfg["looped"] else 0
     return {**cfg, "min_ctas": min_ctas, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct)}
 
 
@@ -1221,8 +1219,7 @@ def reduction_launch(
     views += [_one_per_row(t, m, lead) for t, kind in zip(outputs, lowered.OUTPUTS) if kind != "row"]
     if const_expr(looped):
         looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
-            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream,
-            **_occupancy(min_ctas, threads, smem_bytes))
+            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
         row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, paired).launch(
