@@ -20,6 +20,8 @@
 #                                            # looped_256) or 16 values in CTAs of 512 (v16_cta512_3ctas, _4ctas)
 #   bash benchmarks/cluster_ab.sh host       # run()'s host cost per call on every lowered run path (host_paths.py;
 #                                            # AGAINST=OLD_TREE times an older template beside it)
+#   bash benchmarks/cluster_ab.sh convert    # CONVERT_LATE (convert_late) against the default on the register rows of
+#                                            # every program it changes: rmsnorm, F.layer_norm, fused add + rmsnorm
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
@@ -31,8 +33,8 @@
 # what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -103,6 +105,14 @@ case "$1" in
     timeout 400 python3 bench_cluster.py run --out "$OUT/cluster-occupancy.json" --op rmsnorm --op softmax \
       --op layer_norm --variant default --variant looped_512 --variant looped_256 --variant v16_cta512_3ctas \
       --variant v16_cta512_4ctas --shape 32768x8192 --shape 16384x5120 --shape 16384x7168 ;;
+  convert)  # the weight (and bias) held as loaded across the reductions, converted after them: 60 registers for
+    # rmsnorm at N = 8192, not 75, so 4 CTAs of 256 an SM. On the H200 it took 32768x8192 from 264.66 to 258.71 us
+    # and tied at 16384x7168 (2026-12-06-h200-goals.md); this times it on the other shapes before it can be a default
+    timeout 150 python3 bench_cluster.py run --out "$OUT/convert-rmsnorm.json" --op rmsnorm --variant default \
+      --variant convert_late --shape 32768x8192 --shape 16384x5120 --shape 16384x7168 --shape 8192x14336 \
+      --shape 4096x28672 --shape 128x8192 --shape 132x8192 --shape 64x4096 --shape 1024x32768 || true
+    timeout 80 python3 bench_cluster.py run --out "$OUT/convert-user.json" --op layer_norm --op fused_add_rmsnorm \
+      --variant default --variant convert_late --shape 32768x8192 --shape 4096x16384 --shape 128x8192 ;;
   online)  # the knobs' GPU test first (NaN, -inf and underflow rows, each exchange), then their A/B
     (cd .. && timeout 180 python3 -m pytest -q -x tests/test_gpu.py \
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true
