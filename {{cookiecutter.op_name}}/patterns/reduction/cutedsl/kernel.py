@@ -181,8 +181,9 @@ CLUSTER_LOADS = 2  # ... for programs of at most this many loads (plan)
 WHOLE_WARPS = True  # a row of one CTA whose power-of-two plan leaves budget unused takes fewer, fuller warps (plan)
 LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LATE) after the reductions (row_kernel)
 CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 after them (_unreduced_loads). Off until
-# timed: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM instead of 3, and has not
-# run on the H200 (bench_cluster.py's convert_late; benchmarks/2026-12-05-session18.md)
+# timed on every shape it changes: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM
+# instead of 3. On the H200 rmsnorm 32768x8192 took 258.71 us against 264.66 and 16384x7168 tied; on an H100 it was
+# within 1.5% (benchmarks/2026-12-06-h200-goals.md, 2026-12-05-session19.md; cluster_ab.sh convert times the rest)
 CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its warps send their partials to every CTA
 # (no bar.sync a reduction; _ClusterRow). On an H100 (benchmarks/2026-12-05-session19.md) softmax 1x32768 ran 2.55 us
 # against 2.75, 128x32000 6.83 against 7.09, rmsnorm 8x65536 2.64 against 2.77; CTAs of 512 lost 3.5% (16x262144),
@@ -207,9 +208,10 @@ MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thre
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
-FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off until
-# timed: rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, as
-# Inductor's rmsnorm at 32768x8192 has (bench_cluster.py's v16_cta512_4ctas; benchmarks/2026-12-06-h100-many-direct.md)
+FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off:
+# rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, Inductor's
+# occupancy (bench_cluster.py's v16_cta512_4ctas), and on the H200 took 32768x8192 from 264.66 to 257.18 us but lost
+# 1.9% at 16384x7168 and 16% at 16384x5120 (benchmarks/2026-12-06-h200-goals.md)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
 GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
