@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import Future
 
 import flydsl_batch
 import pytest
@@ -28,13 +29,17 @@ def start_compiles():
     """Every child of this module, started on the background pool once pytest has collected it (conftest)."""
     if HAVE_FLYDSL:
         for run in RUNS:
-            run_model(*run, wait=False)
+            model(*run)
         split_rule()
 
 
-def run_model(name: str, *args: str, wait: bool = True) -> subprocess.CompletedProcess | None:
-    future = flydsl_batch.child([sys.executable, str(MODELS / f"{name}_flydsl.py"), *args], timeout=600)
-    return future.result() if wait else None
+def model(name: str, *args: str) -> Future:
+    """The future of `benchmarks/models/NAME_flydsl.py ARGS` in its child, on the background pool."""
+    return flydsl_batch.child([sys.executable, str(MODELS / f"{name}_flydsl.py"), *args], timeout=600)
+
+
+def run_model(name: str, *args: str) -> subprocess.CompletedProcess:
+    return model(name, *args).result()
 
 
 @needs_flydsl
