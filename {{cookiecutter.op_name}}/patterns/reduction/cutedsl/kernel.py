@@ -215,7 +215,7 @@ FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its regist
 # 1.9% at 16384x7168 and 16% at 16384x5120 (benchmarks/2026-12-06-h200-goals.md)
 BY_CHUNK = False  # compute() after the reductions runs a chunk at a time (_compute_row)
 L2_AHEAD = 0  # rows of one CTA: each row's thread 0 has the row this many CTAs ahead brought into L2 (0: off)
-PERSIST_L2 = False  # ... the persistent grid: the CTA's next rows brought into L2 instead of registers
+PERSIST_NEXT = "registers"  # ... the persistent grid's next rows: loaded into registers ahead, into L2, or not ("")
 PERSIST_CTAS = 0  # rows of one CTA, from a wave of them on: a persistent grid of this many CTAs an SM (0: off),
 # each walking its rows with the next one's loads in flight and the vectors (rmsnorm's weight) loaded once (_persist)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
@@ -1050,9 +1050,9 @@ def row_kernel(
         following = _fragments(loads, vec, chunks, _load_widths())
         for start in cutlass.range(bidx * rows, m, step, unroll=1):
             row = start + tidx // tpr
-            if const_expr(PERSIST_L2):
+            if const_expr(PERSIST_NEXT == "l2"):
                 _prefetch_rows(loads, row + step, m, nv, vec, t, 1)
-            elif row + step < m:  # the CTA's next rows in flight while it reduces these
+            elif const_expr(PERSIST_NEXT == "registers") and row + step < m:  # in flight while it reduces these
                 _load_chunks(loads, following, first, row + step, nv, stride, chunks, full, ahead)
             for q in kept:  # held as loaded, converted in each row (hoisted, they would take fp32 registers)
                 _pin(frags[q])
@@ -1063,7 +1063,7 @@ def row_kernel(
                     _store_reduced(reduced, results, row)
             if const_expr(buf is not None):
                 cute.arch.barrier()  # every warp has read this row's partials before the next row writes them
-            if const_expr(not PERSIST_L2):
+            if const_expr(PERSIST_NEXT == "registers"):
                 for q in ahead:
                     frags[q].store(following[q].load())
             elif row + step < m:
