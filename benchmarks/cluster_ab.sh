@@ -113,21 +113,18 @@ case "$1" in
       --shape 4096x28672 --shape 128x8192 --shape 132x8192 --shape 64x4096 --shape 1024x32768 || true
     timeout 80 python3 bench_cluster.py run --out "$OUT/convert-user.json" --op layer_norm --op fused_add_rmsnorm \
       --variant default --variant convert_late --shape 32768x8192 --shape 4096x16384 --shape 128x8192 ;;
-  persist)  # rows of one CTA: each row's thread 0 brings a row ahead into L2 (L2_AHEAD, no register), compute()
-    # after the reductions a chunk at a time (BY_CHUNK: 57 registers for rmsnorm, not 75), a persistent grid
-    # (PERSIST_CTAS) with the next rows' loads in flight; a tail of rows first (1000 rows: rel_err), then the
-    # shapes of rmsnorm's torch.compile goal and its neighbours, softmax and F.layer_norm, then CONVERT_LATE's A/B
-    timeout 50 python3 bench_cluster.py run --out "$OUT/persist-tail.json" --op rmsnorm --op softmax --op layer_norm \
-      --variant default --variant by_chunk --variant persist2_512 --variant l2_396 --variant by_chunk_l2_528 \
-      --any-shape --shape 1000x8192 || true
-    timeout 200 python3 bench_cluster.py run --out "$OUT/persist-rmsnorm.json" --op rmsnorm --variant default \
-      --variant by_chunk --variant l2_264 --variant l2_396 --variant l2_792 --variant by_chunk_l2_528 \
-      --variant persist2_512 --shape 32768x8192 --shape 16384x7168 --shape 16384x5120 --shape 8192x14336 || true
-    timeout 110 python3 bench_cluster.py run --out "$OUT/persist-softmax.json" --op softmax --variant default \
-      --variant l2_264 --variant l2_396 --variant by_chunk --shape 1024x128256 --shape 4096x32000 \
-      --shape 32768x8192 || true
-    timeout 60 python3 bench_cluster.py run --out "$OUT/persist-layer-norm.json" --op layer_norm --variant default \
-      --variant by_chunk --variant l2_396 --variant by_chunk_l2_528 --shape 32768x8192 || true
+  persist)  # rows of one CTA on a persistent grid (PERSIST_CTAS): the weight loaded once a CTA, the next rows loaded
+    # ahead into registers, into L2 (persist3_l2), or not (persist3_none); compute() after the reductions a chunk at
+    # a time (BY_CHUNK: rmsnorm 57 registers, not 75). A tail of rows first (1000 rows on 396 CTAs: rel_err), then
+    # the shapes of rmsnorm's torch.compile goal and its neighbours, softmax, and CONVERT_LATE's A/B
+    timeout 60 python3 bench_cluster.py run --out "$OUT/persist-tail.json" --op rmsnorm --op softmax \
+      --variant default --variant persist3 --variant persist3_l2 --variant persist3_none --any-shape \
+      --shape 1000x8192 || true
+    timeout 240 python3 bench_cluster.py run --out "$OUT/persist-rmsnorm.json" --op rmsnorm --variant default \
+      --variant convert_late --variant by_chunk --variant persist3 --variant persist3_l2 --variant persist3_none \
+      --variant persist2_512 --shape 32768x8192 --shape 16384x7168 --shape 16384x5120 || true
+    timeout 60 python3 bench_cluster.py run --out "$OUT/persist-softmax.json" --op softmax --variant default \
+      --variant persist3 --variant persist3_none --shape 32768x8192 || true
     timeout 140 python3 bench_cluster.py run --out "$OUT/convert-rmsnorm.json" --op rmsnorm --variant default \
       --variant convert_late --variant by_chunk --shape 16384x5120 --shape 4096x28672 --shape 128x8192 \
       --shape 1024x32768 --shape 32768x8192 --shape 132x8192 --shape 64x4096 ;;

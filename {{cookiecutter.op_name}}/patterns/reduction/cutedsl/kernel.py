@@ -549,16 +549,23 @@ def _unreduced_loads() -> tuple:
 
 
 @cute.jit
-def _pin(frag):
+def _pin(frag, zero=None):
     """Each 32-bit word of a register fragment through ``mov.b32`` in an asm with side effects: what is computed from
     the words stays after the barriers before it (a pure conversion would be hoisted to the load). A fragment of
-    a size that is not whole words (a mask's bytes) is left as it is."""
+    a size that is not whole words (a mask's bytes) is left as it is. ptxas sees through the move: with `zero` (an
+    Int32 that is 0, which ptxas cannot prove) each word is xor'ed with it instead, so that a conversion in a loop
+    stays in the loop (the persistent grid's weight: hoisted, it held 32 fp32 registers across every row)."""
     if const_expr(cute.size(frag) * frag.element_type.width % 32 == 0):
         words = cute.recast_tensor(frag, Int32)
         for i in cutlass.range_constexpr(cute.size(words)):
-            words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
-                                             has_side_effects=True, is_align_stack=False,
-                                             asm_dialect=llvm.AsmDialect.AD_ATT))
+            if const_expr(zero is None):
+                words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
+                                                 has_side_effects=True, is_align_stack=False,
+                                                 asm_dialect=llvm.AsmDialect.AD_ATT))
+            else:
+                words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value(), zero.ir_value()],
+                                                 "xor.b32 $0, $1, $2;", "=r,r,r", has_side_effects=True,
+                                                 is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 def _early_loads() -> tuple:
@@ -1055,7 +1062,7 @@ def row_kernel(
             elif const_expr(PERSIST_NEXT == "registers") and row + step < m:  # in flight while it reduces these
                 _load_chunks(loads, following, first, row + step, nv, stride, chunks, full, ahead)
             for q in kept:  # held as loaded, converted in each row (hoisted, they would take fp32 registers)
-                _pin(frags[q])
+                _pin(frags[q], Int32(start) >> 31)  # start >= 0
             out_frags, results = _compute_row(m, nv, loads, scalars, row_outputs, frags, (row, *mine[1:]))
             if row < m:
                 _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, full)
