@@ -45,16 +45,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v16_cta512_3ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 3},  # 40 regs
             "v16_cta512_4ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
                                  "CONVERT_LATE": True},  # rmsnorm: 32 registers, no spill: Inductor's occupancy
-            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
-            # a persistent grid (kernel.PERSIST_CTAS), the weight loaded once a CTA, its next rows loaded ahead into
-            # registers, into L2, or not; rmsnorm 32768x8192: 80 registers, no spill (256 x 4); 62 (512 x 2)
-            "persist3": {"PERSIST_CTAS": 3}, "persist3_l2": {"PERSIST_CTAS": 3, "PERSIST_NEXT": "l2"},
-            "persist3_none": {"PERSIST_CTAS": 3, "PERSIST_NEXT": ""},
-            "persist2_512": {"PERSIST_CTAS": 2, "VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
-            "by_chunk": {"BY_CHUNK": True},  # rmsnorm 32768x8192: 57 registers, not 75
-            # each row's thread 0 brings the row this many CTAs ahead into L2 (kernel.L2_AHEAD)
-            "l2_264": {"L2_AHEAD": 264}, "l2_396": {"L2_AHEAD": 396}, "l2_792": {"L2_AHEAD": 792},
-            "by_chunk_l2_528": {"BY_CHUNK": True, "L2_AHEAD": 528}}
+            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

@@ -33,8 +33,8 @@
 # what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|persist) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|persist" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -113,21 +113,6 @@ case "$1" in
       --shape 4096x28672 --shape 128x8192 --shape 132x8192 --shape 64x4096 --shape 1024x32768 || true
     timeout 80 python3 bench_cluster.py run --out "$OUT/convert-user.json" --op layer_norm --op fused_add_rmsnorm \
       --variant default --variant convert_late --shape 32768x8192 --shape 4096x16384 --shape 128x8192 ;;
-  persist)  # rows of one CTA on a persistent grid (PERSIST_CTAS): the weight loaded once a CTA, the next rows loaded
-    # ahead into registers, into L2 (persist3_l2), or not (persist3_none); compute() after the reductions a chunk at
-    # a time (BY_CHUNK: rmsnorm 57 registers, not 75). A tail of rows first (1000 rows on 396 CTAs: rel_err), then
-    # the shapes of rmsnorm's torch.compile goal and its neighbours, softmax, and CONVERT_LATE's A/B
-    timeout 60 python3 bench_cluster.py run --out "$OUT/persist-tail.json" --op rmsnorm --op softmax \
-      --variant default --variant persist3 --variant persist3_l2 --variant persist3_none --any-shape \
-      --shape 1000x8192 || true
-    timeout 240 python3 bench_cluster.py run --out "$OUT/persist-rmsnorm.json" --op rmsnorm --variant default \
-      --variant convert_late --variant by_chunk --variant persist3 --variant persist3_l2 --variant persist3_none \
-      --variant persist2_512 --shape 32768x8192 --shape 16384x7168 --shape 16384x5120 || true
-    timeout 60 python3 bench_cluster.py run --out "$OUT/persist-softmax.json" --op softmax --variant default \
-      --variant persist3 --variant persist3_none --shape 32768x8192 || true
-    timeout 140 python3 bench_cluster.py run --out "$OUT/convert-rmsnorm.json" --op rmsnorm --variant default \
-      --variant convert_late --variant by_chunk --shape 16384x5120 --shape 4096x28672 --shape 128x8192 \
-      --shape 1024x32768 --shape 32768x8192 --shape 132x8192 --shape 64x4096 ;;
   online)  # the knobs' GPU test first (NaN, -inf and underflow rows, each exchange), then their A/B
     (cd .. && timeout 180 python3 -m pytest -q -x tests/test_gpu.py \
       -k "special_rows and (32000 or 131072 or log_softmax)") > "$OUT/online-pytest.txt" 2>&1 || true
