@@ -20,9 +20,12 @@ from helpers import ROOT
 from test_flydsl_compile import HAVE_FLYDSL, needs_flydsl
 
 MODELS = ROOT / "benchmarks" / "models"
-RUNS = [("gemm",), ("reduction",), ("decode_attention",), ("decode_attention", "small_mixed", "mut=no_mask"),
-        ("reduction", "8x131072", "mut=shifted"), ("reduction", "9x1000@1003", "2x32776", "mut=no_mask"),
-        ("reduction", "12x131072", "mut=split_shifted")]  # every model run below, started in this order
+NAMES = ["gemm", "reduction", "decode_attention"]  # each cell's model, run on its own cases
+NO_ATTENTION_MASK = ("decode_attention", "small_mixed", "mut=no_mask")  # the mutants each test below must catch
+SHIFTED_RESCALE = ("reduction", "8x131072", "mut=shifted")
+NO_CHUNK_MASK = ("reduction", "9x1000@1003", "2x32776", "mut=no_mask")
+SHIFTED_SPLIT = ("reduction", "12x131072", "mut=split_shifted")
+RUNS = [*((name,) for name in NAMES), NO_ATTENTION_MASK, SHIFTED_RESCALE, NO_CHUNK_MASK, SHIFTED_SPLIT]
 
 
 def start_compiles():
@@ -43,7 +46,7 @@ def run_model(name: str, *args: str) -> subprocess.CompletedProcess:
 
 
 @needs_flydsl
-@pytest.mark.parametrize("name", ["gemm", "reduction", "decode_attention"])
+@pytest.mark.parametrize("name", NAMES)
 def test_model_passes(name):
     done = run_model(name)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -54,7 +57,7 @@ def test_model_passes(name):
 @needs_flydsl
 def test_attention_model_catches_a_missing_mask():
     """With the -inf mask on keys past the split end removed, the model must fail (it is not vacuous)."""
-    done = run_model("decode_attention", "small_mixed", "mut=no_mask")
+    done = run_model(*NO_ATTENTION_MASK)
     assert done.returncode == 1 and " 0 of " not in done.stdout.strip().splitlines()[-1], done.stdout[-2000:]
 
 
@@ -63,7 +66,7 @@ def test_reduction_model_catches_a_shifted_rescale():
     """With the online rescale and the row combine taken between shifted maxes (exp(shift(m_old) - shift(m_new)),
     exp(shift(m_t) - shift(M))), the rows planted for it overflow to 0 * inf = NaN on the looped path: the model must
     fail (it is not vacuous, and the kernel's unshifted m_old / m_t matter)."""
-    done = run_model("reduction", "8x131072", "mut=shifted")
+    done = run_model(*SHIFTED_RESCALE)
     assert done.returncode == 1 and "softmax: NaN mismatch" in done.stdout, done.stdout[-2000:]
 
 
@@ -72,7 +75,7 @@ def test_reduction_model_catches_a_missing_chunk_mask():
     """The kernel does not zero-fill its registers before predicated loads, so a chunk that was not loaded is made
     harmless by reduce()'s per-chunk mask alone: the model loads NaN there, and without the mask it must fail on the
     register path's partial chunks (N = 1000 at ld 1003: vec 1) and the looped path's partial last slice."""
-    done = run_model("reduction", "9x1000@1003", "2x32776", "mut=no_mask")
+    done = run_model(*NO_CHUNK_MASK)
     assert done.returncode == 1 and "NaN mismatch" in done.stdout, done.stdout[-2000:]
 
 
@@ -81,7 +84,7 @@ def test_reduction_model_catches_a_shifted_split_combine():
     """With only the split-row combine of the workgroups' online pairs shifted (exp(shift(m_g) - shift(M))), a
     workgroup that saw only -inf beside a row max of -150 adds 0 * inf = NaN: the split model must fail on softmax
     while the looped model of the same rows passes (the split check is not vacuous)."""
-    done = run_model("reduction", "12x131072", "mut=split_shifted")
+    done = run_model(*SHIFTED_SPLIT)
     assert done.returncode == 1 and "softmax split: NaN mismatch" in done.stdout, done.stdout[-2000:]
     assert "softmax: " not in done.stdout, done.stdout[-2000:]
 
