@@ -45,43 +45,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v16_cta512_3ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 3},  # 40 regs
             "v16_cta512_4ctas": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
                                  "CONVERT_LATE": True},  # rmsnorm: 32 registers, no spill: Inductor's occupancy
-            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
-            # a persistent grid (kernel.PERSIST_CTAS), the weight loaded once a CTA, its next rows loaded ahead into
-            # registers, into L2, or not; rmsnorm 32768x8192: 80 registers, no spill (256 x 4); 62 (512 x 2)
-            "persist3": {"PERSIST_CTAS": 3}, "persist3_l2": {"PERSIST_CTAS": 3, "PERSIST_NEXT": "l2"},
-            "persist3_none": {"PERSIST_CTAS": 3, "PERSIST_NEXT": ""},
-            "persist2_512": {"PERSIST_CTAS": 2, "VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
-            "by_chunk": {"BY_CHUNK": True},  # rmsnorm 32768x8192: 57 registers, not 75
-            # each row's thread 0 brings the row this many CTAs ahead into L2 (kernel.L2_AHEAD)
-            "l2_264": {"L2_AHEAD": 264}, "l2_396": {"L2_AHEAD": 396}, "l2_792": {"L2_AHEAD": 792},
-            "by_chunk_l2_528": {"BY_CHUNK": True, "L2_AHEAD": 528},
-            "looped_512_4ctas": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_MIN_CTAS": 4},
-            "looped_512_4ctas_ld256": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_MIN_CTAS": 4,
-                                       "LOAD_HINT": "256B"},
-            "loop16_4ctas": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_MIN_CTAS": 4, "LOOP_VALUES": 16},
-            "loop16_4ctas_l1": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_MIN_CTAS": 4, "LOOP_VALUES": 16,
-                                "LOOP_L1": True},
-            "looped_512_4ctas_l1": {"VALUES_PER_THREAD": 4, "MAX_CLUSTER": 1, "LOOP_MIN_CTAS": 4, "LOOP_L1": True},
-            "v16_4ctas_l2": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "ROW_L2": "evict_last", "VEC_L2": "evict_last"},
-            "v16_4ctas_l2s": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "ROW_L2": "evict_last", "VEC_L2": "evict_last", "STORE_L2": "evict_first"},
-            "v16_4ctas_st_ef": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "STORE_L2": "evict_first"},
-            "v16_4ctas_x_ef": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "ROW_L2": "evict_first", "VEC_L2": "evict_last"},
-            "v16_4ctas_w_el": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "VEC_L2": "evict_last"},
-            "l2_el": {"ROW_L2": "evict_last", "VEC_L2": "evict_last"},
-            "l2_ef_st": {"STORE_L2": "evict_first"},
-            "l2_el_l1": {"ROW_L2": "evict_last", "VEC_L2": "evict_last", "LOAD_HINT": "el"},
-            "v16_4ctas_l2_l1": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "ROW_L2": "evict_last", "VEC_L2": "evict_last", "LOAD_HINT": "el"},
-            "late": {"FORCE_LATE": True}, "late_l2": {"FORCE_LATE": True, "ROW_L2": "evict_last", "VEC_L2": "evict_last"},
-            "v16_4ctas_late": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "FORCE_LATE": True},
-            "v16_4ctas_late_l2": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True, "FORCE_LATE": True, "ROW_L2": "evict_last", "VEC_L2": "evict_last"},
-            "v16_512_late": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FORCE_LATE": True},
-            "ld256": {"LOAD_HINT": "256B"}, "ld128": {"LOAD_HINT": "128B"}, "ldcs": {"LOAD_HINT": "cs"},
-            "ldlu": {"LOAD_HINT": "lu"}, "ldef": {"LOAD_HINT": "ef"}, "stcs": {"STORE_HINT": "cs"},
-            "stef": {"STORE_HINT": "ef"}, "ld256_stcs": {"LOAD_HINT": "256B", "STORE_HINT": "cs"},
-            "v16_4ctas_ld256": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
-                                "CONVERT_LATE": True, "LOAD_HINT": "256B"},
-            "v16_4ctas_stcs": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4,
-                               "CONVERT_LATE": True, "STORE_HINT": "cs"}}
+            "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

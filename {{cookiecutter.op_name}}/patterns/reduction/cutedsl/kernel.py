@@ -169,7 +169,6 @@ import cutlass.cute as cute
 import torch
 from cutlass import Float32, Int32, const_expr
 from cutlass._mlir.dialects import llvm
-from cutlass.experimental.primitives.nvvm_wrapper import cp_async_bulk_prefetch
 
 OP_SPEC = host.OP
 ACCESS_BITS = 128
@@ -184,7 +183,8 @@ LATE_LOADS = True  # the register path loads what no reduction needs (lowered.LA
 CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 after them (_unreduced_loads). Off until
 # timed on every shape it changes: it takes rmsnorm from 75 to 60 registers (ptxas, N = 8192), 4 CTAs of 256 an SM
 # instead of 3. On the H200 rmsnorm 32768x8192 took 258.71 us against 264.66 and 16384x7168 tied; on an H100 it was
-# within 1.5% (benchmarks/2026-12-06-h200-goals.md, 2026-12-05-session19.md; cluster_ab.sh convert times the rest)
+# within 1% at 6 of 7 shapes and 3.3% faster at 1024x32768 (benchmarks/2026-12-06-h200-goals.md,
+# 2026-12-07-persist.md; cluster_ab.sh convert times the rest on the H200)
 CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its warps send their partials to every CTA
 # (no bar.sync a reduction; _ClusterRow). On an H100 (benchmarks/2026-12-05-session19.md) softmax 1x32768 ran 2.55 us
 # against 2.75, 128x32000 6.83 against 7.09, rmsnorm 8x65536 2.64 against 2.77; CTAs of 512 lost 3.5% (16x262144),
@@ -198,10 +198,6 @@ BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, n
 MIN_CTA_THREADS = 128  # threads of a CTA at least: rows of fewer threads go MIN_CTA_THREADS // TPR to a CTA
 LOOP_THREADS = 512  # looped (large-N) path: one CTA per row
 LOOP_CHUNKS = 4  # 128-bit vectors per thread per loop iteration
-LOOP_VALUES = 0  # experiment: the looped path's values per load (0: values_per_load(held=False))
-LOOP_L1 = False  # experiment: the looped path's reduction passes load rows L1::evict_last, its last pass evict_first
-_PASS_HINT = [""]  # the looped path's pass being traced: "fold" or "write" (LOOP_L1)
-LOOP_MIN_CTAS = 0  # experiment: the looped path held to this many CTAs an SM (.minnctapersm)
 MANY_ROWS_DIRECT = True  # the many-rows plan's cluster row takes the direct exchange, with its online pair: quack's
 # kernel (no bar.sync, one 8-byte send a warp), for programs with such a pair; without the pair that plan spilled
 # (4-36 bytes), with it none (ptxas, 80 registers). On an H100, in two runs of the H200's plans
@@ -217,17 +213,6 @@ FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its regist
 # rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, Inductor's
 # occupancy (bench_cluster.py's v16_cta512_4ctas), and on the H200 took 32768x8192 from 264.66 to 257.18 us but lost
 # 1.9% at 16384x7168 and 16% at 16384x5120 (benchmarks/2026-12-06-h200-goals.md)
-BY_CHUNK = False  # compute() after the reductions runs a chunk at a time (_compute_row)
-L2_AHEAD = 0  # rows of one CTA: each row's thread 0 has the row this many CTAs ahead brought into L2 (0: off)
-PERSIST_NEXT = "registers"  # ... the persistent grid's next rows: loaded into registers ahead, into L2, or not ("")
-LOAD_HINT = ""  # experiment: the row inputs' loads into registers: "256B" (L2::256B), "cs", "cg", "ef", "lu", "+"-joined
-FORCE_LATE = False  # experiment: late loads (lowered.LATE: rmsnorm's weight) after the reductions with two loads too
-ROW_L2 = ""  # experiment: an L2 policy (createpolicy) on row loads: "evict_last", "evict_first", "evict_normal"
-VEC_L2 = ""  # experiment: ... on vector loads (rmsnorm's weight)
-STORE_L2 = ""  # experiment: ... on the stores
-STORE_HINT = ""  # experiment: the stores: "cs" (st.global.cs), "ef" (L1::evict_first), "wt"
-PERSIST_CTAS = 0  # rows of one CTA, from a wave of them on: a persistent grid of this many CTAs an SM (0: off),
-# each walking its rows with the next one's loads in flight and the vectors (rmsnorm's weight) loaded once (_persist)
 SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM bandwidth per SM in GB/s (op.json)
 GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
@@ -264,7 +249,7 @@ def _fit(n: int, vec: int, values: int, max_cluster: int, loop_values: int) -> d
         threads = max(MIN_CTA_THREADS, tpr)
         return {"looped": False, "tpr": tpr, "chunks": chunks, "threads": threads, "cluster": cluster,
                 "full": chunks * tpr * cluster == nv, "rows_per_cta": threads // tpr, "iters": 1}
-    chunks = max(1, min(LOOP_CHUNKS, (LOOP_VALUES or loop_values) // vec))
+    chunks = max(1, min(LOOP_CHUNKS, loop_values // vec))
     return {"looped": True, "tpr": LOOP_THREADS, "chunks": chunks, "threads": LOOP_THREADS, "cluster": 1,
             "full": False, "rows_per_cta": 1, "iters": -(-nv // (LOOP_THREADS * chunks))}
 
@@ -399,9 +384,8 @@ def _few_rows_plan(n: int, vec: int) -> dict:
     cfg = _fit(n, vec, vec if nv <= SHORT_ROW_VECTORS and vec > 1 else values_per_load(),
                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
     direct = CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE
-    min_ctas = LOOP_MIN_CTAS if cfg["looped"] else FEW_ROWS_MIN_CTAS if cfg["cluster"] == 1 else 0
-    return {**cfg, "min_ctas": min_ctas, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct),
-            "persist": 0}
+    min_ctas = FEW_ROWS_MIN_CTAS if cfg["cluster"] == 1 and not cfg["looped"] else 0
+    return {**cfg, "min_ctas": min_ctas, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct)}
 
 
 def plans(n: int, vec: int) -> list:
@@ -437,8 +421,7 @@ def plans(n: int, vec: int) -> list:
         return _sub_wave_plans(n, vec, few)
     if sum(_load_widths()) != 1 or few["looped"]:
         return [(1, few)]
-    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS,
-            "persist": 0}
+    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
     many["direct"] = MANY_ROWS_DIRECT and many["cluster"] > 1 and _online_pair(  # a program with an online pair
         _pair_exchange(many["cluster"], True), many["tpr"], many["cluster"]) is not None
     many["pair"] = _pair_exchange(many["cluster"], many["direct"])
@@ -477,19 +460,13 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     nv, kmax = -(-n // vec), max(1, SUB_WAVE_VALUES // vec)
     tpr = -(-(-(-nv // kmax)) // 32) * 32  # the fewest whole warps that hold the row at kmax chunks a thread
     if not SUB_WAVE_VALUES or nv <= SHORT_ROW_VECTORS or few["tpr"] <= 32 or tpr <= few["tpr"] or tpr > MAX_UNSPLIT:
-        return [(1, few)] if not PERSIST_CTAS else [(1, few), (SM_COUNT + 1, _persist(few))]
+        return [(1, few)]
     if tpr < MIN_CTA_THREADS:  # a CTA holds MIN_CTA_THREADS // tpr rows: tpr a power of two
         tpr = 1 << (tpr - 1).bit_length()
     chunks, threads = -(-nv // tpr), max(MIN_CTA_THREADS, tpr)
     wide = {**few, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
             "rows_per_cta": threads // tpr}
-    return [(1, wide), (SM_COUNT + 1, _persist(few))]
-
-
-def _persist(few: dict) -> dict:
-    """A row of one CTA's plan where rows outnumber the SMs: with PERSIST_CTAS, a persistent grid (row_kernel's
-    `persist`) of that many CTAs an SM, ptxas held to them."""
-    return {**few, "persist": PERSIST_CTAS, "min_ctas": PERSIST_CTAS} if PERSIST_CTAS else few
+    return [(1, wide), (SM_COUNT + 1, few)]
 
 
 def plan(n: int, vec: int, m: int = 1) -> dict:
@@ -537,7 +514,7 @@ def _late_loads() -> tuple:
     reductions)."""
     late = _unneeded_loads()
     shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
-    return late if LATE_LOADS and (shared or FORCE_LATE) and len(late) < len(_LOADS) else ()
+    return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
 
 
 def _unneeded_loads() -> tuple:
@@ -559,23 +536,16 @@ def _unreduced_loads() -> tuple:
 
 
 @cute.jit
-def _pin(frag, zero=None):
+def _pin(frag):
     """Each 32-bit word of a register fragment through ``mov.b32`` in an asm with side effects: what is computed from
     the words stays after the barriers before it (a pure conversion would be hoisted to the load). A fragment of
-    a size that is not whole words (a mask's bytes) is left as it is. ptxas sees through the move: with `zero` (an
-    Int32 that is 0, which ptxas cannot prove) each word is xor'ed with it instead, so that a conversion in a loop
-    stays in the loop (the persistent grid's weight: hoisted, it held 32 fp32 registers across every row)."""
+    a size that is not whole words (a mask's bytes) is left as it is."""
     if const_expr(cute.size(frag) * frag.element_type.width % 32 == 0):
         words = cute.recast_tensor(frag, Int32)
         for i in cutlass.range_constexpr(cute.size(words)):
-            if const_expr(zero is None):
-                words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
-                                                 has_side_effects=True, is_align_stack=False,
-                                                 asm_dialect=llvm.AsmDialect.AD_ATT))
-            else:
-                words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value(), zero.ir_value()],
-                                                 "xor.b32 $0, $1, $2;", "=r,r,r", has_side_effects=True,
-                                                 is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))
+            words[i] = Int32(llvm.inline_asm(Int32.mlir_type, [words[i].ir_value()], "mov.b32 $0, $1;", "=r,r",
+                                             has_side_effects=True, is_align_stack=False,
+                                             asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 def _early_loads() -> tuple:
@@ -956,15 +926,8 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    pol = ROW_L2 if lowered.KINDS[i] == "row" else VEC_L2 if lowered.KINDS[i] == "vector" else ""
-                    if const_expr(pol != ""):
-                        cute.copy(cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), src.element_type,
-                                                      num_bits_per_copy=min(ACCESS_BITS, dst.shape[0] * src.element_type.width)),
-                                  _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k],
-                                  cache_policy=_l2_policy(pol))
-                    else:
-                        cute.copy(_hinted_atom(src.element_type, dst.shape[0], lowered.KINDS[i] == "row", True),
-                                  _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
 
 
 @cute.jit
@@ -975,45 +938,7 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for dst, src in zip(outputs, frags):
-                if const_expr(STORE_L2 != ""):
-                    cute.copy(cute.make_copy_atom(cute.nvgpu.CopyR2GOp(), dst.element_type,
-                                                  num_bits_per_copy=min(ACCESS_BITS, src.shape[0] * dst.element_type.width)),
-                              src[None, k], dst[None, first + k * tpr, row], cache_policy=_l2_policy(STORE_L2))
-                else:
-                    cute.copy(_hinted_atom(dst.element_type, src.shape[0], True, False), src[None, k],
-                              dst[None, first + k * tpr, row])
-
-
-_LOAD_HINTS = {"256B": {"l2_prefetch_size": cute.nvgpu.L2PrefetchSize.SIZE_256B},
-               "128B": {"l2_prefetch_size": cute.nvgpu.L2PrefetchSize.SIZE_128B},
-               "cs": {"load_cache_mode": cute.nvgpu.LoadCacheMode.STREAMING},
-               "cg": {"load_cache_mode": cute.nvgpu.LoadCacheMode.GLOBAL},
-               "lu": {"load_cache_mode": cute.nvgpu.LoadCacheMode.LAST_USE},
-               "ef": {"l1c_evict_priority": cute.nvgpu.CacheEvictionPriority.EVICT_FIRST},
-               "el": {"l1c_evict_priority": cute.nvgpu.CacheEvictionPriority.EVICT_LAST}}
-_STORE_HINTS = {"cs": {"store_cache_mode": cute.nvgpu.StoreCacheMode.STREAMING},
-                "wt": {"store_cache_mode": cute.nvgpu.StoreCacheMode.WRITE_THROUGH},
-                "ef": {"l1c_evict_priority": cute.nvgpu.CacheEvictionPriority.EVICT_FIRST}}
-
-
-def _l2_policy(priority: str):
-    return cutlass.Int64(llvm.inline_asm(cutlass.Int64.mlir_type, [],
-                                         f"createpolicy.fractional.L2::{priority}.b64 $0, 1.0;", "=l",
-                                         has_side_effects=False, is_align_stack=False,
-                                         asm_dialect=llvm.AsmDialect.AD_ATT))
-
-
-def _hinted_atom(dtype, vec: int, row: bool, load: bool):
-    hint = LOAD_HINT if load else STORE_HINT
-    if LOOP_L1 and load and _PASS_HINT[0]:
-        hint = "+".join(h for h in (hint, "el" if _PASS_HINT[0] == "fold" or not row else "ef") if h)
-        row = True
-    if not (hint and row):
-        return _vector_atom(dtype, vec)
-    table = _LOAD_HINTS if load else _STORE_HINTS
-    kw = {k: v for part in hint.split("+") for k, v in table[part].items()}
-    op = cute.nvgpu.CopyG2ROp() if load else cute.nvgpu.CopyR2GOp()
-    return cute.make_copy_atom(op, dtype, num_bits_per_copy=min(ACCESS_BITS, vec * dtype.width), **kw)
+                cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
 def _vector_atom(dtype, vec: int):
@@ -1071,7 +996,6 @@ def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
     cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool],
-    persist: cutlass.Constexpr[int],
 ):
     """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
     thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
@@ -1101,69 +1025,9 @@ def row_kernel(
         first = cute.arch.block_idx_in_cluster() * tpr + t
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
-    mine = (row, first, stride, vec, tpr, chunks, full, buf, exchange, pair)
-    if const_expr(persist):
-        kept = tuple(q for q in _early_loads() if lowered.KINDS[_LOADS[q][0]] == "vector")  # every row's
-        ahead = tuple(q for q in _early_loads() if q not in kept)
-        _load_chunks(loads, frags, first, 0, nv, stride, chunks, full, kept)
-        if row < m:
-            _load_chunks(loads, frags, first, row, nv, stride, chunks, full, ahead)
-        step = cute.arch.grid_dim()[0] * rows
-        following = _fragments(loads, vec, chunks, _load_widths())
-        for start in cutlass.range(bidx * rows, m, step, unroll=1):
-            row = start + tidx // tpr
-            if const_expr(PERSIST_NEXT == "l2"):
-                _prefetch_rows(loads, row + step, m, nv, vec, t, 1)
-            elif const_expr(PERSIST_NEXT == "registers") and row + step < m:  # in flight while it reduces these
-                _load_chunks(loads, following, first, row + step, nv, stride, chunks, full, ahead)
-            for q in kept:  # held as loaded, converted in each row (hoisted, they would take fp32 registers)
-                _pin(frags[q], Int32(start) >> 31)  # start >= 0
-            out_frags, results = _compute_row(m, nv, loads, scalars, row_outputs, frags, (row, *mine[1:]))
-            if row < m:
-                _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, full)
-                if first == 0:
-                    _store_reduced(reduced, results, row)
-            if const_expr(buf is not None):
-                cute.arch.barrier()  # every warp has read this row's partials before the next row writes them
-            if const_expr(PERSIST_NEXT == "registers"):
-                for q in ahead:
-                    frags[q].store(following[q].load())
-            elif row + step < m:
-                _load_chunks(loads, frags, first, row + step, nv, stride, chunks, full, ahead)
-    else:
-        if const_expr(L2_AHEAD):
-            _prefetch_rows(loads, row + max(1, L2_AHEAD * rows // cluster), m, nv, vec, t, cluster)
-        if row < m:
-            _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
-        out_frags, results = _compute_row(m, nv, loads, scalars, row_outputs, frags, mine)
-        if row < m:
-            _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, full)
-            if first == 0:
-                _store_reduced(reduced, results, row)
-
-
-@cute.jit
-def _prefetch_rows(loads, row, m: Int32, nv: Int32, vec: cutlass.Constexpr[int], t, cluster: cutlass.Constexpr[int]):
-    """Thread 0 of a row's CTA: row `row`'s inputs (those read 128 bits at a time) into L2, in a cluster its rank's
-    contiguous CLUSTER-th of them, one cp.async.bulk.prefetch each (no register, no shared memory), if the row
-    exists."""
-    share, rank = (nv + cluster - 1) // cluster, 0
-    if const_expr(cluster > 1):
-        rank = cute.arch.block_idx_in_cluster()
-    for q, (i, how, _) in enumerate(_LOADS):
-        if const_expr(lowered.KINDS[i] == "row" and how != "lane" and loads[q].element_type.width * vec == 128):
-            if t == 0 and row < m and rank * share < nv:
-                cp_async_bulk_prefetch(_chunk(loads[q], "row", rank * share, row).iterator,
-                                       cutlass.min(share, nv - rank * share) * 16)
-
-
-def _compute_row(m, nv, loads, scalars, row_outputs, frags, mine):
-    """compute() on one row whose early loads are in `frags`: its reductions, then (with late or unreduced loads)
-    compute() again on every value with their results replayed; with BY_CHUNK, again on each chunk (every load
-    converted anew after the reductions: no fp32 row held across them, and one chunk's fp32 values live at a time).
-    Returns the stores' fragments, filled, and compute()'s results (the last chunk's: its reduced outputs)."""
-    row, first, stride, vec, tpr, chunks, full, buf, exchange, pair = mine
     late, after = _late_loads(), _unreduced_loads()
+    if row < m:
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, after)
@@ -1179,32 +1043,18 @@ def _compute_row(m, nv, loads, scalars, row_outputs, frags, mine):
                 _pin(frags[q])
         results = lowered.compute(*_values(frags, singles, vec, chunks), Float32(nv * vec), reducer.replay())
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
-    if const_expr(not BY_CHUNK):
-        _round_into(out_frags, results, vec, chunks)
-        return out_frags, results
-    for q in range(len(_LOADS)):
-        if const_expr(q not in late and q not in after):
-            _pin(frags[q])
-    for k in range(chunks):
-        column = [_column(f, k) for f in frags]
-        results = lowered.compute(*_values(column, singles, vec, 1), Float32(nv * vec), reducer.replay())
-        _round_into([_column(f, k) for f in out_frags], results, vec, 1)
-    return out_frags, results
-
-
-def _column(frag, k: int):
-    """Column k of a (width, chunks) register fragment, as a (width, 1) fragment: one chunk's values."""
-    width = frag.shape[0]
-    return cute.make_tensor(frag.iterator + k * width, cute.make_layout((width, 1), stride=(1, width)))
+    _round_into(out_frags, results, vec, chunks)
+    if row < m:
+        _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, full)
+        if first == 0:
+            _store_reduced(reduced, results, row)
 
 
 def _fold_slice(p: int, loads, frags, singles, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
                 chunks: int, whole: bool):
     """One slice of reduction pass p: load it, run compute() with pass p's reducer. A whole slice (every vector
     exists) loads unpredicated and masks nothing; the partial last one predicates its loads and masks its reduce."""
-    _PASS_HINT[0] = "fold"
     _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
-    _PASS_HINT[0] = ""
     values = _values(frags, singles, vec, chunks)
     valid = None if const_expr(whole) else _chunk_mask(chunks, first, tpr, nv)
     lowered.compute(*values, n_f, _PassReducer(p, known, acc, valid, values[_LIKE]))
@@ -1213,9 +1063,7 @@ def _fold_slice(p: int, loads, frags, singles, acc, known: dict, first, row, nv,
 def _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known: dict, first, row, nv, n_f, vec: int,
                  tpr: int, chunks: int, whole: bool):
     """One slice of the last pass: load it, compute() with every row result known, store the row outputs."""
-    _PASS_HINT[0] = "write"
     _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
-    _PASS_HINT[0] = ""
     values = _values(frags, singles, vec, chunks)
     results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
     _round_into(out_frags, results, vec, chunks)
@@ -1331,7 +1179,7 @@ def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
     cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int],
-    direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool], persist: cutlass.Constexpr[int], *tensors,
+    direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -1374,15 +1222,11 @@ def reduction_launch(
     views += [_one_per_row(t, m, lead) for t, kind in zip(outputs, lowered.OUTPUTS) if kind != "row"]
     if const_expr(looped):
         looped_kernel(m, nv, iters, tuple(views), vec, tpr, chunks, threads).launch(
-            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream,
-            **_occupancy(min_ctas, threads, smem_bytes))
+            grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
-        grid = (m + rows - 1) // rows * cluster
-        if const_expr(persist):
-            grid = cutlass.min(grid, SM_COUNT * persist)
-        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, paired, persist).launch(
-            grid=[grid, 1, 1], block=[threads, 1, 1],
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, paired).launch(
+            grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
             cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
             **_occupancy(min_ctas, threads, smem_bytes))
 
@@ -1410,7 +1254,7 @@ def _plan_args(vec: int, cfg: dict) -> tuple:
     """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, cluster, smem bytes (a slot per
     reduce), CTAs an SM (0: ptxas's choice), the cluster's exchange (direct: a send a warp), the online pair's."""
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["cluster"],
-            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"], cfg["pair"], cfg["persist"])
+            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"], cfg["pair"])
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
