@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,15 @@ def make_lowered(ws: Path, source: str, dsl: str) -> Path:
     (ws / "lowered.py").write_text(source)
     shutil.copy(WS_TEMPLATE / "dsl" / dsl / "pointwise.py", ws)
     return ws
+
+
+def ptxas_usage(ptx: str, tmp_path: Path) -> list[tuple[int, int]]:
+    """(registers, spill bytes) of every entry in the PTX, from ptxas -v (sm_90a)."""
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    done = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    regs = [int(n) for n in re.findall(r"Used (\d+) registers", done.stderr)]
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)]
+    return list(zip(regs, spills))

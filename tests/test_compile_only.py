@@ -17,7 +17,7 @@ from pathlib import Path
 
 import isa_metrics
 import pytest
-from helpers import PATTERN_OPS, load_package, read_json
+from helpers import PATTERN_OPS, load_package, ptxas_usage, read_json
 from tools import registry
 
 
@@ -213,7 +213,7 @@ def test_many_softmax_rows_take_fewer_fuller_ctas(workspace_of, tmp_path):
     assert ".minnctapersm 3" in ptx and re.search(r"\.maxntid 256, 1, 1", ptx)
     assert ptx.count("ld.global.v4") == 8 and ptx.count("st.global.v4") == 8
     if shutil.which("ptxas"):
-        (regs, spill), = _ptxas(ptx, tmp_path)
+        (regs, spill), = ptxas_usage(ptx, tmp_path)
         assert regs <= 65536 // (3 * 256) and spill == 0, (regs, spill)
     assert len(kernel.plans(300000, 8)) == 1, "CTAs of 512 at 3 an SM would leave 42 registers for 64 values"
     h100 = load_package(workspace_of("H100", "softmax"), "softmax_many_h100").kernel
@@ -241,7 +241,7 @@ def test_many_rows_direct_exchange_is_quacks_kernel(workspace_of, tmp_path):
     assert ptx.count("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32") == 1
     assert smem == (8 + 4 * 8 * 8) * 2 + 16 + 8 * 8 * 8 + 8  # every warp's partial and pair from 8 CTAs of 8 warps
     if shutil.which("ptxas"):
-        (regs, spill), = _ptxas(ptx, tmp_path)
+        (regs, spill), = ptxas_usage(ptx, tmp_path)
         assert regs <= 65536 // (3 * 256) and spill == 0, (regs, spill)
     kernel.MANY_ROWS_DIRECT = False
     try:
@@ -260,24 +260,24 @@ def test_many_rows_direct_exchange_is_quacks_kernel(workspace_of, tmp_path):
 
 def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
     """Rows of one CTA each, no more of them than the GPU's SMs (kernel._sub_wave_plans): 16 values a thread in twice
-    the threads (rmsnorm N = 8192: 512 threads of 2 chunks up to M = 132, then 256 of 4; N = 5120: whole warps, 320
-    of 2); never the looped path nor a cluster; a row split across a cluster, or held by one warp, keeps its one
-    plan. Both plans are compiled for sm_90a with no GPU: the wide one has .reqntid 512 and two 128-bit loads a
-    tensor per thread."""
+    the threads (rmsnorm N = 5120: whole warps, 320 of 2 up to M = 132, then 160 of 4; N = 8192: 512 threads of 2,
+    then the full-SM plan); never the looped path nor a cluster; a row split across a cluster, or held by one warp,
+    keeps its one plan. Both plans of N = 5120 are compiled for sm_90a with no GPU: the wide one has .reqntid 320
+    and two 128-bit loads a tensor per thread."""
     kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_sub_wave").kernel
     shape = [(start, cfg["threads"], cfg["chunks"], cfg["cluster"], cfg["looped"]) for start, cfg in kernel.plans(8192, 8)]
-    assert shape == [(1, 512, 2, 1, False), (kernel.SM_COUNT + 1, 256, 4, 1, False)]
+    assert shape[0] == (1, 512, 2, 1, False) and shape[1][0] == kernel.SM_COUNT + 1
     assert [(s, c["threads"], c["chunks"], c["full"]) for s, c in kernel.plans(5120, 8)] == [
         (1, 320, 2, True), (kernel.SM_COUNT + 1, 160, 4, True)]
     assert len(kernel.plans(16384, 8)) == 1 and kernel.plans(16384, 8)[0][1]["cluster"] == 2
     assert {c["tpr"] for _, c in kernel.plans(256, 8)} == {32}, "a short row already has a thread per vector"
     assert {c["tpr"] for _, c in kernel.plans(1024, 8)} == {32}, "a row of one warp reduces by shuffles alone"
     assert [(s, c["tpr"]) for s, c in kernel.plans(2048, 8)] == [(1, 128), (kernel.SM_COUNT + 1, 64)]
-    wide = kernel.compile_only({"dims": [kernel.SM_COUNT, 8192]}, tmp_path)
-    full = kernel.compile_only({"dims": [kernel.SM_COUNT + 1, 8192]}, tmp_path)
-    assert re.search(r"\.reqntid 512, 1, 1", wide) and re.search(r"\.reqntid 256, 1, 1", full)
+    wide = kernel.compile_only({"dims": [kernel.SM_COUNT, 5120]}, tmp_path)
+    full = kernel.compile_only({"dims": [kernel.SM_COUNT + 1, 5120]}, tmp_path)
+    assert re.search(r"\.reqntid 320, 1, 1", wide) and re.search(r"\.reqntid 160, 1, 1", full)
     assert wide.count("ld.global.v4") == 4 and full.count("ld.global.v4") == 8  # x and weight: 2 chunks, then 4
-    assert kernel.describe({"dims": [kernel.SM_COUNT, 8192]})["grid_blocks"] == kernel.SM_COUNT
+    assert kernel.describe({"dims": [kernel.SM_COUNT, 5120]})["grid_blocks"] == kernel.SM_COUNT
     kept, kernel.SUB_WAVE_VALUES = kernel.SUB_WAVE_VALUES, 0  # bench_cluster.py's one_wave_256: the plan of any M
     try:
         assert len(kernel.plans(8192, 8)) == 1
@@ -286,43 +286,50 @@ def test_rows_below_one_wave_take_twice_the_threads(workspace_of, tmp_path):
 
 
 def test_rmsnorm_weight_converted_after_the_reduction(workspace_of, tmp_path):
-    """CONVERT_LATE (off until timed on the H200): rmsnorm's weight, loaded with x, is converted to fp32 only after
-    the row's reduction, so it is held across it as 16 words of bf16 pairs, not 32 fp32 values: every conversion of
-    the weight comes after the CTA barrier, and ptxas fits the kernel in 64 registers (4 CTAs of 256 an SM)."""
+    """CONVERT_LATE (the few-rows plan's; off until timed on the H200): rmsnorm's weight, loaded with x, is converted
+    to fp32 only after the row's reduction, so it is held across it as 16 words of bf16 pairs, not 32 fp32 values:
+    every conversion of the weight comes after the CTA barrier, and ptxas fits the kernel in 64 registers (4 CTAs of
+    256 an SM). SUB_WAVE_VALUES 0 keeps that plan at every M (not the full-SM plan, which converts late anyway)."""
     kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_convert_late").kernel
     assert kernel.CONVERT_LATE is False
-    kernel.CONVERT_LATE = True
+    kept = kernel.SUB_WAVE_VALUES
+    kernel.CONVERT_LATE, kernel.SUB_WAVE_VALUES = True, 0
     try:
         ptx = kernel.compile_only({"dims": [32768, 8192]}, tmp_path)
     finally:
-        kernel.CONVERT_LATE = False
+        kernel.CONVERT_LATE, kernel.SUB_WAVE_VALUES = False, kept
     before, after = re.split(r"\bbar(?:rier)?\.sync\b", ptx, maxsplit=1)
     assert before.count("cvt.f32.bf16") == 32 and after.count("cvt.f32.bf16") == 32, "x's 32 values, then weight's"
     if shutil.which("ptxas"):
-        (regs, spill), = _ptxas(ptx, tmp_path)
+        (regs, spill), = ptxas_usage(ptx, tmp_path)
         assert regs <= 64 and spill == 0, (regs, spill)
 
 
-def test_rmsnorm_at_inductors_occupancy(workspace_of, tmp_path):
-    """FEW_ROWS_MIN_CTAS (off until timed on the H200: bench_cluster.py's v16_cta512_4ctas): rmsnorm's rows of 8192
-    in CTAs of 512 threads of 16 values, the weight converted after the reduction (CONVERT_LATE), held to 4 CTAs an
-    SM: .minnctapersm 4 and .maxntid 512, and ptxas fits it in 32 registers with no spill: 2048 threads an SM, the
-    occupancy of Inductor's rmsnorm at 32768x8192, where the default's 75 registers give 768."""
-    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_occupancy").kernel
-    knobs = {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512, "FEW_ROWS_MIN_CTAS": 4, "CONVERT_LATE": True}
-    defaults = {name: getattr(kernel, name) for name in knobs}
-    assert defaults["FEW_ROWS_MIN_CTAS"] == 0
-    vars(kernel).update(knobs)
-    try:
-        cfg = kernel.plan(8192, 8, 32768)
-        ptx = kernel.compile_only({"dims": [32768, 8192]}, tmp_path)
-    finally:
-        vars(kernel).update(defaults)
-        kernel._compiled.clear()
-    assert (cfg["threads"], cfg["chunks"], cfg["cluster"], cfg["min_ctas"]) == (512, 2, 1, 4)
+def test_rmsnorm_full_sm_plan(workspace_of, tmp_path):
+    """kernel._full_sm_plan: rmsnorm's rows of 8192 bf16, more of them than SMs, in CTAs of 512 threads of 16 values
+    held to 4 CTAs an SM (.minnctapersm 4, .maxntid 512), the weight converted after the reduction, every load with an
+    L2 evict_last policy (createpolicy; ld.global.L2::cache_hint): ptxas fits it in 32 registers with no spill, 2048
+    threads an SM, the occupancy of Inductor's rmsnorm at 32768x8192. Where the CTAs of 512 would not be whole (N =
+    5120, 7168) and in fp32 (whose held weight would spill) the plan does not apply; below one wave the sub-wave
+    plan keeps ptxas's own choice."""
+    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_full_sm").kernel
+    (_, wide), (start, cfg) = kernel.plans(8192, 8)
+    assert start == kernel.SM_COUNT + 1 and (wide["min_ctas"], wide["l2_last"]) == (0, False)
+    assert (cfg["threads"], cfg["chunks"], cfg["cluster"], cfg["min_ctas"], cfg["full"]) == (512, 2, 1, 4, True)
+    assert cfg["convert_late"] and cfg["l2_last"]
+    assert not any(c["l2_last"] or c["min_ctas"] for n, vec in ((5120, 8), (7168, 8), (8192, 4), (4096, 4))
+                   for _, c in kernel.plans(n, vec)), "only whole CTAs of 512, 16-bit elements"
+    ptx = kernel.compile_only({"dims": [32768, 8192]}, tmp_path)
     assert ".minnctapersm 4" in ptx and re.search(r"\.maxntid 512, 1, 1", ptx)
+    assert "createpolicy.fractional.L2::evict_last" in ptx
+    loads = re.findall(r"ld\.global\S*", ptx)
+    assert len(loads) == 4 and all("L2::cache_hint" in ld for ld in loads), loads  # x and weight, 2 chunks each
+    before, after = re.split(r"\bbar(?:rier)?\.sync\b", ptx, maxsplit=1)
+    assert before.count("cvt.f32.bf16") == 16 and after.count("cvt.f32.bf16") == 16, "x's 16 values, then weight's"
+    assert "4 CTAs an SM (many rows)" in kernel.describe({"dims": [32768, 8192]})["path"]
+    assert "L2 evict_last" in kernel.describe({"dims": [32768, 8192]})["data_movement"]
     if shutil.which("ptxas"):
-        (regs, spill), = _ptxas(ptx, tmp_path)
+        (regs, spill), = ptxas_usage(ptx, tmp_path)
         assert regs <= 32 and spill == 0, (regs, spill)
 
 
@@ -347,18 +354,6 @@ def _decode_ptx(workspace_of, tmp_path, shape):
     kernel = load_package(ws, "gqa_" + shape.replace("x", "_").replace("@", "_")).kernel
     (case,) = registry.pattern("decode_attention").cases(shape, "representative", "bf16")
     return kernel, case, kernel.compile_only(case, tmp_path)
-
-
-def _ptxas(ptx: str, tmp_path) -> list[tuple[int, int]]:
-    """(registers, spill bytes) of every entry in the PTX, from ptxas -v."""
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx)
-    done = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    regs = [int(n) for n in re.findall(r"Used (\d+) registers", done.stderr)]
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)]
-    return list(zip(regs, spills))
 
 
 # (shape, path, tiles of keys per warp, resident CTAs per SM the plan counts on): every path of plan()
@@ -389,7 +384,7 @@ def test_decode_attention_paths(workspace_of, tmp_path, shape, path, kt, ctas):
     assert "ld.global.v4" in ptx and "cp.async.cg.shared.global" in ptx and ".local" not in ptx
     assert ptx.count(".entry") == 1 and "griddepcontrol" not in ptx  # one launch: the merge is fused
     if shutil.which("ptxas"):
-        (regs, spill), = _ptxas(ptx, tmp_path)
+        (regs, spill), = ptxas_usage(ptx, tmp_path)
         assert spill == 0 and regs * 128 * ctas <= 65536, (regs, ctas)
 
 

@@ -209,7 +209,10 @@ MANY_ROWS_THREADS = 768  # ... threads an SM holds, at most: 85 registers a thre
 MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an SM) on
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
-FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off:
+FULL_SM_CTAS = 4  # the full-SM plan (_full_sm_plan): CTAs of its threads an SM, SM90_THREADS_PER_SM in all
+SM90_THREADS_PER_SM = 2048
+FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off
+# (where rows fill an SM four times over, _full_sm_plan takes 4 with an L2 policy):
 # rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, Inductor's
 # occupancy (bench_cluster.py's v16_cta512_4ctas), and on the H200 took 32768x8192 from 264.66 to 257.18 us but lost
 # 1.9% at 16384x7168 and 16% at 16384x5120 (benchmarks/2026-12-06-h200-goals.md)
@@ -385,7 +388,8 @@ def _few_rows_plan(n: int, vec: int) -> dict:
                MAX_CLUSTER if sum(_load_widths()) <= CLUSTER_LOADS else 1, values_per_load(held=False))
     direct = CLUSTER_DIRECT and cfg["cluster"] > 1 and cfg["threads"] <= CLUSTER_ABOVE
     min_ctas = FEW_ROWS_MIN_CTAS if cfg["cluster"] == 1 and not cfg["looped"] else 0
-    return {**cfg, "min_ctas": min_ctas, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct)}
+    return {**cfg, "min_ctas": min_ctas, "direct": direct, "pair": _pair_exchange(cfg["cluster"], direct),
+            "convert_late": CONVERT_LATE, "l2_last": False}
 
 
 def plans(n: int, vec: int) -> list:
@@ -421,7 +425,8 @@ def plans(n: int, vec: int) -> list:
         return _sub_wave_plans(n, vec, few)
     if sum(_load_widths()) != 1 or few["looped"]:
         return [(1, few)]
-    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS}
+    many = {**_fit(n, vec, MANY_ROWS_VALUES, MAX_CLUSTER, values_per_load(held=False)), "min_ctas": MANY_ROWS_CTAS,
+            "convert_late": CONVERT_LATE, "l2_last": False}
     many["direct"] = MANY_ROWS_DIRECT and many["cluster"] > 1 and _online_pair(  # a program with an online pair
         _pair_exchange(many["cluster"], True), many["tpr"], many["cluster"]) is not None
     many["pair"] = _pair_exchange(many["cluster"], many["direct"])
@@ -441,7 +446,8 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     each SM holds one CTA and nothing else, so its loads in flight are that CTA's alone; twice the threads of half
     the values each (SUB_WAVE_VALUES a load, in whole warps, up to MAX_UNSPLIT threads) put twice the warps' requests
     in flight, and each thread's chain of loads, shuffles and stores is half as long. From SM_COUNT + 1 rows
-    on, CTAs share SMs and the fuller threads of `few` keep more bytes in flight an SM for fewer registers.
+    on, CTAs share SMs and the fuller threads of `few` keep more bytes in flight an SM for fewer registers, unless
+    `wide` fills an SM four times over (_full_sm_plan).
 
     Measured on an H100, in two runs of the H200's plans (benchmarks/2026-12-06-h100-many-direct.md, bench_cluster.py's
     v16_cta512): rmsnorm 128x8192 ran 2.82 us on 512 threads of 2 chunks against 2.92 on 256 of 4 (quack 2.87);
@@ -466,7 +472,34 @@ def _sub_wave_plans(n: int, vec: int, few: dict) -> list:
     chunks, threads = -(-nv // tpr), max(MIN_CTA_THREADS, tpr)
     wide = {**few, "tpr": tpr, "chunks": chunks, "threads": threads, "full": chunks * tpr == nv,
             "rows_per_cta": threads // tpr}
-    return [(1, wide), (SM_COUNT + 1, few)]
+    return [(1, wide), (SM_COUNT + 1, _full_sm_plan(wide, vec) or few)]
+
+
+def _full_sm_plan(wide: dict, vec: int) -> dict | None:
+    """The plan of many rows of one CTA where the sub-wave plan `wide` fills an SM four times over: the same CTAs
+    (16 values a load, MAX_UNSPLIT threads, every chunk whole), FULL_SM_CTAS of them an SM, so ptxas fits each
+    thread in 32 registers (SM90_THREADS_PER_SM threads an SM, not the 768 of `few`'s 75 registers); the load no
+    reduction needs held across the reduction as it came and converted after it (convert_late: rmsnorm's weight,
+    8 registers, not 16), and every load carrying an L2 evict_last policy (l2_last). This is Inductor's rmsnorm at
+    32768x8192 (one row a CTA of 512 threads, 32 registers, its loads evict_last), with x held in registers where
+    Inductor reads it twice. It serves programs of two loads, a row and one no reduction needs, and one reduction
+    (rmsnorm: x, the weight, the sum of squares), of 16-bit elements or narrower (VEC of 8 or more); None elsewhere.
+    In 32 registers ptxas spilled the others: fp32's weight, held as loaded, is its fp32 values (40 bytes at N =
+    8192, 512 threads of 4 chunks of 4), and Cohere's LayerNorm (a mean, then a variance) 4 bytes.
+
+    Measured on the H200 (benchmarks/2026-12-07-h200-l2-policy.md, bench_cluster.py's v16_4ctas_l2), rmsnorm
+    32768x8192: 247.89 us against 262.23 for `few` (256 threads of 4 chunks), torch.compile 248.47, quack 256.48;
+    the geometry alone took 255.41 (v16_cta512_4ctas), the policy alone on `few` 261.84 (l2_el): neither alone
+    reaches Inductor. At 256x8192: 3.49 against 3.56. Where the CTAs
+    of 512 are not whole (16384x5120: 640 vectors over 1024 slots) the same knobs lost 17% (93.67 against 79.81),
+    and at 16384x7168 (896 of 1024) tied: hence every chunk whole. On an H100 it tied the default, 353.3-353.8
+    against 353.9-354.0 us (benchmarks/2026-12-07-inductor-config.md)."""
+    late = _unneeded_loads()
+    if (wide["threads"] * FULL_SM_CTAS != SM90_THREADS_PER_SM or not wide["full"] or wide["rows_per_cta"] != 1
+            or vec * 16 < ACCESS_BITS or _load_widths() != [1, 1] or len(late) != 1 or len(lowered.REDUCTIONS) != 1
+            or lowered.KINDS[_LOADS[late[0]][0]] != "vector"):
+        return None
+    return {**wide, "min_ctas": FULL_SM_CTAS, "convert_late": True, "l2_last": True}
 
 
 def plan(n: int, vec: int, m: int = 1) -> dict:
@@ -523,13 +556,13 @@ def _unneeded_loads() -> tuple:
                  if all(p in lowered.LATE for p, a in enumerate(_OF_ARG) if a[0] not in SINGLE and a[1] == k))
 
 
-def _unreduced_loads() -> tuple:
+def _unreduced_loads(convert_late: bool) -> tuple:
     """The loads whose values row_kernel converts to fp32 only after the row's reductions: the late ones, and with
-    CONVERT_LATE every other load no reduction needs (every argument in lowered.LATE: rmsnorm's weight), unless
+    the plan's convert_late (_full_sm_plan; CONVERT_LATE elsewhere) every other load no reduction needs (every argument in lowered.LATE: rmsnorm's weight), unless
     every load is one. Loaded early, such a load is held across the reductions as it came (16 registers for 32 bf16
     values) rather than converted (32): compiled as one expression, the conversions are pure and go up to the
     loads, so row_kernel passes its words through a volatile move after the reductions first (_pin)."""
-    if not CONVERT_LATE:
+    if not convert_late:
         return _late_loads()
     late = _unneeded_loads()
     return late if len(late) < len(_LOADS) else ()
@@ -916,18 +949,26 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None):
+                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, l2_last: bool = False):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
     lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). quack stages its row
     through shared memory by cp.async; that lost here on the H100 and the H200 (STAGE_SMEM, removed:
-    benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers."""
+    benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers. With
+    `l2_last` (the full-SM plan) each load carries an L2 evict_last policy (_l2_evict_last)."""
+    policy = None
+    if const_expr(l2_last):
+        policy = _l2_evict_last()
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0]),
-                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k])
+                    src_k = _chunk(src, lowered.KINDS[i], first + k * tpr, row)
+                    if const_expr(l2_last):
+                        cute.copy(_vector_atom(src.element_type, dst.shape[0], load=True), src_k, dst[None, k],
+                                  cache_policy=policy)
+                    else:
+                        cute.copy(_vector_atom(src.element_type, dst.shape[0]), src_k, dst[None, k])
 
 
 @cute.jit
@@ -941,13 +982,24 @@ def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
 
-def _vector_atom(dtype, vec: int):
-    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two). Cache
-    hints on the loads into registers (ld.global.cg, L2::256B) changed nothing on an H100
-    (benchmarks/2026-12-05-session19.md), and Inductor's L2 policies on the looped path (evict_last, then
-    evict_first) cost rmsnorm 20% on the H200 (benchmarks/2026-12-06-h200-l2.md)."""
+def _vector_atom(dtype, vec: int, load: bool = False):
+    """A copy atom for VEC elements of dtype: accesses of up to 128 bits (an fp32 output of a bf16 op: two); with
+    `load`, a global-to-register load that takes a cache policy (_load_chunks). Cache hints on the loads into
+    registers (ld.global.cg, L2::256B, .cs; st.global.cs) changed nothing on an H100
+    (benchmarks/2026-12-05-session19.md) nor helped softmax on the H200 (2026-12-07-h200-l2-policy.md), and
+    Inductor's L2 policies on the looped path (evict_last, then evict_first) cost rmsnorm 20% on the H200
+    (benchmarks/2026-12-06-h200-l2.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
-    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=bits)
+    return cute.make_copy_atom(cute.nvgpu.CopyG2ROp() if load else cute.nvgpu.CopyUniversalOp(), dtype,
+                               num_bits_per_copy=bits)
+
+
+def _l2_evict_last():
+    """An L2 cache policy that keeps what a load brings in L2 past the lines marked evict_normal (PTX createpolicy,
+    fraction 1.0), for a load's `cache_policy` (ld.global.L2::cache_hint)."""
+    return cutlass.Int64(llvm.inline_asm(cutlass.Int64.mlir_type, [], "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;",
+                                         "=l", has_side_effects=False, is_align_stack=False,
+                                         asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
 def _fragments(tensors, vec: int, chunks: int, widths=None):
@@ -996,6 +1048,7 @@ def row_kernel(
     m: Int32, nv: Int32, tensors, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int],
     chunks: cutlass.Constexpr[int], threads: cutlass.Constexpr[int], full: cutlass.Constexpr[bool],
     cluster: cutlass.Constexpr[int], direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool],
+    convert_late: cutlass.Constexpr[bool], l2_last: cutlass.Constexpr[bool],
 ):
     """Register path: TPR threads own one row (or, in a cluster, CLUSTER CTAs of TPR threads do: the row's virtual
     thread rank*TPR + t); every input's row values stay in registers from the load, through compute()'s reductions,
@@ -1025,9 +1078,9 @@ def row_kernel(
         first = cute.arch.block_idx_in_cluster() * tpr + t
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
-    late, after = _late_loads(), _unreduced_loads()
+    late, after = _late_loads(), _unreduced_loads(convert_late)
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads())
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads(), l2_last)
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, after)
@@ -1037,7 +1090,7 @@ def row_kernel(
     reducer.done()
     if const_expr(len(after) > 0):
         if const_expr(len(late) > 0):
-            _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late)
+            _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late, l2_last)
         for q in after:
             if const_expr(q not in late):  # loaded early: converted from here on (CONVERT_LATE)
                 _pin(frags[q])
@@ -1179,7 +1232,8 @@ def reduction_launch(
     iters: Int32, stream, vec: cutlass.Constexpr[int], tpr: cutlass.Constexpr[int], chunks: cutlass.Constexpr[int],
     threads: cutlass.Constexpr[int], looped: cutlass.Constexpr[bool], full: cutlass.Constexpr[bool],
     cluster: cutlass.Constexpr[int], smem_bytes: cutlass.Constexpr[int], min_ctas: cutlass.Constexpr[int],
-    direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool], *tensors,
+    direct: cutlass.Constexpr[bool], paired: cutlass.Constexpr[bool], convert_late: cutlass.Constexpr[bool],
+    l2_last: cutlass.Constexpr[bool], *tensors,
 ):
     """Host side: every load as (VEC, NV, M) : (1, VEC, its row stride) (a part j of a wide input from column j*N;
     a wide input's lanes (r*VEC, NV, M) : (1, r*VEC, its row stride)), each vector as (VEC, NV) : (1, VEC), each
@@ -1225,7 +1279,8 @@ def reduction_launch(
             grid=[m, 1, 1], block=[threads, 1, 1], smem=smem_bytes, stream=stream)
     else:
         rows = threads // tpr  # 1 in a cluster, whose CLUSTER consecutive CTAs share a row
-        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, paired).launch(
+        row_kernel(m, nv, tuple(views), vec, tpr, chunks, threads, full, cluster, direct, paired, convert_late,
+                   l2_last).launch(
             grid=[(m + rows - 1) // rows * cluster, 1, 1], block=[threads, 1, 1],
             cluster=[cluster, 1, 1] if const_expr(cluster > 1) else None, smem=smem_bytes, stream=stream,
             **_occupancy(min_ctas, threads, smem_bytes))
@@ -1252,9 +1307,10 @@ _launches: dict = {}  # run()'s argument signature -> (compiled launcher, iters)
 
 def _plan_args(vec: int, cfg: dict) -> tuple:
     """The launcher's constexprs of a plan: vec, tpr, chunks, threads, looped, full, cluster, smem bytes (a slot per
-    reduce), CTAs an SM (0: ptxas's choice), the cluster's exchange (direct: a send a warp), the online pair's."""
+    reduce), CTAs an SM (0: ptxas's choice), the cluster's exchange (direct: a send a warp), the online pair's, and
+    the full-SM plan's convert_late and l2_last."""
     return (vec, cfg["tpr"], cfg["chunks"], cfg["threads"], cfg["looped"], cfg["full"], cfg["cluster"],
-            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"], cfg["pair"])
+            _smem_bytes(cfg, _SLOTS), cfg["min_ctas"], cfg["direct"], cfg["pair"], cfg["convert_late"], cfg["l2_last"])
 
 
 def _pick_vec(elem_bytes: int, n: int, ld: int, addresses) -> int:
@@ -1694,6 +1750,7 @@ def describe(case: dict) -> dict:
         "path": f"looped (one CTA per row, {passes()} passes)" if cfg["looped"] else "register-resident rows"
         + (f", each split across a cluster of {cfg['cluster']} CTAs" if cfg["cluster"] > 1 else "")
         + (f", {cfg['min_ctas']} CTAs an SM (many rows)" if cfg["min_ctas"] else "")
+        + (", what no reduction needs converted after the reductions" if cfg["convert_late"] else "")
         + (f", twice the threads: no more rows than the {SM_COUNT} SMs" if sub_wave else ""),
         "cluster": cfg["cluster"],
         "vector_elements": vec,
@@ -1711,6 +1768,7 @@ def describe(case: dict) -> dict:
            + (", DSMEM across the cluster's CTAs (st.async + mbarrier)" if cfg["cluster"] > 1 else ""))
         + (", the online max and its sum beyond the warp as one (max, sum) pair" if not cfg["looped"] and
            _online_pair(cfg["pair"], cfg["tpr"], cfg["cluster"]) else "")
+        + (", every load with an L2 evict_last policy" if cfg["l2_last"] else "")
         + ", then registers -> global"
         + (reads.get(passes(), f"; the row is read {passes()} times (passes after the first are expected to hit L2)")
            if cfg["looped"] else reads[1]),
