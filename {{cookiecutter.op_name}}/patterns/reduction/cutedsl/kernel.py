@@ -490,9 +490,9 @@ def _full_sm_plan(wide: dict, vec: int) -> dict | None:
     Measured on the H200 (benchmarks/2026-12-07-h200-l2-policy.md, bench_cluster.py's v16_4ctas_l2), rmsnorm
     32768x8192: 247.89 us against 262.23 for `few` (256 threads of 4 chunks), torch.compile 248.47, quack 256.48;
     the geometry alone took 255.41 (v16_cta512_4ctas), the policy alone on `few` 261.84 (l2_el): neither alone
-    reaches Inductor. At 256x8192: 3.49 against 3.56. Where the CTAs
-    of 512 are not whole (16384x5120: 640 vectors over 1024 slots) the same knobs lost 17% (93.67 against 79.81),
-    and at 16384x7168 (896 of 1024) tied: hence every chunk whole. On an H100 it tied the default, 353.3-353.8
+    reaches Inductor. At 256x8192: 3.49 against 3.56. Where the CTAs of 512 are not whole (16384x5120: 640 vectors
+    over 1024 slots) the same knobs lost 17% (93.67 against 79.81), and at 16384x7168 (896 of 1024) tied: hence
+    every chunk whole. On an H100 it tied the default, 353.3-353.8
     against 353.9-354.0 us (benchmarks/2026-12-07-inductor-config.md)."""
     late = _unneeded_loads()
     if (wide["threads"] * FULL_SM_CTAS != SM90_THREADS_PER_SM or not wide["full"] or wide["rows_per_cta"] != 1
@@ -558,10 +558,11 @@ def _unneeded_loads() -> tuple:
 
 def _unreduced_loads(convert_late: bool) -> tuple:
     """The loads whose values row_kernel converts to fp32 only after the row's reductions: the late ones, and with
-    the plan's convert_late (_full_sm_plan; CONVERT_LATE elsewhere) every other load no reduction needs (every argument in lowered.LATE: rmsnorm's weight), unless
-    every load is one. Loaded early, such a load is held across the reductions as it came (16 registers for 32 bf16
-    values) rather than converted (32): compiled as one expression, the conversions are pure and go up to the
-    loads, so row_kernel passes its words through a volatile move after the reductions first (_pin)."""
+    the plan's convert_late (_full_sm_plan; CONVERT_LATE elsewhere) every other load no reduction needs (every
+    argument in lowered.LATE: rmsnorm's weight), unless every load is one. Loaded early, such a load is held across
+    the reductions as it came (16 registers for 32 bf16 values) rather than converted (32): compiled as one
+    expression, the conversions are pure and go up to the loads, so row_kernel passes its words through a volatile
+    move after the reductions first (_pin)."""
     if not convert_late:
         return _late_loads()
     late = _unneeded_loads()
@@ -963,12 +964,12 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
+                    atom = _vector_atom(src.element_type, dst.shape[0], load=l2_last)
                     src_k = _chunk(src, lowered.KINDS[i], first + k * tpr, row)
                     if const_expr(l2_last):
-                        cute.copy(_vector_atom(src.element_type, dst.shape[0], load=True), src_k, dst[None, k],
-                                  cache_policy=policy)
+                        cute.copy(atom, src_k, dst[None, k], cache_policy=policy)
                     else:
-                        cute.copy(_vector_atom(src.element_type, dst.shape[0]), src_k, dst[None, k])
+                        cute.copy(atom, src_k, dst[None, k])
 
 
 @cute.jit
@@ -997,8 +998,9 @@ def _vector_atom(dtype, vec: int, load: bool = False):
 def _l2_evict_last():
     """An L2 cache policy that keeps what a load brings in L2 past the lines marked evict_normal (PTX createpolicy,
     fraction 1.0), for a load's `cache_policy` (ld.global.L2::cache_hint)."""
-    return cutlass.Int64(llvm.inline_asm(cutlass.Int64.mlir_type, [], "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;",
-                                         "=l", has_side_effects=False, is_align_stack=False,
+    return cutlass.Int64(llvm.inline_asm(cutlass.Int64.mlir_type, [],
+                                         "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;", "=l",
+                                         has_side_effects=False, is_align_stack=False,
                                          asm_dialect=llvm.AsmDialect.AD_ATT))
 
 
