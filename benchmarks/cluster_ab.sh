@@ -24,6 +24,8 @@
 #                                            # every program it changes: rmsnorm, F.layer_norm, fused add + rmsnorm
 #   bash benchmarks/cluster_ab.sh rows       # the GPU tests of rows as stored (per-row, heads, leading dims) and the
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
+#   bash benchmarks/cluster_ab.sh fullsm     # the full-SM rmsnorm plan against its peers, its V0 (the built-in, the
+#                                            # Llama and Gemma RMSNorms), then rmsnorm's long rows with quack's split
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
@@ -33,8 +35,8 @@
 # what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -137,4 +139,21 @@ case "$1" in
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"
     timeout 250 python3 leading_dims_ab.py --out "$OUT/rows-leading-ab.json" ;;
+  fullsm)  # kernel._full_sm_plan (512 threads of 2 chunks, 4 CTAs an SM, L2 evict_last) against quack and
+    # torch.compile; the V0 flow of the built-in rmsnorm and of two corpus RMSNorms, whose large cases take it
+    # (107 s on an H100); then quack's split of the long rows (v64_late: 64 values a thread, a cluster of 2 at N =
+    # 32768) where the H200 ran 0.89-0.98x quack (benchmarks/2026-12-07-h200-l2-policy.md)
+    timeout 150 python3 bench_cluster.py run --out "$OUT/fullsm-rmsnorm.json" --op rmsnorm --variant default \
+      --any-shape --shape 32768x8192 --shape 4096x8192 --shape 256x8192 || true
+    (cd .. && timeout 150 bash benchmarks/v0_builtins.sh "$OUT/v0" reduction:rmsnorm) > "$OUT/fullsm-v0.txt" 2>&1 || true
+    for fn in llama_rmsnorm gemma_rmsnorm; do
+      ws=$(mktemp -d)
+      (cd .. && python3 -m cookiecutter "$(pwd)" --no-input -o "$ws" gpu=H200 op_name=ws run_baseline=no \
+        pytorch_logic=tests/lowering_corpus/real_models.py:$fn > /dev/null 2>&1) &&
+        (cd "$ws/ws" && timeout 140 python3 tools/run_baseline.py --no-torch-compile) >> "$OUT/fullsm-v0.txt" 2>&1
+      echo "$fn: rc $?" >> "$OUT/fullsm-v0.txt"
+    done
+    tail -n 12 "$OUT/fullsm-v0.txt"
+    timeout 120 python3 bench_cluster.py run --out "$OUT/fullsm-long.json" --op rmsnorm --variant default \
+      --variant v64_late --shape 1024x32768 --shape 4096x28672 --shape 8192x12288 || true ;;
 esac
