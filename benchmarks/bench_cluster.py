@@ -48,7 +48,10 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v16": {"VALUES_PER_THREAD": 16}, "v16_cta512": {"VALUES_PER_THREAD": 16, "CLUSTER_ABOVE": 512},
             # quack's rmsnorm split of a long row (N = 32768: a cluster of 2, not 4; 64 values a thread), its weight
             # held as loaded across the reduction: 123 registers at 1024x32768, 118 at 4096x28672, no spill
-            "v64_late": {"VALUES_PER_THREAD": 64, "CONVERT_LATE": True}}
+            "v64_late": {"VALUES_PER_THREAD": 64, "CONVERT_LATE": True},
+            # ... or with x read again from L2 after the reduction and the weight loaded after it (kernel.RELOAD):
+            # 76 registers at 64 values (a cluster of 2 at N = 32768), 44 at the default 32 (a cluster of 4)
+            "reload64": {"VALUES_PER_THREAD": 64, "RELOAD": True}, "reload": {"RELOAD": True}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

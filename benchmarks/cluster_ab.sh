@@ -26,6 +26,7 @@
 #                                            # GPU time of x [B, S, D] against [M, N] (leading_dims_ab.py)
 #   bash benchmarks/cluster_ab.sh fullsm     # the full-SM rmsnorm plan against its peers, its V0 (the built-in, the
 #                                            # Llama and Gemma RMSNorms), then rmsnorm's long rows with quack's split
+#                                            # (v64_late) and its reload of x (reload64, reload)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
@@ -142,10 +143,12 @@ case "$1" in
   fullsm)  # kernel._full_sm_plan (512 threads of 2 chunks, 4 CTAs an SM, L2 evict_last) against quack and
     # torch.compile; the V0 flow of the built-in rmsnorm and of two corpus RMSNorms, whose large cases take it
     # (107 s on an H100); then quack's split of the long rows (v64_late: 64 values a thread, a cluster of 2 at N =
-    # 32768) where the H200 ran 0.89-0.98x quack (benchmarks/2026-12-07-h200-l2-policy.md)
+    # 32768) and its reload of x (RELOAD) where the H200 ran 0.89-0.98x quack
+    # (benchmarks/2026-12-07-h200-l2-policy.md)
     timeout 150 python3 bench_cluster.py run --out "$OUT/fullsm-rmsnorm.json" --op rmsnorm --variant default \
       --any-shape --shape 32768x8192 --shape 4096x8192 --shape 256x8192 || true
-    (cd .. && timeout 150 bash benchmarks/v0_builtins.sh "$OUT/v0" reduction:rmsnorm) > "$OUT/fullsm-v0.txt" 2>&1 || true
+    (cd .. && timeout 150 bash benchmarks/v0_builtins.sh "$OUT/v0" reduction:rmsnorm) > "$OUT/fullsm-v0.txt" 2>&1 ||
+      true
     for fn in llama_rmsnorm gemma_rmsnorm; do
       ws=$(mktemp -d)
       (cd .. && python3 -m cookiecutter "$(pwd)" --no-input -o "$ws" gpu=H200 op_name=ws run_baseline=no \
@@ -154,6 +157,7 @@ case "$1" in
       echo "$fn: rc $?" >> "$OUT/fullsm-v0.txt"
     done
     tail -n 12 "$OUT/fullsm-v0.txt"
-    timeout 120 python3 bench_cluster.py run --out "$OUT/fullsm-long.json" --op rmsnorm --variant default \
-      --variant v64_late --shape 1024x32768 --shape 4096x28672 --shape 8192x12288 || true ;;
+    timeout 150 python3 bench_cluster.py run --out "$OUT/fullsm-long.json" --op rmsnorm --variant default \
+      --variant v64_late --variant reload64 --variant reload --shape 1024x32768 --shape 4096x28672 \
+      --shape 8192x12288 || true ;;
 esac

@@ -335,6 +335,27 @@ def test_rmsnorm_full_sm_plan(workspace_of, tmp_path):
         assert regs <= 32 and spill == 0, (regs, spill)
 
 
+def test_rmsnorm_reload_holds_nothing_across_the_reduction(workspace_of, tmp_path):
+    """RELOAD (off until timed on the H200): rmsnorm's x is read again after the reduction (from L2) instead of held
+    across it, and the weight is loaded after it; the row holds nothing across its reduction, so 64 values a thread,
+    quack's split of a row of 32768 over a cluster of 2 CTAs of 256, fit 80 registers (3 CTAs an SM) where the held
+    row takes 123. Every load is issued twice for x and once for the weight, 8 vectors each."""
+    kernel = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_reload").kernel
+    assert kernel.RELOAD is False
+    kept = kernel.VALUES_PER_THREAD
+    kernel.RELOAD, kernel.VALUES_PER_THREAD = True, 64
+    try:
+        cfg = kernel.plan(32768, 8, 1024)
+        ptx = kernel.compile_only({"dims": [1024, 32768]}, tmp_path)
+    finally:
+        kernel.RELOAD, kernel.VALUES_PER_THREAD = False, kept
+    assert (cfg["cluster"], cfg["threads"], cfg["chunks"]) == (2, 256, 8)
+    assert len(re.findall(r"ld\.global\S*", ptx)) == 24, "x's 8 vectors twice, the weight's 8 once"
+    if shutil.which("ptxas"):
+        (regs, spill), = ptxas_usage(ptx, tmp_path)
+        assert regs <= 80 and spill == 0, (regs, spill)
+
+
 def test_gemm_markers(workspace_of):
     ptx = compile_workspace(workspace_of("H200", "matmul"))
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16", ptx), "bf16 WGMMA, fp32 accumulate"

@@ -185,6 +185,11 @@ CONVERT_LATE = False  # ... and converts what it loaded early of that to fp32 af
 # instead of 3. On the H200 rmsnorm 32768x8192 took 258.71 us against 264.66 and 16384x7168 tied; on an H100 it was
 # within 1% at 6 of 7 shapes and 3.3% faster at 1024x32768 (benchmarks/2026-12-06-h200-goals.md,
 # 2026-12-07-persist.md; cluster_ab.sh convert times the rest on the H200)
+RELOAD = False  # the register path reads what the reductions need again after them, from L2, instead of holding it
+# across them, and loads what they do not need after them (_late_loads): quack's reload of x above N = 8192, which
+# splits a row of 32768 bf16 over 2 CTAs, not 4. At 1024x32768, 64 values a thread: 76 registers, 3 CTAs of 256 an
+# SM (held: 123, 2); 32 values: 44 registers (held: 77). Off until timed on the H200 (bench_cluster.py's reload,
+# reload64; benchmarks/2026-12-07-h200-l2-policy.md), where the held rows run 0.89-0.98x quack at those shapes
 CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its warps send their partials to every CTA
 # (no bar.sync a reduction; _ClusterRow). On an H100 (benchmarks/2026-12-05-session19.md) softmax 1x32768 ran 2.55 us
 # against 2.75, 128x32000 6.83 against 7.09, rmsnorm 8x65536 2.64 against 2.77; CTAs of 512 lost 3.5% (16x262144),
@@ -543,11 +548,11 @@ def _late_loads() -> tuple:
     would cut each one's share of the register budget (values_per_load: three loads or more): row_kernel issues
     them after the row's reductions. With one or two loads the budget is not the limit and a late load only adds
     its latency after the reduction: rmsnorm's weight, loaded late, took 3.0 against 2.7 us at 128x8192 and 82.5
-    against 80.5 at 16384x5120 on the H200. Empty when LATE_LOADS is off or when every load is late (no
-    reductions)."""
+    against 80.5 at 16384x5120 on the H200. With RELOAD they are late with any number of loads: then the row
+    holds nothing across its reductions. Empty when LATE_LOADS is off or when every load is late (no reductions)."""
     late = _unneeded_loads()
     shared = 2 * VALUES_PER_THREAD // sum(_load_widths()) < VALUES_PER_THREAD
-    return late if LATE_LOADS and shared and len(late) < len(_LOADS) else ()
+    return late if LATE_LOADS and (shared or RELOAD) and len(late) < len(_LOADS) else ()
 
 
 def _unneeded_loads() -> tuple:
@@ -1090,7 +1095,9 @@ def row_kernel(
     reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange, pair)
     results = lowered.compute(*values, Float32(nv * vec), reducer)
     reducer.done()
-    if const_expr(len(after) > 0):
+    if const_expr(len(after) > 0 or RELOAD):
+        if const_expr(RELOAD):  # what the reductions read, read again (from L2): not held across them
+            _load_chunks(loads, frags, first, held, nv, stride, chunks, full, _early_loads(), l2_last)
         if const_expr(len(late) > 0):
             _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late, l2_last)
         for q in after:
