@@ -143,7 +143,7 @@ case "$1" in
   fullsm)  # kernel._full_sm_plan (512 threads of 2 chunks, 4 CTAs an SM, L2 evict_last) against quack and
     # torch.compile; the V0 flow of the built-in rmsnorm and of two corpus RMSNorms, whose large cases take it
     # (107 s on an H100); then quack's split of the long rows (v64_late: 64 values a thread, a cluster of 2 at N =
-    # 32768) and its reload of x (RELOAD) where the H200 ran 0.89-0.98x quack
+    # 32768) and its reload of x (RELOAD, after its GPU test) where the H200 ran 0.89-0.98x quack
     # (benchmarks/2026-12-07-h200-l2-policy.md)
     timeout 150 python3 bench_cluster.py run --out "$OUT/fullsm-rmsnorm.json" --op rmsnorm --variant default \
       --any-shape --shape 32768x8192 --shape 4096x8192 --shape 256x8192 || true
@@ -157,6 +157,8 @@ case "$1" in
       echo "$fn: rc $?" >> "$OUT/fullsm-v0.txt"
     done
     tail -n 12 "$OUT/fullsm-v0.txt"
+    (cd .. && timeout 150 python3 -m pytest -q -rA tests/test_gpu.py -k reload) > "$OUT/fullsm-reload-pytest.txt" 2>&1 ||
+      true; tail -n 2 "$OUT/fullsm-reload-pytest.txt"
     timeout 150 python3 bench_cluster.py run --out "$OUT/fullsm-long.json" --op rmsnorm --variant default \
       --variant v64_late --variant reload64 --variant reload --shape 1024x32768 --shape 4096x28672 \
       --shape 8192x12288 || true ;;

@@ -273,6 +273,33 @@ def test_cluster_row_replays_in_a_cuda_graph(tmp_path):
     run_child_in_baked(tmp_path, CLUSTER_GRAPH_CHILD, "pattern=reduction", "op=softmax")
 
 
+RELOAD_CHILD = """
+import torch
+from ws import kernel, reference
+kernel.RELOAD = True
+for values in (32, 64):  # the default split, then quack's (a cluster of 2 at N = 32768)
+    kernel.VALUES_PER_THREAD = values
+    kernel._compiled.clear()
+    kernel._launches.clear()
+    for m, n in [(1024, 32768), (1000, 28672), (300, 12288), (133, 5120), (5, 8192)]:
+        x = torch.randn(m, n, device="cuda").to(torch.bfloat16)
+        w = torch.randn(n, device="cuda").to(torch.bfloat16)
+        want = reference.reference(x.double(), w.double()).float()
+        got = kernel.run(x, w).float()
+        err = ((got - want).norm() / want.norm()).item()
+        assert err < 1e-2, (values, m, n, kernel.plan(n, 8, m), err)
+print("ok")
+"""
+
+
+def test_rmsnorm_reload_matches_the_reference(tmp_path):
+    """kernel.RELOAD (off; benchmarks/cluster_ab.sh fullsm times it): rmsnorm with x read again after the reduction
+    and the weight loaded after it, under the default split (32 values a thread) and quack's (64), on rows split
+    across clusters of 2 and 4 (N = 32768, 28672, the last chunk partial), rows of one CTA (12288, 5120) and below
+    one wave (5 rows): the float64 reference's output, within bf16's error."""
+    run_child_in_baked(tmp_path, RELOAD_CHILD, "pattern=reduction", "op=rmsnorm", "gpu=H200")
+
+
 LATE_LOADS_CHILD = """
 import torch
 import torch.nn.functional as F
