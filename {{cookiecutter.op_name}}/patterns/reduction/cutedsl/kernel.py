@@ -215,7 +215,6 @@ MANY_ROWS_WAVES = 2  # ... from this many waves of its rows (MANY_ROWS_CTAS an S
 MANY_ROWS_GBPS_PER_SM = 30  # ... on GPUs with more HBM bandwidth per SM than this (H200 36, H100 25; op.json)
 SUB_WAVE_VALUES = 16  # rows of one CTA each, no more of them than SMs: fp32 values a thread holds per load (plans)
 FULL_SM_CTAS = 4  # the full-SM plan (_full_sm_plan): CTAs of its threads an SM, SM90_THREADS_PER_SM in all
-SM90_THREADS_PER_SM = 2048
 FEW_ROWS_MIN_CTAS = 0  # a row of one CTA: CTAs an SM that ptxas fits its registers to (0: its own choice). Off
 # (where rows fill an SM four times over, _full_sm_plan takes 4 with an L2 policy):
 # rmsnorm with 16 values in CTAs of 512 and CONVERT_LATE fits 4 of them in 32 registers with no spill, Inductor's
@@ -225,6 +224,7 @@ SM_COUNT = OP_SPEC["compute_units"]  # the target GPU's SMs, and its cited HBM b
 GBPS_PER_SM = OP_SPEC["hbm_gbps"] / SM_COUNT
 SM90_SMEM_PER_SM = 233472  # bytes of shared memory an sm_90 SM can give its CTAs (228 KiB)
 SMEM_RESERVED_PER_CTA = 1024  # ... of which the system takes this much per resident CTA
+SM90_THREADS_PER_SM = 2048  # resident threads an sm_90 SM holds
 LOG2_E = math.log2(math.e)
 
 _BYTES = {name: bits // 8 for name, bits in host.DTYPE_BITS.items()}
@@ -497,8 +497,9 @@ def _full_sm_plan(wide: dict, vec: int) -> dict | None:
     the geometry alone took 255.41 (v16_cta512_4ctas), the policy alone on `few` 261.84 (l2_el): neither alone
     reaches Inductor. At 256x8192: 3.49 against 3.56. Where the CTAs of 512 are not whole (16384x5120: 640 vectors
     over 1024 slots) the same knobs lost 17% (93.67 against 79.81), and at 16384x7168 (896 of 1024) tied: hence
-    every chunk whole. On an H100 it tied the default, 353.3-353.8
-    against 353.9-354.0 us (benchmarks/2026-12-07-inductor-config.md)."""
+    every chunk whole. On an H100 it tied the default, 353.3-353.8 against 353.9-354.0 us
+    (benchmarks/2026-12-07-inductor-config.md), and the template's build of it 351.12 against torch.compile's 352.17
+    (2026-12-07-h200-l2-policy.md)."""
     late = _unneeded_loads()
     if (wide["threads"] * FULL_SM_CTAS != SM90_THREADS_PER_SM or not wide["full"] or wide["rows_per_cta"] != 1
             or vec * 16 < ACCESS_BITS or _load_widths() != [1, 1] or len(late) != 1 or len(lowered.REDUCTIONS) != 1
@@ -962,19 +963,13 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
     through shared memory by cp.async; that lost here on the H100 and the H200 (STAGE_SMEM, removed:
     benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers. With
     `l2_last` (the full-SM plan) each load carries an L2 evict_last policy (_l2_evict_last)."""
-    policy = None
-    if const_expr(l2_last):
-        policy = _l2_evict_last()
+    hint = {"cache_policy": _l2_evict_last()} if const_expr(l2_last) else {}
     for k in cutlass.range_constexpr(chunks):
         if full or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    atom = _vector_atom(src.element_type, dst.shape[0], load=l2_last)
-                    src_k = _chunk(src, lowered.KINDS[i], first + k * tpr, row)
-                    if const_expr(l2_last):
-                        cute.copy(atom, src_k, dst[None, k], cache_policy=policy)
-                    else:
-                        cute.copy(atom, src_k, dst[None, k])
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0], load=l2_last),
+                              _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k], **hint)
 
 
 @cute.jit
