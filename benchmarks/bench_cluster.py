@@ -51,7 +51,11 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             "v64_late": {"VALUES_PER_THREAD": 64, "CONVERT_LATE": True},
             # ... or with x read again from L2 after the reduction and the weight loaded after it (kernel.RELOAD):
             # 76 registers at 64 values (a cluster of 2 at N = 32768), 44 at the default 32 (a cluster of 4)
-            "reload64": {"VALUES_PER_THREAD": 64, "RELOAD": True}, "reload": {"RELOAD": True}}
+            "reload64": {"VALUES_PER_THREAD": 64, "RELOAD": True}, "reload": {"RELOAD": True},
+            # the cell before the last-chunk predicates (kernel.TAIL_PREDICATES) and before exp(a - m) as one FFMA
+            # (pointwise's SHIFT_FMA; "pw." knobs are set on the workspace's pointwise module)
+            "all_predicated": {"TAIL_PREDICATES": False}, "sub_then_exp": {"pw.SHIFT_FMA": False},
+            "before_tail": {"TAIL_PREDICATES": False, "pw.SHIFT_FMA": False}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",
@@ -80,9 +84,12 @@ _KNOBS = sorted({k for knobs in VARIANTS.values() for k in knobs})  # every knob
 def _variant(kernel, knobs: dict) -> None:
     """Set a variant's knobs on the kernel module (the rest to their defaults) and give it its own compile cache: a
     knob read at trace time would not be in the cache's key."""
-    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(kernel, k) for k in _KNOBS})
+    def owner(k):  # "pw.NAME": the pointwise module's NAME
+        return (kernel.lowered.pw, k[3:]) if k.startswith("pw.") else (kernel, k)
+
+    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(*owner(k)) for k in _KNOBS})
     for k, v in {**defaults, **knobs}.items():
-        setattr(kernel, k, v)
+        setattr(*owner(k), v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})
     kernel._compiled = caches.setdefault(json.dumps(knobs, sort_keys=True), {})
     kernel._launches.clear()  # the next call plans again

@@ -326,7 +326,8 @@ def test_run_launches_the_variant_with_its_vectors(tmp_path):
 
 LOG2E, NEG_BIG, TILE = math.log2(math.e), -1.0e30, 16
 PW_TORCH = types.SimpleNamespace(tanh=torch.tanh, exp=torch.exp, where=torch.where, maximum=torch.maximum,
-                                 minimum=torch.minimum, abs=torch.abs, log=torch.log, sigmoid=torch.sigmoid)
+                                 minimum=torch.minimum, abs=torch.abs, log=torch.log, sigmoid=torch.sigmoid,
+                                 exp_shifted=lambda a, b: torch.exp(a - b))
 LATE_KEEP = '''
 SOURCE = "test:late_keep"
 INPUTS = ("q", "k_cache", "v_cache", "seq_lens", "sinks")

@@ -171,7 +171,8 @@ def _on_tensors(fn):
 # op (VOCABULARY's torch name); casts do not round here (float64), a boolean becomes 1.0 / 0.0
 PW_TORCH = {op.code.split("(")[0][3:]: _on_tensors(getattr(torch, op.torch)) for op in ir.VOCABULARY.values()
             if op.code.startswith("pw.") and hasattr(torch, op.torch)}
-PW_TORCH.update(full_like=lambda v, s: torch.full_like(v, s), cast=lambda v, dtype: v, to_float=lambda c: c.double())
+PW_TORCH.update(full_like=lambda v, s: torch.full_like(v, s), exp_shifted=lambda a, b: torch.exp(a - b),
+                cast=lambda v, dtype: v, to_float=lambda c: c.double())
 
 
 class _WholeRow:

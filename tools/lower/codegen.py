@@ -60,18 +60,50 @@ def _float(v: float) -> str:
 class _Writer:
     def __init__(self, program: dict, dtype: str):
         self.p, self.dtype = program, dtype
+        self.by_id = {node["id"]: node for node in program["nodes"]}
         self.gemm = ir.is_gemm(program)
         self.names = {name: self._safe(name, self.gemm) for name in ir.arguments(program)}
         self.constants = self._constants()
         self.needs_math = False
         self.stored = self._stored_casts()
         self.rebases = {} if self.gemm else ir.rebases(program)  # online pair's sum -> what is rebased after it
+        self.folded = self._folded()
+
+    def shifted(self, node: dict) -> dict | None:
+        """The subtraction a - m of an exp(a - m) whose m is one value a row, which codegen writes as
+        pw.exp_shifted(a, m); None for any other node."""
+        arg = self.by_id.get(node["args"][0]) if node["op"] == "exp" and isinstance(node["args"][0], str) else None
+        return arg if arg and arg["op"] == "sub" and self.kind_of(arg["args"][1]) == "row" else None
+
+    def _folded(self) -> set[str]:
+        """The subtractions that only shifted exps use (up to the online pair's sum that writes them again, if one
+        does): not written, as the exp computes its own."""
+        position = {node["id"]: k for k, node in enumerate(self.p["nodes"])}
+        after = {r: position[total] for total, (_, _, redone) in self.rebases.items() for r in redone}
+        outputs = {v for out in self.p["outputs"] for v in ir.output_refs(out) if isinstance(v, str)}
+        folded = set()
+        for sub in {self.shifted(node)["id"] for node in self.p["nodes"] if self.shifted(node)}:
+            users = [node for node in self.p["nodes"] if sub in ir.references(node)]
+            if all(self.shifted(u) or position[u["id"]] > after.get(sub, len(position)) for u in users) and \
+                    (sub in after or sub not in outputs):
+                folded.add(sub)
+        return folded
+
+    def kind_of(self, ref) -> str:
+        """A value's kind (ir.py): "element", "row" (one value a row: a reduction's result, a scalar or per-row
+        input) or "const"."""
+        if not isinstance(ref, str):
+            return "const"
+        if ref in self.by_id:
+            return self.by_id[ref].get("kind", "element")
+        spec = next((i for i in self.p["inputs"] if i["name"] == ref), {})  # a GEMM's accumulator: no spec
+        return "row" if spec.get("kind") in ("scalar", "per_row") else "element"
 
     def _stored_casts(self) -> dict[str, str]:
         """Casts the store makes anyway: an output that is a cast to the dtype it is stored in (``.to(x.dtype)`` at
         the end of the function) is stored from the cast's argument, since rounding once to that dtype is what the
         store does; a cast used by nothing else is not written. {cast id: its argument}."""
-        by_id = {node["id"]: node for node in self.p["nodes"]}
+        by_id = self.by_id
         used = {a for node in self.p["nodes"] for a in ir.references(node)}
         made = {}
         for out in self.p["outputs"]:
@@ -109,8 +141,12 @@ class _Writer:
 
     def expression(self, node: dict) -> str:
         """One IR node as Python: its vocabulary entry's code (ir.VOCABULARY), except where the kernels want a
-        cheaper form (a division, a small power) or a static argument (a cast's dtype)."""
+        cheaper form (a division, a small power, an exp of a value less its row's) or a static argument (a cast's
+        dtype)."""
         op, args = node["op"], [self.operand(a) for a in node["args"]]
+        shifted = self.shifted(node)
+        if shifted:  # exp(a - m) with m one value a row (softmax's max): the cells' one-FFMA form
+            return f"pw.exp_shifted({', '.join(self.operand(a) for a in shifted['args'])})"
         if op == "div":
             return self.division(node, args)
         if op == "pow":
@@ -138,10 +174,10 @@ class _Writer:
 
     def statements(self) -> list[str]:
         lines, seen = [], set()
-        by_id = {node["id"]: node for node in self.p["nodes"]}
+        by_id = self.by_id
         steps = []
         for node in self.p["nodes"]:
-            if node["id"] not in self.stored:
+            if node["id"] not in self.stored and node["id"] not in self.folded:
                 steps.append((f"    {node['id']} = {self.expression(node)}", node.get("line") or ""))
             if node["id"] in self.rebases:  # an online pair's sum: its max and exp into the row max's frame
                 m, e, redone = self.rebases[node["id"]]

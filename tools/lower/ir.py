@@ -121,9 +121,10 @@ BINARY = tuple(k for k, op in VOCABULARY.items() if op.arity == 2)
 COMPARE = tuple(k for k, op in VOCABULARY.items() if op.boolean)  # boolean results
 # aten/prims packet name -> IR op, for the converter (derived: one declaration per op above)
 ATEN = {name: op for op, spec in VOCABULARY.items() for name in spec.aten}
-# The `pw.` functions a generated lowered.py may call: every DSL's pointwise.py defines each one, plus full_like.
+# The `pw.` functions a generated lowered.py may call: every DSL's pointwise.py defines each one, plus those codegen
+# writes itself: full_like, and exp_shifted for an exp(a - m) of a row's m (codegen._Writer.expression)
 PW_FUNCTIONS = tuple(sorted({code.split("(")[0][3:] for code in (spec.code for spec in VOCABULARY.values())
-                             if code.startswith("pw.")} | {"full_like"}))
+                             if code.startswith("pw.")} | {"full_like", "exp_shifted"}))
 CAST_TARGETS = ("input", "bf16", "fp16")  # "input": the workspace's dtype (x's); a cast to fp32 or wider is a no-op
 OUTPUT_SHAPES = ("row", "reduced", "reduced_keepdim")
 # An output's dtype: "input" (x's), or one of these, with its bytes per element and torch's name. int8 and fp8 are a

@@ -91,6 +91,12 @@ def exp(a):
         return fx.exp2(_scalar(a) * LOG2_E)
 
 
+def exp_shifted(a, b):
+    """exp(a - b) for b one value a row (codegen's exp(x - m)): the subtraction first. The CuTe DSL cell's FFMA form
+    (a * log2(e) - b * log2(e)) is an H200 measurement; on CDNA it is not measured, so this keeps the exact form."""
+    return exp(a - b)  # as codegen writes a subtraction
+
+
 def exp2(a):
     with fx.fastmath("afn"):
         return fx.exp2(_scalar(a))

@@ -197,6 +197,11 @@ CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its war
 ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
 # exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
 # (_RowReducer). Where: the plan's "pair" (_pair_exchange)
+TAIL_PREDICATES = True  # a register row predicates its last chunk alone: a plan gives a thread ceil(NV / (TPR *
+# CLUSTER)) chunks at every N it serves, so every chunk but the last exists for every thread (_whole_chunks).
+# Predicating every chunk, as before, cost softmax 1024x128256 33 constant-bank reloads of the row's base and stride,
+# 8 predicates and 7 selects a thread more than quack's kernel, which knows N when it compiles (ptxas + nvdisasm on
+# a CPU: benchmarks/2026-12-07-h200-tail.md)
 BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
 # (_viewer): Mamba2's masked rows' run() 10.6 -> 9.2 us on an H100's host (benchmarks/2026-12-06-h100-host-views.md),
 # where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
@@ -628,21 +633,23 @@ def _values(frags, singles, vec: int, chunks: int, absent: tuple = ()):
     return made
 
 
-def _chunk_mask(chunks: int, first, tpr: int, nv):
-    """Which of a thread's CHUNKS vectors lie in the row: vector first + k*TPR exists (first + k*TPR < NV). One
-    predicate per vector, not per value: the mask costs CHUNKS selects per reduce(), not VEC * CHUNKS.
+def _chunk_mask(chunks: int, first, tpr: int, nv, whole: int = 0):
+    """Which of a thread's CHUNKS vectors lie in the row: vector first + k*TPR exists (first + k*TPR < NV); None for
+    the first `whole` chunks, which exist for every thread (_whole_chunks). One predicate per vector, not per value:
+    the mask costs a select per partial chunk per reduce(), not VEC * CHUNKS.
 
     The mask is the only thing that makes a vector that was not loaded harmless: reduce() selects the identity in
     its place and the stores skip it, so the fragments are never filled first. Filling them (0 before predicated
     loads) cost rmsnorm at N = 5120, where the last chunk is partial, 0.76x of the hand-written kernel on the H200:
     23.3 against 30.9 us at 4096x5120, the same instructions and bytes, more long-scoreboard stalls
     (benchmarks/2026-12-04-h200-one-path.md, ab_workspaces.py)."""
-    return [first + k * tpr < nv for k in range(chunks)]
+    return [None if k < whole else first + k * tpr < nv for k in range(chunks)]
 
 
 def _thread_partial(kind: str, v, valid, like):
     """reduce(kind, v)'s in-thread step: v (a vector, or a scalar meant for every element) reduced over the thread's
-    values, a vector that was not loaded (valid[k] false; valid None when every one was) counting as the identity."""
+    values, a vector that was not loaded (valid[k] false; valid None when every one was, valid[k] None when vector k
+    always is) counting as the identity."""
     v = v if isinstance(v, cute.TensorSSA) else cute.full_like(like, v, Float32)
     if valid is None:
         return Float32(v.reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))  # a Float32 whatever the reduce hands back
@@ -651,7 +658,7 @@ def _thread_partial(kind: str, v, valid, like):
     part = Float32(IDENTITY[kind])
     for k, ok in enumerate(valid):  # per vector: reduce it, then keep it only where it was loaded
         column = Float32(held[None, k].load().reduce(_REDUCTION_OPS[kind], IDENTITY[kind], 0))
-        part = _combine(kind)(part, cutlass.select_(ok, column, Float32(IDENTITY[kind])))
+        part = _combine(kind)(part, column if ok is None else cutlass.select_(ok, column, Float32(IDENTITY[kind])))
     return part
 
 
@@ -956,16 +963,16 @@ def _row_results(p: int, acc, known: dict, tpr: int, buf):
 
 @cute.jit
 def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                 chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool], only=None, l2_last: bool = False):
+                 chunks: cutlass.Constexpr[int], whole: cutlass.Constexpr[int], only=None, l2_last: bool = False):
     """Every load's (or those numbered in `only`) vectors first + k*TPR (k < CHUNKS) of the row into its fragment's
     column k: VEC elements (128-bit for x; a bool mask's VEC bytes, 64-bit for a 16-bit x), r*VEC for a wide input's
-    lanes (r 128-bit accesses); vectors past the row end are skipped (none when `full`). quack stages its row
+    lanes (r 128-bit accesses); vectors past the row end are skipped (chunks below `whole` exist). quack stages its row
     through shared memory by cp.async; that lost here on the H100 and the H200 (STAGE_SMEM, removed:
     benchmarks/2026-12-05-h200-knobs.md, 2026-12-06-h100-many-direct.md), so every load goes to registers. With
     `l2_last` (the full-SM plan) each load carries an L2 evict_last policy (_l2_evict_last)."""
     hint = {"cache_policy": _l2_evict_last()} if const_expr(l2_last) else {}
     for k in cutlass.range_constexpr(chunks):
-        if full or first + k * tpr < nv:
+        if k < whole or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
                     cute.copy(_vector_atom(src.element_type, dst.shape[0], load=l2_last),
@@ -974,11 +981,11 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
 
 @cute.jit
 def _store_chunks(outputs, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int],
-                  chunks: cutlass.Constexpr[int], full: cutlass.Constexpr[bool]):
+                  chunks: cutlass.Constexpr[int], whole: cutlass.Constexpr[int]):
     """_load_chunks the other way: each store's fragment (_STORES) to its vectors first + k*TPR of the row (r*VEC
     elements for a wide output's lanes, r 128-bit accesses)."""
     for k in cutlass.range_constexpr(chunks):
-        if full or first + k * tpr < nv:
+        if k < whole or first + k * tpr < nv:
             for dst, src in zip(outputs, frags):
                 cute.copy(_vector_atom(dst.element_type, src.shape[0]), src[None, k], dst[None, first + k * tpr, row])
 
@@ -1080,21 +1087,22 @@ def row_kernel(
         first = cute.arch.block_idx_in_cluster() * tpr + t
     row = bidx // cluster * rows + tidx // tpr
     frags = _fragments(loads, vec, chunks, _load_widths())  # not filled: see _chunk_mask
+    whole = _whole_chunks(chunks, full)
     late, after = _late_loads(), _unreduced_loads(convert_late)
     if row < m:
-        _load_chunks(loads, frags, first, row, nv, stride, chunks, full, _early_loads(), l2_last)
+        _load_chunks(loads, frags, first, row, nv, stride, chunks, whole, _early_loads(), l2_last)
     held = cutlass.min(row, m - 1)  # a row past M reads row M - 1's single values (and stores nothing)
     singles = _read_singles(scalars, held)
     values = _values(frags, singles, vec, chunks, after)
-    valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv)
+    valid = None if const_expr(full) else _chunk_mask(chunks, first, stride, nv, whole)
     reducer = _RowReducer(valid, values[_LIKE], tpr, buf, exchange, pair)
     results = lowered.compute(*values, Float32(nv * vec), reducer)
     reducer.done()
     if const_expr(len(after) > 0 or RELOAD):
         if const_expr(RELOAD):  # what the reductions read, read again (from L2): not held across them
-            _load_chunks(loads, frags, first, held, nv, stride, chunks, full, _early_loads(), l2_last)
+            _load_chunks(loads, frags, first, held, nv, stride, chunks, whole, _early_loads(), l2_last)
         if const_expr(len(late) > 0):
-            _load_chunks(loads, frags, first, held, nv, stride, chunks, full, late, l2_last)
+            _load_chunks(loads, frags, first, held, nv, stride, chunks, whole, late, l2_last)
         for q in after:
             if const_expr(q not in late):  # loaded early: converted from here on (CONVERT_LATE)
                 _pin(frags[q])
@@ -1102,16 +1110,24 @@ def row_kernel(
     out_frags = _fragments(row_outputs, vec, chunks, _store_widths())
     _round_into(out_frags, results, vec, chunks)
     if row < m:
-        _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, full)
+        _store_chunks(row_outputs, out_frags, first, row, nv, stride, chunks, whole)
         if first == 0:
             _store_reduced(reduced, results, row)
+
+
+def _whole_chunks(chunks: int, full: bool) -> int:
+    """A register row's chunks that every thread loads unpredicated: all of them when `full`, else every one but the
+    last (TAIL_PREDICATES). A plan gives a thread chunks = ceil(NV / stride) at every N it serves (stride TPR *
+    CLUSTER between a thread's vectors: _fit, _sub_wave_plans), so (chunks - 1) * stride < NV and a thread's vector
+    first + k * stride < NV for k < chunks - 1; _prepare checks this of every plan it compiles."""
+    return chunks if full else chunks - 1 if TAIL_PREDICATES else 0
 
 
 def _fold_slice(p: int, loads, frags, singles, acc, known: dict, first, row, nv, n_f, vec: int, tpr: int,
                 chunks: int, whole: bool):
     """One slice of reduction pass p: load it, run compute() with pass p's reducer. A whole slice (every vector
     exists) loads unpredicated and masks nothing; the partial last one predicates its loads and masks its reduce."""
-    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
+    _load_chunks(loads, frags, first, row, nv, tpr, chunks, chunks if whole else 0)
     values = _values(frags, singles, vec, chunks)
     valid = None if const_expr(whole) else _chunk_mask(chunks, first, tpr, nv)
     lowered.compute(*values, n_f, _PassReducer(p, known, acc, valid, values[_LIKE]))
@@ -1120,11 +1136,11 @@ def _fold_slice(p: int, loads, frags, singles, acc, known: dict, first, row, nv,
 def _write_slice(loads, frags, singles, row_outputs, out_frags, acc, known: dict, first, row, nv, n_f, vec: int,
                  tpr: int, chunks: int, whole: bool):
     """One slice of the last pass: load it, compute() with every row result known, store the row outputs."""
-    _load_chunks(loads, frags, first, row, nv, tpr, chunks, whole)
+    _load_chunks(loads, frags, first, row, nv, tpr, chunks, chunks if whole else 0)
     values = _values(frags, singles, vec, chunks)
     results = lowered.compute(*values, n_f, _PassReducer(None, known, acc, None, values[_LIKE]))
     _round_into(out_frags, results, vec, chunks)
-    _store_chunks(row_outputs, out_frags, first, row, nv, tpr, chunks, whole)
+    _store_chunks(row_outputs, out_frags, first, row, nv, tpr, chunks, chunks if whole else 0)
 
 
 @cute.kernel
@@ -1461,6 +1477,9 @@ def _prepare(inputs, out):
                              f"multiple of {width} (its interleaved lanes are read together); pass it contiguous")
     entry, bound = None, _max_rows(n, ld)
     for start, cfg in reversed(plans(n, vec)):  # each plan of this N compiled, the one of the most rows first
+        if not cfg["looped"] and (cfg["chunks"] - 1) * cfg["tpr"] * cfg["cluster"] >= n // vec:
+            raise RuntimeError(f"{lowered.SOURCE}: internal: plan {cfg} at N = {n} leaves a thread's chunk before its "
+                               "last empty (_whole_chunks); please report it with this line")
         if start <= bound:
             key = (dtype, *_plan_args(vec, cfg), lead, ranks)
             launcher = rt.compiled(_compiled, key, reduction_launch,
