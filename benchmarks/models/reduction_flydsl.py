@@ -72,6 +72,7 @@ def _exp(a):
 
 pw = types.ModuleType("pointwise")
 pw.exp = _exp
+pw.exp_shifted = lambda a, b: _exp((np.asarray(a, F) - np.asarray(b, F)).astype(F))  # FlyDSL's: subtract first
 pw.reciprocal = lambda a: (F(1) / np.asarray(a, F)).astype(F)
 pw.rsqrt = lambda a: (F(1) / np.sqrt(np.asarray(a, F))).astype(F)
 pw.sqrt = lambda a: np.sqrt(np.asarray(a, F)).astype(F)
