@@ -133,6 +133,39 @@ def test_cluster_exchange_of_one_send_a_cta(workspace_of, tmp_path):
     assert smem == 4 * 8 * 2 + (8 + 4 * 16) * 2 + 16 + 8 * 16 + 8
 
 
+def test_a_register_row_predicates_its_last_chunk_alone(workspace_of, tmp_path):
+    """kernel._whole_chunks: every register-path plan gives a thread ceil(NV / (TPR * CLUSTER)) chunks, at every N
+    and VEC (softmax's one load, rmsnorm's two), so every chunk but the last exists for every thread and only the last
+    is predicated. At 1024x128256 (a cluster of 8, 8 chunks, the last partial) the loads then address every chunk from
+    one base register; with every chunk predicated (TAIL_PREDICATES off) each had its own."""
+    softmax = load_package(workspace_of("H200", "softmax"), "softmax_tail").kernel
+    rmsnorm = load_package(workspace_of("H200", "rmsnorm"), "rmsnorm_tail").kernel
+    checked = 0
+    for kernel in (softmax, rmsnorm):
+        for n in [*range(1, 4097, 7), *range(4096, 300000, 997), 5120, 5600, 32000, 128256, 131072, 262144]:
+            for vec in (8, 4, 2, 1):
+                for _, cfg in kernel.plans(n, vec) if n % vec == 0 else ():
+                    nv = n // vec
+                    if not cfg["looped"]:
+                        stride = cfg["tpr"] * cfg["cluster"]
+                        assert cfg["chunks"] == -(-nv // stride), (n, vec, cfg)
+                        assert (kernel._whole_chunks(cfg["chunks"], cfg["full"]) ==
+                                cfg["chunks"] - (nv % stride != 0)), (n, vec, cfg)
+                        checked += 1
+    assert checked > 3000
+
+    def bases(tail: bool) -> int:
+        softmax.TAIL_PREDICATES = tail
+        softmax._compiled.clear()
+        ptx = softmax.compile_only({"dims": [1024, 128256]}, tmp_path / str(tail))
+        return len(set(re.findall(r"ld\.global\.v4\.b32\s+\{[^}]*\}, \[(%rd\d+)", ptx)))
+
+    try:
+        assert (bases(True), bases(False)) == (1, 8)
+    finally:
+        softmax.TAIL_PREDICATES = True
+
+
 def test_every_ab_the_device_runs_names_knobs_the_kernel_has(workspace_of):
     """A device call is scarce: every variant and op that benchmarks/cluster_ab.sh asks bench_cluster.py for exists,
     and every knob a variant sets is still a knob of the reduction cell (a removed knob would stop the call at its

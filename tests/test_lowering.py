@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -294,6 +295,20 @@ def test_generated_files_are_deterministic_and_ruff_clean(lowered, tmp_path):
     done = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--no-cache", str(tmp_path)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_exp_of_a_value_less_its_rows_is_one_shifted_exp(lowered):
+    """codegen writes exp(a - m), m one value a row, as pw.exp_shifted(a, m), which the CuTe DSL cell computes as one
+    FFMA a value, and writes no subtraction that only such exps use (softmax(x / T), logsumexp); log_softmax's output
+    needs x - m, which is written on the rebased m after the online pair's sum."""
+    for name in ("softmax_temperature", "logsumexp"):
+        body = codegen.generate(lowered[name]["ir"], "bf16").split("def compute(")[1]
+        assert body.count("pw.exp_shifted(") == 1 and "pw.exp(" not in body, name
+        assert not re.search(r"= \w+ - t\d+  #", body), name  # no a - m statement
+    body = codegen.generate(lowered["log_softmax"]["ir"], "bf16").split("def compute(")[1]
+    lines = [line.split("  #")[0].strip() for line in body.splitlines()]
+    assert "t2 = pw.exp_shifted(x, t0)" in lines
+    assert lines.index('t0, t2 = reduce("rebase", (t0, t2))') < lines.index("t1 = x - t0")
 
 
 def test_a_composite_reduces_once(lowered):
