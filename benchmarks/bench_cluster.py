@@ -55,7 +55,7 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             # the cell before the last-chunk predicates (kernel.TAIL_PREDICATES) and before exp(a - m) as one FFMA
             # (pointwise's SHIFT_FMA; "pw." knobs are set on the workspace's pointwise module)
             "all_predicated": {"TAIL_PREDICATES": False}, "sub_then_exp": {"pw.SHIFT_FMA": False},
-            "before_tail": {"TAIL_PREDICATES": False, "pw.SHIFT_FMA": False}}
+            "before_tail": {"TAIL_PREDICATES": False, "pw.SHIFT_FMA": False}, "ldcg": {"LOAD_CG": True}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

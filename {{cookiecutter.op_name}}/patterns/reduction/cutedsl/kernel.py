@@ -202,6 +202,8 @@ TAIL_PREDICATES = True  # a register row predicates its last chunk alone: a plan
 # Predicating every chunk, as before, cost softmax 1024x128256 33 constant-bank reloads of the row's base and stride,
 # 8 predicates and 7 selects a thread more than quack's kernel, which knows N when it compiles (ptxas + nvdisasm on
 # a CPU: benchmarks/2026-12-07-h200-tail.md)
+LOAD_CG = False  # the register path's loads as ld.global.cg (cached in L2 only, as quack's cp.async.cg copies): off
+# until timed on the H200 (bench_cluster.py's ldcg; benchmarks/2026-12-07-h200-tail.md)
 BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
 # (_viewer): Mamba2's masked rows' run() 10.6 -> 9.2 us on an H100's host (benchmarks/2026-12-06-h100-host-views.md),
 # where tests/test_gpu.py's test_bool_masks_reach_the_launcher_as_they_are passed
@@ -975,7 +977,7 @@ def _load_chunks(loads, frags, first, row, nv: Int32, tpr: cutlass.Constexpr[int
         if k < whole or first + k * tpr < nv:
             for q, ((i, _, _), src, dst) in enumerate(zip(_LOADS, loads, frags)):
                 if const_expr(only is None or q in only):
-                    cute.copy(_vector_atom(src.element_type, dst.shape[0], load=l2_last),
+                    cute.copy(_vector_atom(src.element_type, dst.shape[0], load=l2_last or LOAD_CG),
                               _chunk(src, lowered.KINDS[i], first + k * tpr, row), dst[None, k], **hint)
 
 
@@ -998,8 +1000,9 @@ def _vector_atom(dtype, vec: int, load: bool = False):
     Inductor's L2 policies on the looped path (evict_last, then evict_first) cost rmsnorm 20% on the H200
     (benchmarks/2026-12-06-h200-l2.md)."""
     bits = min(ACCESS_BITS, vec * dtype.width)
+    cached = {"load_cache_mode": cute.nvgpu.LoadCacheMode.GLOBAL} if load and LOAD_CG else {}
     return cute.make_copy_atom(cute.nvgpu.CopyG2ROp() if load else cute.nvgpu.CopyUniversalOp(), dtype,
-                               num_bits_per_copy=bits)
+                               num_bits_per_copy=bits, **cached)
 
 
 def _l2_evict_last():
