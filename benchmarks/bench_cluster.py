@@ -52,10 +52,10 @@ VARIANTS = {"default": {}, "no_cluster": {"MAX_CLUSTER": 1}, "above256": {"CLUST
             # ... or with x read again from L2 after the reduction and the weight loaded after it (kernel.RELOAD):
             # 76 registers at 64 values (a cluster of 2 at N = 32768), 44 at the default 32 (a cluster of 4)
             "reload64": {"VALUES_PER_THREAD": 64, "RELOAD": True}, "reload": {"RELOAD": True},
-            # the cell before the last-chunk predicates (kernel.TAIL_PREDICATES) and before exp(a - m) as one FFMA
-            # (pointwise's SHIFT_FMA; "pw." knobs are set on the workspace's pointwise module)
-            "all_predicated": {"TAIL_PREDICATES": False}, "sub_then_exp": {"pw.SHIFT_FMA": False},
-            "before_tail": {"TAIL_PREDICATES": False, "pw.SHIFT_FMA": False}, "ldcg": {"LOAD_CG": True}}
+            # the last chunk alone predicated (kernel.TAIL_PREDICATES), exp(a - m) as one FFMA (pointwise's SHIFT_FMA;
+            # "pw." knobs are set on the workspace's pointwise module), both; the loads as ld.global.cg (LOAD_CG)
+            "tail": {"TAIL_PREDICATES": True}, "shift_fma": {"pw.SHIFT_FMA": True},
+            "after_tail": {"TAIL_PREDICATES": True, "pw.SHIFT_FMA": True}, "ldcg": {"LOAD_CG": True}}
 SHAPES = {
     "softmax": ["4096x32000", "1024x128256", "8x131072", "32x131072", "1x32768", "64x65536", "16x262144",
                 "4096x16384", "32768x8192", "16384x5120", "8192x14336",

@@ -198,11 +198,12 @@ CLUSTER_DIRECT = True  # the few-rows plan's cluster row of CTAs of 256: its war
 ONLINE_EXCHANGE = True  # softmax's max and sum leave the warp as one (max, sum) pair, one CTA step and one cluster
 # exchange, as quack's online softmax does, not two; compute()'s rebase then moves its exps to the row's max
 # (_RowReducer). Where: the plan's "pair" (_pair_exchange)
-TAIL_PREDICATES = True  # a register row predicates its last chunk alone: a plan gives a thread ceil(NV / (TPR *
+TAIL_PREDICATES = False  # a register row predicates its last chunk alone: a plan gives a thread ceil(NV / (TPR *
 # CLUSTER)) chunks at every N it serves, so every chunk but the last exists for every thread (_whole_chunks).
-# Predicating every chunk, as before, cost softmax 1024x128256 33 constant-bank reloads of the row's base and stride,
-# 8 predicates and 7 selects a thread more than quack's kernel, which knows N when it compiles (ptxas + nvdisasm on
-# a CPU: benchmarks/2026-12-07-h200-tail.md)
+# Predicating every chunk costs softmax 1024x128256 33 constant-bank reloads of the row's base and stride, 29
+# compares and 19 selects a thread (quack's kernel, which knows N when it compiles: 3, 27, 0; ptxas + nvdisasm on a
+# CPU, benchmarks/2026-12-07-h200-tail.md). Correct on an H100 (its GPU tests); off until timed on the H200
+# (bench_cluster.py's tail, after_tail)
 LOAD_CG = False  # the register path's loads as ld.global.cg (cached in L2 only, as quack's cp.async.cg copies): off
 # until timed on the H200 (bench_cluster.py's ldcg; benchmarks/2026-12-07-h200-tail.md)
 BOOL_MASKS = True  # a bool mask reaches a launcher compiled on bool as it is, not as a uint8 view made per call
