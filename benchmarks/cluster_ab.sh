@@ -27,6 +27,9 @@
 #   bash benchmarks/cluster_ab.sh fullsm     # the full-SM rmsnorm plan against its peers, its V0 (the built-in, the
 #                                            # Llama and Gemma RMSNorms), then rmsnorm's long rows with quack's split
 #                                            # (v64_late) and its reload of x (reload64, reload)
+#   bash benchmarks/cluster_ab.sh tail       # the last chunk alone predicated and exp(a - m) as one FFMA (after_tail)
+#                                            # against the default at softmax's quack goals, 1024x128256 first, then
+#                                            # with ld.global.cg (ldcg), then the full-SM rmsnorm plan's peers
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
@@ -36,8 +39,8 @@
 # what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm|tail) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm|tail" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -140,6 +143,13 @@ case "$1" in
     (cd .. && timeout 300 python3 -m pytest -q -x tests/test_gpu.py -k "per_row_input or leading_dims or rank_3") \
       > "$OUT/rows-pytest.txt" 2>&1 || true; tail -3 "$OUT/rows-pytest.txt"
     timeout 250 python3 leading_dims_ab.py --out "$OUT/rows-leading-ab.json" ;;
+  tail)  # TAIL_PREDICATES and pointwise's SHIFT_FMA (benchmarks/2026-12-07-h200-tail.md), the goal short of quack first
+    timeout 150 python3 bench_cluster.py run --out "$OUT/tail.json" --op softmax --variant default \
+      --variant after_tail --any-shape --shape 1024x128256 || true
+    timeout 200 python3 bench_cluster.py run --out "$OUT/tail2.json" --op softmax --variant default \
+      --variant after_tail --variant ldcg --any-shape --shape 4096x32000 --shape 8x131072 --shape 1024x128256 || true
+    timeout 80 python3 bench_cluster.py run --out "$OUT/fullsm-rmsnorm.json" --op rmsnorm --variant default \
+      --any-shape --shape 32768x8192 --shape 256x8192 || true ;;
   fullsm)  # kernel._full_sm_plan (512 threads of 2 chunks, 4 CTAs an SM, L2 evict_last) against quack and
     # torch.compile; the V0 flow of the built-in rmsnorm and of two corpus RMSNorms, whose large cases take it
     # (107 s on an H100); then quack's split of the long rows (v64_late: 64 values a thread, a cluster of 2 at N =
