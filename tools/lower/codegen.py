@@ -82,7 +82,7 @@ class _Writer:
         after = {r: position[total] for total, (_, _, redone) in self.rebases.items() for r in redone}
         outputs = {v for out in self.p["outputs"] for v in ir.output_refs(out) if isinstance(v, str)}
         folded = set()
-        for sub in {self.shifted(node)["id"] for node in self.p["nodes"] if self.shifted(node)}:
+        for sub in {arg["id"] for arg in map(self.shifted, self.p["nodes"]) if arg}:
             users = [node for node in self.p["nodes"] if sub in ir.references(node)]
             if all(self.shifted(u) or position[u["id"]] > after.get(sub, len(position)) for u in users) and \
                     (sub in after or sub not in outputs):
@@ -103,13 +103,12 @@ class _Writer:
         """Casts the store makes anyway: an output that is a cast to the dtype it is stored in (``.to(x.dtype)`` at
         the end of the function) is stored from the cast's argument, since rounding once to that dtype is what the
         store does; a cast used by nothing else is not written. {cast id: its argument}."""
-        by_id = self.by_id
         used = {a for node in self.p["nodes"] for a in ir.references(node)}
         made = {}
         for out in self.p["outputs"]:
             stored = self.dtype if out["dtype"] == "input" else out["dtype"]
             for value in ir.output_refs(out):
-                node = by_id.get(value) if isinstance(value, str) else None
+                node = self.by_id.get(value) if isinstance(value, str) else None
                 if node and node["op"] == "cast" and value not in used and isinstance(node["args"][0], str) and \
                         (self.dtype if node["attr"] == "input" else node["attr"]) == stored:
                     made[value] = node["args"][0]
@@ -174,7 +173,6 @@ class _Writer:
 
     def statements(self) -> list[str]:
         lines, seen = [], set()
-        by_id = self.by_id
         steps = []
         for node in self.p["nodes"]:
             if node["id"] not in self.stored and node["id"] not in self.folded:
@@ -182,8 +180,8 @@ class _Writer:
             if node["id"] in self.rebases:  # an online pair's sum: its max and exp into the row max's frame
                 m, e, redone = self.rebases[node["id"]]
                 steps.append((f'    {m}, {e} = reduce("rebase", ({m}, {e}))', node.get("line") or ""))
-                steps += [(f"    {r} = {self.expression(by_id[r])}", by_id[r].get("line") or "") for r in redone
-                          if r not in self.stored]
+                steps += [(f"    {r} = {self.expression(self.by_id[r])}", self.by_id[r].get("line") or "")
+                          for r in redone if r not in self.stored]
         if self.gemm:  # the head, which the cell computes, as a comment on the user's line of it
             a, b = (i["name"] for i in self.p["inputs"][:2])
             steps.insert(0, (f"    # {ir.ACC} = {a} @ {b}.T, in fp32 by the cell",

@@ -92,8 +92,8 @@ def exp(a):
 
 
 def exp_shifted(a, b):
-    """exp(a - b) for b one value a row (codegen's exp(x - m)): the subtraction first. The CuTe DSL cell's FFMA form
-    (a * log2(e) - b * log2(e)) is an H200 measurement; on CDNA it is not measured, so this keeps the exact form."""
+    """exp(a - b) for b one value a row (codegen's exp(x - m)): the subtraction first. The CuTe DSL library's one-FFMA
+    form (a * log2(e) - b * log2(e), its SHIFT_FMA) waits for an H200 timing; nothing on CDNA is timed here."""
     return exp(a - b)  # as codegen writes a subtraction
 
 
