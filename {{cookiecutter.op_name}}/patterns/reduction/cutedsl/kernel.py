@@ -105,9 +105,11 @@ Alignment and predication
     VEC is the widest power of two (<= 128 bits) that divides N, every row stride and the element offsets
     of every input and row output; N = 1000 bf16 contiguous keeps VEC 8, N = 7 or a row stride of 1003
     falls back to VEC 1 (scalar ld.global, still coalesced across threads, still correct). Vectors past
-    the row end and rows past M are predicated off per 128-bit access. A plan gives each thread the fewest chunks
-    that cover the row, so only its last chunk can reach past the row end: the others issue unpredicated, from one
-    base address (_whole_chunks), and when CHUNKS * TPR == NV exactly (N = 4096, 8192, ...) the last one too.
+    the row end and rows past M are predicated off per 128-bit access. When CHUNKS * TPR == NV exactly
+    (N = 4096, 8192, ...) a constexpr drops the predicates and the loads issue back to back. A plan gives each
+    thread the fewest chunks that cover the row, so only its last chunk can reach past the row end: with
+    TAIL_PREDICATES (off until timed on the H200) the others issue unpredicated, from one base address
+    (_whole_chunks).
 
 What compute() gets (lowered.py)
     INPUTS ("row": [M, N], any row stride; "vector": [N]; "scalar"; "per_row": [M] or [M, 1]; a mask, bool),
