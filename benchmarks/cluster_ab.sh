@@ -29,7 +29,8 @@
 #                                            # (v64_late) and its reload of x (reload64, reload)
 #   bash benchmarks/cluster_ab.sh tail       # the last chunk alone predicated and exp(a - m) as one FFMA (after_tail)
 #                                            # against the default at softmax's quack goals, 1024x128256 first, then
-#                                            # with ld.global.cg (ldcg), then the full-SM rmsnorm plan's peers
+#                                            # with ld.global.cg (ldcg), then the full-SM rmsnorm plan's peers, then
+#                                            # rmsnorm's partial last chunks with and without the knob (tail)
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
@@ -149,7 +150,10 @@ case "$1" in
     timeout 200 python3 bench_cluster.py run --out "$OUT/tail2.json" --op softmax --variant default \
       --variant after_tail --variant ldcg --any-shape --shape 4096x32000 --shape 8x131072 --shape 1024x128256 || true
     timeout 80 python3 bench_cluster.py run --out "$OUT/fullsm-rmsnorm.json" --op rmsnorm --variant default \
-      --any-shape --shape 32768x8192 --shape 256x8192 || true ;;
+      --any-shape --shape 32768x8192 --shape 256x8192 || true
+    # rmsnorm where its last chunk is partial (4096x28672: 0.965x quack on the H200; 48 fewer instructions with it)
+    timeout 100 python3 bench_cluster.py run --out "$OUT/tail-rmsnorm.json" --op rmsnorm --variant default \
+      --variant tail --any-shape --shape 4096x28672 --shape 16384x5600 || true ;;
   fullsm)  # kernel._full_sm_plan (512 threads of 2 chunks, 4 CTAs an SM, L2 evict_last) against quack and
     # torch.compile; the V0 flow of the built-in rmsnorm and of two corpus RMSNorms, whose large cases take it
     # (107 s on an H100); then quack's split of the long rows (v64_late: 64 values a thread, a cluster of 2 at N =
