@@ -81,15 +81,18 @@ COMPILE = {"softmax", "rmsnorm", "sum", "max", *USER}
 _KNOBS = sorted({k for knobs in VARIANTS.values() for k in knobs})  # every knob a variant sets
 
 
-def _variant(kernel, knobs: dict) -> None:
-    """Set a variant's knobs on the kernel module (the rest to their defaults) and give it its own compile cache: a
-    knob read at trace time would not be in the cache's key."""
-    def owner(k):  # "pw.NAME": the pointwise module's NAME
-        return (kernel.lowered.pw, k[3:]) if k.startswith("pw.") else (kernel, k)
+def knob_owner(kernel, k: str) -> tuple:
+    """(module, attribute) of a variant's knob: "pw.NAME" is the workspace's pointwise module's NAME, any other name
+    the kernel module's."""
+    return (kernel.lowered.pw, k[3:]) if k.startswith("pw.") else (kernel, k)
 
-    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(*owner(k)) for k in _KNOBS})
+
+def _variant(kernel, knobs: dict) -> None:
+    """Set a variant's knobs (knob_owner) on the workspace's modules (the rest to their defaults) and give it its own
+    compile cache: a knob read at trace time would not be in the cache's key."""
+    defaults = kernel.__dict__.setdefault("_bench_defaults", {k: getattr(*knob_owner(kernel, k)) for k in _KNOBS})
     for k, v in {**defaults, **knobs}.items():
-        setattr(*owner(k), v)
+        setattr(*knob_owner(kernel, k), v)
     caches = kernel.__dict__.setdefault("_bench_caches", {})
     kernel._compiled = caches.setdefault(json.dumps(knobs, sort_keys=True), {})
     kernel._launches.clear()  # the next call plans again

@@ -1,7 +1,8 @@
 """Our softmax and quack's, compiled on a CPU for sm_90a, side by side: per shape, the PTX's global, shared and
 cp.async accesses, shuffles, exps, barriers and DSMEM sends, and ptxas's registers and spills. Ours under its
 plan with MANY_ROWS_DIRECT off (one send a CTA), as it is, and with its last chunk alone predicated and exp(a - m)
-as one FFMA (TAIL_PREDICATES and pointwise's SHIFT_FMA). With --nvdisasm, the SASS as well: its
+as one FFMA (TAIL_PREDICATES and pointwise's SHIFT_FMA): bench_cluster.py's variants many_apart, default and
+after_tail, set by its _variant. With --nvdisasm, the SASS as well: its
 instructions in all, and the FFMA, FADD, FMUL, constant-bank loads (LDC), compares (ISETP) and selects (FSEL) among
 them. Its third row in 2026-12-06-h200-online-pair.md, STAGE_SMEM (the row staged through shared memory by
 cp.async, as quack's is), lost on both GPUs and was removed from the kernel.
@@ -25,13 +26,12 @@ import tempfile
 import types
 from pathlib import Path
 
+import bench_cluster
 from online_pair_ptx import counted
 from sweep_common import bake, load_workspace
 
 SHAPES = ((1024, 128256), (4096, 32000), (16, 262144), (8, 131072))  # (M, N): the many-rows plans, then a few-rows one
-VARIANTS = {"many apart": {"MANY_ROWS_DIRECT": False}, "": {}, "after tail": {"TAIL_PREDICATES": True,
-                                                                               "pw.SHIFT_FMA": True}}
-# the row's name -> its knobs of the kernel module ("pw.": of its pointwise module)
+VARIANTS = ("many_apart", "default", "after_tail")  # bench_cluster.py's, set as it sets them
 SASS = ("FFMA", "FADD", "FMUL", "LDC", "ISETP", "FSEL")  # SASS opcodes counted, with predicated ones
 COUNTS = {"ld.global": r"ld\.global", "cp.async": r"cp\.async\.c[ag]\.", "ld.shared": r"ld\.shared",
           "st.global": r"st\.global", "shfl": r"shfl\.sync", "ex2": r"ex2\.approx", "bar.sync": r"\bbar\.sync",
@@ -67,12 +67,6 @@ def sass(ptx_path: Path, nvdisasm: str) -> dict:
     return {"SASS": len(ops), **{op: ops.count(op) for op in SASS}}
 
 
-def _set(kernel, knobs: dict) -> None:
-    for k, v in knobs.items():
-        setattr(*((kernel.lowered.pw, k[3:]) if k.startswith("pw.") else (kernel, k)), v)
-    kernel._compiled.clear()  # the knobs are read at trace time
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quack", type=Path, required=True, help="quack-kernels unpacked (pip install --target)")
@@ -83,19 +77,17 @@ def main() -> None:
     columns = [*COUNTS, *(("SASS", *SASS) if args.nvdisasm else ())]
     print(f"| shape | kernel | {' | '.join(columns)} | registers, spills |")
     print("|---|---|" + "---|" * (len(columns) + 1))
-    defaults = {k: getattr(*((kernel.lowered.pw, k[3:]) if k.startswith("pw.") else (kernel, k)))
-                for knobs in VARIANTS.values() for k in knobs}
     for m, n in SHAPES:
         rows = []
-        for label, knobs in VARIANTS.items():
-            _set(kernel, {**defaults, **knobs})
+        for label in VARIANTS:
+            bench_cluster._variant(kernel, bench_cluster.VARIANTS[label])
             cfg = kernel.plan(n, 8, m)
             name = (f"ours, {cfg['cluster']}x{cfg['threads']}x{cfg['chunks']}" + (f"@{cfg['min_ctas']}" if
                     cfg["min_ctas"] else "") + (", direct" if cfg["direct"] else "") + (", pair" if cfg["pair"] else "")
-                    + (f", {label}" if label else ""))
+                    + (f", {label}" if label != "default" else ""))
             ptx = kernel.compile_only({"dims": [m, n]}, str(tmp / "o"))
             rows.append((name, tmp / f"ours_{n}_{len(rows)}.ptx", ptx))
-        _set(kernel, defaults)
+        bench_cluster._variant(kernel, {})
         rows.append(("quack 0.6.5", tmp / f"quack_{n}.ptx", quacks(args.quack, n)))
         for name, path, ptx in rows:
             made = counted(ptx, path, COUNTS)

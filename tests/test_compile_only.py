@@ -175,7 +175,7 @@ def test_every_ab_the_device_runs_names_knobs_the_kernel_has(workspace_of):
     import bench_cluster
 
     kernel = load_package(workspace_of("H200", "softmax"), "softmax_knobs").kernel
-    owners = {k: (kernel.lowered.pw, k[3:]) if k.startswith("pw.") else (kernel, k) for k in bench_cluster._KNOBS}
+    owners = {k: bench_cluster.knob_owner(kernel, k) for k in bench_cluster._KNOBS}
     missing = [k for k, (module, name) in owners.items() if not name.isupper() or not hasattr(module, name)]
     assert not missing, f"bench_cluster.VARIANTS sets knobs the kernel does not have: {missing}"
     script = (Path(bench_cluster.__file__).parent / "cluster_ab.sh").read_text()

@@ -67,6 +67,7 @@ class _Writer:
         self.needs_math = False
         self.stored = self._stored_casts()
         self.rebases = {} if self.gemm else ir.rebases(program)  # online pair's sum -> what is rebased after it
+        self.scalars = {i["name"] for i in program["inputs"] if i.get("kind") in ("scalar", "per_row")}  # in compute()
         self.folded = self._folded()
 
     def shifted(self, node: dict) -> dict | None:
@@ -96,8 +97,7 @@ class _Writer:
             return "const"
         if ref in self.by_id:
             return self.by_id[ref].get("kind", "element")
-        spec = next((i for i in self.p["inputs"] if i["name"] == ref), {})  # a GEMM's accumulator: no spec
-        return "row" if spec.get("kind") in ("scalar", "per_row") else "element"
+        return "row" if ref in self.scalars else "element"  # an input (or a GEMM's accumulator)
 
     def _stored_casts(self) -> dict[str, str]:
         """Casts the store makes anyway: an output that is a cast to the dtype it is stored in (``.to(x.dtype)`` at
@@ -216,8 +216,7 @@ class _Writer:
 
     def outputs(self) -> str:
         kinds = {node["id"]: node["kind"] for node in self.p["nodes"]}
-        scalars = {i["name"] for i in self.p["inputs"] if i["kind"] in ("scalar", "per_row")}  # scalars in compute()
-        first = ir.ACC if self.gemm else self.names[next(a for a in ir.arguments(self.p) if a not in scalars)]
+        first = ir.ACC if self.gemm else self.names[next(a for a in ir.arguments(self.p) if a not in self.scalars)]
         values = []
         for out in self.p["outputs"]:
             for value in ir.output_refs(out):  # a wide output's pieces, in order
