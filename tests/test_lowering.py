@@ -406,6 +406,21 @@ def test_inf_and_nan_tests_and_constants_lower_with_torchs_meaning(tmp_path):
     assert "math.nan" in text and "import math" in text
 
 
+def test_booleans_reduced_over_the_row_count_and_any_all_as_torch(lowered):
+    """A reduction of booleans (a count, an any, an all) reduces 1.0 / 0.0 and torch.nansum skips NaNs: ops.py's
+    counted_row_stats held to torch on rows that random normal inputs never give: one with a NaN (nansum, and the
+    count that includes it), one with zeros, one with no positive value (any False), one all below -1e4 (all True)."""
+    nan, big = float("nan"), -3e4
+    x = torch.tensor([[1.0, nan, 2.0, -1.0], [0.0, 0.0, 3.0, -1.0], [-1.0, -2.0, 0.0, -3.0], [big, big, big, big],
+                      [big, big, 1.0, big]], dtype=torch.float64)
+    program = lowered["counted_row_stats"]["ir"]
+    want, got = ops.counted_row_stats(x), ir.interpret(program, {"x": x})
+    assert torch.equal(want.isnan(), got.isnan())
+    assert torch.allclose(want.nan_to_num(7.0), got.nan_to_num(7.0), rtol=1e-12, atol=1e-12)
+    assert (got[2:4] == 0).all() and (got[4] != 0).all() and got[0, 0] == 1.0 - 2.0 / 4  # nansum 2 over 4 nonzero (NaN != 0)
+    assert {"to_float", "max", "min"} <= {node["op"] for node in program["nodes"]}
+
+
 def test_a_constant_made_in_the_inputs_dtype_is_rounded_to_the_workspaces():
     """Gemma's torch.tensor(sqrt(2048), dtype=x.dtype): the bf16 trace holds 45.25, right for bf16 only. The program
     keeps the float32 value and rounds it to the workspace's dtype, as torch does: a cast in bf16 and fp16, the value

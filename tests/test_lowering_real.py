@@ -50,7 +50,7 @@ OUTCOME = {
         # adaLN: [B, D] shift and scale, made [B, 1, D] by the function's [:, None], over x [B, S, D]
         "diffusers_ada_layer_norm_zero", "sd35_ada_layer_norm_zero_x", "diffusers_ada_layer_norm_continuous",
         "colpali_retrieval_embeddings", "esm_embeddings_norm_mask",  # a norm, then a per-row padding mask
-        "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "bitnet_act_quant",
+        "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "typical_shifted_scores", "bitnet_act_quant",
         # quantizers whose values leave as int8 / fp8 e4m3 (the final .to(), done by the store)
         "bitnet_activation_quant", "quantize_fp8_per_row",
         # a QK-norm: x [.., H*64] viewed as heads of 64 in the function, rows of 64

@@ -305,6 +305,15 @@ def entropy_term(p, q):
     return torch.where(torch.isinf(q), 0.0, kl) * torch.sinc(p) + torch.hypot(p, q)
 
 
+def counted_row_stats(x):
+    """Booleans reduced over the row: a count (a sum of x != 0), NaNs ignored (torch.nansum), an any and an all. Rows
+    with no positive value, or all far below zero, become 0."""
+    nonzero = (x != 0).sum(-1, keepdim=True)
+    mean = x.nansum(-1, keepdim=True) / nonzero.clamp(min=1)
+    keep = (x > 0).any(-1, keepdim=True) & ~(x < -1e4).all(-1, keepdim=True)
+    return torch.where(keep, x - mean, 0.0)
+
+
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
@@ -320,7 +329,7 @@ EXPECT = {
     "softmax_and_lse": ("reduction", 2), "l2_normalize": ("reduction", 1), "variance_std": ("reduction", 2),
     "row_max_min": ("reduction", 1), "row_norm": ("reduction", 1), "softcap_softmax": ("reduction", 1),
     "where_epilogue_softmax": ("reduction", 1), "mean_center": ("reduction", 1),
-    "sum_by_hand_divided": ("reduction", 1), "z_score_clamped": ("reduction", 1),
+    "sum_by_hand_divided": ("reduction", 1), "z_score_clamped": ("reduction", 1), "counted_row_stats": ("reduction", 1),
     "sum_over_rows": ("refused", "reduces over a dim other than the last"),
     "cumulative": ("refused", "torch.cumsum"),
     "argmax_indices": ("refused", "argmax"),

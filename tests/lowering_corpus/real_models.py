@@ -934,6 +934,19 @@ def min_p_mask(scores, min_p: float = 0.1, filter_value: float = -float("Inf")):
     return scores_processed
 
 
+# transformers/generation/logits_process.py: TypicalLogitsWarper.__call__ up to the shifted scores it sorts (the sort,
+# gather, cumsum and scatter after it select and order: they stay in PyTorch)
+def typical_shifted_scores(scores):
+    # calculate entropy
+    normalized = torch.nn.functional.log_softmax(scores, dim=-1)
+    p = torch.exp(normalized)
+    ent = -(normalized * p).nansum(-1, keepdim=True)
+
+    # shift and sort
+    shifted_scores = torch.abs((-normalized) - ent)
+    return shifted_scores
+
+
 # transformers/generation/logits_process.py: EpsilonLogitsWarper.__call__ (epsilon 3e-4)
 def epsilon_warper(input_ids, scores, epsilon: float = 3e-4, filter_value: float = -float("Inf"),
                    min_tokens_to_keep: int = 1):
@@ -1476,6 +1489,9 @@ CASES = [
           "reduction", {"scores": LOGITS},
           notes="softmax, then amax of the softmax (a reduction of a reduction's epilogue), threshold, masked_fill "
                 "with -inf"),
+    _case("typical_shifted_scores", "transformers/generation/logits_process.py: TypicalLogitsWarper.__call__ (up to "
+          "the sort)", "reduction", {"scores": LOGITS},
+          notes="log_softmax, exp, an entropy by torch.nansum (a sum of the non-NaN values), abs of the shift"),
     _case("epsilon_warper", "transformers/generation/logits_process.py: EpsilonLogitsWarper.__call__", "refused",
           {"input_ids": IDS, "scores": LOGITS}, {"input_ids": "int64"}, refusal="topk",
           notes="softmax threshold & topk threshold"),

@@ -53,7 +53,8 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              # per-element losses (reduction="none"): pointwise maps of two inputs
              aten.binary_cross_entropy_with_logits, aten.smooth_l1_loss, aten.huber_loss, aten.mse_loss,
              aten.soft_margin_loss,
-             aten.sinc]  # torch's own form: sin(pi x) / (pi x), 1 at 0
+             aten.sinc,  # torch's own form: sin(pi x) / (pi x), 1 at 0
+             aten.nansum]  # sum(where(isnan(x), 0, x)): TypicalLogitsWarper's entropy
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
@@ -509,7 +510,7 @@ class Converter:
             if base == "copy":
                 src = self.arg(args[1])
             return Value(src.ref, src.kind, shape, src.boolean)
-        if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin"):
+        if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin", "any", "all"):
             return self.reduction(base, node, shape)
         pointwise = sorted(k for k in VOCABULARY if k not in (*REDUCE, "cast", "to_float"))
         self.refuse(f"torch.{base} ({target}) has no kernel form here: the kernels compute {', '.join(pointwise)}, "
@@ -706,17 +707,24 @@ class Converter:
             return src
         return self.emit("cast", [src.ref], src.kind, shape, attr=target)
 
-    def reduction(self, base: str, node, shape: str) -> Value:
+    def reduction(self, base: str, node, shape: str, src: Value | None = None) -> Value:
         args, kw = node.args, node.kwargs
         src_node = args[0]
-        src = self.arg(src_node)
+        src = src or self.arg(src_node)
         val = src_node.meta["val"]
         dims = args[1] if len(args) > 1 else kw.get("dim")
         if base in ("argmax", "argmin", "prod"):
-            self.refuse(f"torch.{base} does not lower (the reductions are sum, mean, max, min, var, std)")
+            self.refuse(f"torch.{base} does not lower (the reductions are sum, nansum, mean, max, min, var, std, any "
+                        "and all)")
         self.last_dim(dims, src, val)
         if src.kind != ELEMENT:
             self.refuse(f"reduces a value that is the same along the row (torch.{base})")
+        if base in ("any", "all"):  # of the values' truth: a max or min of booleans
+            truth = src if src.boolean else self.emit("ne", [src.ref, 0.0], ELEMENT, src.shape, boolean=True)
+            return self.reduction("amax" if base == "any" else "amin", node, shape, truth)
+        if src.boolean:  # a count ((x != 0).sum(-1)), an any or an all: reduced as 1.0 / 0.0
+            counted = self.reduction(base, node, shape, self.emit("to_float", [src.ref], ELEMENT, src.shape))
+            return counted if base == "sum" else self.emit("ne", [counted.ref, 0.0], ROW, shape, boolean=True)
         if base in ("max", "min") and isinstance(node.meta.get("val"), (tuple, list)):  # max(dim) -> (values, indices)
             v = self.emit(base, [src.ref], ROW, "per_row")
             return (v, Value(None, CONST, "scalar", why=f"uses the indices of {base}(dim) (an argmax); only the "
