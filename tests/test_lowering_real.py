@@ -58,8 +58,8 @@ OUTCOME = {
     **{name: "gemm" for name in ("bert_intermediate", "gpt_bigcode_fc_act", "diffusers_approximate_gelu",
                                  "granite_lm_head", "gemma2_lm_head_softcap")},
     # matmuls the GEMM head does not take: not the first step on the parameters, a second one, C split in halves
-    **{name: "is not at the head" for name in ("bert_pooler", "bitnet_auto_bitlinear", "deepseek_v3_router",
-                                               "mixtral_router", "gpt2_conv1d")},
+    **{name: "is not at the head" for name in ("bert_pooler", "deepseek_v3_router", "mixtral_router", "gpt2_conv1d")},
+    "bitnet_auto_bitlinear": "`weight_scale` (annotated '[1]') is not an input a GEMM's epilogue takes",
     **{name: "is a second matmul" for name in ("clip_mlp", "llama_mlp")},
     "phi3_gate_up_proj_act": "torch.split splits a tensor into 2 pieces",
     "gpt_oss_sink_softmax": "Sizes of tensors must match",  # sinks cat'ed as an extra column of the row
@@ -81,6 +81,7 @@ OUTCOME = {
     "switch_top1_router": "torch.argmax selects",
     "bitnet_weight_quant": "reduces over a dim other than the last one",
     "bert_self_output": "torch.var is a reduction; a GEMM's epilogue is pointwise",
+    "clip_logits_per_text": "`logit_scale` (annotated '[]') is not an input a GEMM's epilogue takes",
 }
 
 

@@ -1065,6 +1065,14 @@ def gemma2_lm_head_softcap(hidden_states, weight, final_logit_softcapping: float
     return logits
 
 
+# transformers/models/clip/modeling_clip.py: CLIPModel.forward, the cosine similarity as logits (self.logit_scale: a
+# learned 0-d tensor)
+def clip_logits_per_text(text_embeds, image_embeds, logit_scale):
+    logits_per_text = torch.matmul(text_embeds, image_embeds.t().to(text_embeds.device))
+    logits_per_text = logits_per_text * logit_scale.exp().to(text_embeds.device)
+    return logits_per_text
+
+
 # diffusers/models/activations.py: ApproximateGELU.forward (self.proj = nn.Linear)
 def diffusers_approximate_gelu(x, weight, bias):
     x = F.linear(x, weight, bias)
@@ -1451,7 +1459,7 @@ CASES = [
           {"hidden_states": X3, "weight": (8, 256)}, refusal="topk",
           notes="reshape, linear, softmax, topk, in-place renormalize (/=); 3 outputs incl. int64 indices"),
     _case("gpt_oss_router", "transformers/models/gpt_oss/modeling_gpt_oss.py: GptOssTopKRouter.forward", "refused",
-          {"hidden_states": (32, 256), "weight": (32, 256), "bias": (32,)}, refusal="topk",
+          {"hidden_states": (64, 256), "weight": (32, 256), "bias": (32,)}, refusal="topk",
           notes="linear + topk, then softmax over the top-k"),
     _case("deepseek_v3_router", "transformers/models/deepseek_v3/modeling_deepseek_v3.py: "
           "DeepseekV3TopkRouter.forward", "refused",
@@ -1526,6 +1534,11 @@ CASES = [
     _case("gemma2_lm_head_softcap", "transformers/models/gemma2/modeling_gemma2.py: Gemma2ForCausalLM.forward "
           "(lm_head, softcapping)", "gemm", {"hidden_states": (16, 256), "weight": (2048, 256)},
           notes="tanh softcap epilogue"),
+    _case("clip_logits_per_text", "transformers/models/clip/modeling_clip.py: CLIPModel.forward (logits_per_text)",
+          "refused", {"text_embeds": (16, 256), "image_embeds": (64, 256), "logit_scale": ()},
+          refusal="is not an input a GEMM's epilogue takes",
+          notes="a GEMM whose epilogue multiplies by exp of a 0-d tensor: a scalar epilogue input, refused in one "
+                "line (it was read as C's shape [M, N] before)"),
     _case("diffusers_approximate_gelu", "diffusers/models/activations.py: ApproximateGELU.forward", "gemm",
           {"x": (64, 256), "weight": (1024, 256), "bias": (1024,)}, notes="proj, x * sigmoid(1.702 x)"),
     _case("phi3_gate_up_proj_act", "transformers/models/phi3/modeling_phi3.py: Phi3MLP.forward (no down_proj)",
@@ -1550,7 +1563,9 @@ CASES = [
           notes="hidden_states[:, 0] (a strided row gather) before the linear, then tanh"),
     _case("bitnet_auto_bitlinear", "transformers/integrations/bitnet.py: AutoBitLinear.forward", "refused",
           {"input": (32, 256), "weight": (512, 256), "bias": (512,), "weight_scale": (1,)},
-          refusal="is not at the head", notes="per-token fake quant (a row reduction) before the linear"),
+          refusal="is not an input a GEMM's epilogue takes",
+          notes="a one-element weight scale in the epilogue (refused by the GEMM parameter rule, first), and a "
+                "per-token fake quant (a row reduction) before the linear: not at the head"),
     # ---------------------------------------------------------------------------------------- decode attention
     _case("llama_eager_attention", "transformers/models/llama/modeling_llama.py: eager_attention_forward",
           "decode_attention", {"query": (2, 8, 1, 64), "key": (2, 2, 128, 64), "value": (2, 2, 128, 64)},

@@ -18,7 +18,7 @@ A GEMM (the class of a function that calls a matmul) is found by that same trace
 stops it (``MatmulFound``), and the function is traced again by the GEMM rule (``gemm_parameters``): the first two
 tensor parameters are the operands a [M, K] and b [N, K], the others epilogue inputs, a row [M, N] by default, a
 vector [N] as above, or one value per row [M] when annotated ``"[M]"`` (``"[M, 1]"``: traced in that shape) or
-named in ``ir.PER_ROW_NAMES`` or ``*_row_scale``. Sizes M, N, K = 6, 16, 24, symbolic. The second trace watches
+named in ``ir.PER_ROW_NAMES`` or ``*_row_scale``; any other annotation, a scalar's included, is refused. Sizes M, N, K = 6, 16, 24, symbolic. The second trace watches
 the user's own calls (``SourceLines``): a matmul that is not the first step on a and b^T as they come in, a
 second one, a batched one or one that is not K-major is refused there, on the user's line, in the user's words
 (``a @ b``, not ``aten.mm``); tools/lower/convert.py then lowers the graph's head and epilogue.
@@ -275,15 +275,23 @@ def sizes_of(inputs: list[dict], constants: dict, check: bool = False, heads: in
     return made
 
 
-def gemm_parameters(fn) -> tuple[list[dict], dict]:
+def gemm_parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
     """A GEMM's (tensor inputs [{name, kind, why, dims}], constants) by the GEMM rule above; ValueError to refuse."""
-    tensors, constants = _signature(fn)
+    tensors, constants = _signature(fn, hints)
     if len(tensors) < 2:
         raise ValueError(f"a matmul needs its operands as the first two tensor parameters, a [M, K] and b [N, K]; "
                          f"{fn.__name__} has {len(tensors)}")
     inputs = [{"name": tensors[0][0], "kind": "a", "why": "the first tensor parameter", "dims": list(GEMM_DIMS["a"])},
               {"name": tensors[1][0], "kind": "b", "why": "the second tensor parameter", "dims": list(GEMM_DIMS["b"])}]
-    for name, note, _ in tensors[2:]:
+    for name, note, default in tensors[2:]:
+        shape = _shape(note)
+        if default is not None or shape in SCALAR_ANNOTATIONS or (
+                SHAPE.fullmatch(shape) and shape not in (*ROW_ANNOTATIONS, *VECTOR_ANNOTATIONS, *PER_ROW_ANNOTATIONS)):
+            given = "a tensor default" if default is not None else f"annotated {note!r}"
+            raise ValueError(f"`{name}` ({given}) is not an input a GEMM's epilogue takes: C's shape `\"[M, N]\"`, a "
+                             "vector `\"[N]\"` or one value per row `\"[M]\"` / `\"[M, 1]\"`; a scalar (CLIP's "
+                             "logit_scale) is a float parameter, a constant of the kernel, or a `\"[M]\"` of one "
+                             "value")
         kind, why = _kind(name, note, ("row", "C's shape (the default)"), per_row=True)
         dims = PER_ROW_ANNOTATIONS.get(note, GEMM_DIMS[kind]) if kind == "per_row" else GEMM_DIMS[kind]
         inputs.append({"name": name, "kind": kind, "why": why, "dims": list(dims)})
@@ -542,7 +550,7 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
     except ValueError as err:  # no row input: still a GEMM if it calls a matmul (the probe below treats all as rows)
         rule_error = f"{err}{_where(fn, folder)}"
         try:
-            inputs, constants = gemm_parameters(fn)
+            inputs, constants = gemm_parameters(fn, hints)
         except ValueError:
             return {"ok": False, "stage": "lower", "error": rule_error}
         inputs = [{"name": i["name"], "kind": "row", "why": ""} for i in inputs]
@@ -572,9 +580,9 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
         return {"ok": False, "stage": "lower", "error": rule_error}
     if gemm:
         try:
-            inputs, constants = gemm_parameters(fn)
+            inputs, constants = gemm_parameters(fn, hints)
         except ValueError as err:  # the GEMM parameter rule's refusal
-            return {"ok": False, "stage": "lower", "error": str(err)}
+            return {"ok": False, "stage": "lower", "error": f"{err}{_where(fn, folder)}"}
         try:
             gm, lines = trace(fn, inputs, constants, folder, gemm=True)
         except Refused as err:

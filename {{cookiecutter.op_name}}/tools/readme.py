@@ -279,7 +279,8 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "- a GEMM (a function that calls a matmul): its first two tensor parameters are the operands, a [M, K] and "
         "b [N, K] (both K-major, nn.Linear's layout), whatever their names; the others are epilogue inputs on "
         "C = a @ b^T [M, N]: C's shape by default, a vector [N] by the names above or `\"[N]\"`, one value per row "
-        f"[M] when annotated `\"[M]\"` (`\"[M, 1]\"`: passed in that shape) or named {per_row} or `*_row_scale`.", "",
+        f"[M] when annotated `\"[M]\"` (`\"[M, 1]\"`: passed in that shape) or named {per_row} or `*_row_scale`; "
+        "a scalar (annotated `\"[]\"`, or a tensor default) is refused.", "",
         "What lowers: any DAG of pointwise ops (`+ - * /`, `neg`, `abs`, `reciprocal`, `pow`, `square`, `exp`, `exp2`, "
         "`expm1`, `log`, `log1p`, `sqrt`, `rsqrt`, `tanh`, `sigmoid`, `erf`, `sin`, `cos`, `round`, `floor`, "
         "`ceil`, `trunc`, `silu`, `gelu` (both forms), `relu`, `prelu`, `leaky_relu`, `softplus`, `clamp` (and "
