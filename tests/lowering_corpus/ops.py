@@ -314,6 +314,15 @@ def counted_row_stats(x):
     return torch.where(keep, x - mean, 0.0)
 
 
+def inplace_activations(x, y):
+    """Activations run in place on values the function made (modules built with inplace=True: nn.SiLU(inplace=True),
+    timm's act_layer(inplace=True)), then torch.nan_to_num and torch.logaddexp2."""
+    h = F.silu(x + y, inplace=True)
+    h = F.hardswish(h * 2, inplace=True) + F.leaky_relu(x * 0.5, 0.1, inplace=True)
+    h = F.elu(h, inplace=True) + F.hardtanh(y * 3, inplace=True) + F.mish(x - y, inplace=True)
+    return torch.logaddexp2(torch.nan_to_num(h, nan=0.0, posinf=1e4, neginf=-1e4), y)
+
+
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
@@ -322,7 +331,7 @@ EXPECT = {
     "pow_and_reciprocal": ("elementwise", 1), "erf_and_rsqrt": ("elementwise", 1),
     "minimum_maximum": ("elementwise", 1), "relu_squared": ("elementwise", 1),
     "scaled_residual": ("elementwise", 1), "cast_roundtrip": ("elementwise", 1), "two_outputs": ("elementwise", 2),
-    "fp32_output": ("elementwise", 1), "neg_abs_div": ("elementwise", 1),
+    "fp32_output": ("elementwise", 1), "neg_abs_div": ("elementwise", 1), "inplace_activations": ("elementwise", 1),
     "layer_norm": ("reduction", 1), "layer_norm_by_hand": ("reduction", 1), "rmsnorm_one_plus": ("reduction", 1),
     "fused_add_rmsnorm": ("reduction", 2), "rms_norm_functional": ("reduction", 1),
     "softmax_temperature": ("reduction", 1), "log_softmax": ("reduction", 1), "logsumexp": ("reduction", 1),

@@ -54,7 +54,11 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.binary_cross_entropy_with_logits, aten.smooth_l1_loss, aten.huber_loss, aten.mse_loss,
              aten.soft_margin_loss,
              aten.sinc,  # torch's own form: sin(pi x) / (pi x), 1 at 0
-             aten.nansum]  # sum(where(isnan(x), 0, x)): TypicalLogitsWarper's entropy
+             aten.nansum,  # sum(where(isnan(x), 0, x)): TypicalLogitsWarper's entropy
+             # in-place activations on a value the function made (timm's inplace=True): the functional form, copied
+             aten.silu_, aten.hardswish_, aten.hardsigmoid_, aten.leaky_relu_, aten.elu_, aten.hardtanh_, aten.mish_,
+             aten.celu_, aten.selu_, aten.threshold_,
+             aten.nan_to_num, aten.logaddexp2]
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
