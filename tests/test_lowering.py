@@ -384,6 +384,43 @@ NON_FINITE = ("torch.where(torch.isinf(x), 0.0, x) + torch.isposinf(y).float() -
               "torch.hypot(x, y)", "torch.sinc(x) * torch.cos(y)")
 
 
+PAIRS = '''import torch
+
+
+def picked(x, cos, sin):  # gpt-fast's and torchtune's form: x viewed as pairs, picked by index
+    xs = x.float().reshape(*x.shape[:-1], -1, 2)
+    x0, x1 = xs[..., 0], xs[..., 1]
+    out = torch.stack([x0 * cos[..., ::2] - x1 * sin[..., ::2], x1 * cos[..., ::2] + x0 * sin[..., ::2]], -1)
+    return out.flatten(-2).type_as(x)
+
+
+def unbound(x):  # diffusers' form on x alone (rows of x viewed as pairs straight from the input: not heads of 2)
+    x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+    return torch.stack([-x_imag, x_real], dim=-1).flatten(-2) * 2
+'''
+
+
+def test_a_row_viewed_as_pairs_is_its_interleaved_lanes(tmp_path):
+    """x.reshape(*x.shape[:-1], -1, 2) picked by [..., j] or unbound along its last dim is lane j of x (x[..., j::2]),
+    read as the lanes the row cell loads; held to the functions in float64 at a shape the trace never saw, and a
+    program with its lanes swapped is told apart."""
+    (tmp_path / "pairs.py").write_text(PAIRS)
+    spec = importlib.util.spec_from_file_location("pairs", tmp_path / "pairs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    g = torch.Generator().manual_seed(3)
+    for name in ("picked", "unbound"):
+        got = lower.lower_here(str(tmp_path / "pairs.py"), name)
+        assert got["ok"] and got["ir"]["class"] == "elementwise", got.get("error")
+        program = got["ir"]
+        assert all(i["width"] == 2 for i in program["inputs"]) and program.get("heads") is None
+        values = {i["name"]: torch.randn(5, 2 * 12, generator=g, dtype=torch.float64) for i in program["inputs"]}
+        want = getattr(module, name)(**values)
+        assert torch.allclose(ir.interpret(program, values), want, rtol=1e-6, atol=1e-6), name  # x.float(): fp32
+        swapped = {**values, "x": values["x"].view(5, 12, 2).flip(-1).reshape(5, 24)}
+        assert not torch.allclose(ir.interpret(program, swapped), want, rtol=1e-3), name
+
+
 def test_inf_and_nan_tests_and_constants_lower_with_torchs_meaning(tmp_path):
     """isinf (|x| == inf), isposinf, isneginf, isfinite, NaN constants (xlogy's for a NaN y, a float('nan') the
     function writes: `math.nan` in lowered.py), hypot (scaled: no square overflows; inf beside a NaN) and sinc (1 at

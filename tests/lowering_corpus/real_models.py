@@ -490,6 +490,21 @@ def glm_rotate_half(x):
     return torch.stack((-x2, x1), dim=-1).flatten(-2)
 
 
+# diffusers/models/embeddings.py: apply_rotary_emb (use_real=True, use_real_unbind_dim=-1: Flux, CogVideoX,
+# HunyuanDiT); freqs_cis, the (cos, sin) pair of [S, D], as two parameters
+def diffusers_apply_rotary_emb(x, cos, sin):
+    cos = cos[None, None]
+    sin = sin[None, None]
+    cos, sin = cos.to(x.device), sin.to(x.device)
+
+    # Used for flux, cogvideox, hunyuan-dit
+    x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)  # [B, S, H, D//2]
+    x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)
+
+    out = (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+    return out
+
+
 # transformers/models/glm/modeling_glm.py: apply_rotary_pos_emb (interleaved, partial: cos/sin cover rotary_dim < D)
 def glm_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
     cos = cos.unsqueeze(unsqueeze_dim)
@@ -1375,6 +1390,10 @@ CASES = [
     _case("cohere_apply_rotary_pos_emb", "transformers/models/cohere/modeling_cohere.py: apply_rotary_pos_emb",
           "elementwise", {"q": QKV, "k": QKV, "cos": CS, "sin": CS},
           notes="2 outputs; interleaved rotate_half: stack([-x[1::2], x[::2]], -1).flatten(-2); fp32 upcast"),
+    _case("diffusers_apply_rotary_emb", "diffusers/models/embeddings.py: apply_rotary_emb (use_real, unbind dim -1)",
+          "elementwise", {"x": QKV, "cos": (16, 64), "sin": (16, 64)},
+          notes="x [B, H, S, D] viewed as pairs (reshape(..., -1, 2).unbind(-1)): its interleaved lanes; cos and sin "
+                "[S, D] broadcast over B and H"),
     _case("glm_apply_rotary_pos_emb", "transformers/models/glm/modeling_glm.py: apply_rotary_pos_emb",
           "elementwise", {"q": (2, 8, 16, 128), "k": (2, 2, 16, 128), "cos": CS, "sin": CS},
           notes="2 outputs (GQA: k has 2 heads); partial rotary: cos/sin cover 64 of head_dim 128, "

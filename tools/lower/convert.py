@@ -260,8 +260,11 @@ class Converter:
             base = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
             shape = tuple(getattr(node.meta.get("val"), "shape", ()))
             literal = list(node.args[1])[-1] if base in ("view", "reshape", "_unsafe_view") else None
+            picks = [u for u in node.users if self._packet(u) != "sym_size"]  # lanes ([..., j]), not heads
+            pairs = picks and all(self._selects_last(u) for u in picks)
             if isinstance(literal, int) and len(shape) == len(self.xshape) + 1 and shape[:-2] == self.xshape[:-1] \
-                    and _hint(shape[-1]) == literal > 1 and _hint(shape[-2]) * literal == _hint(self.xshape[-1]):
+                    and _hint(shape[-1]) == literal > 1 and _hint(shape[-2]) * literal == _hint(self.xshape[-1]) \
+                    and not pairs:
                 self.heads, self.xshape = literal, shape
                 return
 
@@ -273,7 +276,8 @@ class Converter:
         width: then a row used whole is its pieces, "part" (halves) or "lane" (::r) as the function slices."""
         nodes = list(self.gm.graph.nodes)
         lanes = any(self._packet(n) == "slice" and self._last(n) and (list(n.args) + [None] * 5)[4] not in (None, 1)
-                    for n in nodes) or any(self._packet(n) == "stack" and self._last(n) for n in nodes)
+                    for n in nodes) or any(self._packet(n) == "stack" and self._last(n) for n in nodes) or any(
+            self._selects_last(n) for n in nodes)
         how = "lane" if lanes else "part"
         out = next(n for n in nodes if n.op == "output").args[0]
         for node in (out if isinstance(out, (list, tuple)) else [out]):
@@ -283,6 +287,10 @@ class Converter:
                     and _hint(xshape[-1]) % _hint(shape[-1]) == 0 and _derived(shape[-1], xshape[-1]):
                 return shape[-1], how  # a part of x's row (x.chunk(2, -1)), not a per-row [M, 1] or another size
         for node in nodes:  # the pieces a row as wide as x is sliced into
+            if self._selects_last(node) and len(node.args[0].meta["val"].shape) == len(xshape) + 1:
+                pair = node.args[0].meta["val"].shape  # x viewed as [*lead, N/r, r], a lane selected: lanes N/r wide
+                if _hint(pair[-2]) * _hint(pair[-1]) == _hint(xshape[-1]) and _hint(pair[-1]) > 1:
+                    return pair[-2], "lane"
             if self._packet(node) in ("slice", "split", "split_with_sizes", "stack") and self._last(node):
                 piece = node.meta["val"][0] if isinstance(node.meta["val"], (list, tuple)) else node.meta["val"]
                 width = piece.shape[-1 if self._packet(node) != "stack" else -2]
@@ -296,10 +304,24 @@ class Converter:
                     return width, how
         return xshape[-1], how
 
+    def pairs(self, val, r: int) -> bool:
+        """Whether a traced value is x's rows viewed as r interleaved lanes, [*lead, N, r] (``x.reshape(*x.shape[:-1],
+        -1, 2)``: gpt-fast's and torchtune's RoPE), with N the kernel's row length."""
+        shape = tuple(getattr(val, "shape", ()))
+        return len(shape) == len(self.xshape) + 1 and _hint(shape[-1]) == r and _hint(shape[-2]) == _hint(self.n)
+
     @staticmethod
     def _packet(node) -> str:
         return getattr(getattr(node.target, "overloadpacket", None), "__name__", "") if node.op == "call_function" \
             else ""
+
+    @staticmethod
+    def _selects_last(node) -> bool:
+        """Whether a node picks along its source's last dim: a select (``t[..., j]``) or an unbind (``t.unbind(-1)``)."""
+        if Converter._packet(node) not in ("select", "unbind") or not isinstance(node.args[0], torch.fx.Node):
+            return False
+        rank = len(node.args[0].meta["val"].shape)
+        return rank > 0 and (list(node.args) + [0])[1] % rank == rank - 1
 
     @staticmethod
     def _last(node) -> bool:
@@ -555,6 +577,11 @@ class Converter:
             if base in SHAPE_ONLY and len(srcs) == 1 and self.wide_width(val) == len(stacked[0].parts):
                 return Value(None, ELEMENT, "row", parts=stacked[0].parts, how="lane",
                              why="uses a stacked row other than as its output")
+            if base in ("select", "unbind") and len(srcs) == 1 and self._selects_last(node):  # pairs[..., j]: lane j
+                return stacked[0].parts[node.args[2]] if base == "select" else tuple(stacked[0].parts)
+            if base in ("unsqueeze", "expand") and len(srcs) == 1 and tuple(val.shape[-2:]) == tuple(
+                    node.args[0].meta["val"].shape[-2:]):  # its own [N, r] kept: still the lanes
+                return stacked[0]
             self.refuse(f"uses torch.stack's result in torch.{base}; a stack of N-wide pieces along a new last dim "
                         "lowers only flattened back into the row (.flatten(-2))")
         hows = {v.how for v in srcs.values() if v.parts is not None} or {self.how}
@@ -564,6 +591,9 @@ class Converter:
         how, r = hows.pop(), widths.pop()
         if base in SHAPE_ONLY and hasattr(val, "shape") and self.wide_width(val) == r:
             return srcs[wide[0]]
+        if base in SHAPE_ONLY | {"unflatten"} and how == "lane" and len(srcs) == 1 and self.pairs(val, r):
+            return Value(None, ELEMENT, "stacked", parts=self.pieces(srcs[wide[0]], how), how="lane",
+                         why="uses a row viewed as [..., N, r] other than through its lanes ([..., j])")
         if base in ("sum", "amax", "amin", "max", "min", "var", "mean", "std"):
             if base not in ("sum", "amax", "amin", "max", "min"):
                 self.refuse(f"torch.{base} over a row read in pieces does not lower (sum, max and min do)")

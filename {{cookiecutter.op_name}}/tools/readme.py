@@ -273,7 +273,8 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "x's order, ending in x's last; `1` for a dim of size 1): the kernel reads its rows through strides, 0 over "
         "the dims it leaves out; a view of x's rows as heads (`q.view(*q.shape[:-1], -1, head_dim)`) runs rows of "
         "`head_dim`, with its [N] vectors one head long;",
-        "- a row read in halves or interleaved lanes (`x.chunk(2, -1)`, `rotate_half`, `x[..., ::2]`) is loaded as "
+        "- a row read in halves or interleaved lanes (`x.chunk(2, -1)`, `rotate_half`, `x[..., ::2]`, its pairs "
+        "`x.reshape(*x.shape[:-1], -1, 2)[..., j]`) is loaded as "
         "those pieces, and an output built of them (`torch.cat`, `torch.stack(..., -1).flatten(-2)`) is written "
         "whole, piece by piece; annotate `x: \"[M, 2N]\"` when x is twice as wide as the output;",
         "- a GEMM (a function that calls a matmul): its first two tensor parameters are the operands, a [M, K] and "
