@@ -491,6 +491,9 @@ def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_lin
     ("def f(x, keep):\n    return x.masked_fill(keep, 0.0)\n", "a boolean mask is traced as bool when it is named"),
     # a [B, D] modulation made [B, 1, D] by the function, with x traced 2-D: the line says to name the dims
     ("def f(x, mod):\n    return x + mod[:, None]\n", "rank 3 or more names x's dims and those of each input it"),
+    # a branch on the row length: the trace holds the small sizes' branch, so the kernel would compute it at every N
+    ("def f(x):\n    if x.shape[-1] > 1024:\n        return x * 2\n    return x.softmax(-1)\n",
+     "branches on its input sizes: the trace took the branch of its small sizes"),
     # a GEMM's learned scalar: its epilogue takes rows, vectors and one value per row, never a scalar read as C
     ("import torch\n\n\ndef f(a, b, alpha=torch.tensor(2.0)):\n    return (a @ b.T) * alpha\n",
      "`alpha` (a tensor default) is not an input a GEMM's epilogue takes"),

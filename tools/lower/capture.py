@@ -589,6 +589,9 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
             return {**refused(err, folder), "near": "gemm"}
         except Exception as err:  # noqa: BLE001 -- as above
             return {**called(function, inputs, folder, err), "near": "gemm"}
+    branch = size_branch(gm, folder)
+    if branch:
+        return {**refused(branch, folder), "near": None}
     exact = exact_constants(gm, lambda: trace(fn, inputs, constants, folder, gemm=gemm, heads=heads,
                                               dtype=torch.float32)[0])
     try:
@@ -613,6 +616,35 @@ def _rows(fn, function: str, path: str, folder: str, hints: dict | None):
     if rank:
         program["rank"] = rank
     return {"ok": True, "ir": program}
+
+
+SCALED = (64, 1024)  # what size_branch multiplies the traced sizes by: N from 16 to 16384, and M with it
+
+
+def size_branch(gm, folder: str):
+    """A convert.Refused for a function that branches on its sizes (``if x.shape[-1] > 1024:``), or None. The trace
+    holds one branch, and the shape environment the guard that chose it, made on the user's line (N <= 1024); every
+    size scaled by SCALED keeps the ratios and divisibility their views need, so such a guard that fails there is a
+    choice the function makes by size, which one kernel for every size cannot follow. Guards torch makes inside a
+    view or a split (a head length equal to a vector's) are its own, not the user's, and are not read."""
+    import sympy
+
+    from tools.lower.convert import Refused
+
+    env = getattr(gm, "shape_env", None)
+    traced = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {})  # each size symbol's value
+    for guard in env.guards if env is not None else []:
+        frame = getattr(guard.sloc, "framework_loc", None)
+        if not str(getattr(frame, "filename", "")).startswith(folder):  # torch's own (a view's sizes), not a branch
+            continue
+        for k in SCALED:
+            if guard.expr.xreplace({s: traced[s] * k for s in guard.expr.free_symbols}) is sympy.false:
+                line = f"{Path(frame.filename).name}:{frame.lineno}"
+                return Refused("branches on its input sizes: the trace took the branch of its small sizes, and larger "
+                               "ones take another, which one kernel for every size cannot follow; make the choice a "
+                               "parameter with a default (a constant of the kernel), or lower each branch as its own "
+                               "function", line)
+    return None
 
 
 def _where(fn, folder: str) -> str:

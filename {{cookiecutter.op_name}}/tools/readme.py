@@ -295,7 +295,8 @@ def user_logic_section(op: dict, inputs: str) -> list[str]:
         "above on its result (bias, activation, residual, column or row scale, a cast), one output C [M, N]. A "
         "function that uses anything else (a reduction over rows, a cumulative op, a selection such as `topk`/`sort`/"
         "`argmax`/`gather`/`embedding`, a transpose of the output, slices other than halves or lanes of the "
-        "row, inputs with dims x does not have (a GQA k beside q); in a GEMM a second matmul, a "
+        "row, inputs with dims x does not have (a GQA k beside q), a branch on the sizes (`if x.shape[-1] > 1024:`); "
+        "in a GEMM a second matmul, a "
         "matmul after other work, a reduction, a non-K-major `a @ b`, a batched matmul, several outputs) is refused "
         "at bake time with the torch op and your line; with `pattern=auto` the bake stops there, with a named "
         "pattern it keeps that pattern's built-in kernel.", "",
