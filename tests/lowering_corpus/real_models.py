@@ -1518,7 +1518,8 @@ CASES = [
                 "with -inf"),
     _case("typical_shifted_scores", "transformers/generation/logits_process.py: TypicalLogitsWarper.__call__ (up to "
           "the sort)", "reduction", {"scores": LOGITS},
-          notes="log_softmax, exp, an entropy by torch.nansum (a sum of the non-NaN values), abs of the shift"),
+          notes="log_softmax, exp, an entropy by torch.nansum (a sum of the non-NaN values), abs of the shift; "
+                "ill-conditioned in bf16 (benchmarks/2026-12-07-h100-real-forms.md): not marked for the H200"),
     _case("epsilon_warper", "transformers/generation/logits_process.py: EpsilonLogitsWarper.__call__", "refused",
           {"input_ids": IDS, "scores": LOGITS}, {"input_ids": "int64"}, refusal="topk",
           notes="softmax threshold & topk threshold"),
