@@ -444,7 +444,7 @@ def test_inf_and_nan_tests_and_constants_lower_with_torchs_meaning(tmp_path):
 
 
 def test_booleans_reduced_over_the_row_count_and_any_all_as_torch(lowered):
-    """A reduction of booleans (a count, an any, an all) reduces 1.0 / 0.0 and torch.nansum skips NaNs: ops.py's
+    """A reduction of booleans (a count, an any, an all, a max) reduces 1.0 / 0.0 and torch.nansum skips NaNs: ops.py's
     counted_row_stats held to torch on rows that random normal inputs never give: one with a NaN (nansum, and the
     count that includes it), one with zeros, one with no positive value (any False), one all below -1e4 (all True)."""
     nan, big = float("nan"), -3e4

@@ -306,11 +306,11 @@ def entropy_term(p, q):
 
 
 def counted_row_stats(x):
-    """Booleans reduced over the row: a count (a sum of x != 0), NaNs ignored (torch.nansum), an any and an all. Rows
-    with no positive value, or all far below zero, become 0."""
+    """Booleans reduced over the row: a count (a sum of x != 0), NaNs ignored (torch.nansum), an any, an all and a
+    max(dim).values. Rows with no positive value, or all far below zero, or all zero, become 0."""
     nonzero = (x != 0).sum(-1, keepdim=True)
     mean = x.nansum(-1, keepdim=True) / nonzero.clamp(min=1)
-    keep = (x > 0).any(-1, keepdim=True) & ~(x < -1e4).all(-1, keepdim=True)
+    keep = (x > 0).any(-1, keepdim=True) & ~(x < -1e4).all(-1, keepdim=True) & (x != 0).max(-1, keepdim=True).values
     return torch.where(keep, x - mean, 0.0)
 
 

@@ -18,10 +18,11 @@ A GEMM (the class of a function that calls a matmul) is found by that same trace
 stops it (``MatmulFound``), and the function is traced again by the GEMM rule (``gemm_parameters``): the first two
 tensor parameters are the operands a [M, K] and b [N, K], the others epilogue inputs, a row [M, N] by default, a
 vector [N] as above, or one value per row [M] when annotated ``"[M]"`` (``"[M, 1]"``: traced in that shape) or
-named in ``ir.PER_ROW_NAMES`` or ``*_row_scale``; any other annotation, a scalar's included, is refused. Sizes M, N, K = 6, 16, 24, symbolic. The second trace watches
-the user's own calls (``SourceLines``): a matmul that is not the first step on a and b^T as they come in, a
-second one, a batched one or one that is not K-major is refused there, on the user's line, in the user's words
-(``a @ b``, not ``aten.mm``); tools/lower/convert.py then lowers the graph's head and epilogue.
+named in ``ir.PER_ROW_NAMES`` or ``*_row_scale``; any other annotation, a scalar's included, is refused. Sizes M, N,
+K = 6, 16, 24, symbolic. The second trace watches the user's own calls (``SourceLines``): a matmul that is not the
+first step on a and b^T as they come in, a second one, a batched one or one that is not K-major is refused there, on
+the user's line, in the user's words (``a @ b``, not ``aten.mm``); tools/lower/convert.py then lowers the graph's head
+and epilogue.
 
 Output: ``{"ok": true, "ir": {...}}`` or ``{"ok": false, "stage": "import" | "call" | "lower", "error": "..."}``.
 """
@@ -131,24 +132,35 @@ def _mask_name(name: str) -> bool:
     return name == "mask" or name.endswith("_mask") or name.startswith("mask_")
 
 
+def _not_epilogue(name: str, given: str) -> str:
+    """The GEMM rule's refusal of a parameter its epilogue cannot take."""
+    return (f"`{name}` ({given}) is not an input a GEMM's epilogue takes: C's shape `\"[M, N]\"`, a vector `\"[N]\"` "
+            "or one value per row `\"[M]\"` / `\"[M, 1]\"`; a scalar (CLIP's logit_scale) is a float parameter, a "
+            "constant of the kernel, or a `\"[M]\"` of one value")
+
+
 def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tuple[str, str]:
     """(kind, why) of a tensor parameter (not a GEMM operand): its annotation first, then its name, else `default`;
-    `per_row` (a GEMM's epilogue input) may be one value per row."""
+    `per_row` (a GEMM's epilogue input) may be one value per row, and is refused (ValueError) as a scalar or any shape
+    other than a row, a vector or one value per row."""
     shape = _shape(note)
+    if per_row and (shape in SCALAR_ANNOTATIONS or SHAPE.fullmatch(shape) and shape not in (
+            *ROW_ANNOTATIONS, *VECTOR_ANNOTATIONS, *PER_ROW_ANNOTATIONS)):  # never read as C's shape
+        raise ValueError(_not_epilogue(name, f"annotated {note!r}"))
     if shape in VECTOR_ANNOTATIONS:
         return "vector", f"annotated {note!r}"
-    if shape in SCALAR_ANNOTATIONS and not per_row:
+    if shape in SCALAR_ANNOTATIONS:
         return "scalar", f"annotated {note!r}"
     if shape in PER_ROW_ANNOTATIONS:
         return "per_row", f"annotated {note!r}"
     if shape in ROW_ANNOTATIONS or _width(shape) > 1:
         return "row", f"annotated {note!r}"
-    if SHAPE.fullmatch(shape) and not per_row and _dim_names(shape) is None:  # never taken for x's shape
+    if SHAPE.fullmatch(shape) and _dim_names(shape) is None:  # never taken for x's shape
         raise ValueError(f"`{name}` is annotated {note!r}, a shape the row rule does not take: a row input is "
                          "`\"[M, N]\"` (or its dims' names, `\"[B, S, D]\"`), a vector `\"[N]\"`, a scalar "
                          "`\"[]\"`, one value per row `\"[M]\"` or `\"[M, 1]\"` (or x's leading dims' names, "
                          "`\"[B, S]\"`)")
-    if SHAPE.fullmatch(shape) and not per_row:  # dim names ("[B, S, D]", "[B, S]"): `named` gives the kind
+    if SHAPE.fullmatch(shape):  # dim names ("[B, S, D]", "[B, S]"): `named` gives the kind
         return "row", f"annotated {note!r}"
     if name in VECTOR_NAMES or name.endswith(("_weight", "_bias")):
         return "vector", "by its name"
@@ -284,14 +296,8 @@ def gemm_parameters(fn, hints: dict | None = None) -> tuple[list[dict], dict]:
     inputs = [{"name": tensors[0][0], "kind": "a", "why": "the first tensor parameter", "dims": list(GEMM_DIMS["a"])},
               {"name": tensors[1][0], "kind": "b", "why": "the second tensor parameter", "dims": list(GEMM_DIMS["b"])}]
     for name, note, default in tensors[2:]:
-        shape = _shape(note)
-        if default is not None or shape in SCALAR_ANNOTATIONS or (
-                SHAPE.fullmatch(shape) and shape not in (*ROW_ANNOTATIONS, *VECTOR_ANNOTATIONS, *PER_ROW_ANNOTATIONS)):
-            given = "a tensor default" if default is not None else f"annotated {note!r}"
-            raise ValueError(f"`{name}` ({given}) is not an input a GEMM's epilogue takes: C's shape `\"[M, N]\"`, a "
-                             "vector `\"[N]\"` or one value per row `\"[M]\"` / `\"[M, 1]\"`; a scalar (CLIP's "
-                             "logit_scale) is a float parameter, a constant of the kernel, or a `\"[M]\"` of one "
-                             "value")
+        if default is not None:  # a learned scalar (`alpha=torch.tensor(1.0)`): not an epilogue input (_kind)
+            raise ValueError(_not_epilogue(name, "a tensor default"))
         kind, why = _kind(name, note, ("row", "C's shape (the default)"), per_row=True)
         dims = PER_ROW_ANNOTATIONS.get(note, GEMM_DIMS[kind]) if kind == "per_row" else GEMM_DIMS[kind]
         inputs.append({"name": name, "kind": kind, "why": why, "dims": list(dims)})

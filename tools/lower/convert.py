@@ -260,11 +260,11 @@ class Converter:
             base = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
             shape = tuple(getattr(node.meta.get("val"), "shape", ()))
             literal = list(node.args[1])[-1] if base in ("view", "reshape", "_unsafe_view") else None
-            picks = [u for u in node.users if self._packet(u) != "sym_size"]  # lanes ([..., j]), not heads
-            pairs = picks and all(self._selects_last(u) for u in picks)
+            picks = [u for u in node.users if self._packet(u) != "sym_size"]
+            lanes = picks and all(self._selects_last(u) for u in picks)  # pairs picked by [..., j]: lanes, not heads
             if isinstance(literal, int) and len(shape) == len(self.xshape) + 1 and shape[:-2] == self.xshape[:-1] \
                     and _hint(shape[-1]) == literal > 1 and _hint(shape[-2]) * literal == _hint(self.xshape[-1]) \
-                    and not pairs:
+                    and not lanes:
                 self.heads, self.xshape = literal, shape
                 return
 
@@ -536,7 +536,8 @@ class Converter:
             if base == "copy":
                 src = self.arg(args[1])
             return Value(src.ref, src.kind, shape, src.boolean)
-        if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin", "any", "all"):
+        if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin", "any",
+                    "all"):
             return self.reduction(base, node, shape)
         pointwise = sorted(k for k in VOCABULARY if k not in (*REDUCE, "cast", "to_float"))
         self.refuse(f"torch.{base} ({target}) has no kernel form here: the kernels compute {', '.join(pointwise)}, "
@@ -579,9 +580,6 @@ class Converter:
                              why="uses a stacked row other than as its output")
             if base in ("select", "unbind") and len(srcs) == 1 and self._selects_last(node):  # pairs[..., j]: lane j
                 return stacked[0].parts[node.args[2]] if base == "select" else tuple(stacked[0].parts)
-            if base in ("unsqueeze", "expand") and len(srcs) == 1 and tuple(val.shape[-2:]) == tuple(
-                    node.args[0].meta["val"].shape[-2:]):  # its own [N, r] kept: still the lanes
-                return stacked[0]
             self.refuse(f"uses torch.stack's result in torch.{base}; a stack of N-wide pieces along a new last dim "
                         "lowers only flattened back into the row (.flatten(-2))")
         hows = {v.how for v in srcs.values() if v.parts is not None} or {self.how}
@@ -591,7 +589,7 @@ class Converter:
         how, r = hows.pop(), widths.pop()
         if base in SHAPE_ONLY and hasattr(val, "shape") and self.wide_width(val) == r:
             return srcs[wide[0]]
-        if base in SHAPE_ONLY | {"unflatten"} and how == "lane" and len(srcs) == 1 and self.pairs(val, r):
+        if base in SHAPE_ONLY and how == "lane" and len(srcs) == 1 and self.pairs(val, r):
             return Value(None, ELEMENT, "stacked", parts=self.pieces(srcs[wide[0]], how), how="lane",
                          why="uses a row viewed as [..., N, r] other than through its lanes ([..., j])")
         if base in ("sum", "amax", "amin", "max", "min", "var", "mean", "std"):
@@ -756,9 +754,13 @@ class Converter:
         if base in ("any", "all"):  # of the values' truth: a max or min of booleans
             truth = src if src.boolean else self.emit("ne", [src.ref, 0.0], ELEMENT, src.shape, boolean=True)
             return self.reduction("amax" if base == "any" else "amin", node, shape, truth)
-        if src.boolean:  # a count ((x != 0).sum(-1)), an any or an all: reduced as 1.0 / 0.0
-            counted = self.reduction(base, node, shape, self.emit("to_float", [src.ref], ELEMENT, src.shape))
-            return counted if base == "sum" else self.emit("ne", [counted.ref, 0.0], ROW, shape, boolean=True)
+        if src.boolean:  # reduced as 1.0 / 0.0: a sum is a count ((x != 0).sum(-1)), a max or min an any or an all
+            reduced = self.reduction(base, node, shape, self.emit("to_float", [src.ref], ELEMENT, src.shape))
+            if base == "sum":
+                return reduced
+            truth = self.emit("ne", [(reduced[0] if isinstance(reduced, tuple) else reduced).ref, 0.0], ROW, shape,
+                              boolean=True)  # a boolean again, as torch's max of booleans
+            return (truth, reduced[1]) if isinstance(reduced, tuple) else truth
         if base in ("max", "min") and isinstance(node.meta.get("val"), (tuple, list)):  # max(dim) -> (values, indices)
             v = self.emit(base, [src.ref], ROW, "per_row")
             return (v, Value(None, CONST, "scalar", why=f"uses the indices of {base}(dim) (an argmax); only the "
