@@ -31,6 +31,8 @@
 #                                            # against the default at softmax's quack goals, 1024x128256 first, then
 #                                            # with ld.global.cg (ldcg), then the full-SM rmsnorm plan's peers, then
 #                                            # rmsnorm's partial last chunks with and without the knob (tail)
+#   bash benchmarks/cluster_ab.sh close      # issue 29's last two H200 goals in one call: softmax 1024x128256 (default,
+#                                            # after_tail, quack), the full-SM rmsnorm plan's timing and its V0 flow
 # REQUIRE=H200 in front of any of them stops at once on another card (a call that names nvidia-h200 may get an H100).
 # Each writes $OUT/cluster-<part>.json after every shape; `python3 benchmarks/bench_cluster.py render FILE` makes
 # the table on a CPU. A knob's A/B adds `--variant NAME` (bench_cluster.py VARIANTS); the last ones measured, and
@@ -40,8 +42,8 @@
 # what finished still comes back.
 set -e
 case "$1" in
-  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm|tail) ;;
-  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm|tail" >&2
+  softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm|tail|close) ;;
+  *) echo "usage: bash benchmarks/cluster_ab.sh softmax|others|knobs|online|subwave|confirm|goals|occupancy|host|rows|sweep|convert|fullsm|tail|close" >&2
      exit 2 ;;
 esac
 [ -n "${OUT:-}" ] || { echo "cluster_ab.sh: run it on the device (\$OUT is its output folder)" >&2; exit 2; }
@@ -154,6 +156,16 @@ case "$1" in
     # rmsnorm where its last chunk is partial (4096x28672: 0.965x quack on the H200; 48 fewer instructions with it)
     timeout 100 python3 bench_cluster.py run --out "$OUT/tail-rmsnorm.json" --op rmsnorm --variant default \
       --variant tail --any-shape --shape 4096x28672 --shape 16384x5600 || true ;;
+  close)  # the two goals still open, the one short of quack first; each step's JSON comes back as it finishes
+    timeout 150 python3 bench_cluster.py run --out "$OUT/tail.json" --op softmax --variant default \
+      --variant after_tail --any-shape --shape 1024x128256 || true
+    timeout 80 python3 bench_cluster.py run --out "$OUT/fullsm-rmsnorm.json" --op rmsnorm --variant default \
+      --any-shape --shape 32768x8192 --shape 256x8192 || true
+    (cd .. && timeout 150 bash benchmarks/v0_builtins.sh "$OUT/v0" reduction:rmsnorm) > "$OUT/fullsm-v0.txt" 2>&1 ||
+      true
+    tail -n 12 "$OUT/fullsm-v0.txt"
+    timeout 120 python3 bench_cluster.py run --out "$OUT/tail2.json" --op softmax --variant default \
+      --variant after_tail --any-shape --shape 4096x32000 --shape 8x131072 || true ;;
   fullsm)  # kernel._full_sm_plan (512 threads of 2 chunks, 4 CTAs an SM, L2 evict_last) against quack and
     # torch.compile; the V0 flow of the built-in rmsnorm and of two corpus RMSNorms, whose large cases take it
     # (107 s on an H100); then quack's split of the long rows (v64_late: 64 values a thread, a cluster of 2 at N =
