@@ -323,6 +323,17 @@ def inplace_activations(x, y):
     return torch.logaddexp2(torch.nan_to_num(h, nan=0.0, posinf=1e4, neginf=-1e4), y)
 
 
+def decibels_and_hyperbolics(x, y):
+    """Ops torch does not decompose, written in the vocabulary's (convert.REWRITES): a spectrogram's decibels
+    (10 log10 of a clamped power, torchaudio's amplitude_to_DB), erfc, sinh, cosh and logical_xor; then torch.aminmax
+    over the row (decomposed), which makes this a row reduction."""
+    db = 10.0 * torch.log10(torch.clamp(x * x, min=1e-10))
+    h = torch.sinh(y * 0.5) - torch.cosh(y * 0.25) + torch.erfc(x) + torch.rad2deg(y) * 0.01
+    h = torch.where(torch.logical_xor(x > 0, y > 0), h, -h)
+    lo, hi = torch.aminmax(db, dim=-1, keepdim=True)
+    return (db - lo) / (hi - lo + 1.0) + h
+
+
 EXPECT = {
     "gelu_tanh_mul": ("elementwise", 1), "gelu_erf": ("elementwise", 1), "swiglu": ("elementwise", 1),
     "bias_gelu": ("elementwise", 1), "where_clamp": ("elementwise", 1), "leaky_softplus": ("elementwise", 1),
@@ -339,6 +350,7 @@ EXPECT = {
     "row_max_min": ("reduction", 1), "row_norm": ("reduction", 1), "softcap_softmax": ("reduction", 1),
     "where_epilogue_softmax": ("reduction", 1), "mean_center": ("reduction", 1),
     "sum_by_hand_divided": ("reduction", 1), "z_score_clamped": ("reduction", 1), "counted_row_stats": ("reduction", 1),
+    "decibels_and_hyperbolics": ("reduction", 1),
     "sum_over_rows": ("refused", "reduces over a dim other than the last"),
     "cumulative": ("refused", "torch.cumsum"),
     "argmax_indices": ("refused", "argmax"),

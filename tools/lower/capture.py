@@ -417,7 +417,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.overrides import TorchFunctionMode
 
-    from tools.lower.convert import DECOMPOSE, SELECTIONS, Refused
+    from tools.lower.convert import DECOMPOSE, REWRITES, SELECTIONS, Refused
 
     names = [i["name"] for i in inputs]
     state = {"transposes": [], "matmuls": 0, "operands": None}
@@ -460,7 +460,8 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
     sizes = GEMM_TRACE if gemm else sizes_of(inputs, constants, heads=heads)
     args = list(example(inputs, sizes, dtype or torch.bfloat16, 0).values())
     with fx_traceback.preserve_node_meta():
-        gm = make_fx(call, decomposition_table=get_decompositions(DECOMPOSE), tracing_mode="symbolic")(*args)
+        table = get_decompositions(DECOMPOSE) | REWRITES
+        gm = make_fx(call, decomposition_table=table, tracing_mode="symbolic")(*args)
     lines = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return gm, lines
 

@@ -58,7 +58,17 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              # in-place activations on a value the function made (timm's inplace=True): the functional form, copied
              aten.silu_, aten.hardswish_, aten.hardsigmoid_, aten.leaky_relu_, aten.elu_, aten.hardtanh_, aten.mish_,
              aten.celu_, aten.selu_, aten.threshold_,
-             aten.nan_to_num, aten.logaddexp2]
+             aten.nan_to_num, aten.logaddexp2,
+             aten.aminmax, aten.rad2deg, aten.deg2rad]  # torch.aminmax(x, dim=-1): the row's min and max
+# Ops torch has no decomposition for into the vocabulary, written here in its ops (each in float64 too, the
+# lowering's check): log10 (a spectrogram's decibels), erfc, sinh by expm1 (no cancellation near 0), cosh, and
+# logical_xor by and / or / not.
+REWRITES = {aten.log10.default: lambda x: torch.log2(x) * math.log10(2.0),
+            aten.erfc.default: lambda x: 1.0 - torch.erf(x),
+            aten.sinh.default: lambda x: (torch.expm1(x) - torch.expm1(-x)) * 0.5,
+            aten.cosh.default: lambda x: (torch.exp(x) + torch.exp(-x)) * 0.5,
+            aten.logical_xor.default: lambda a, b: torch.logical_and(torch.logical_or(a, b),
+                                                                     torch.logical_not(torch.logical_and(a, b)))}
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
 
