@@ -51,6 +51,8 @@ OUTCOME = {
         "diffusers_ada_layer_norm_zero", "sd35_ada_layer_norm_zero_x", "diffusers_ada_layer_norm_continuous",
         "colpali_retrieval_embeddings", "esm_embeddings_norm_mask",  # a norm, then a per-row padding mask
         "gemma2_attn_softcap_softmax", "gpt_neo_causal_softmax", "min_p_mask", "typical_shifted_scores", "bitnet_act_quant",
+        # a constant made by torch.distributions (Normal(0, 1).icdf: folded at the bake), then a mean + std cutoff
+        "gemma3n_gaussian_topk", "gemma3n_mlp_act",
         # quantizers whose values leave as int8 / fp8 e4m3 (the final .to(), done by the store)
         "bitnet_activation_quant", "quantize_fp8_per_row",
         # a QK-norm: x [.., H*64] viewed as heads of 64 in the function, rows of 64

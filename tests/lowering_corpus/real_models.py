@@ -12,6 +12,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 # ===================================================================================================== activations
 
@@ -180,6 +181,34 @@ def t5_gated_act(wi_0_out, hidden_linear):
 def qwen3_next_attn_gate(attn_output, gate):
     attn_output = attn_output * torch.sigmoid(gate)
     return attn_output
+
+
+# transformers/models/gemma3n/modeling_gemma3n.py: Gemma3nTextMLP._gaussian_topk (activation_sparsity 0.95, the
+# first ten layers' in Gemma 3n's config): keep what lies above the row's mean + 1.645 std (a normal's 95% quantile)
+def gemma3n_gaussian_topk(inputs, activation_sparsity: float = 0.95):
+    target_sparsity_tensor = torch.tensor(activation_sparsity, dtype=torch.float32, device=inputs.device)
+    # normal_dist and std_multiplier are adapted from jax.scipy.stats.norm.ppf().
+    #
+    # References:
+    #   *   https://docs.jax.dev/en/latest/_autosummary/jax.scipy.stats.norm.ppf.html
+    #   *   https://pytorch.org/docs/stable/distributions.html#torch.distributions.normal.Normal
+    #   *   https://pytorch.org/docs/stable/distributions.html#torch.distributions.transformed_distribution.TransformedDistribution.icdf
+    normal_dist = torch.distributions.normal.Normal(0, 1)
+    std_multiplier: torch.Tensor = normal_dist.icdf(target_sparsity_tensor)
+    std_multiplier = std_multiplier.type(inputs.dtype)
+    inputs_mean = torch.mean(inputs, dim=-1, keepdim=True)
+    inputs_std = torch.std(inputs, dim=-1, keepdim=True, unbiased=False)
+    cutoff_x = inputs_mean + inputs_std * std_multiplier
+    return nn.functional.relu(inputs - cutoff_x)
+
+
+# transformers/models/gemma3n/modeling_gemma3n.py: Gemma3nTextMLP.forward between its projections (hidden_activation
+# gelu_pytorch_tanh): the sparse gate, its activation, and * up_proj
+def gemma3n_mlp_act(gate_proj, up_proj, activation_sparsity: float = 0.95):
+    if activation_sparsity > 0.0:
+        gate_proj = gemma3n_gaussian_topk(gate_proj, activation_sparsity)
+    activations = F.gelu(gate_proj, approximate="tanh")
+    return activations * up_proj
 
 
 # ============================================================================================================ norms
@@ -1295,6 +1324,13 @@ CASES = [
     # ---------------------------------------------------------------------------------------------- gated MLPs
     _case("llama_mlp_act", "transformers/models/llama/modeling_llama.py: LlamaMLP.forward (act part)",
           "elementwise", {"gate": (16, 1024), "up": (16, 1024)}, notes="silu(gate) * up"),
+    _case("gemma3n_gaussian_topk", "transformers/models/gemma3n/modeling_gemma3n.py: Gemma3nTextMLP._gaussian_topk",
+          "reduction", {"inputs": (16, 1024)},
+          notes="Normal(0, 1).icdf(0.95) on a constant (an erfinv folded at the bake, its validation's dead checks "
+                "skipped), then the row's mean + std as a cutoff, relu"),
+    _case("gemma3n_mlp_act", "transformers/models/gemma3n/modeling_gemma3n.py: Gemma3nTextMLP.forward (between the "
+          "projections)", "reduction", {"gate_proj": (16, 1024), "up_proj": (16, 1024)},
+          notes="the gaussian top-k gate, gelu(tanh), * up"),
     _case("phi3_gate_up_act", "transformers/models/phi3/modeling_phi3.py: Phi3MLP.forward (after gate_up_proj)",
           "elementwise", {"up_states": (16, 2048)},
           notes="x.chunk(2, -1): the output is [T, I] from a [T, 2I] input (two contiguous column halves); "

@@ -333,6 +333,30 @@ class Converter:
         rank = len(node.args[0].meta["val"].shape)
         return rank > 0 and (list(node.args) + [0])[1] % rank == rank - 1
 
+    def folded(self, node) -> Value | None:
+        """An op outside the vocabulary on constants alone (Gemma 3n's ``Normal(0, 1).icdf(0.95)``, an erfinv of a
+        number): its value, computed by torch at the bake in the dtypes the function computes it in, or None when an
+        argument is not a constant."""
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.numel() != 1:
+            return None
+
+        def constant(a):
+            if not isinstance(a, torch.fx.Node):
+                return a
+            v = self.env.get(a)
+            if not isinstance(v, Value) or v.kind != CONST or not isinstance(v.ref, float):
+                raise LookupError
+            return torch.tensor(v.ref, dtype=a.meta["val"].dtype)  # in the function's dtype (its float32 erfinv)
+
+        try:
+            args = [constant(a) for a in node.args]
+            kwargs = {k: constant(a) for k, a in node.kwargs.items()}
+        except LookupError:
+            return None
+        out = node.target(*args, **kwargs)
+        return Value(float(out.item()), CONST, "scalar", out.dtype == torch.bool)
+
     @staticmethod
     def _last(node) -> bool:
         """Whether a slice / split / stack node works along the last dim (a stack: a new last dim)."""
@@ -348,6 +372,8 @@ class Converter:
         outputs = None
         for node in self.gm.graph.nodes:
             self.line = self.lines.get(node.name)
+            if node.op == "call_function" and not node.users and not self._packet(node).endswith("_"):
+                continue  # dead and not in place: a check's result nothing reads (torch.distributions' validation)
             if node.op == "call_function":
                 self.env[node] = self.call(node)
             elif node.op == "get_attr":
@@ -549,6 +575,9 @@ class Converter:
         if base in ("sum", "amax", "amin", "max", "min", "var", "prod", "mean", "std", "argmax", "argmin", "any",
                     "all"):
             return self.reduction(base, node, shape)
+        folded = self.folded(node)
+        if folded is not None:
+            return folded
         pointwise = sorted(k for k in VOCABULARY if k not in (*REDUCE, "cast", "to_float"))
         self.refuse(f"torch.{base} ({target}) has no kernel form here: the kernels compute {', '.join(pointwise)}, "
                     "row sums, maxima and minima, and what torch decomposes into those (softmax, layer_norm, gelu, "
