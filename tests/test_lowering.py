@@ -397,27 +397,41 @@ def picked(x, cos, sin):  # gpt-fast's and torchtune's form: x viewed as pairs, 
 def unbound(x):  # diffusers' form on x alone (rows of x viewed as pairs straight from the input: not heads of 2)
     x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
     return torch.stack([-x_imag, x_real], dim=-1).flatten(-2) * 2
+
+
+def halves_unbound(x):  # diffusers' form for Stable Audio, CogView4 and Cosmos: x viewed as [..., 2, N/2]
+    x_real, x_imag = x.reshape(*x.shape[:-1], 2, -1).unbind(-2)
+    return torch.cat([-x_imag, x_real], dim=-1) * 2
+
+
+def halves_picked(x: "[M, 2N]", y):
+    xs = x.reshape(*x.shape[:-1], 2, -1)
+    return torch.cat([xs[..., 1, :] * y, xs[..., 0, :] - y], dim=-1)
 '''
 
 
 def test_a_row_viewed_as_pairs_is_its_interleaved_lanes(tmp_path):
     """x.reshape(*x.shape[:-1], -1, 2) picked by [..., j] or unbound along its last dim is lane j of x (x[..., j::2]),
-    read as the lanes the row cell loads; held to the functions in float64 at a shape the trace never saw, and a
-    program with its lanes swapped is told apart."""
+    read as the lanes the row cell loads, and x.reshape(*x.shape[:-1], 2, -1) picked by [..., j, :] or unbound along
+    dim -2 is half j (x.chunk(2, -1)[j]); held to the functions in float64 at a shape the trace never saw, and a
+    program with its lanes (halves) swapped is told apart."""
     (tmp_path / "pairs.py").write_text(PAIRS)
     spec = importlib.util.spec_from_file_location("pairs", tmp_path / "pairs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     g = torch.Generator().manual_seed(3)
-    for name in ("picked", "unbound"):
+    for name, how in (("picked", "lane"), ("unbound", "lane"), ("halves_unbound", "part"), ("halves_picked", "part")):
         got = lower.lower_here(str(tmp_path / "pairs.py"), name)
         assert got["ok"] and got["ir"]["class"] == "elementwise", got.get("error")
         program = got["ir"]
-        assert all(i["width"] == 2 for i in program["inputs"]) and program.get("heads") is None
-        values = {i["name"]: torch.randn(5, 2 * 12, generator=g, dtype=torch.float64) for i in program["inputs"]}
+        assert program["inputs"][0]["width"] == 2 and program.get("heads") is None
+        assert {v["how"] for v in program.get("views", [])} == {how}, program.get("views")
+        values = {i["name"]: torch.randn(5, i["width"] * 12, generator=g, dtype=torch.float64)
+                  for i in program["inputs"]}
         want = getattr(module, name)(**values)
         assert torch.allclose(ir.interpret(program, values), want, rtol=1e-6, atol=1e-6), name  # x.float(): fp32
-        swapped = {**values, "x": values["x"].view(5, 12, 2).flip(-1).reshape(5, 24)}
+        flip = values["x"].view(5, 12, 2).flip(-1) if how == "lane" else values["x"].view(5, 2, 12).flip(1)
+        swapped = {**values, "x": flip.reshape(5, 24)}
         assert not torch.allclose(ir.interpret(program, swapped), want, rtol=1e-3), name
 
 

@@ -41,7 +41,8 @@ OUTCOME = {
         "diffusers_geglu", "diffusers_swiglu", "gpt_oss_apply_gate", "phi3_gate_up_act",
         # RoPE: q, k [.., D] in halves or lanes, cos/sin broadcast over the heads, whole rows out, in the row cell
         "llama_apply_rotary_pos_emb", "cohere_apply_rotary_pos_emb", "qwen2_vl_apply_rotary_pos_emb_vision",
-        "deepseek_v3_apply_rotary_pos_emb_interleave", "diffusers_apply_rotary_emb")},
+        "deepseek_v3_apply_rotary_pos_emb_interleave", "diffusers_apply_rotary_emb",
+        "diffusers_apply_rotary_emb_halves")},
     **{name: "reduction" for name in (
         "llama_rmsnorm", "qwen2_rmsnorm", "mixtral_rmsnorm", "deepseek_v3_rmsnorm", "gemma_rmsnorm", "gemma3n_rmsnorm",
         "llama4_l2norm", "olmo2_rmsnorm", "t5_layernorm", "diffusers_rmsnorm", "cohere_layernorm",

@@ -136,6 +136,12 @@ def diffusers_rope(x: "[B, H, S, D]", cos: "[S, D]", sin: "[S, D]"):  # noqa: F7
     return upstream.diffusers_apply_rotary_emb(x, cos, sin)
 
 
+def diffusers_rope_halves(x: "[B, H, S, D]", cos: "[S, D]", sin: "[S, D]"):  # noqa: F722, F821
+    """diffusers' apply_rotary_emb (Stable Audio, OmniGen, CogView4, Cosmos): x viewed as [.., 2, D/2], its halves,
+    with cos and sin [S, D] broadcast over B and H."""
+    return upstream.diffusers_apply_rotary_emb_halves(x, cos, sin)
+
+
 ADALN = "2x4096x3072;1x1024x1536;3x7x1000"  # x's [B, S, D] (SD3.5 large: 4096 image tokens of 1536; Flux: 3072)
 ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
@@ -161,4 +167,5 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           "ddpm_add_noise": ("reduction", 1, NCHW), "timm_layer_scale_2d": ("reduction", 1, NCHW),
           "dac_snake1d": ("reduction", 1, "16x1024x4096;4x64x24000;3x5x7"),  # DAC's channels and samples
           # a row viewed as pairs (its lanes), x [B, H, S, D]: Flux's 24 heads over 4096 + 512 tokens
-          "diffusers_rope": ("reduction", 1, "1x24x4608x128;2x8x1000x64;3x5x7x128")}
+          "diffusers_rope": ("reduction", 1, "1x24x4608x128;2x8x1000x64;3x5x7x128"),
+          "diffusers_rope_halves": ("reduction", 1, "1x24x4096x64;2x8x1000x64;3x5x7x128")}

@@ -534,6 +534,21 @@ def diffusers_apply_rotary_emb(x, cos, sin):
     return out
 
 
+# diffusers/models/embeddings.py: apply_rotary_emb (use_real=True, use_real_unbind_dim=-2: Stable Audio, OmniGen,
+# CogView4 and Cosmos); freqs_cis as two parameters
+def diffusers_apply_rotary_emb_halves(x, cos, sin):
+    cos = cos[None, None]
+    sin = sin[None, None]
+    cos, sin = cos.to(x.device), sin.to(x.device)
+
+    # Used for Stable Audio, OmniGen, CogView4 and Cosmos
+    x_real, x_imag = x.reshape(*x.shape[:-1], 2, -1).unbind(-2)  # [B, S, H, D//2]
+    x_rotated = torch.cat([-x_imag, x_real], dim=-1)
+
+    out = (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+    return out
+
+
 # transformers/models/glm/modeling_glm.py: apply_rotary_pos_emb (interleaved, partial: cos/sin cover rotary_dim < D)
 def glm_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
     cos = cos.unsqueeze(unsqueeze_dim)
@@ -1429,6 +1444,10 @@ CASES = [
     _case("diffusers_apply_rotary_emb", "diffusers/models/embeddings.py: apply_rotary_emb (use_real, unbind dim -1)",
           "elementwise", {"x": QKV, "cos": (16, 64), "sin": (16, 64)},
           notes="x [B, H, S, D] viewed as pairs (reshape(..., -1, 2).unbind(-1)): its interleaved lanes; cos and sin "
+                "[S, D] broadcast over B and H"),
+    _case("diffusers_apply_rotary_emb_halves", "diffusers/models/embeddings.py: apply_rotary_emb (use_real, unbind "
+          "dim -2)", "elementwise", {"x": QKV, "cos": (16, 64), "sin": (16, 64)},
+          notes="x [B, H, S, D] viewed as halves (reshape(..., 2, -1).unbind(-2)): x.chunk(2, -1)'s parts; cos and sin "
                 "[S, D] broadcast over B and H"),
     _case("glm_apply_rotary_pos_emb", "transformers/models/glm/modeling_glm.py: apply_rotary_pos_emb",
           "elementwise", {"q": (2, 8, 16, 128), "k": (2, 2, 16, 128), "cos": CS, "sin": CS},

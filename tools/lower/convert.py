@@ -301,6 +301,11 @@ class Converter:
                 pair = node.args[0].meta["val"].shape  # x viewed as [*lead, N/r, r], a lane selected: lanes N/r wide
                 if _hint(pair[-2]) * _hint(pair[-1]) == _hint(xshape[-1]) and _hint(pair[-1]) > 1:
                     return pair[-2], "lane"
+            if self._selects_last(node, 2) and len(node.args[0].meta["val"].shape) == len(xshape) + 1:
+                half = node.args[0].meta["val"].shape  # x viewed as [*lead, r, N/r], a part selected: N/r wide
+                if _hint(half[-2]) * _hint(half[-1]) == _hint(xshape[-1]) and _hint(half[-2]) > 1 and \
+                        _derived(half[-1], xshape[-1]):
+                    return half[-1], "part"
             if self._packet(node) in ("slice", "split", "split_with_sizes", "stack") and self._last(node):
                 piece = node.meta["val"][0] if isinstance(node.meta["val"], (list, tuple)) else node.meta["val"]
                 width = piece.shape[-1 if self._packet(node) != "stack" else -2]
@@ -325,13 +330,20 @@ class Converter:
         return getattr(getattr(node.target, "overloadpacket", None), "__name__", "") if node.op == "call_function" \
             else ""
 
+    def halves(self, val, r: int) -> bool:
+        """Whether a traced value is x's rows viewed as r contiguous parts, [*lead, r, N] (``x.reshape(*x.shape[:-1],
+        2, -1)``: diffusers' RoPE for Stable Audio, CogView4 and Cosmos), with N the kernel's row length."""
+        shape = tuple(getattr(val, "shape", ()))
+        return len(shape) == len(self.xshape) + 1 and _hint(shape[-2]) == r and _hint(shape[-1]) == _hint(self.n)
+
     @staticmethod
-    def _selects_last(node) -> bool:
-        """Whether a node picks along its source's last dim: a select (``t[..., j]``) or an unbind (``t.unbind(-1)``)."""
+    def _selects_last(node, from_end: int = 1) -> bool:
+        """Whether a node picks along its source's last dim (or, from_end=2, the one before it): a select
+        (``t[..., j]``, ``t[..., j, :]``) or an unbind (``t.unbind(-1)``, ``t.unbind(-2)``)."""
         if Converter._packet(node) not in ("select", "unbind") or not isinstance(node.args[0], torch.fx.Node):
             return False
         rank = len(node.args[0].meta["val"].shape)
-        return rank > 0 and (list(node.args) + [0])[1] % rank == rank - 1
+        return rank >= from_end and (list(node.args) + [0])[1] % rank == rank - from_end
 
     def folded(self, node) -> Value | None:
         """An op outside the vocabulary on constants alone (Gemma 3n's ``Normal(0, 1).icdf(0.95)``, an erfinv of a
@@ -612,7 +624,12 @@ class Converter:
         pieces (combined first, so it stays one reduction); shape-only steps keep the value."""
         val = node.meta.get("val")
         srcs = {a: self.env[a] for a in wide}
-        stacked = [v for v in srcs.values() if v.shape == "stacked"]
+        stacked = [v for v in srcs.values() if v.shape in ("stacked", "halved")]
+        if stacked and stacked[0].shape == "halved":  # x viewed as [*lead, r, N]: picked by [..., j, :] or unbind(-2)
+            if base in ("select", "unbind") and len(srcs) == 1 and self._selects_last(node, 2):
+                return stacked[0].parts[node.args[2]] if base == "select" else tuple(stacked[0].parts)
+            self.refuse(f"uses a row viewed as [..., {len(stacked[0].parts)}, N] in torch.{base}; it lowers only "
+                        "through its parts ([..., j, :] or .unbind(-2))")
         if stacked:  # torch.stack(pieces, -1).flatten(-2): the pieces are the row's interleaved lanes
             if base in SHAPE_ONLY and len(srcs) == 1 and self.wide_width(val) == len(stacked[0].parts):
                 return Value(None, ELEMENT, "row", parts=stacked[0].parts, how="lane",
@@ -631,6 +648,9 @@ class Converter:
         if base in SHAPE_ONLY and how == "lane" and len(srcs) == 1 and self.pairs(val, r):
             return Value(None, ELEMENT, "stacked", parts=self.pieces(srcs[wide[0]], how), how="lane",
                          why="uses a row viewed as [..., N, r] other than through its lanes ([..., j])")
+        if base in SHAPE_ONLY and how == "part" and len(srcs) == 1 and self.halves(val, r):
+            return Value(None, ELEMENT, "halved", parts=self.pieces(srcs[wide[0]], how), how="part",
+                         why="uses a row viewed as [..., r, N] other than through its parts ([..., j, :])")
         if base in ("sum", "amax", "amin", "max", "min", "var", "mean", "std"):
             if base not in ("sum", "amax", "amin", "max", "min"):
                 self.refuse(f"torch.{base} over a row read in pieces does not lower (sum, max and min do)")
