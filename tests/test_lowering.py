@@ -545,6 +545,23 @@ def test_a_shape_annotation_the_row_rule_does_not_take_is_refused_not_read_as_x(
     assert [i["kind"] for i in capture.parameters(f)[0]] == ["row", "row"]
 
 
+@pytest.mark.parametrize("note,says", [("[M] int64", "an integer tensor"), ("long", "an integer tensor"),
+                                       ("[M, N] bf16", "whose 'bf16' the rule does not read")])
+def test_an_annotation_with_words_the_rule_does_not_read_is_refused(note, says):
+    """`labels: "[M] int64"` was once traced as a float [M, N], its words dropped and the name's default taken: a
+    cross-entropy lowered as soft labels. Words beside a shape other than `bool` and `float`, and an integer dtype on
+    its own, are refused in one line; those two still read as before."""
+    def f(x, s):
+        return x * s
+
+    f.__annotations__ = {"s": note}
+    with pytest.raises(ValueError, match=says) as refused:
+        capture.parameters(f)
+    assert "\n" not in str(refused.value)
+    f.__annotations__ = {"s": "[M, N] bool", "x": "[M, N] float"}
+    assert [(i["kind"], i["dtype"]) for i in capture.parameters(f)[0]] == [("row", "float"), ("row", "bool")]
+
+
 PER_ROW_SOURCE = '''import torch
 
 

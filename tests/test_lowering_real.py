@@ -79,6 +79,7 @@ OUTCOME = {
     **{name: "torch.topk selects" for name in ("gpt_oss_router", "top_k_warper", "min_p_warper", "epsilon_warper",
                                                "llama4_router")},
     "repetition_penalty": "torch.gather selects",
+    "fixed_cross_entropy": "an integer input (token ids, class indices) has no kernel form",  # traced as float
     "gemma_scaled_embedding": "torch.embedding selects",
     "top_p_warper": "torch.sort selects",
     "switch_top1_router": "torch.argmax selects",

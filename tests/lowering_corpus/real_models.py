@@ -1039,6 +1039,19 @@ def repetition_penalty(input_ids, scores, penalty: float = 1.2):
     return scores_processed
 
 
+# transformers/loss/loss_utils.py: fixed_cross_entropy (without **kwargs), the loss of ForCausalLMLoss and
+# ForMaskedLMLoss: target holds class indices (int64), which no kernel here reads
+def fixed_cross_entropy(source, target, num_items_in_batch=None, ignore_index: int = -100):
+    reduction = "sum" if num_items_in_batch is not None else "mean"
+    loss = nn.functional.cross_entropy(source, target, ignore_index=ignore_index, reduction=reduction)
+    if reduction == "sum":
+        # just in case users pass an int for num_items_in_batch, which could be the case for custom trainer
+        if torch.is_tensor(num_items_in_batch):
+            num_items_in_batch = num_items_in_batch.to(loss.device)
+        loss = loss / num_items_in_batch
+    return loss
+
+
 # ======================================================================================================= quantizers
 
 
@@ -1578,6 +1591,9 @@ CASES = [
     _case("epsilon_warper", "transformers/generation/logits_process.py: EpsilonLogitsWarper.__call__", "refused",
           {"input_ids": IDS, "scores": LOGITS}, {"input_ids": "int64"}, refusal="topk",
           notes="softmax threshold & topk threshold"),
+    _case("fixed_cross_entropy", "transformers/loss/loss_utils.py: fixed_cross_entropy", "refused",
+          {"source": (16, 1024), "target": (16,)}, {"target": "int64"}, refusal="real_models.py:",
+          notes="class indices (int64) picked from each row by nll_loss's gather, then a mean over the rows"),
     _case("repetition_penalty", "transformers/generation/logits_process.py: RepetitionPenaltyLogitsProcessor.__call__",
           "refused", {"input_ids": IDS, "scores": LOGITS}, {"input_ids": "int64"}, refusal="real_models.py:",
           notes="int clamp of ids, pad, gather, where, scatter by ids (data-dependent columns)"),

@@ -104,6 +104,24 @@ def _shape(note: str) -> str:
     return note.replace("bool", "").replace("float", "")
 
 
+INTEGER = re.compile(r"(torch\.)?(u?int(8|16|32|64)?|long|short)")  # an integer dtype word ("[M] int64", "long")
+
+
+def _words(name: str, note: str) -> None:
+    """Refuses (ValueError) an annotation with words the rule does not read, which it would otherwise drop and take
+    the parameter by its name or as x's shape (`labels: "[M] int64"` was traced as float [M, N] soft labels): beside a
+    shape it reads `bool` (a mask) or `float`; an integer dtype, with or without a shape, has no kernel form."""
+    words = re.sub(r"^\[[^\]]*\]", "", note) if note.startswith("[") else note
+    if INTEGER.fullmatch(words):
+        raise ValueError(f"`{name}` is annotated {note!r}, an integer tensor (token ids, class indices), which no "
+                         "kernel here reads: keep the step that uses it in PyTorch (a lookup such as "
+                         "`logits.gather(-1, labels[:, None])`) and pass its result in, one value per row `\"[M]\"`")
+    if note.startswith("[") and words not in ("", "bool", "float"):
+        raise ValueError(f"`{name}` is annotated {note!r}, whose {words!r} the rule does not read: beside a shape it "
+                         "takes `bool` (a mask) or `float`; write the shape alone (`\"[M, N]\"`) for the workspace's "
+                         "dtype")
+
+
 def _names(shape: str) -> list[str] | None:
     """The dim names of a shape annotation, "[B,S,H,D]" -> ["B", "S", "H", "D"] (the user's own names, at least two
     of them, none a number or "..."), or None: what N-D inputs are declared with (the module docstring's rule)."""
@@ -143,6 +161,7 @@ def _kind(name: str, note: str, default: tuple[str, str], per_row: bool) -> tupl
     """(kind, why) of a tensor parameter (not a GEMM operand): its annotation first, then its name, else `default`;
     `per_row` (a GEMM's epilogue input) may be one value per row, and is refused (ValueError) as a scalar or any shape
     other than a row, a vector or one value per row."""
+    _words(name, note)
     shape = _shape(note)
     if per_row and (shape in SCALAR_ANNOTATIONS or SHAPE.fullmatch(shape) and shape not in (
             *ROW_ANNOTATIONS, *VECTOR_ANNOTATIONS, *PER_ROW_ANNOTATIONS)):  # never read as C's shape
@@ -678,9 +697,12 @@ def called(function: str, inputs: list[dict], folder: str, err: Exception) -> di
                   if f.filename.startswith(folder)), "")
     message = str(err).strip().splitlines()[0] if str(err).strip() else ""
     message = re.sub(r"\bs\d+\b", "<size>", message)[:300]  # the tracer's size symbols (s75) mean nothing to a user
+    integer = re.search(r"int(32|64)", message) and "index" in message.lower()  # gather's, cross_entropy's labels
     ranks = "unpack" in message or "dimension" in message.lower() or "index" in message.lower() or \
         "invalid for input" in message
-    hint = ("the parameters are traced as [M, N] rows, [N] vectors (by name or `w: \"[N]\"`) and one-element scalars "
+    hint = ("every parameter is traced as a float (or bool) tensor: an integer input (token ids, class indices) has no "
+            "kernel form; keep the step that reads it in PyTorch (`logits.gather(-1, labels[:, None])`) and pass its "
+            "result in, one value per row `\"[M]\"`" if integer else "the parameters are traced as [M, N] rows, [N] vectors (by name or `w: \"[N]\"`) and one-element scalars "
             "(`alpha: \"[]\"`); an input read in parts beside [N] vectors is annotated `x: \"[M, 2N]\"`; a function "
             "of rank 3 or more names x's dims (`q: \"[B, S, H, D]\"`) and those of each input it broadcasts "
             "(`cos: \"[S, D]\"`)"
