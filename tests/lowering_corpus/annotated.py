@@ -142,12 +142,6 @@ def diffusers_rope_halves(x: "[B, H, S, D]", cos: "[S, D]", sin: "[S, D]"):  # n
     return upstream.diffusers_apply_rotary_emb_halves(x, cos, sin)
 
 
-def gemma3n_mlp_act(gate_proj, up_proj):
-    """Gemma 3n's sparse MLP gate between its projections: Normal(0, 1).icdf(0.95) folded at the bake, the row's mean
-    + 1.645 std as a cutoff, gelu(tanh), * up."""
-    return upstream.gemma3n_mlp_act(gate_proj, up_proj)
-
-
 ADALN = "2x4096x3072;1x1024x1536;3x7x1000"  # x's [B, S, D] (SD3.5 large: 4096 image tokens of 1536; Flux: 3072)
 ROPE = "1x8192x32x128;4x2048x32x128;1x1000x8x64;3x7x5x128"  # q's [B, S, H, D]
 GLU = "8192x14336;4096x14336;1000x1001;7x4096"  # the output [M, N]: the input is [M, 2N] (2x14336 at the headline)
@@ -174,5 +168,4 @@ EXPECT = {"gpt_neo_causal_softmax": ("reduction", 1), "bitnet_act_quant": ("redu
           "dac_snake1d": ("reduction", 1, "16x1024x4096;4x64x24000;3x5x7"),  # DAC's channels and samples
           # a row viewed as pairs (its lanes), x [B, H, S, D]: Flux's 24 heads over 4096 + 512 tokens
           "diffusers_rope": ("reduction", 1, "1x24x4608x128;2x8x1000x64;3x5x7x128"),
-          "diffusers_rope_halves": ("reduction", 1, "1x24x4096x64;2x8x1000x64;3x5x7x128"),
-          "gemma3n_mlp_act": ("reduction", 1, "8192x16384;4096x8192;1000x1001;7x2048")}
+          "diffusers_rope_halves": ("reduction", 1, "1x24x4096x64;2x8x1000x64;3x5x7x128")}
