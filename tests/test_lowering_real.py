@@ -83,7 +83,8 @@ OUTCOME = {
     "gemma_scaled_embedding": "torch.embedding selects",
     "top_p_warper": "torch.sort selects",
     "switch_top1_router": "torch.argmax selects",
-    "bitnet_weight_quant": "reduces over a dim other than the last one",
+    **{name: "reduces over a dim other than the last one" for name in ("bitnet_weight_quant",
+                                                                         "convnext_layernorm_channels_first")},
     "bert_self_output": "torch.var is a reduction; a GEMM's epilogue is pointwise",
     "clip_logits_per_text": "`logit_scale` (annotated '[]') is not an input a GEMM's epilogue takes",
 }
@@ -153,7 +154,7 @@ def hints(case: dict) -> dict:
         note += "bool" if case.get("dtypes", {}).get(name) == "bool" else ""
         if note:
             made[name] = note
-    return made
+    return {**made, **case.get("hints", {})}  # a case's own, where the rule above cannot tell (a weight per channel)
 
 
 @pytest.fixture(scope="module")

@@ -421,6 +421,18 @@ def mamba2_rmsnorm_gated(hidden_states, gate, weight, group_size: int = 64, vari
     return weight * hidden_states.to(input_dtype)
 
 
+# transformers/models/convnext/modeling_convnext.py: ConvNextLayerNorm.forward, data_format="channels_first"
+def convnext_layernorm_channels_first(features, weight, bias, eps: float = 1e-6):
+    input_dtype = features.dtype
+    features = features.float()
+    mean = features.mean(1, keepdim=True)
+    variance = (features - mean).pow(2).mean(1, keepdim=True)
+    features = (features - mean) / torch.sqrt(variance + eps)
+    features = features.to(dtype=input_dtype)
+    features = weight[:, None, None] * features + bias[:, None, None]
+    return features
+
+
 # timm/layers/norm.py: LayerNorm2d.forward (NCHW: normalises over C through a permute; _fast_norm False)
 def timm_layernorm2d(x, weight, bias, eps: float = 1e-6):
     normalized_shape = (x.shape[1],)
@@ -1301,9 +1313,9 @@ LOGITS = (4, 1024)  # [batch, vocab]
 IDS = (4, 12)  # generated ids [batch, len]
 
 
-def _case(fn, upstream, cls, shapes, dtypes=None, refusal=None, notes=""):
+def _case(fn, upstream, cls, shapes, dtypes=None, refusal=None, notes="", hints=None):
     return {"fn": fn, "upstream": upstream, "cls": cls, "shapes": shapes, "dtypes": dtypes or {},
-            "refusal": refusal, "notes": notes}
+            "refusal": refusal, "notes": notes, **({"hints": hints} if hints else {})}
 
 
 _ACT = "transformers/activations.py"
@@ -1426,6 +1438,11 @@ CASES = [
           "reduction", {"hidden_states": (2, 16, 512), "gate": (2, 16, 512), "weight": (512,)},
           notes="silu(gate) prologue, then RMS over groups of group_size=64 through a view [..., 8, 64]: the "
                 "reduction rows are 64 long, not the last dim's 512; last dim must be a multiple of group_size"),
+    _case("convnext_layernorm_channels_first", "transformers/models/convnext/modeling_convnext.py: "
+          "ConvNextLayerNorm.forward (channels_first)", "refused",
+          {"features": (2, 64, 8, 8), "weight": (64,), "bias": (64,)}, refusal="real_models.py:",
+          notes="NCHW: mean and variance over dim 1 (C), not the row's last dim",
+          hints={"features": "[B,C,H,W]", "weight": "[C]", "bias": "[C]"}),
     _case("timm_layernorm2d", "timm/layers/norm.py: LayerNorm2d.forward", "refused",
           {"x": (2, 64, 8, 8), "weight": (64,), "bias": (64,)}, refusal="real_models.py:",
           notes="NCHW: permute to NHWC, layer_norm over C, permute back: the reduced dim is dim 1 of the input"),

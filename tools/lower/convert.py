@@ -501,6 +501,9 @@ class Converter:
         if shape == "other" and isinstance(val, (list, tuple)):
             self.refuse(f"torch.{base} splits a tensor into {len(val)} pieces of shape {self.words(val[0].shape)}, "
                         f"which are neither x's rows {self.words(self.xshape)} nor its halves or lanes")
+        if shape == "other" and base in ("sum", "amax", "amin", "max", "min", "var", "mean", "std", "prod") and \
+                isinstance(args[0], torch.fx.Node) and len(args) > 1 and isinstance(args[1], (int, list, tuple)):
+            self.last_dim(args[1], self.arg(args[0]), args[0].meta["val"])  # ConvNeXt's x.mean(1) of [B, C, H, W]
         if shape == "other":
             self.refuse(f"torch.{base} makes a tensor of shape {self.words(val.shape)}, which is neither x's "
                         f"{self.words(self.xshape)}, a vector [N] over the last dim, nor one value per row"
