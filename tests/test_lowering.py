@@ -485,6 +485,38 @@ def test_a_constant_made_in_the_inputs_dtype_is_rounded_to_the_workspaces():
     assert f'= {const["args"][0]!r}  #' in codegen.generate(got["ir"], "fp32")
 
 
+SIZE_ARITHMETIC = '''import math
+
+import torch.nn.functional as F
+
+
+def by_pow(x):
+    return x * x.shape[-1] ** -0.5 + F.normalize(x, dim=-1) * x.size(-1) ** 0.5
+
+
+def by_math_sqrt(x):
+    assert x.shape[-1] % 2 == 0
+    return x / math.sqrt(x.size(-1))
+'''
+
+
+def test_arithmetic_on_the_row_length_is_a_value_of_the_kernel(tmp_path):
+    """`head_dim ** -0.5` and `1 / math.sqrt(x.size(-1))` were refused ("calls pow", and a "branch" made of math's
+    conversion of the size to the traced number): both are computed on n, the kernel's row length, and held to the
+    function at row lengths the trace never saw."""
+    (tmp_path / "sizes.py").write_text(SIZE_ARITHMETIC)
+    spec = importlib.util.spec_from_file_location("sizes", tmp_path / "sizes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name in ("by_pow", "by_math_sqrt"):
+        got = lower.lower_here(str(tmp_path / "sizes.py"), name)
+        assert got["ok"], got.get("error")
+        assert any("n" in node["args"] for node in got["ir"]["nodes"]), name  # computed from n, not a constant
+        for n in (6, 4096):
+            x = torch.randn(3, n, dtype=torch.float64)
+            assert torch.allclose(ir.interpret(got["ir"], {"x": x}), getattr(module, name)(x), rtol=1e-6), (name, n)
+
+
 def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_line(tmp_path):
     """mean_center (x.mean(dim=1)) baked with a rank-3 shape: one line naming the rule and the fix, nothing made."""
     done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:mean_center", "shapes=4x6x1000", "run_baseline=no")
@@ -508,6 +540,8 @@ def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_lin
     # a branch on the row length: the trace holds the small sizes' branch, so the kernel would compute it at every N
     ("def f(x):\n    if x.shape[-1] > 1024:\n        return x * 2\n    return x.softmax(-1)\n",
      "branches on its input sizes: the trace took the branch of its small sizes"),
+    # a size made a Python number: the trace fixes it to the traced size, a constant wrong at every other
+    ("def f(x):\n    return x / float(x.shape[-1])\n", "uses an input size as a Python number"),
     # a GEMM's learned scalar: its epilogue takes rows, vectors and one value per row, never a scalar read as C
     ("import torch\n\n\ndef f(a, b, alpha=torch.tensor(2.0)):\n    return (a @ b.T) * alpha\n",
      "`alpha` (a tensor default) is not an input a GEMM's epilogue takes"),

@@ -29,6 +29,7 @@ Output: ``{"ok": true, "ir": {...}}`` or ``{"ok": false, "stage": "import" | "ca
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import json
@@ -427,6 +428,20 @@ def user_line(folder: str) -> str | None:
     return loc
 
 
+@contextlib.contextmanager
+def _sizes_stay_symbolic():
+    """math.sqrt of a size (``1 / math.sqrt(x.size(-1))``) traced as ``size ** 0.5``, a value of the kernel: math's
+    own turns the symbolic size into the traced number, a constant that would be wrong at every other size."""
+    import torch
+
+    sqrt = math.sqrt
+    math.sqrt = lambda v: v ** 0.5 if isinstance(v, (torch.SymInt, torch.SymFloat)) else sqrt(v)
+    try:
+        yield
+    finally:
+        math.sqrt = sqrt
+
+
 def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | None = None, dtype=None):
     """make_fx over the function on bf16 inputs (or `dtype`'s), each aten node tagged with the user's file:line that
     made it. Not `gemm`: a matmul-family call raises MatmulFound; `gemm`: each one goes through matmul_check."""
@@ -473,7 +488,7 @@ def trace(fn, inputs, constants, folder: str, gemm: bool = False, heads: int | N
     def call(*tensors):
         if gemm:
             state["operands"] = (tensors[:2], names[:2])
-        with SourceLines():
+        with SourceLines(), _sizes_stay_symbolic():
             return fn(**dict(zip(names, tensors)), **constants)
 
     sizes = GEMM_TRACE if gemm else sizes_of(inputs, constants, heads=heads)
@@ -666,6 +681,11 @@ def size_branch(gm, folder: str):
         for k in SCALED:
             if guard.expr.xreplace({s: traced[s] * k for s in guard.expr.free_symbols}) is sympy.false:
                 line = f"{Path(frame.filename).name}:{frame.lineno}"
+                if isinstance(guard.expr, sympy.Eq) and any(a.is_number for a in guard.expr.args):  # N == 40
+                    return Refused("uses an input size as a Python number (float(d), int(d), a math function of "
+                                   "it), which the trace fixes to the traced size, a constant that is wrong at every "
+                                   "other size; compute it with arithmetic on the size (`x.shape[-1] * 1.0`, `x.shape[-1] ** "
+                                   "0.5`, math.sqrt), which the kernel evaluates at each size", line)
                 return Refused("branches on its input sizes: the trace took the branch of its small sizes, and larger "
                                "ones take another, which one kernel for every size cannot follow; make the choice a "
                                "parameter with a default (a constant of the kernel), or lower each branch as its own "

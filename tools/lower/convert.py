@@ -84,7 +84,7 @@ SHAPE_ONLY = {"expand", "broadcast_in_dim", "unsqueeze", "squeeze", "view", "res
 # The narrow dtypes an output may be stored in (ir.OUT_BYTES): torch's own conversion, done by the cell's store.
 STORED = {torch.int8: "int8", torch.float8_e4m3fn: "fp8"}
 SYM_OPS = {operator.mul: "mul", operator.truediv: "div", operator.add: "add", operator.sub: "sub",
-           operator.neg: "neg", operator.floordiv: None, operator.mod: None}
+           operator.neg: "neg", operator.pow: "pow", operator.floordiv: None, operator.mod: None}
 
 
 def _hint(size) -> int:
