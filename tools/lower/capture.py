@@ -717,6 +717,11 @@ def called(function: str, inputs: list[dict], folder: str, err: Exception) -> di
                   if f.filename.startswith(folder)), "")
     message = str(err).strip().splitlines()[0] if str(err).strip() else ""
     message = re.sub(r"\bs\d+\b", "<size>", message)[:300]  # the tracer's size symbols (s75) mean nothing to a user
+    if "data-dependent" in message:  # `if torch.isinf(x).any():`, `.item()` used as a number: one trace, no values
+        return {"ok": False, "stage": "call",
+                "error": f"calling {function}({described}){where} needs a tensor's values in Python (a branch on them, "
+                         "or a number made of them), which a kernel traced once cannot follow: compute both sides and "
+                         "choose with torch.where, or keep that step in PyTorch"}
     integer = re.search(r"int(32|64)", message) and "index" in message.lower()  # gather's, cross_entropy's labels
     ranks = "unpack" in message or "dimension" in message.lower() or "index" in message.lower() or \
         "invalid for input" in message
