@@ -543,6 +543,10 @@ def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_lin
     # a branch on a tensor's values (T5's `if torch.isinf(x).any():`): no sympy text, the fix instead
     ("import torch\n\n\ndef f(x):\n    if torch.isinf(x).any():\n        x = x.clamp(-1e4, 1e4)\n    return x * 2\n",
      "at slow.py:5 (`if torch.isinf(x).any():`) needs a tensor's values in Python"),
+    # what the trace and the reference cannot call, and returns that are not tensors: one line each, at the line
+    ("def f(x, w, /):\n    return x * w\n", "`x` is positional-only (the `/` in the def)"),
+    ("def f(x):\n    return x.softmax(-1), x.shape[-1]\n", "returns a size or a Python number beside its tensors"),
+    ("def f(x):\n    return {'out': x * 2}\n", "returns a dict; an output is a tensor, or a tuple of them at slow.py:2"),
     # a size made a Python number: the trace fixes it to the traced size, a constant wrong at every other
     ("def f(x):\n    return x / float(x.shape[-1])\n", "uses an input size as a Python number"),
     # a GEMM's learned scalar: its epilogue takes rows, vectors and one value per row, never a scalar read as C

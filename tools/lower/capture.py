@@ -87,6 +87,9 @@ def _signature(fn, hints: dict | None = None) -> tuple[list[tuple[str, str, obje
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ValueError(f"`{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name}` has no fixed inputs: name "
                              "each tensor parameter")
+        if p.kind == p.POSITIONAL_ONLY:  # the trace, the checks and the workspace's reference pass them by name
+            raise ValueError(f"`{p.name}` is positional-only (the `/` in the def): the function is called with its "
+                             "parameters by name; remove the `/`")
         note = (hints or {}).get(p.name, _annotation(p)).replace(" ", "")
         optional = p.default is None and SHAPE.fullmatch(_shape(note))  # w: "[N]" = None: an input, not a constant
         if p.default is not p.empty and not isinstance(p.default, torch.Tensor) and not optional:

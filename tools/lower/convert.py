@@ -410,9 +410,14 @@ class Converter:
         specs = []
         for out in outs:
             self.line = self.lines.get(getattr(out, "name", ""), self.line)
-            if not isinstance(out, torch.fx.Node):
-                raise Refused(f"returns {out!r}, not a tensor")
+            if not isinstance(out, torch.fx.Node):  # a dict, a constant
+                inside = [v for v in (out.values() if isinstance(out, dict) else []) if isinstance(v, torch.fx.Node)]
+                raise Refused(f"returns a {'dict' if isinstance(out, dict) else type(out).__name__}; an output is a "
+                              "tensor, or a tuple of them", self.lines.get(inside[0].name) if inside else self.line)
             v, val = self.env[out], out.meta["val"]
+            if not isinstance(val, torch.Tensor):  # x.shape[-1], a size: the caller has it
+                raise Refused("returns a size or a Python number beside its tensors; an output is a tensor: return "
+                              "the tensors alone", self.line)
             if self.is_wide(v) and v.shape != "stacked":  # a row r*N wide, stored piece by piece
                 parts = self.pieces(v, v.how or self.how)
                 if v.boolean or not (val.dtype.is_floating_point or v.store) or any(p.kind != ELEMENT for p in parts):
