@@ -517,6 +517,18 @@ def test_arithmetic_on_the_row_length_is_a_value_of_the_kernel(tmp_path):
             assert torch.allclose(ir.interpret(got["ir"], {"x": x}), getattr(module, name)(x), rtol=1e-6), (name, n)
 
 
+def test_floor_division_lowers_as_torchs_floor_division(tmp_path):
+    """`x // 2.0` and torch.floor_divide (no decomposition in torch: convert.REWRITES) are div(rounding_mode="floor"),
+    held to torch on finite values of both signs."""
+    (tmp_path / "fd.py").write_text("import torch\n\n\ndef f(x, y):\n    return x // 2.0 + torch.floor_divide(x, "
+                                    "y.abs() + 0.5)\n")
+    got = lower.lower_here(str(tmp_path / "fd.py"), "f")
+    assert got["ok"], got.get("error")
+    x, y = torch.randn(2, 4, 64, dtype=torch.float64) * 10
+    want = x // 2.0 + torch.floor_divide(x, y.abs() + 0.5)
+    assert torch.equal(ir.interpret(got["ir"], {"x": x, "y": y}), want)
+
+
 def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_line(tmp_path):
     """mean_center (x.mean(dim=1)) baked with a rank-3 shape: one line naming the rule and the fix, nothing made."""
     done = bake_cli(tmp_path, f"pytorch_logic={CORPUS}:mean_center", "shapes=4x6x1000", "run_baseline=no")

@@ -61,12 +61,14 @@ DECOMPOSE = [aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.var.
              aten.nan_to_num, aten.logaddexp2,
              aten.aminmax, aten.rad2deg, aten.deg2rad]  # torch.aminmax(x, dim=-1): the row's min and max
 # Ops torch has no decomposition for into the vocabulary, written here in its ops (each in float64 too, the
-# lowering's check): log10 (a spectrogram's decibels), erfc, sinh by expm1 (no cancellation near 0), cosh, and
-# logical_xor by and / or / not.
+# lowering's check): log10 (a spectrogram's decibels), erfc, sinh by expm1 (no cancellation near 0), cosh,
+# floor_divide (`x // 2.0`: torch's div(rounding_mode="floor")) and logical_xor by and / or / not.
 REWRITES = {aten.log10.default: lambda x: torch.log2(x) * math.log10(2.0),
             aten.erfc.default: lambda x: 1.0 - torch.erf(x),
             aten.sinh.default: lambda x: (torch.expm1(x) - torch.expm1(-x)) * 0.5,
             aten.cosh.default: lambda x: (torch.exp(x) + torch.exp(-x)) * 0.5,
+            aten.floor_divide.default: lambda a, b: torch.div(a, b, rounding_mode="floor"),  # x // 2.0, as torch
+            aten.floor_divide.Scalar: lambda a, b: torch.div(a, b, rounding_mode="floor"),
             aten.logical_xor.default: lambda a, b: torch.logical_and(torch.logical_or(a, b),
                                                                      torch.logical_not(torch.logical_and(a, b)))}
 
