@@ -517,6 +517,36 @@ def test_arithmetic_on_the_row_length_is_a_value_of_the_kernel(tmp_path):
             assert torch.allclose(ir.interpret(got["ir"], {"x": x}), getattr(module, name)(x), rtol=1e-6), (name, n)
 
 
+DECORATED = '''import torch
+
+
+@torch.jit.script
+def bias_gelu(bias, y):  # Megatron-LM's fused_bias_gelu, TorchScript upstream
+    x = bias + y
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+@torch.compile
+def compiled_silu(x):
+    return x * torch.sigmoid(x)
+'''
+
+
+def test_functions_decorated_by_torchscript_or_torch_compile_lower_as_the_python_they_are(tmp_path):
+    """A @torch.jit.script function was refused ("no signature found for <ScriptFunction>") and a @torch.compile one
+    failed in the trace (FX cannot trace dynamo's frame): the module is imported with TorchScript off and a compiled
+    function is read as the function it compiles; each IR is held to the plain function."""
+    (tmp_path / "deco.py").write_text(DECORATED)
+    want = {"bias_gelu": lambda bias, y: (lambda x: x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))))(
+        bias + y), "compiled_silu": lambda x: x * torch.sigmoid(x)}
+    for name, fn in want.items():
+        got = lower.lower_here(str(tmp_path / "deco.py"), name)
+        assert got["ok"], got.get("error")
+        values = {i["name"]: torch.randn(64 if i["kind"] == "vector" else (3, 64), dtype=torch.float64)
+                  for i in got["ir"]["inputs"]}
+        assert torch.allclose(ir.interpret(got["ir"], values), fn(**values)), name
+
+
 def test_floor_division_lowers_as_torchs_floor_division(tmp_path):
     """`x // 2.0` and torch.floor_divide (no decomposition in torch: convert.REWRITES) are div(rounding_mode="floor"),
     held to torch on finite values of both signs."""

@@ -432,6 +432,21 @@ def user_line(folder: str) -> str | None:
 
 
 @contextlib.contextmanager
+def _plain_python():
+    """The user's module imported with TorchScript off, so that a ``@torch.jit.script`` function (Megatron's
+    bias_gelu) is the Python function it was written as, which the trace reads (a ScriptFunction has no signature)."""
+    import torch.jit._state as jit_state
+
+    jit_state.disable()
+    try:
+        with warnings.catch_warnings():  # torch's deprecation of torch.jit.script, about the user's code, not to them
+            warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning)
+            yield
+    finally:
+        jit_state.enable()
+
+
+@contextlib.contextmanager
 def _sizes_stay_symbolic():
     """math.sqrt of a size (``1 / math.sqrt(x.size(-1))``) traced as ``size ** 0.5``, a value of the kernel: math's
     own turns the symbolic size into the traced number, a constant that would be wrong at every other size."""
@@ -558,8 +573,10 @@ def _lower(path: str, function: str, hints: dict | None = None) -> dict:
         spec = importlib.util.spec_from_file_location(Path(path).stem, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        with _plain_python():
+            spec.loader.exec_module(module)
         fn = getattr(module, function)
+        fn = getattr(fn, "_torchdynamo_orig_callable", fn)  # @torch.compile: the function it compiles
     except BaseException as err:  # noqa: BLE001 -- the user's import may raise anything, SystemExit included
         tb = traceback.extract_tb(err.__traceback__)
         where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(tb) if f.filename.startswith(folder)),
