@@ -547,6 +547,17 @@ def test_functions_decorated_by_torchscript_or_torch_compile_lower_as_the_python
         assert torch.allclose(ir.interpret(got["ir"], values), fn(**values)), name
 
 
+def test_round_with_decimals_is_torchs_own_steps(tmp_path):
+    """torch.round(x, decimals=d) was refused with a hint to write it out: it lowers as torch computes it, round(x *
+    10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0, held to torch on values of several magnitudes."""
+    (tmp_path / "rd.py").write_text("import torch\n\n\ndef f(x):\n    return x.round(decimals=2) + torch.round(x * "
+                                    "1000, decimals=-2)\n")
+    got = lower.lower_here(str(tmp_path / "rd.py"), "f")
+    assert got["ok"], got.get("error")
+    x = torch.randn(4, 64, dtype=torch.float64) * torch.logspace(-2, 3, 64, dtype=torch.float64)
+    assert torch.equal(ir.interpret(got["ir"], {"x": x}), x.round(decimals=2) + torch.round(x * 1000, decimals=-2))
+
+
 def test_floor_division_lowers_as_torchs_floor_division(tmp_path):
     """`x // 2.0` and torch.floor_divide (no decomposition in torch: convert.REWRITES) are div(rounding_mode="floor"),
     held to torch on finite values of both signs."""
@@ -589,6 +600,7 @@ def test_a_shape_of_another_rank_for_a_rank_bound_function_is_refused_in_one_lin
     ("def f(x, w, /):\n    return x * w\n", "`x` is positional-only (the `/` in the def)"),
     ("def f(x):\n    return x.softmax(-1), x.shape[-1]\n", "returns a size or a Python number beside its tensors"),
     ("def f(x):\n    return {'out': x * 2}\n", "returns a dict; an output is a tensor, or a tuple of them at slow.py:2"),
+    ("def f(x):\n    return x * 2, None\n", "returns None; an output is a tensor, or a tuple of them at slow.py:2"),
     # a size made a Python number: the trace fixes it to the traced size, a constant wrong at every other
     ("def f(x):\n    return x / float(x.shape[-1])\n", "uses an input size as a Python number"),
     # a GEMM's learned scalar: its epilogue takes rows, vectors and one value per row, never a scalar read as C

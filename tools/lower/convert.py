@@ -412,9 +412,10 @@ class Converter:
         specs = []
         for out in outs:
             self.line = self.lines.get(getattr(out, "name", ""), self.line)
-            if not isinstance(out, torch.fx.Node):  # a dict, a constant
+            if not isinstance(out, torch.fx.Node):  # a dict, None, a constant
                 inside = [v for v in (out.values() if isinstance(out, dict) else []) if isinstance(v, torch.fx.Node)]
-                raise Refused(f"returns a {'dict' if isinstance(out, dict) else type(out).__name__}; an output is a "
+                what = "dict" if isinstance(out, dict) else "None" if out is None else type(out).__name__
+                raise Refused(f"returns {'a ' * (out is not None)}{what}; an output is a "
                               "tensor, or a tuple of them", self.lines.get(inside[0].name) if inside else self.line)
             v, val = self.env[out], out.meta["val"]
             if not isinstance(val, torch.Tensor):  # x.shape[-1], a size: the caller has it
@@ -753,10 +754,14 @@ class Converter:
 
     def vocabulary(self, op: str, node, shape: str) -> Value:
         """A node of the vocabulary (ir.VOCABULARY): its operands, then one IR node; torch's keyword variants
-        (add's alpha, div's rounding_mode, round's decimals) become their own steps or a refusal."""
+        (add's alpha, div's rounding_mode, round's decimals) become their own steps."""
         spec, args, kw = VOCABULARY[op], node.args, node.kwargs
-        if op == "round" and (kw.get("decimals") or len(args) > 1 and args[1]):
-            self.refuse("torch.round(..., decimals=d) does not lower; write torch.round(x * 10**d) / 10**d")
+        decimals = kw.get("decimals", args[1] if len(args) > 1 else 0) if op == "round" else 0
+        if decimals:  # torch's own steps: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0
+            x, scale = self.arg(args[0]), Value(10.0 ** abs(decimals), CONST, "scalar")
+            scaled = self.binary("mul" if decimals > 0 else "div", x, scale, shape)
+            rounded = self.emit("round", [scaled.ref], scaled.kind, shape)
+            return self.binary("div" if decimals > 0 else "mul", rounded, scale, shape)
         vals = [self.arg(a) for a in args[:spec.arity]]
         if op in ("add", "sub") and kw.get("alpha", 1) != 1:
             vals[1] = self.binary("mul", vals[1], self.arg(kw["alpha"]), shape)
