@@ -67,12 +67,16 @@ REWRITES = {aten.log10.default: lambda x: torch.log2(x) * math.log10(2.0),
             aten.erfc.default: lambda x: 1.0 - torch.erf(x),
             aten.sinh.default: lambda x: (torch.expm1(x) - torch.expm1(-x)) * 0.5,
             aten.cosh.default: lambda x: (torch.exp(x) + torch.exp(-x)) * 0.5,
-            aten.floor_divide.default: lambda a, b: torch.div(a, b, rounding_mode="floor"),  # x // 2.0, as torch
-            aten.floor_divide.Scalar: lambda a, b: torch.div(a, b, rounding_mode="floor"),
+            **dict.fromkeys((aten.floor_divide.default, aten.floor_divide.Scalar),  # x // 2.0, as torch
+                            lambda a, b: torch.div(a, b, rounding_mode="floor")),
             aten.logical_xor.default: lambda a, b: torch.logical_and(torch.logical_or(a, b),
                                                                      torch.logical_not(torch.logical_and(a, b)))}
 
 ELEMENT, ROW, CONST = "element", "row", "const"  # a value's kind: per element, per row, constant
+# A row's r pieces viewed along a new dim, by the "shape" of their Value: lanes [*lead, N, r] (torch.stack(..., -1), or
+# x.reshape(*x.shape[:-1], -1, 2)) and parts [*lead, r, N] (x.reshape(*x.shape[:-1], 2, -1)); the dim a pick
+# ([..., j] or [..., j, :], unbind) takes a piece from, counted from the end.
+PIECE_VIEWS = {"stacked": 1, "halved": 2}
 
 # The ops a value's node may name beyond the vocabulary (tools/lower/ir.py VOCABULARY, whose `aten` names the converter
 # matches): views, constants, casts and reductions, handled below, and the selections, refused by name.
@@ -273,7 +277,7 @@ class Converter:
             shape = tuple(getattr(node.meta.get("val"), "shape", ()))
             literal = list(node.args[1])[-1] if base in ("view", "reshape", "_unsafe_view") else None
             picks = [u for u in node.users if self._packet(u) != "sym_size"]
-            lanes = picks and all(self._selects_last(u) for u in picks)  # pairs picked by [..., j]: lanes, not heads
+            lanes = picks and all(self._selects(u) for u in picks)  # pairs picked by [..., j]: lanes, not heads
             if isinstance(literal, int) and len(shape) == len(self.xshape) + 1 and shape[:-2] == self.xshape[:-1] \
                     and _hint(shape[-1]) == literal > 1 and _hint(shape[-2]) * literal == _hint(self.xshape[-1]) \
                     and not lanes:
@@ -289,7 +293,7 @@ class Converter:
         nodes = list(self.gm.graph.nodes)
         lanes = any(self._packet(n) == "slice" and self._last(n) and (list(n.args) + [None] * 5)[4] not in (None, 1)
                     for n in nodes) or any(self._packet(n) == "stack" and self._last(n) for n in nodes) or any(
-            self._selects_last(n) for n in nodes)
+            self._selects(n) for n in nodes)
         how = "lane" if lanes else "part"
         out = next(n for n in nodes if n.op == "output").args[0]
         for node in (out if isinstance(out, (list, tuple)) else [out]):
@@ -299,15 +303,12 @@ class Converter:
                     and _hint(xshape[-1]) % _hint(shape[-1]) == 0 and _derived(shape[-1], xshape[-1]):
                 return shape[-1], how  # a part of x's row (x.chunk(2, -1)), not a per-row [M, 1] or another size
         for node in nodes:  # the pieces a row as wide as x is sliced into
-            if self._selects_last(node) and len(node.args[0].meta["val"].shape) == len(xshape) + 1:
-                pair = node.args[0].meta["val"].shape  # x viewed as [*lead, N/r, r], a lane selected: lanes N/r wide
-                if _hint(pair[-2]) * _hint(pair[-1]) == _hint(xshape[-1]) and _hint(pair[-1]) > 1:
-                    return pair[-2], "lane"
-            if self._selects_last(node, 2) and len(node.args[0].meta["val"].shape) == len(xshape) + 1:
-                half = node.args[0].meta["val"].shape  # x viewed as [*lead, r, N/r], a part selected: N/r wide
-                if _hint(half[-2]) * _hint(half[-1]) == _hint(xshape[-1]) and _hint(half[-2]) > 1 and \
-                        _derived(half[-1], xshape[-1]):
-                    return half[-1], "part"
+            for from_end, how_picked in ((1, "lane"), (2, "part")):  # x viewed as [*lead, N/r, r] or [*lead, r, N/r]
+                if self._selects(node, from_end) and len(node.args[0].meta["val"].shape) == len(xshape) + 1:
+                    view = node.args[0].meta["val"].shape
+                    r, width = view[-from_end], view[from_end - 3]  # the picked dim's size, the other's: N/r wide
+                    if _hint(r) * _hint(width) == _hint(xshape[-1]) and _hint(r) > 1 and _derived(width, xshape[-1]):
+                        return width, how_picked
             if self._packet(node) in ("slice", "split", "split_with_sizes", "stack") and self._last(node):
                 piece = node.meta["val"][0] if isinstance(node.meta["val"], (list, tuple)) else node.meta["val"]
                 width = piece.shape[-1 if self._packet(node) != "stack" else -2]
@@ -321,25 +322,22 @@ class Converter:
                     return width, how
         return xshape[-1], how
 
-    def pairs(self, val, r: int) -> bool:
-        """Whether a traced value is x's rows viewed as r interleaved lanes, [*lead, N, r] (``x.reshape(*x.shape[:-1],
-        -1, 2)``: gpt-fast's and torchtune's RoPE), with N the kernel's row length."""
+    def piece_view(self, val, r: int, how: str) -> bool:
+        """Whether a traced value is x's rows viewed as their r pieces along a new dim (PIECE_VIEWS), with N the kernel's
+        row length: r interleaved lanes [*lead, N, r] (``x.reshape(*x.shape[:-1], -1, 2)``: gpt-fast's and
+        torchtune's RoPE) or r contiguous parts [*lead, r, N] (``x.reshape(*x.shape[:-1], 2, -1)``: diffusers' RoPE
+        for Stable Audio, CogView4 and Cosmos)."""
         shape = tuple(getattr(val, "shape", ()))
-        return len(shape) == len(self.xshape) + 1 and _hint(shape[-1]) == r and _hint(shape[-2]) == _hint(self.n)
+        inner = (_hint(self.n), r) if how == "lane" else (r, _hint(self.n))
+        return len(shape) == len(self.xshape) + 1 and (_hint(shape[-2]), _hint(shape[-1])) == inner
 
     @staticmethod
     def _packet(node) -> str:
         return getattr(getattr(node.target, "overloadpacket", None), "__name__", "") if node.op == "call_function" \
             else ""
 
-    def halves(self, val, r: int) -> bool:
-        """Whether a traced value is x's rows viewed as r contiguous parts, [*lead, r, N] (``x.reshape(*x.shape[:-1],
-        2, -1)``: diffusers' RoPE for Stable Audio, CogView4 and Cosmos), with N the kernel's row length."""
-        shape = tuple(getattr(val, "shape", ()))
-        return len(shape) == len(self.xshape) + 1 and _hint(shape[-2]) == r and _hint(shape[-1]) == _hint(self.n)
-
     @staticmethod
-    def _selects_last(node, from_end: int = 1) -> bool:
+    def _selects(node, from_end: int = 1) -> bool:
         """Whether a node picks along its source's last dim (or, from_end=2, the one before it): a select
         (``t[..., j]``, ``t[..., j, :]``) or an unbind (``t.unbind(-1)``, ``t.unbind(-2)``)."""
         if Converter._packet(node) not in ("select", "unbind") or not isinstance(node.args[0], torch.fx.Node):
@@ -414,14 +412,14 @@ class Converter:
             self.line = self.lines.get(getattr(out, "name", ""), self.line)
             if not isinstance(out, torch.fx.Node):  # a dict, None, a constant
                 inside = [v for v in (out.values() if isinstance(out, dict) else []) if isinstance(v, torch.fx.Node)]
-                what = "dict" if isinstance(out, dict) else "None" if out is None else type(out).__name__
-                raise Refused(f"returns {'a ' * (out is not None)}{what}; an output is a "
-                              "tensor, or a tuple of them", self.lines.get(inside[0].name) if inside else self.line)
+                what = "a dict" if isinstance(out, dict) else "None" if out is None else f"a {type(out).__name__}"
+                raise Refused(f"returns {what}; an output is a tensor, or a tuple of them",
+                              self.lines.get(inside[0].name) if inside else self.line)
             v, val = self.env[out], out.meta["val"]
             if not isinstance(val, torch.Tensor):  # x.shape[-1], a size: the caller has it
                 raise Refused("returns a size or a Python number beside its tensors; an output is a tensor: return "
                               "the tensors alone", self.line)
-            if self.is_wide(v) and v.shape != "stacked":  # a row r*N wide, stored piece by piece
+            if self.is_wide(v) and v.shape not in PIECE_VIEWS:  # a row r*N wide, stored piece by piece
                 parts = self.pieces(v, v.how or self.how)
                 if v.boolean or not (val.dtype.is_floating_point or v.store) or any(p.kind != ELEMENT for p in parts):
                     raise Refused(f"returns a wide {val.dtype} row; outputs are floating point", self.line)
@@ -490,7 +488,7 @@ class Converter:
         first = self.env.get(args[0]) if args and isinstance(args[0], torch.fx.Node) else None
         if base == "slice" and isinstance(first, Value) and self.full_slice(node):  # x[:, None]'s `:`: x itself,
             return first  # whatever its shape (a [B, D] shift before its [:, None] makes it broadcast over x's S)
-        if isinstance(first, Value) and (first.wide or first.parts is not None and first.shape != "stacked") \
+        if isinstance(first, Value) and (first.wide or first.parts is not None and first.shape not in PIECE_VIEWS) \
                 and base in ("split", "split_with_sizes", "slice", "alias", "clone", "contiguous", "detach"):
             return self.part(base, node)
         if isinstance(first, Value) and first.shape == "unsplit" and base in SHAPE_ONLY:
@@ -635,20 +633,17 @@ class Converter:
         pieces (combined first, so it stays one reduction); shape-only steps keep the value."""
         val = node.meta.get("val")
         srcs = {a: self.env[a] for a in wide}
-        stacked = [v for v in srcs.values() if v.shape in ("stacked", "halved")]
-        if stacked and stacked[0].shape == "halved":  # x viewed as [*lead, r, N]: picked by [..., j, :] or unbind(-2)
-            if base in ("select", "unbind") and len(srcs) == 1 and self._selects_last(node, 2):
-                return stacked[0].parts[node.args[2]] if base == "select" else tuple(stacked[0].parts)
-            self.refuse(f"uses a row viewed as [..., {len(stacked[0].parts)}, N] in torch.{base}; it lowers only "
-                        "through its parts ([..., j, :] or .unbind(-2))")
-        if stacked:  # torch.stack(pieces, -1).flatten(-2): the pieces are the row's interleaved lanes
-            if base in SHAPE_ONLY and len(srcs) == 1 and self.wide_width(val) == len(stacked[0].parts):
-                return Value(None, ELEMENT, "row", parts=stacked[0].parts, how="lane",
+        viewed = [v for v in srcs.values() if v.shape in PIECE_VIEWS]
+        if viewed:  # a row's pieces along a new dim: picked one by one, or (lanes) flattened back into the row
+            v = viewed[0]
+            if base in ("select", "unbind") and len(srcs) == 1 and self._selects(node, PIECE_VIEWS[v.shape]):
+                return v.parts[node.args[2]] if base == "select" else tuple(v.parts)
+            if v.shape == "stacked" and base in SHAPE_ONLY and len(srcs) == 1 and self.wide_width(val) == len(v.parts):
+                return Value(None, ELEMENT, "row", parts=v.parts, how="lane",  # torch.stack(pieces, -1).flatten(-2)
                              why="uses a stacked row other than as its output")
-            if base in ("select", "unbind") and len(srcs) == 1 and self._selects_last(node):  # pairs[..., j]: lane j
-                return stacked[0].parts[node.args[2]] if base == "select" else tuple(stacked[0].parts)
-            self.refuse(f"uses torch.stack's result in torch.{base}; a stack of N-wide pieces along a new last dim "
-                        "lowers only flattened back into the row (.flatten(-2))")
+            self.refuse(f"uses a row viewed as its {len(v.parts)} pieces along a new dim in torch.{base}; it lowers "
+                        "only through its pieces ([..., j], [..., j, :], .unbind) or, stacked, flattened back into "
+                        "the row (.flatten(-2))")
         hows = {v.how for v in srcs.values() if v.parts is not None} or {self.how}
         widths = {len(v.parts) if v.parts is not None else v.wide[1] for v in srcs.values()}
         if len(hows) > 1 or len(widths) > 1:
@@ -656,12 +651,9 @@ class Converter:
         how, r = hows.pop(), widths.pop()
         if base in SHAPE_ONLY and hasattr(val, "shape") and self.wide_width(val) == r:
             return srcs[wide[0]]
-        if base in SHAPE_ONLY and how == "lane" and len(srcs) == 1 and self.pairs(val, r):
-            return Value(None, ELEMENT, "stacked", parts=self.pieces(srcs[wide[0]], how), how="lane",
-                         why="uses a row viewed as [..., N, r] other than through its lanes ([..., j])")
-        if base in SHAPE_ONLY and how == "part" and len(srcs) == 1 and self.halves(val, r):
-            return Value(None, ELEMENT, "halved", parts=self.pieces(srcs[wide[0]], how), how="part",
-                         why="uses a row viewed as [..., r, N] other than through its parts ([..., j, :])")
+        if base in SHAPE_ONLY and len(srcs) == 1 and self.piece_view(val, r, how):
+            return Value(None, ELEMENT, "stacked" if how == "lane" else "halved", parts=self.pieces(srcs[wide[0]], how),
+                         how=how, why="uses a row viewed as its pieces along a new dim other than through them")
         if base in ("sum", "amax", "amin", "max", "min", "var", "mean", "std"):
             if base not in ("sum", "amax", "amin", "max", "min"):
                 self.refuse(f"torch.{base} over a row read in pieces does not lower (sum, max and min do)")
