@@ -455,6 +455,11 @@ def test_inf_and_nan_tests_and_constants_lower_with_torchs_meaning(tmp_path):
         assert torch.allclose(want.nan_to_num(7.0), have.nan_to_num(7.0), rtol=1e-12, atol=1e-12), body
     text = codegen.generate(lower.lower_here(str(tmp_path / "nf.py"), "f3")["ir"], "bf16")
     assert "math.nan" in text and "import math" in text
+    # an infinite default is a named constant written `-math.inf` (MinPLogitsWarper's filter_value): math imported
+    (tmp_path / "fill.py").write_text("def f(x, filter_value: float = -float('inf')):\n"
+                                      "    return x.masked_fill(x < 0, filter_value).softmax(-1)\n")
+    text = codegen.generate(lower.lower_here(str(tmp_path / "fill.py"), "f")["ir"], "bf16")
+    assert "FILTER_VALUE = -math.inf" in text and "\nimport math\n" in text
 
 
 def test_booleans_reduced_over_the_row_count_and_any_all_as_torch(lowered):

@@ -132,11 +132,9 @@ class _Writer:
     def operand(self, a) -> str:
         if isinstance(a, str):
             return self.names.get(a, a)
-        if a in self.constants:
-            return self.constants[a]
-        if math.isinf(a) or math.isnan(a):
+        if math.isinf(a) or math.isnan(a):  # written math.inf / math.nan, here or in its named constant's line
             self.needs_math = True
-        return _float(a)
+        return self.constants[a] if a in self.constants else _float(a)
 
     def expression(self, node: dict) -> str:
         """One IR node as Python: its vocabulary entry's code (ir.VOCABULARY), except where the kernels want a
